@@ -1,0 +1,84 @@
+# atm-agent-mcp — build, test, lint, bench, fuzz, demo.
+#
+# Every module is built and tested on its own (GOWORK=off), exactly as an
+# importer of that module would see it.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+
+MODULES  := jsonrpcframe atmclient registry codexchild mailbridge agentmcp testscripts
+BIN      := $(CURDIR)/bin
+GO       ?= go
+GOTEST   := GOWORK=off $(GO) test
+STATICCHECK := GOWORK=off $(GO) tool -modfile=$(CURDIR)/tools/go.mod staticcheck
+FUZZTIME ?= 8s
+BENCHTIME ?= 1s
+
+# Pinned real Codex CLI versions used by the real-Codex tests.
+CODEX_MCP_VERSION ?= 0.153.4
+CODEX_APP_VERSION ?= 0.169.0
+CODEX_CACHE       := $(CURDIR)/.cache/codex
+
+.PHONY: all build test test-unit test-real real-codex lint bench fuzz demo clean
+
+all: build
+
+## build: bin/atm-agent-mcp plus the test helpers (mockcodex, mockmodel).
+build:
+	@mkdir -p $(BIN)
+	cd agentmcp && GOWORK=off $(GO) build -o $(BIN)/atm-agent-mcp ./cmd/atm-agent-mcp 2>/dev/null || echo "agentmcp: binary not built yet"
+	cd codexchild && GOWORK=off $(GO) build -o $(BIN)/ ./cmd/... 2>/dev/null || true
+
+## test: every module with -race, the testscripts, and the real-Codex suite.
+test: build real-codex
+	@for m in $(MODULES); do \
+	  echo "== go test -race $$m"; \
+	  (cd $$m && ATM_CODEX_MCP_BIN="$$(cat $(CODEX_CACHE)/mcp-bin 2>/dev/null || true)" \
+	             ATM_CODEX_APP_BIN="$$(cat $(CODEX_CACHE)/app-bin 2>/dev/null || true)" \
+	             $(GOTEST) -race -count=1 -timeout 20m ./...) || exit 1; \
+	done
+
+## real-codex: install the pinned Codex CLIs with npm (once; cached in .cache/).
+real-codex:
+	@tools/install-codex.sh $(CODEX_CACHE) $(CODEX_MCP_VERSION) mcp-bin
+	@tools/install-codex.sh $(CODEX_CACHE) $(CODEX_APP_VERSION) app-bin
+
+## lint: go vet and staticcheck (pinned in tools/go.mod) over every module.
+lint:
+	@for m in $(MODULES); do \
+	  echo "== lint $$m"; \
+	  (cd $$m && GOWORK=off $(GO) vet ./... && $(STATICCHECK) ./...) || exit 1; \
+	done
+
+## bench: every benchmark, once.
+bench:
+	@for m in $(MODULES); do \
+	  echo "== bench $$m"; \
+	  (cd $$m && $(GOTEST) -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...) || exit 1; \
+	done
+
+## fuzz: a short run of every fuzz target (FUZZTIME each).
+fuzz:
+	@for m in $(MODULES); do \
+	  for pkg in $$(cd $$m && GOWORK=off $(GO) list ./...); do \
+	    dir=$$(cd $$m && GOWORK=off $(GO) list -f '{{.Dir}}' $$pkg); \
+	    for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/^func //'); do \
+	      echo "== fuzz $$pkg $$f ($(FUZZTIME))"; \
+	      (cd $$dir && $(GOTEST) -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) .) || exit 1; \
+	    done; \
+	  done; \
+	done
+
+## demo: a scripted MCP conversation through the binary against mockcodex.
+demo: build
+	@if [ -x $(BIN)/atm-agent-mcp ] && $(BIN)/atm-agent-mcp demo --help >/dev/null 2>&1; then \
+	  $(BIN)/atm-agent-mcp demo; \
+	else \
+	  echo "make demo: will build bin/atm-agent-mcp and play a scripted MCP conversation"; \
+	  echo "(two Codex agents, team mail between them, shutdown summaries) against mockcodex."; \
+	  echo "Not available yet: the proxy is still being built (see the open issues)."; \
+	fi
+
+clean:
+	rm -rf $(BIN)
+	@for m in $(MODULES); do (cd $$m && GOWORK=off $(GO) clean -testcache >/dev/null 2>&1 || true); done

@@ -1,0 +1,2 @@
+// Package agentmcp is the atm-agent-mcp MCP proxy.
+package agentmcp
