@@ -11,7 +11,7 @@ BIN      := $(CURDIR)/bin
 GO       ?= go
 GOTEST   := GOWORK=off $(GO) test
 STATICCHECK := GOWORK=off $(GO) tool -modfile=$(CURDIR)/tools/go.mod staticcheck
-FUZZTIME ?= 8s
+FUZZTIME ?= 20s
 BENCHTIME ?= 1s
 
 # Pinned real Codex CLI versions used by the real-Codex tests.

@@ -1,0 +1,103 @@
+package jsonrpcframe
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+)
+
+// benchMessage returns a request of about size bytes.
+func benchMessage(size int) *Message {
+	pad := max(size-110, 0)
+	m, _ := NewRequest(IntID(12345), "tools/call", map[string]any{
+		"name":      "codex",
+		"arguments": map[string]string{"prompt": strings.Repeat("x", pad)},
+	})
+	return m
+}
+
+var benchSizes = []struct {
+	name string
+	size int
+}{{"200B", 200}, {"64KiB", 64 << 10}, {"1MiB", 1 << 20}}
+
+// loopReader replays one stream forever.
+type loopReader struct {
+	data []byte
+	off  int
+}
+
+func (l *loopReader) Read(p []byte) (int, error) {
+	if l.off == len(l.data) {
+		l.off = 0
+	}
+	n := copy(p, l.data[l.off:])
+	l.off += n
+	return n, nil
+}
+
+func encoded(b *testing.B, m *Message, framing string, copies int) []byte {
+	var buf bytes.Buffer
+	var w Writer = NewLineWriter(&buf)
+	if framing == "header" {
+		w = NewHeaderWriter(&buf)
+	}
+	for range copies {
+		if err := w.Write(m); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return buf.Bytes()
+}
+
+// BenchmarkRead reads messages of 200 B, 64 KiB and 1 MiB in both framings
+// and reports throughput (MB/s), messages per second and allocations.
+func BenchmarkRead(b *testing.B) {
+	for _, framing := range []string{"line", "header"} {
+		for _, s := range benchSizes {
+			b.Run(fmt.Sprintf("%s/%s", framing, s.name), func(b *testing.B) {
+				m := benchMessage(s.size)
+				one := encoded(b, m, framing, 1)
+				stream := encoded(b, m, framing, max(1, (4<<20)/len(one)))
+				var r Reader = NewLineReader(&loopReader{data: stream}, nil)
+				if framing == "header" {
+					r = NewHeaderReader(&loopReader{data: stream}, nil)
+				}
+				b.SetBytes(int64(len(one)))
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					if _, err := r.Read(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+			})
+		}
+	}
+}
+
+// BenchmarkWrite writes messages of 200 B, 64 KiB and 1 MiB in both framings.
+func BenchmarkWrite(b *testing.B) {
+	for _, framing := range []string{"line", "header"} {
+		for _, s := range benchSizes {
+			b.Run(fmt.Sprintf("%s/%s", framing, s.name), func(b *testing.B) {
+				m := benchMessage(s.size)
+				var w Writer = NewLineWriter(io.Discard)
+				if framing == "header" {
+					w = NewHeaderWriter(io.Discard)
+				}
+				b.SetBytes(int64(len(encoded(b, m, framing, 1))))
+				b.ReportAllocs()
+				for b.Loop() {
+					if err := w.Write(m); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+			})
+		}
+	}
+}

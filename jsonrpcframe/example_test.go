@@ -1,0 +1,47 @@
+package jsonrpcframe_test
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
+)
+
+// A tiny server loop: detect the client's framing, answer requests in the
+// same framing, answer a line that is not JSON with -32700, and go on.
+func Example() {
+	in := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}
+this is not JSON
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":"two","method":"ping"}
+`)
+	r, w := jsonrpcframe.NewAuto(in, os.Stdout, nil)
+	for {
+		m, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		var bad *jsonrpcframe.MessageError
+		if errors.As(err, &bad) {
+			_ = w.Write(bad.Response())
+			continue
+		}
+		if err != nil {
+			fmt.Println("read:", err)
+			return
+		}
+		if m.IsRequest() {
+			resp, _ := jsonrpcframe.NewResponse(m.ID, map[string]any{})
+			_ = w.Write(resp)
+		}
+	}
+	fmt.Println("framing:", r.Framing())
+	// Output:
+	// {"jsonrpc":"2.0","id":1,"result":{}}
+	// {"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"jsonrpcframe: parse error: not valid JSON"}}
+	// {"jsonrpc":"2.0","id":"two","result":{}}
+	// framing: ndjson
+}

@@ -1,0 +1,186 @@
+package jsonrpcframe
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"unicode/utf8"
+)
+
+// Parse parses one JSON-RPC message from data, which may be surrounded by
+// white space. The message does not retain data. A failure is a
+// *MessageError wrapping ErrParse (not JSON), ErrBatch (a JSON array) or
+// ErrInvalid (JSON that is not a JSON-RPC message).
+func Parse(data []byte) (*Message, error) {
+	return parse(data, false)
+}
+
+// parse parses data; when owned is true the message may keep data.
+func parse(data []byte, owned bool) (*Message, error) {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 {
+		return nil, &MessageError{Err: ErrParse, Detail: "empty message"}
+	}
+	if !json.Valid(data) {
+		return nil, &MessageError{Err: ErrParse, Detail: "not valid JSON", Raw: cut(data), Size: int64(len(data))}
+	}
+	switch data[0] {
+	case '{':
+	case '[':
+		var elems []json.RawMessage
+		_ = json.Unmarshal(data, &elems) // valid JSON array: cannot fail
+		return nil, &MessageError{Err: ErrBatch, Detail: fmt.Sprintf("batch of %d", len(elems)),
+			Raw: append([]byte(nil), data...), Elements: elems, Size: int64(len(data))}
+	default:
+		return nil, &MessageError{Err: ErrInvalid, Detail: "not a JSON object", Raw: cut(data), Size: int64(len(data))}
+	}
+	buf := data
+	if !owned {
+		buf = append([]byte(nil), data...)
+	}
+	m := &Message{}
+	var hasParams, hasResult, hasError, hasID bool
+	invalid := func(format string, args ...any) error {
+		return &MessageError{Err: ErrInvalid, Detail: fmt.Sprintf(format, args...), ID: m.ID, Raw: cut(buf), Size: int64(len(buf))}
+	}
+	var problem string
+	i := skipWS(buf, 1)
+	if buf[i] == '}' {
+		return nil, invalid("empty object")
+	}
+	for {
+		// buf[i] == '"' (valid JSON object: a key follows)
+		kEnd := skipString(buf, i)
+		rawKey := buf[i:kEnd]
+		i = skipWS(buf, kEnd)
+		i = skipWS(buf, i+1) // ':'
+		vEnd := skipValue(buf, i)
+		val := json.RawMessage(buf[i:vEnd:vEnd])
+		key := keyString(rawKey)
+		switch key {
+		case "jsonrpc":
+			if string(val) != `"2.0"` {
+				problem = fmt.Sprintf(`jsonrpc member is %s, not "2.0"`, val)
+			}
+			m.Versioned = true
+		case "id":
+			id, err := ParseID(val)
+			if err != nil {
+				problem = "id is not a number, string or null"
+			} else {
+				m.ID = id
+				hasID = true
+			}
+		case "method":
+			if len(val) == 0 || val[0] != '"' {
+				problem = "method is not a string"
+				break
+			}
+			m.Method = keyString(val)
+			if m.Method == "" {
+				problem = "method is empty"
+			}
+		case "params":
+			m.Params, hasParams = val, true
+		case "result":
+			m.Result, hasResult = val, true
+		case "error":
+			m.Error, hasError = val, true
+		default:
+			if m.Extra == nil {
+				m.Extra = make(map[string]json.RawMessage)
+			}
+			m.Extra[key] = val
+		}
+		i = skipWS(buf, vEnd)
+		if buf[i] == '}' {
+			break
+		}
+		i = skipWS(buf, i+1) // ','
+	}
+	switch {
+	case problem != "":
+		return nil, invalid("%s", problem)
+	case m.Method != "" && (hasResult || hasError):
+		return nil, invalid("a message with a method has a result or an error")
+	case m.Method == "" && !hasID:
+		return nil, invalid("neither a method nor an id")
+	case m.Method == "" && hasResult == hasError:
+		return nil, invalid("a response needs exactly one of result and error")
+	case hasParams && len(m.Params) > 0 && m.Params[0] != '{' && m.Params[0] != '[' && string(m.Params) != "null":
+		return nil, invalid("params is neither an object nor an array")
+	}
+	return m, nil
+}
+
+// keyString returns the Go string of a JSON string token; invalid UTF-8
+// becomes U+FFFD as in encoding/json.
+func keyString(tok []byte) string {
+	inner := tok[1 : len(tok)-1]
+	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		return string(inner)
+	}
+	var s string
+	_ = json.Unmarshal(tok, &s) // valid JSON string: cannot fail
+	return s
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\r', '\n':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// skipString returns the index just past the JSON string starting at b[i].
+func skipString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return i
+}
+
+// skipValue returns the index just past the JSON value starting at b[i]; b
+// is known to be valid JSON.
+func skipValue(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return i
+	}
+	for i < len(b) {
+		switch b[i] {
+		case ',', '}', ']', ' ', '\t', '\r', '\n':
+			return i
+		}
+		i++
+	}
+	return i
+}
