@@ -1,3 +1,5 @@
 module github.com/atm-agent-mcp/atm-agent-mcp/codexchild
 
 go 1.26.0
+
+require github.com/google/go-cmp v0.7.0 // indirect

@@ -1,0 +1,63 @@
+// Package modelmock is a loopback mock of the OpenAI Responses API for running
+// the real Codex CLI offline in tests.
+//
+// A [Server] listens on 127.0.0.1 and answers POST /v1/responses with a
+// server-sent-event stream (Codex always sends stream:true) and GET /v1/models
+// with a one-model list. Point a Codex provider at [Server.URL] with
+// wire_api = "responses" (see package realcodex for a ready CODEX_HOME).
+//
+// # Behaviour
+//
+// The answer is chosen from the last item of the request's input and from the
+// last user text (the text of the last user message that is not a context
+// block Codex injected, such as <environment_context> or AGENTS.md). In order:
+//
+//  1. [Config.Handler], when it returns a non-nil [Responder].
+//  2. [Config.Script]: when the last input item is a message, the longest
+//     keyword contained in the last user text picks its Responder.
+//  3. The built-in keywords, each only when the last input item is a message:
+//     FAIL500 (HTTP 500), MINIMAL (the smallest accepted stream: one
+//     output_item.done and response.completed), NOCOMPLETE (a message but no
+//     response.completed), DELTAONLY (a delta and response.completed but no
+//     output_item.done), FAILSSE (a response.failed event).
+//  4. When the last input item is a tool output (function_call_output or
+//     custom_tool_call_output): the message "MOCK_DONE: tool output was: X"
+//     where X is the first 200 characters of the output (text parts joined
+//     by newlines when the output is a list of content items).
+//  5. SLOW or SLOW=n: wait n seconds (default 20, at most 120), sending an SSE
+//     comment as a keep-alive every half second, then go on with 6–9. The
+//     wait ends early when the client disconnects or the server closes.
+//  6. CALL_TOOL=<namespace>.<tool> [ARGS=<json>]: a function_call with
+//     "namespace" and "name" (the shape Codex expects for tools of a per-thread
+//     MCP server, namespace "mcp__<server>"). ARGS is the rest of its line;
+//     default {}. Without a dot the call has no namespace.
+//  7. PATCH=<path>: an exec_command function call whose cmd is an
+//     "apply_patch <<'EOF'" heredoc adding the file <path> with the content
+//     [PatchContent]. Codex intercepts it and applies the patch itself; a
+//     path outside the thread's writable roots (under workspace-write) makes
+//     Codex ask for a patch approval under the on-request policy.
+//  8. RUN_SHELL [ESCALATE] [CMD=<command>]: a function call of the shell tool
+//     Codex offers (exec_command, shell_command or shell). The command is
+//     "touch mock_shell_probe.txt" unless CMD= gives the rest of the line
+//     (a literal \n becomes a newline). ESCALATE adds
+//     sandbox_permissions "require_escalated" and a justification, which
+//     makes Codex ask for approval under on-request.
+//  9. Otherwise the message "MOCK_REPLY: <last user text, trimmed, at most
+//     500 characters>".
+//
+// # Recording
+//
+// Every request is recorded as a [Request] (headers, raw and parsed body, last
+// user text, tool names). [Server.Requests] returns them, [Server.WaitRequests]
+// waits for them, and [Server.SawInput] tells whether a text appeared anywhere
+// in what the model was given (instructions, every message of every role, tool
+// calls and tool outputs) in any request.
+//
+// # Design notes
+//
+// Each HTTP request runs in its own goroutine (net/http). The server keeps a
+// context that Close cancels; every stream selects on it and on the request's
+// context, so a SLOW stream ends promptly when either the client hangs up or
+// the server closes. Close waits for all handlers to return, so no goroutine
+// outlives it.
+package modelmock

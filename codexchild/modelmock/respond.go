@@ -1,0 +1,234 @@
+package modelmock
+
+import (
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// A Responder writes the answer to one POST /v1/responses. An error ends the
+// stream early (the client sees the connection close) and is logged.
+type Responder func(s *Stream, r *Request) error
+
+// PatchContent is the content of the file a PATCH=<path> prompt adds.
+const PatchContent = "hello from modelmock\n"
+
+// Default is the built-in keyword behaviour described in the package
+// documentation (steps 3 to 9). A [Config.Handler] may delegate to it.
+func Default(s *Stream, r *Request) error {
+	text := r.LastUserText
+	isMessage := r.LastItemType == "message"
+	if isMessage {
+		switch {
+		case strings.Contains(text, "FAIL500"):
+			return HTTPError(http.StatusInternalServerError, "mock forced failure")(s, r)
+		case strings.Contains(text, "MINIMAL"):
+			return minimal(s, "MOCK_MINIMAL")
+		case strings.Contains(text, "NOCOMPLETE"):
+			return s.Event(map[string]any{"type": "response.output_item.done", "output_index": 0,
+				"item": map[string]any{"type": "message", "role": "assistant", "id": "msg_nc_" + strconv.Itoa(s.N()),
+					"content": []any{map[string]any{"type": "output_text", "text": "MOCK_NOCOMPLETE"}}}})
+		case strings.Contains(text, "DELTAONLY"):
+			if err := s.Event(map[string]any{"type": "response.output_text.delta", "item_id": "x",
+				"output_index": 0, "content_index": 0, "delta": "MOCK_DELTAONLY"}); err != nil {
+				return err
+			}
+			return s.Completed()
+		case strings.Contains(text, "FAILSSE"):
+			return Fail("mock response.failed")(s, r)
+		}
+	}
+	if out, ok := r.ToolOutput(); ok {
+		return Reply("MOCK_DONE: tool output was: "+truncate(out, 200))(s, r)
+	}
+	if strings.Contains(text, "SLOW") {
+		d := 20 * time.Second
+		if m := slowRE.FindStringSubmatch(text); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			d = time.Duration(min(n, 120)) * time.Second
+		}
+		if err := s.Created(); err != nil {
+			return err
+		}
+		if err := s.Wait(d); err != nil {
+			return err
+		}
+		return afterCreated(s, r)
+	}
+	if err := s.Created(); err != nil {
+		return err
+	}
+	return afterCreated(s, r)
+}
+
+var (
+	slowRE     = regexp.MustCompile(`SLOW=(\d+)`)
+	cmdRE      = regexp.MustCompile(`(?m)CMD=(.*)$`)
+	patchRE    = regexp.MustCompile(`PATCH=(\S+)`)
+	callToolRE = regexp.MustCompile(`CALL_TOOL=(\S+)`)
+	argsRE     = regexp.MustCompile(`(?m)ARGS=(.*)$`)
+)
+
+// afterCreated is steps 6 to 9: what follows response.created.
+func afterCreated(s *Stream, r *Request) error {
+	text := r.LastUserText
+	escalate := strings.Contains(text, "ESCALATE")
+	var fc FunctionCall
+	switch {
+	case callToolRE.MatchString(text):
+		target := callToolRE.FindStringSubmatch(text)[1]
+		fc.Name = target
+		if ns, name, ok := strings.Cut(target, "."); ok {
+			fc.Namespace, fc.Name = ns, name
+		}
+		fc.Arguments = "{}"
+		if m := argsRE.FindStringSubmatch(text); m != nil {
+			fc.Arguments = strings.TrimSpace(m[1])
+		}
+	case patchRE.MatchString(text):
+		fc = shellCall(r, PatchCommand(patchRE.FindStringSubmatch(text)[1], PatchContent), escalate)
+	case strings.Contains(text, "RUN_SHELL"):
+		cmd := "touch mock_shell_probe.txt"
+		if m := cmdRE.FindStringSubmatch(text); m != nil {
+			cmd = strings.ReplaceAll(strings.TrimSpace(m[1]), `\n`, "\n")
+		}
+		fc = shellCall(r, cmd, escalate)
+	default:
+		if err := s.Message("MOCK_REPLY: " + truncate(strings.TrimSpace(text), 500)); err != nil {
+			return err
+		}
+		return s.Completed()
+	}
+	if err := s.FunctionCall(fc); err != nil {
+		return err
+	}
+	return s.Completed()
+}
+
+// Reply answers with response.created, the assistant message text and
+// response.completed.
+func Reply(text string) Responder {
+	return func(s *Stream, _ *Request) error {
+		if err := s.Created(); err != nil {
+			return err
+		}
+		if err := s.Message(text); err != nil {
+			return err
+		}
+		return s.Completed()
+	}
+}
+
+// Call answers with response.created, the function call and
+// response.completed.
+func Call(fc FunctionCall) Responder {
+	return func(s *Stream, _ *Request) error {
+		if err := s.Created(); err != nil {
+			return err
+		}
+		if err := s.FunctionCall(fc); err != nil {
+			return err
+		}
+		return s.Completed()
+	}
+}
+
+// Shell answers with a call of the shell tool the request offers
+// (exec_command, shell_command or shell, in that order of preference) running
+// cmd; escalate asks to run it outside the sandbox.
+func Shell(cmd string, escalate bool) Responder {
+	return func(s *Stream, r *Request) error {
+		return Call(shellCall(r, cmd, escalate))(s, r)
+	}
+}
+
+// Patch answers with an exec_command call of [PatchCommand](path, content).
+func Patch(path, content string) Responder {
+	return Shell(PatchCommand(path, content), false)
+}
+
+// PatchCommand returns the apply_patch heredoc that adds the file path with
+// the content (each line becomes a "+" line; a final newline is implied).
+func PatchCommand(path, content string) string {
+	var b strings.Builder
+	b.WriteString("apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: ")
+	b.WriteString(path)
+	b.WriteString("\n")
+	for _, line := range strings.Split(strings.TrimSuffix(content, "\n"), "\n") {
+		b.WriteString("+" + line + "\n")
+	}
+	b.WriteString("*** End Patch\nEOF")
+	return b.String()
+}
+
+// HTTPError answers with an HTTP error status and a JSON error body.
+func HTTPError(code int, message string) Responder {
+	return func(s *Stream, _ *Request) error { return s.HTTPError(code, message) }
+}
+
+// Fail answers with response.created and response.failed.
+func Fail(message string) Responder {
+	return func(s *Stream, _ *Request) error {
+		if err := s.Created(); err != nil {
+			return err
+		}
+		return s.Failed(message)
+	}
+}
+
+// Slow waits d (with keep-alives) after response.created, then lets next
+// write the rest of the answer; next must not send response.created again.
+// Use it with [Stream] methods, for example Slow(d, func(s, r) error { ... }).
+func Slow(d time.Duration, next Responder) Responder {
+	return func(s *Stream, r *Request) error {
+		if err := s.Created(); err != nil {
+			return err
+		}
+		if err := s.Wait(d); err != nil {
+			return err
+		}
+		return next(s, r)
+	}
+}
+
+func minimal(s *Stream, text string) error {
+	if err := s.Event(map[string]any{"type": "response.output_item.done", "output_index": 0,
+		"item": map[string]any{"type": "message", "role": "assistant", "id": "msg_min_" + strconv.Itoa(s.N()),
+			"content": []any{map[string]any{"type": "output_text", "text": text}}}}); err != nil {
+		return err
+	}
+	return s.Event(map[string]any{"type": "response.completed", "response": map[string]any{"id": s.ResponseID()}})
+}
+
+// shellCall builds the call of the shell tool the request offers.
+func shellCall(r *Request, cmd string, escalate bool) FunctionCall {
+	var name string
+	args := map[string]any{}
+	switch {
+	case r.HasTool("shell_command"):
+		name = "shell_command"
+		args["command"] = cmd
+	case r.HasTool("exec_command"):
+		name = "exec_command"
+		args["cmd"] = cmd
+	default:
+		name = "shell"
+		args["command"] = []string{"bash", "-lc", cmd}
+	}
+	if escalate {
+		args["sandbox_permissions"] = "require_escalated"
+		args["justification"] = "mock wants to run outside the sandbox"
+	}
+	return FunctionCall{Name: name, Arguments: string(marshal(args))}
+}
+
+// truncate returns the first n runes of s.
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n])
+}
