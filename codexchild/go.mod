@@ -2,4 +2,9 @@ module github.com/atm-agent-mcp/atm-agent-mcp/codexchild
 
 go 1.26.0
 
-require github.com/google/go-cmp v0.7.0 // indirect
+require (
+	github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe v0.0.0-00010101000000-000000000000
+	github.com/google/go-cmp v0.7.0
+)
+
+replace github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe => ../jsonrpcframe

@@ -1,0 +1,273 @@
+package codexchild
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
+)
+
+// Backend is one Codex child process at the level the proxy thinks in:
+// threads, turns, events, approvals. The mcp-server backend (codex
+// mcp-server, Codex ≤ 0.153.4) and the app-server backend (codex app-server,
+// Codex ≥ 0.154) both implement it. A Backend starts its child lazily on the
+// first call that needs it; every method is safe for concurrent use, and
+// turns on different threads run concurrently.
+type Backend interface {
+	// Kind reports which protocol the backend speaks.
+	Kind() Kind
+
+	// Turn runs one turn: a new thread when req.ThreadID is empty, else a
+	// continuation of that thread. It blocks until the turn ends, the turn's
+	// timeout expires (a *TimeoutError), ctx is cancelled (the turn is
+	// interrupted in Codex first) or the child dies (an *ExitError). Events
+	// and approvals of the turn are delivered to req.Handler while it runs. A
+	// Codex-side failure of the turn (unknown thread, model error, aborted
+	// turn) is a Result with IsError set, not an error.
+	Turn(ctx context.Context, req TurnRequest) (*Result, error)
+
+	// Interrupt interrupts the running turn of a thread; the pending Turn
+	// call returns a Result with Status "interrupted". It is a no-op when the
+	// thread has no running turn.
+	Interrupt(ctx context.Context, threadID string) error
+
+	// Steer adds input to the running turn of a thread (app-server only;
+	// ErrUnsupported on mcp-server).
+	Steer(ctx context.Context, threadID, text string) error
+
+	// Forward sends any other request to the child verbatim (its id is
+	// replaced by the backend's own and restored on the reply) and returns
+	// the child's reply verbatim. ErrUnsupported on app-server.
+	Forward(ctx context.Context, req *jsonrpcframe.Message) (*jsonrpcframe.Message, error)
+
+	// Notify sends a notification to the child verbatim (mcp-server only).
+	Notify(ctx context.Context, n *jsonrpcframe.Message) error
+
+	// Tools returns the child's tools/list result (mcp-server only; the
+	// child is started if needed). The result is cached.
+	Tools(ctx context.Context) (json.RawMessage, error)
+
+	// Status reports whether the child is running and, once it has exited,
+	// how it died.
+	Status() Status
+
+	// Close stops the child gracefully (close stdin, SIGTERM after a grace,
+	// SIGKILL after a second grace); pending turns fail with an *ExitError.
+	Close(ctx context.Context) error
+}
+
+// Kind names a backend protocol.
+type Kind string
+
+// The backend kinds.
+const (
+	KindMCPServer Kind = "mcp-server"
+	KindAppServer Kind = "app-server"
+)
+
+// TurnRequest is one turn.
+type TurnRequest struct {
+	// ThreadID continues an existing thread; "" starts a new one.
+	ThreadID string
+	// Resume asks the backend to load ThreadID from Codex's storage first
+	// when this child process has not seen it (app-server thread/resume).
+	// The mcp-server backend cannot resume; it reports an IsError result.
+	Resume bool
+	// Prompt is the user input of the turn.
+	Prompt string
+	// Params are the thread's Codex parameters. On a new thread they start
+	// the thread; on app-server they are also sent with thread/resume.
+	Params ThreadParams
+	// Timeout bounds the turn. optional: 0 means 300 s; negative means none.
+	Timeout time.Duration
+	// Handler receives the turn's events and approvals. optional: nil drops
+	// events and denies approvals.
+	Handler Handler
+}
+
+// ThreadParams are the Codex parameters of a thread, named as the codex
+// tool's arguments. Empty fields are not sent.
+type ThreadParams struct {
+	Cwd                   string
+	Model                 string
+	ApprovalPolicy        string // untrusted | on-failure | on-request | never
+	Sandbox               string // read-only | workspace-write | danger-full-access
+	BaseInstructions      string
+	DeveloperInstructions string
+	CompactPrompt         string
+	Profile               string
+	// Config holds config overrides (the codex tool's "config" argument,
+	// app-server thread/start "config"), e.g. per-thread mcp_servers.
+	Config map[string]any
+}
+
+// Handler receives a turn's events and approvals. Its methods are called
+// from the backend's reader goroutine: they must not block.
+type Handler interface {
+	// Event delivers one Codex event of the turn.
+	Event(Event)
+	// Approval delivers an approval request. The handler must eventually
+	// call a.Respond, from any goroutine; until then the turn waits.
+	Approval(a *Approval)
+}
+
+// Event is one Codex event.
+type Event struct {
+	// ThreadID and TurnID associate the event; either may be "" when Codex
+	// did not say.
+	ThreadID string
+	TurnID   string
+	// Method is the notification method: "codex/event" on mcp-server, the
+	// app-server method (e.g. "item/completed") otherwise.
+	Method string
+	// Type is msg.type on mcp-server and the method on app-server.
+	Type string
+	// Params are the notification params exactly as the child sent them.
+	Params json.RawMessage
+}
+
+// ApprovalKind tells command and patch approvals apart.
+type ApprovalKind string
+
+// The approval kinds.
+const (
+	ApprovalExec  ApprovalKind = "exec"
+	ApprovalPatch ApprovalKind = "patch"
+)
+
+// Approval is a typed approval request from Codex.
+type Approval struct {
+	Kind     ApprovalKind
+	ThreadID string
+	TurnID   string
+	CallID   string
+	// Message is Codex's own question, when it sent one.
+	Message string
+	// Command is the command line of an exec approval.
+	Command string
+	Cwd     string
+	Reason  string
+	// Changes are the file changes of a patch approval, as Codex sent them.
+	Changes json.RawMessage
+	// Raw are the request params exactly as the child sent them.
+	Raw json.RawMessage
+
+	respond func(Decision) error
+}
+
+// Respond answers the approval. Only the first answer counts; later calls
+// return ErrAlreadyAnswered. The answer always reaches Codex as a decision
+// it understands, never as a JSON-RPC error.
+func (a *Approval) Respond(d Decision) error {
+	if a.respond == nil {
+		return errors.New("codexchild: approval has no responder")
+	}
+	return a.respond(d)
+}
+
+// NewApproval returns an approval whose Respond calls respond. Backends and
+// tests use it.
+func NewApproval(a Approval, respond func(Decision) error) *Approval {
+	a.respond = respond
+	return &a
+}
+
+// DecisionKind is the answer to an approval.
+type DecisionKind string
+
+// The decisions.
+const (
+	Approve           DecisionKind = "approve"
+	ApproveForSession DecisionKind = "approve_for_session"
+	Deny              DecisionKind = "deny"
+	// Abort ends the turn (mcp-server "abort", app-server "cancel").
+	Abort DecisionKind = "abort"
+)
+
+// Decision answers an approval; Reason is shown to the model on Deny.
+type Decision struct {
+	Kind   DecisionKind
+	Reason string
+}
+
+// Result is how a turn ended.
+type Result struct {
+	ThreadID string
+	TurnID   string
+	// Text is the final agent message (or Codex's error text when IsError).
+	Text string
+	// IsError reports a Codex-side failure (the tool result's isError, a
+	// failed or interrupted turn).
+	IsError bool
+	// Status is "completed", "failed" or "interrupted".
+	Status string
+	// Raw is the child's tools/call result verbatim (mcp-server), or the
+	// turn/completed params (app-server).
+	Raw json.RawMessage
+}
+
+// Status reports the child's state.
+type Status struct {
+	Started bool
+	Running bool
+	PID     int
+	Version string // Codex version from the handshake
+	Exit    *ExitStatus
+}
+
+// ExitStatus says how the child died.
+type ExitStatus struct {
+	Code   int    // exit code, -1 when killed by a signal
+	Signal string // signal name ("killed", "terminated"), "" when it exited
+}
+
+func (s ExitStatus) String() string {
+	if s.Signal != "" {
+		return "killed by signal " + s.Signal
+	}
+	return fmt.Sprintf("exited with code %d", s.Code)
+}
+
+// Errors.
+var (
+	// ErrChildExited is wrapped by *ExitError.
+	ErrChildExited = errors.New("codex child process is not running")
+	// ErrTimeout is wrapped by *TimeoutError.
+	ErrTimeout = errors.New("codex request timed out")
+	// ErrUnsupported: the backend kind does not support the operation.
+	ErrUnsupported = errors.New("not supported by this codex backend")
+	// ErrAlreadyAnswered: an approval was answered twice.
+	ErrAlreadyAnswered = errors.New("approval already answered")
+)
+
+// ExitError reports a call that failed because the child died, with how it
+// died.
+type ExitError struct {
+	Status ExitStatus
+	Stderr string // the last lines the child wrote to stderr
+}
+
+func (e *ExitError) Error() string {
+	return fmt.Sprintf("codex child process %s", e.Status)
+}
+
+// Unwrap returns ErrChildExited.
+func (e *ExitError) Unwrap() error { return ErrChildExited }
+
+// TimeoutError reports a turn that exceeded its timeout; Partial holds the
+// agent text seen in events before it expired.
+type TimeoutError struct {
+	After    time.Duration
+	ThreadID string
+	Partial  string
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("codex turn timed out after %s", e.After)
+}
+
+// Unwrap returns ErrTimeout.
+func (e *TimeoutError) Unwrap() error { return ErrTimeout }
