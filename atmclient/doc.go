@@ -1,3 +1,87 @@
 // Package atmclient reads and writes ATM team inboxes under
-// {home}/.claude/teams, compatible with the atm CLI and Claude Code.
+// {home}/.claude/teams, compatible with the atm CLI and Claude Code: what
+// they write, it reads; what it writes, they read; and none of them loses a
+// message when all of them write at once.
+//
+// Layout: the home is $ATM_HOME (trimmed, non-empty) else $HOME (see Home);
+// a team lives in {home}/.claude/teams/{team}/ with its members in
+// config.json (see Team) and one inbox per member in inboxes/{name}.json, a
+// JSON array of messages (see Message). Every team and agent name is checked
+// by ValidateName before it becomes part of a path.
+//
+// A Client, built by New, does everything else: Send and Broadcast append
+// messages, Read lists them with filters, MarkRead marks them by Key,
+// Pending counts unread mail. Claude Code's protocol messages (idle
+// notifications and similar JSON-in-text messages, see Message.IsProtocol)
+// are not mail: Read and Pending leave them out unless asked.
+//
+// # File format
+//
+// An inbox is written as a pretty JSON array: two-space indentation, no HTML
+// escaping, raw UTF-8, no trailing newline, "[]" when empty — what serde_json
+// and JSON.stringify(…, null, 2) produce. A message this package creates has
+// its keys in the order from, source_team, text, timestamp, read, summary,
+// message_id; its timestamp is UTC with nine fractional digits and a "Z"
+// (TimestampLayout). Messages already in the file are kept byte for byte
+// (re-indented if another writer used another layout); marking one read
+// only changes its "read" value (or appends "read": true). Unknown keys,
+// "content" used for "text", null summaries and ids, and elements that are
+// not messages at all are all preserved. Reading is tolerant: an element
+// that is not a message is reported in ReadResult.Problems and kept; a file
+// that is not a JSON array, or holds an element that is not JSON, is an
+// error (ErrCorruptInbox) and is never rewritten.
+//
+// # Design notes
+//
+// Writers follow the atm CLI's protocol. Under an exclusive flock(2) on
+// inboxes/{agent}.lock (a sidecar that is never replaced or removed) a
+// writer reads the inbox, applies its change (an append is dropped when a
+// message with the same message_id is there), writes inboxes/{agent}.tmp as
+// a new file and fsyncs it, then exchanges it with the inbox atomically
+// (renameat2 RENAME_EXCHANGE on Linux, renamex_np RENAME_SWAP on macOS; a
+// rename that refuses to replace when there was no inbox). The displaced
+// file, now at the tmp path, is compared byte for byte with what was read.
+// If it differs, a writer that ignores the lock (Claude Code does) wrote
+// in between: its messages that ours lacks — by message_id, or by (from,
+// timestamp instant, text) for id-less ones — are merged in, the result is
+// sorted stably by timestamp instant (elements without one first), and the
+// exchange is repeated, at most 8 times. A displaced file that cannot be
+// parsed even after a short wait is kept aside as
+// {agent}.json.unmerged-{nanos}. Finally the tmp file is removed and the
+// lock released. Readers take no lock; the inbox path always names a
+// complete file, so a reader sees the state before or after a write, never
+// half of one. Only a lock-ignoring writer, which truncates and rewrites the
+// file in place, can be caught half way: every reader and writer re-reads an
+// unparsable file for about 160 ms before calling it corrupt.
+//
+// The lock is taken with LOCK_NB, polling every 1 ms at first and at most
+// every 10 ms, and abandoned after Config.LockTimeout (default 1.55 s, the
+// total of the atm CLI's 50…800 ms backoff). Polling more often than the atm
+// CLI's schedule keeps waiters from starving under contention; the lock
+// itself is the same.
+//
+// The window. A lock-ignoring writer W reads the whole file, changes it and
+// writes it back in place. Against our exchange E:
+//
+//   - W writes entirely before our read, or reads after E: nothing to do.
+//   - W writes (into the file we read) after our read and before E: its
+//     bytes are in the displaced file and are merged. Nothing is lost.
+//   - W read before E and opens the file after E: it overwrites our new
+//     file with its stale copy. Every message committed after W's read —
+//     ours included — is lost, and no writer can notice.
+//   - W opened the file before E and its bytes land after we read the
+//     displaced file: they go into the displaced inode, which we unlink, so
+//     W's message is lost.
+//
+// Both losses need W's read-to-write interval (or its open-to-write
+// interval) to straddle our exchange; the concurrency test asserts that
+// every missing message is explained by such a straddle and that nothing is
+// ever duplicated. A crash is always safe: the tmp file is fsynced before
+// the exchange, so the inbox is the old or the new complete file, and a
+// crash after the exchange only loses the merge of a concurrent
+// lock-ignoring write.
+//
+// Clients remember the last parse of each inbox; when a file has only grown
+// by appended elements, only the new elements are parsed. That keeps an
+// append to an inbox of thousands of messages cheap.
 package atmclient

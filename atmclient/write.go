@@ -1,0 +1,254 @@
+package atmclient
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/atmclient/internal/fsx"
+)
+
+// tornRetries are the pauses before re-reading a file that does not parse.
+// A writer that ignores the lock (Claude Code) truncates and rewrites the
+// inbox in place, so a reader can catch it empty or half written; such a
+// state lasts microseconds, a corrupt file stays.
+var tornRetries = []time.Duration{2 * time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond}
+
+// maxMergeRounds bounds the swap-and-merge loop when lock-ignoring writers
+// keep rewriting the inbox.
+const maxMergeRounds = 8
+
+// testHook, when set by tests, is called at the steps of a write: "swap"
+// just before an exchange, "checked" after the displaced file was read.
+var testHook func(step string)
+
+func hook(step string) {
+	if testHook != nil {
+		testHook(step)
+	}
+}
+
+// load reads and parses the file at path. A missing file is an empty inbox
+// with exists false. A file that is empty or not a JSON array is re-read
+// after the tornRetries pauses; if it stays empty it is an empty inbox, if
+// it stays unparsable the error wraps ErrCorruptInbox.
+func (c *Client) load(ctx context.Context, path string) (snap *snapshot, exists bool, err error) {
+	for attempt := 0; ; attempt++ {
+		data, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return &snapshot{}, false, nil
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("read inbox: %w", err)
+		}
+		empty := len(bytes.TrimSpace(data)) == 0
+		var perr error
+		if !empty {
+			snap, perr = c.cache.parse(path, data)
+			if perr == nil {
+				return snap, true, nil
+			}
+		}
+		if attempt == len(tornRetries) {
+			if empty {
+				return &snapshot{data: data}, true, nil
+			}
+			return nil, true, fmt.Errorf("%w: %s: %v", ErrCorruptInbox, path, perr)
+		}
+		if err := sleep(ctx, tornRetries[attempt]); err != nil {
+			return nil, false, err
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// mutation computes the new entries of an inbox from the current ones; it
+// must not modify cur. changed false means there is nothing to write.
+type mutation func(cur []*entry) (next []*entry, changed bool, err error)
+
+// update applies mutate to the inbox at path with the locking protocol of
+// the atm CLI (see the package documentation, "Design notes"):
+//
+//  1. flock {agent}.lock, 2. read the inbox (missing = []), 3. mutate,
+//  4. write {agent}.tmp as a new file and fsync it, 5. exchange it with the
+//     inbox (rename when there was none), 6. compare the displaced file with
+//     what was read; if a writer that ignores the lock changed it, merge
+//     its messages and swap again, 7. remove the tmp file and unlock.
+func (c *Client) update(ctx context.Context, path string, mutate mutation) error {
+	dir := filepath.Dir(path)
+	base := strings.TrimSuffix(path, ".json")
+	lockPath, tmpPath := base+".lock", base+".tmp"
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create inboxes directory: %w", err)
+	}
+	lock, err := fsx.Lock(ctx, lockPath, c.lockTimeout)
+	if err != nil {
+		return fmt.Errorf("lock inbox: %w", err)
+	}
+	defer lock.Close()
+
+	snap, exists, err := c.load(ctx, path)
+	if err != nil {
+		return err
+	}
+	if i := snap.invalid(); i >= 0 {
+		return fmt.Errorf("%w: %s: element %d is not valid JSON; not rewriting it", ErrCorruptInbox, path, i)
+	}
+	next, changed, err := mutate(snap.entries)
+	if err != nil || !changed {
+		return err
+	}
+	out := encodeEntries(next)
+	// prev is what the exchange should displace; known is false when we
+	// did not read what is there (the inbox appeared after our read).
+	prev, known := snap.data, exists
+	defer os.Remove(tmpPath)
+	for round := 0; ; round++ {
+		if err := fsx.WriteNew(tmpPath, out); err != nil {
+			return fmt.Errorf("write inbox: %w", err)
+		}
+		if !exists {
+			err := fsx.RenameNoReplace(tmpPath, path)
+			switch {
+			case err == nil:
+				c.cache.put(path, &snapshot{data: out, entries: next})
+				if err := fsx.SyncDir(dir); err != nil {
+					c.log.Warn("inbox created but its directory was not synced", "path", path, "err", err)
+				}
+				return nil
+			case errors.Is(err, errors.ErrUnsupported):
+				return c.renameFallback(tmpPath, path, out, next)
+			case !errors.Is(err, fs.ErrExist):
+				return fmt.Errorf("write inbox: %w", err)
+			}
+			// A lock-ignoring writer created the inbox after we read it:
+			// swap, then merge what it wrote.
+			exists, known = true, false
+		}
+		hook("swap")
+		if err := fsx.Exchange(tmpPath, path); err != nil {
+			if errors.Is(err, errors.ErrUnsupported) {
+				return c.renameFallback(tmpPath, path, out, next)
+			}
+			return fmt.Errorf("write inbox: %w", err)
+		}
+		displaced, err := os.ReadFile(tmpPath)
+		hook("checked")
+		if err != nil {
+			return fmt.Errorf("write inbox: check displaced file: %w", err)
+		}
+		if known && bytes.Equal(displaced, prev) {
+			c.cache.put(path, &snapshot{data: out, entries: next})
+			return nil
+		}
+		theirs, ok := c.parseDisplaced(ctx, tmpPath, displaced)
+		if !ok {
+			return nil
+		}
+		merged, added := mergeEntries(next, theirs)
+		if added == 0 {
+			c.cache.put(path, &snapshot{data: out, entries: next})
+			return nil
+		}
+		c.log.Info("merged messages written without the inbox lock", "path", path, "added", added, "round", round)
+		if round+1 == maxMergeRounds {
+			c.log.Warn("inbox keeps changing under the lock; giving up merging", "path", path)
+			return nil
+		}
+		prev, known, next, out = out, true, merged, encodeEntries(merged)
+	}
+}
+
+// renameFallback replaces the inbox by a plain rename on file systems that
+// cannot exchange; concurrent lock-ignoring writes cannot be merged there.
+func (c *Client) renameFallback(tmpPath, path string, out []byte, next []*entry) error {
+	if err := os.Rename(tmpPath, path); err != nil {
+		return fmt.Errorf("write inbox: %w", err)
+	}
+	c.cache.put(path, &snapshot{data: out, entries: next})
+	c.log.Debug("file system cannot exchange files; replaced inbox by rename", "path", path)
+	return nil
+}
+
+// parseDisplaced parses the displaced inbox, re-reading it while a
+// lock-ignoring writer may still be writing into it. An empty file has
+// nothing to merge. A file that stays unparsable is kept next to the inbox
+// as {agent}.json.unmerged-{unix-nanos} and ok is false.
+func (c *Client) parseDisplaced(ctx context.Context, tmpPath string, data []byte) (entries []*entry, ok bool) {
+	for attempt := 0; ; attempt++ {
+		empty := len(bytes.TrimSpace(data)) == 0
+		if !empty {
+			es, err := parseEntries(data)
+			if err == nil && !slices.ContainsFunc(es, func(e *entry) bool { return !e.valid }) {
+				return es, true
+			}
+		}
+		if attempt == len(tornRetries) {
+			if empty {
+				return nil, true
+			}
+			break
+		}
+		if sleep(ctx, tornRetries[attempt]) != nil {
+			break
+		}
+		if d, err := os.ReadFile(tmpPath); err == nil {
+			data = d
+		}
+	}
+	aside := strings.TrimSuffix(tmpPath, ".tmp") + fmt.Sprintf(".json.unmerged-%d", time.Now().UnixNano())
+	if err := os.Rename(tmpPath, aside); err != nil {
+		c.log.Warn("could not parse nor keep a concurrent write to the inbox", "path", tmpPath, "err", err)
+	} else {
+		c.log.Warn("kept an unparsable concurrent write to the inbox aside", "path", aside)
+	}
+	return nil, false
+}
+
+// mergeEntries returns ours plus every entry of theirs it lacks: messages by
+// Key (message_id, or from+timestamp+text for id-less ones), other elements
+// by their bytes. When something was added the result is sorted stably by
+// timestamp instant. It returns how many entries were added.
+func mergeEntries(ours, theirs []*entry) ([]*entry, int) {
+	seen := make(map[string]bool, len(ours))
+	for _, e := range ours {
+		seen[mergeKey(e)] = true
+	}
+	merged := slices.Clip(ours)
+	added := 0
+	for _, e := range theirs {
+		if k := mergeKey(e); !seen[k] {
+			seen[k] = true
+			merged = append(merged, e)
+			added++
+		}
+	}
+	if added > 0 {
+		slices.SortStableFunc(merged, func(a, b *entry) int { return a.at.Compare(b.at) })
+	}
+	return merged, added
+}
+
+func mergeKey(e *entry) string {
+	if e.err == nil {
+		return e.key
+	}
+	return "raw:" + string(e.raw)
+}
