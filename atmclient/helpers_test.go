@@ -75,3 +75,10 @@ func inboxPath(t testing.TB, c *Client, team, agent string) string {
 }
 
 var bg = context.Background()
+
+func jsonUnmarshal(t testing.TB, b []byte, v any) {
+	t.Helper()
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("unmarshal %s: %v", b, err)
+	}
+}
