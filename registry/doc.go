@@ -1,3 +1,54 @@
-// Package registry keeps the proxy's durable session registry, identity
-// claims, audit log and summaries under {home}/.config/atm/agent-sessions.
+// Package registry keeps the proxy's durable state under
+// {home}/.config/atm/agent-sessions/{team}/: the per-instance session
+// registry, cross-process identity claims, session summaries and the team's
+// audit log.
+//
+// Layout of a team directory (see [TeamDir]):
+//
+//	{team}/audit.jsonl                         audit log, one JSON object per line
+//	{team}/{identity}.lock                     identity claim (flock), never replaced
+//	{team}/{instance}/registry.json            registry of one proxy instance
+//	{team}/{identity}/{backend_id}/summary.md  saved summary of one Codex thread
+//
+// A proxy opens its registry with [Open], which claims the instance identity,
+// loads the file and marks the sessions of the previous process stale. Each
+// change ([Registry.Add], [Registry.Update], [Registry.CloseSession],
+// [Registry.Remove], [Registry.Prune]) claims or releases the session's
+// identity as its status requires and persists the whole file before it
+// returns. The CLI reads every instance registry of a team with
+// [Dir.Scan], which takes no lock and writes nothing.
+//
+// # Design notes
+//
+// Concurrency. A Registry has one mutex. Every method takes it, and a change
+// is applied, persisted and (on failure) rolled back while it is held, so the
+// file on disk always matches a state the in-memory registry was in and two
+// persists never race. Only one process writes a registry file: the one
+// holding the instance identity's lock, so no file lock is taken around the
+// writes themselves.
+//
+// Identity claims. An identity is bound by holding an exclusive flock on
+// {team}/{identity}.lock for as long as it is bound. The kernel drops the
+// lock when the holder exits however it dies, so a crashed proxy frees its
+// identities at once and nobody guesses from PIDs. The pid, agent_id and time
+// written into the lock file are diagnostics only; they are rewritten in place
+// on the locked descriptor and the file is never renamed or deleted, because
+// a lock on a replaced file would protect nothing. Two claims of one identity
+// conflict even inside one process (flock locks belong to open file
+// descriptions); a Registry lets a session bind its own instance identity by
+// sharing the instance's claim.
+//
+// Crash safety. Files are replaced by writing a dot-prefixed temporary file in
+// the same directory, fsyncing it, renaming it over the target and fsyncing
+// the directory. A crash at any moment leaves either the old or the new file
+// in place, never a mix. What a crash can leave behind: a pending
+// ".registry.json.*.tmp" file (removed by the next Open of that registry),
+// lock files holding the dead process's diagnostics (harmless: the lock is
+// free), and sessions that claim to be busy or idle (marked stale by the next
+// Open). An audit entry is appended with one write call, so a crash loses at
+// most the entry being written and concurrent proxies never interleave lines.
+//
+// Errors. [ErrIdentityConflict] (wrapped by [*ConflictError]) becomes the
+// proxy's -32001 IDENTITY_CONFLICT and [ErrSessionNotFound] its -32002
+// SESSION_NOT_FOUND.
 package registry

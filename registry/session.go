@@ -1,0 +1,203 @@
+package registry
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+)
+
+// Status is the registry status of a session.
+type Status string
+
+// Session statuses. Active, busy and idle sessions are live: they hold their
+// identity. The others never do.
+const (
+	StatusActive      Status = "active"      // bound, thread state unknown or not tracked
+	StatusBusy        Status = "busy"        // a Codex turn is in progress
+	StatusIdle        Status = "idle"        // turn complete, waiting for input
+	StatusClosed      Status = "closed"      // closed by agent_close or shutdown
+	StatusStale       Status = "stale"       // was live when its proxy process ended
+	StatusInterrupted Status = "interrupted" // closed without a summary (timeout)
+)
+
+// Live reports whether a session with this status holds its identity.
+func (s Status) Live() bool {
+	return s == StatusActive || s == StatusBusy || s == StatusIdle
+}
+
+// ThreadState is the FR-17 lifecycle state of a session's Codex thread.
+type ThreadState string
+
+// Thread states.
+const (
+	ThreadBusy   ThreadState = "busy"
+	ThreadIdle   ThreadState = "idle"
+	ThreadClosed ThreadState = "closed"
+)
+
+// BackendCodex is the only backend so far.
+const BackendCodex = "codex"
+
+// Session is one registry entry. Empty strings for BackendID, RepoRoot,
+// RepoName, Branch, Tag, Role and AgentSource are written as JSON null. Times
+// are stored in UTC.
+type Session struct {
+	AgentID     string      `json:"agent_id"`
+	Backend     string      `json:"backend"`
+	BackendID   string      `json:"backend_id"` // Codex thread id; "" until known
+	Identity    string      `json:"identity"`
+	Team        string      `json:"team"`
+	RepoRoot    string      `json:"repo_root"` // "" outside a git repository
+	RepoName    string      `json:"repo_name"` // "" outside a git repository
+	Branch      string      `json:"branch"`
+	Cwd         string      `json:"cwd"`
+	StartedAt   time.Time   `json:"started_at"`
+	LastActive  time.Time   `json:"last_active"`
+	Status      Status      `json:"status"`
+	ThreadState ThreadState `json:"thread_state"`
+	Tag         string      `json:"tag"`
+	Role        string      `json:"role"`
+	AgentSource string      `json:"agent_source"` // agent file the session was started from
+
+	// Extra holds the fields this version does not know, so that they
+	// survive a rewrite. Keys that collide with a known field are ignored
+	// when writing. The raw values are shared by copies of a Session and
+	// must not be modified in place.
+	Extra map[string]json.RawMessage `json:"-"`
+}
+
+// sessionWire is the on-disk form of a Session.
+type sessionWire struct {
+	AgentID     string      `json:"agent_id"`
+	Backend     string      `json:"backend"`
+	BackendID   *string     `json:"backend_id"`
+	Identity    string      `json:"identity"`
+	Team        string      `json:"team"`
+	RepoRoot    *string     `json:"repo_root"`
+	RepoName    *string     `json:"repo_name"`
+	Branch      *string     `json:"branch"`
+	Cwd         string      `json:"cwd"`
+	StartedAt   time.Time   `json:"started_at"`
+	LastActive  time.Time   `json:"last_active"`
+	Status      Status      `json:"status"`
+	ThreadState ThreadState `json:"thread_state"`
+	Tag         *string     `json:"tag"`
+	Role        *string     `json:"role"`
+	AgentSource *string     `json:"agent_source"`
+}
+
+// knownFields are the JSON keys of sessionWire.
+var knownFields = map[string]bool{
+	"agent_id": true, "backend": true, "backend_id": true, "identity": true,
+	"team": true, "repo_root": true, "repo_name": true, "branch": true,
+	"cwd": true, "started_at": true, "last_active": true, "status": true,
+	"thread_state": true, "tag": true, "role": true, "agent_source": true,
+}
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// MarshalJSON writes the known fields followed by Extra in key order.
+func (s Session) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(sessionWire{
+		AgentID:     s.AgentID,
+		Backend:     s.Backend,
+		BackendID:   nullable(s.BackendID),
+		Identity:    s.Identity,
+		Team:        s.Team,
+		RepoRoot:    nullable(s.RepoRoot),
+		RepoName:    nullable(s.RepoName),
+		Branch:      nullable(s.Branch),
+		Cwd:         s.Cwd,
+		StartedAt:   s.StartedAt.UTC(),
+		LastActive:  s.LastActive.UTC(),
+		Status:      s.Status,
+		ThreadState: s.ThreadState,
+		Tag:         nullable(s.Tag),
+		Role:        nullable(s.Role),
+		AgentSource: nullable(s.AgentSource),
+	})
+	if err != nil || len(s.Extra) == 0 {
+		return b, err
+	}
+	var buf bytes.Buffer
+	buf.Write(b[:len(b)-1]) // drop the closing brace
+	for _, k := range slices.Sorted(maps.Keys(s.Extra)) {
+		if knownFields[k] {
+			continue
+		}
+		v := s.Extra[k]
+		if !json.Valid(v) {
+			return nil, fmt.Errorf("session %s: extra field %q is not valid JSON", s.AgentID, k)
+		}
+		key, _ := json.Marshal(k)
+		buf.WriteByte(',')
+		buf.Write(key)
+		buf.WriteByte(':')
+		buf.Write(v)
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// UnmarshalJSON reads the known fields and keeps the others in Extra.
+func (s *Session) UnmarshalJSON(data []byte) error {
+	var w sessionWire
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(data, &all); err != nil {
+		return err
+	}
+	var extra map[string]json.RawMessage
+	for k, v := range all {
+		if knownFields[k] {
+			continue
+		}
+		if extra == nil {
+			extra = make(map[string]json.RawMessage)
+		}
+		extra[k] = v
+	}
+	*s = Session{
+		AgentID:     w.AgentID,
+		Backend:     w.Backend,
+		BackendID:   deref(w.BackendID),
+		Identity:    w.Identity,
+		Team:        w.Team,
+		RepoRoot:    deref(w.RepoRoot),
+		RepoName:    deref(w.RepoName),
+		Branch:      deref(w.Branch),
+		Cwd:         w.Cwd,
+		StartedAt:   w.StartedAt.UTC(),
+		LastActive:  w.LastActive.UTC(),
+		Status:      w.Status,
+		ThreadState: w.ThreadState,
+		Tag:         deref(w.Tag),
+		Role:        deref(w.Role),
+		AgentSource: deref(w.AgentSource),
+		Extra:       extra,
+	}
+	return nil
+}
+
+// clone returns a copy of s whose Extra map is its own.
+func (s Session) clone() Session {
+	s.Extra = maps.Clone(s.Extra)
+	return s
+}

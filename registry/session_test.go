@@ -1,0 +1,79 @@
+package registry
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestSessionJSON(t *testing.T) {
+	start := time.Date(2026, 2, 17, 10, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name string
+		s    Session
+		want string
+	}{
+		{
+			name: "empty optional fields are null",
+			s: Session{AgentID: "codex-1", Backend: "codex", Identity: "arch", Team: "t", Cwd: "/tmp",
+				StartedAt: start, LastActive: start, Status: StatusBusy, ThreadState: ThreadBusy},
+			want: `{"agent_id":"codex-1","backend":"codex","backend_id":null,"identity":"arch","team":"t",` +
+				`"repo_root":null,"repo_name":null,"branch":null,"cwd":"/tmp","started_at":"2026-02-17T10:00:00Z",` +
+				`"last_active":"2026-02-17T10:00:00Z","status":"busy","thread_state":"busy","tag":null,"role":null,"agent_source":null}`,
+		},
+		{
+			name: "extra fields follow in key order, known keys win",
+			s: Session{AgentID: "codex-2", Backend: "codex", BackendID: "th-1", Identity: "arch", Team: "t",
+				RepoRoot: "/r", RepoName: "r", Branch: "main", Cwd: "/r", StartedAt: start,
+				LastActive: start.In(time.FixedZone("X", 3600)), Status: StatusIdle, ThreadState: ThreadIdle,
+				Tag: "x", Role: "dev", AgentSource: "a.md",
+				Extra: map[string]json.RawMessage{"zz": json.RawMessage(`[1,2]`), "future": json.RawMessage(`{"a":true}`), "status": json.RawMessage(`"bogus"`)}},
+			want: `{"agent_id":"codex-2","backend":"codex","backend_id":"th-1","identity":"arch","team":"t",` +
+				`"repo_root":"/r","repo_name":"r","branch":"main","cwd":"/r","started_at":"2026-02-17T10:00:00Z",` +
+				`"last_active":"2026-02-17T10:00:00Z","status":"idle","thread_state":"idle","tag":"x","role":"dev","agent_source":"a.md",` +
+				`"future":{"a":true},"zz":[1,2]}`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := json.Marshal(tt.s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, string(got)); diff != "" {
+				t.Errorf("Marshal (-want +got):\n%s", diff)
+			}
+			var back Session
+			if err := json.Unmarshal(got, &back); err != nil {
+				t.Fatal(err)
+			}
+			want := tt.s
+			want.LastActive = want.LastActive.UTC()
+			delete(want.Extra, "status")
+			if diff := cmp.Diff(want, back); diff != "" {
+				t.Errorf("round trip (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSessionRejectsInvalidExtra(t *testing.T) {
+	s := Session{AgentID: "codex-1", Extra: map[string]json.RawMessage{"x": json.RawMessage(`{`)}}
+	if _, err := json.Marshal(s); err == nil {
+		t.Error("Marshal with an invalid extra value succeeded")
+	}
+}
+
+func TestStatusLive(t *testing.T) {
+	want := map[Status]bool{
+		StatusActive: true, StatusBusy: true, StatusIdle: true,
+		StatusClosed: false, StatusStale: false, StatusInterrupted: false, "": false,
+	}
+	for st, live := range want {
+		if got := st.Live(); got != live {
+			t.Errorf("%q.Live() = %v, want %v", st, got, live)
+		}
+	}
+}
