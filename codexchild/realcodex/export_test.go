@@ -1,0 +1,10 @@
+package realcodex
+
+import "time"
+
+// SetLeakGrace sets the leak check's grace and returns a func restoring it.
+func SetLeakGrace(d time.Duration) func() {
+	old := waitGrace
+	waitGrace = d
+	return func() { waitGrace = old }
+}
