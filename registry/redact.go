@@ -22,7 +22,7 @@ var secretRules = []struct {
 	{regexp.MustCompile(`(?i)(\bbearer\s+)[A-Za-z0-9\-._~+/]{8,}=*`), "${1}" + Redacted},
 	// KEY=value, KEY: value, "key": "value" for names that look secret:
 	// *_API_KEY, *_TOKEN, *_SECRET, password, passwd, ...
-	{regexp.MustCompile(`(?i)([A-Za-z0-9_.\-]*(?:api[_\-]?key|access[_\-]?key|token|secret|password|passwd|credentials?)["']?\s*[:=]\s*)("[^"]*"|'[^']*'|[^\s"',;&}\]]+)`), "${1}" + Redacted},
+	{regexp.MustCompile(`(?i)([A-Za-z0-9_.\-]*(?:api[_\-]?key|access[_\-]?key|token|secret|password|passwd|credentials?)["']?\s*[:=]\s*)(\[REDACTED\]|"[^"]*"|'[^']*'|[^\s"',;&}\]]+)`), "${1}" + Redacted},
 	// Provider key formats: OpenAI and Anthropic (sk-...), session keys
 	// (sess-...), GitHub, Slack, AWS access key ids, Google API keys.
 	{regexp.MustCompile(`\b(?:sk|sess)-[A-Za-z0-9_\-]{8,}`), Redacted},

@@ -154,7 +154,8 @@ func (s Session) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// UnmarshalJSON reads the known fields and keeps the others in Extra.
+// UnmarshalJSON reads the known fields and keeps the others, compacted, in
+// Extra.
 func (s *Session) UnmarshalJSON(data []byte) error {
 	var w sessionWire
 	if err := json.Unmarshal(data, &w); err != nil {
@@ -172,7 +173,11 @@ func (s *Session) UnmarshalJSON(data []byte) error {
 		if extra == nil {
 			extra = make(map[string]json.RawMessage)
 		}
-		extra[k] = v
+		var c bytes.Buffer
+		if err := json.Compact(&c, v); err != nil {
+			return err
+		}
+		extra[k] = c.Bytes()
 	}
 	*s = Session{
 		AgentID:     w.AgentID,
