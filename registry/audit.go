@@ -31,8 +31,8 @@ type Entry struct {
 	// Time is when it happened. Zero means now.
 	Time      time.Time `json:"timestamp"`
 	Event     string    `json:"event"`
-	AgentID   string    `json:"agent_id,omitempty"`
-	Identity  string    `json:"identity,omitempty"`
+	AgentID   string    `json:"agent_id"` // always present, for per-session views (FR-9.3)
+	Identity  string    `json:"identity"`
 	Recipient string    `json:"recipient,omitempty"`
 	// Summary is the message or prompt. Callers may pass it whole: Append
 	// redacts it and keeps the first SummaryLimit characters.

@@ -167,7 +167,10 @@ func TestAuditSummaryLimit(t *testing.T) {
 	if err := a.Append(Entry{Event: EventCodex}); err == nil {
 		t.Error("Append after Close succeeded")
 	}
-	entries, _ := readAudit(t, d)
+	entries, data := readAudit(t, d)
+	if lines := strings.Split(string(data), "\n"); !strings.Contains(lines[1], `"agent_id":"","identity":""`) {
+		t.Errorf("entry without agent_id and identity lacks the fields: %s", lines[1])
+	}
 	if got := entries[0].Summary; utf8.RuneCountInString(got) != SummaryLimit || !utf8.ValidString(got) || got != long[:150*2+50*3] {
 		t.Errorf("summary has %d characters (valid UTF-8: %v), want the first %d", utf8.RuneCountInString(got), utf8.ValidString(got), SummaryLimit)
 	}

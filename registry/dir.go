@@ -93,7 +93,8 @@ func validBackendID(id string) error {
 
 // ValidateAgentID reports whether id can be used as an agent_id: a valid
 // atmclient name that is also a safe file name on Linux, macOS and Windows
-// (none of <>:"|?* and no trailing dot). The error wraps
+// (none of <>:"|?*, no trailing dot, not a reserved device name such as
+// NUL or COM1). The error wraps
 // [atmclient.ErrInvalidName].
 func ValidateAgentID(id string) error {
 	if err := atmclient.ValidateName("agent id", id); err != nil {
@@ -113,5 +114,17 @@ func portableName(kind, name string) error {
 	if strings.HasSuffix(name, ".") {
 		return fmt.Errorf("%w: %s %q ends with a dot, which is not portable in file names", atmclient.ErrInvalidName, kind, name)
 	}
+	stem, _, _ := strings.Cut(name, ".")
+	if windowsDevices[strings.ToUpper(stem)] {
+		return fmt.Errorf("%w: %s %q is a reserved device name on Windows", atmclient.ErrInvalidName, kind, name)
+	}
 	return nil
+}
+
+// windowsDevices are the names Windows reserves in every directory, with or
+// without an extension.
+var windowsDevices = map[string]bool{
+	"CON": true, "PRN": true, "AUX": true, "NUL": true,
+	"COM1": true, "COM2": true, "COM3": true, "COM4": true, "COM5": true, "COM6": true, "COM7": true, "COM8": true, "COM9": true,
+	"LPT1": true, "LPT2": true, "LPT3": true, "LPT4": true, "LPT5": true, "LPT6": true, "LPT7": true, "LPT8": true, "LPT9": true,
 }

@@ -68,6 +68,7 @@ type Registry struct {
 type binding struct {
 	agentID string
 	claim   *Claim
+	since   time.Time
 }
 
 // Open claims the instance identity, loads the registry file and marks
@@ -221,16 +222,19 @@ func (r *Registry) index(agentID string) int {
 // and, for the caller's rollback, whether a new lock was taken.
 func (r *Registry) claimLocked(identity, agentID string) (binding, error) {
 	if b, ok := r.bound[identity]; ok && b.agentID != agentID {
-		return binding{}, &ConflictError{Identity: identity, HolderPID: os.Getpid(), HolderAgentID: b.agentID}
+		return binding{}, &ConflictError{Identity: identity, HolderPID: os.Getpid(), HolderAgentID: b.agentID, Since: b.since}
 	}
+	since := r.now().UTC()
 	if identity == r.identity {
-		return binding{agentID: agentID}, nil
+		r.log.Debug("session binds the instance identity", "identity", identity, "agent_id", agentID)
+		return binding{agentID: agentID, since: since}, nil
 	}
 	c, err := r.dir.Claim(identity, agentID)
 	if err != nil {
 		return binding{}, err
 	}
-	return binding{agentID: agentID, claim: c}, nil
+	r.log.Debug("identity claimed", "identity", identity, "agent_id", agentID)
+	return binding{agentID: agentID, claim: c, since: since}, nil
 }
 
 // releaseLocked unbinds identity if agentID holds it.
@@ -240,6 +244,7 @@ func (r *Registry) releaseLocked(identity, agentID string) {
 		return
 	}
 	delete(r.bound, identity)
+	r.log.Debug("identity released", "identity", identity, "agent_id", agentID)
 	if b.claim != nil {
 		if err := b.claim.Release(); err != nil {
 			r.log.Warn("cannot release identity", "identity", identity, "err", err)

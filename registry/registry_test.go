@@ -310,6 +310,9 @@ func TestValidateAgentID(t *testing.T) {
 		{"trailing.", false},
 		{"", false},
 		{"a\\b", false},
+		{"nul", false},
+		{"COM1.txt", false},
+		{"console", true},
 	}
 	for _, tt := range tests {
 		err := ValidateAgentID(tt.id)
