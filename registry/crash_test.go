@@ -45,7 +45,9 @@ func TestCrashSafety(t *testing.T) {
 	}
 	path := r.Path()
 
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("kill timing seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
 	last := 0 // last state known to be on disk
 	pendingSeen := 0
 	for trial := range crashTrials {
