@@ -32,10 +32,15 @@
 //     MCP server, namespace "mcp__<server>"). ARGS is the rest of its line;
 //     default {}. Without a dot the call has no namespace.
 //  7. PATCH=<path>: an exec_command function call whose cmd is an
-//     "apply_patch <<'EOF'" heredoc adding the file <path> with the content
-//     [PatchContent]. Codex intercepts it and applies the patch itself; a
-//     path outside the thread's writable roots (under workspace-write) makes
-//     Codex ask for a patch approval under the on-request policy.
+//     "apply_patch <<'EOF'" heredoc adding the file <path> (up to the next
+//     white space) with the content [PatchContent]. Codex intercepts the
+//     heredoc and applies the patch itself instead of running a shell. Only
+//     the path decides whether it asks: under workspace-write and on-request,
+//     a path outside the thread's writable roots gives a patch approval
+//     (mcp-server: elicitation/create "patch-approval"; app-server:
+//     item/fileChange/requestApproval), a path inside (or relative to the
+//     cwd) is applied without asking, even with ESCALATE (measured on
+//     0.153.4 and 0.169.0).
 //  8. RUN_SHELL [ESCALATE] [CMD=<command>]: a function call of the shell tool
 //     Codex offers (exec_command, shell_command or shell). The command is
 //     "touch mock_shell_probe.txt" unless CMD= gives the rest of the line

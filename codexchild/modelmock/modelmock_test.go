@@ -518,6 +518,44 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
+func TestThreadIDAndInFlight(t *testing.T) {
+	s := start(t, Config{KeepAlive: 20 * time.Millisecond})
+	for _, h := range []struct{ key, value string }{{"thread-id", "T153"}, {"session_id", "T104"}, {"x-other", "none"}} {
+		req, _ := http.NewRequest(http.MethodPost, s.URL()+"/responses", strings.NewReader(`{"input":[]}`))
+		req.Header.Set(h.key, h.value)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	var got []string
+	for _, r := range s.Requests() {
+		got = append(got, r.ThreadID())
+	}
+	if diff := cmp.Diff([]string{"T153", "T104", ""}, got); diff != "" {
+		t.Errorf("ThreadID (-want +got):\n%s", diff)
+	}
+
+	if n := s.InFlight(); n != 0 {
+		t.Errorf("InFlight with no open stream = %d", n)
+	}
+	b, cancel := openSlow(t, s)
+	if n := s.InFlight(); n != 1 {
+		t.Errorf("InFlight with a SLOW stream open = %d, want 1", n)
+	}
+	cancel()
+	b.Close()
+	deadline := time.Now().Add(2 * time.Second)
+	for s.InFlight() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the SLOW stream is still in flight 2s after its client left")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func TestModelsAndNotFound(t *testing.T) {
 	s := start(t, Config{})
 	tests := []struct {

@@ -92,6 +92,17 @@ func (r *Request) InputTexts() []string {
 	return texts
 }
 
+// ThreadID returns the Codex thread the request is for, from the thread-id
+// header (0.153+), else session-id or session_id (0.104); "" when absent.
+func (r *Request) ThreadID() string {
+	for _, k := range []string{"Thread-Id", "Session-Id", "Session_id"} {
+		if v := r.Header.Get(k); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
 // HasTool tells whether the request offered a tool with this name (use
 // "<namespace>.<name>" for a namespaced tool).
 func (r *Request) HasTool(name string) bool {

@@ -53,6 +53,7 @@ type Server struct {
 	mu       sync.Mutex
 	closed   bool
 	active   sync.WaitGroup // running handlers; Add only under mu while !closed
+	inFlight int            // running handlers, for InFlight
 	reqs     []Request
 	changed  chan struct{} // closed and replaced whenever reqs grows
 	scriptKs []string      // Script keys, longest first
@@ -159,6 +160,14 @@ func (s *Server) WaitRequests(ctx context.Context, n int) ([]Request, error) {
 	}
 }
 
+// InFlight returns the number of requests being answered right now: a
+// stream still open (a SLOW wait, say) counts until its handler returns.
+func (s *Server) InFlight() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inFlight
+}
+
 // SawInput tells whether substr occurs in any text the model was given by any
 // request so far (see [Request.InputTexts]).
 func (s *Server) SawInput(substr string) bool { return s.CountInput(substr) > 0 }
@@ -186,8 +195,14 @@ func (s *Server) serveHTTP(w http.ResponseWriter, hr *http.Request) {
 		return
 	}
 	s.active.Add(1)
+	s.inFlight++
 	s.mu.Unlock()
-	defer s.active.Done()
+	defer func() {
+		s.mu.Lock()
+		s.inFlight--
+		s.mu.Unlock()
+		s.active.Done()
+	}()
 
 	raw, err := io.ReadAll(hr.Body)
 	if err != nil {

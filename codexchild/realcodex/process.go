@@ -23,6 +23,9 @@ type Process struct {
 	Stdout *bufio.Reader
 	// StderrPath is the file that receives the process's standard error.
 	StderrPath string
+	// StopGrace is how long [Process.Stop] waits after closing stdin before
+	// it sends SIGTERM; 0 means 5s. Set it before Stop runs.
+	StopGrace time.Duration
 
 	t        testing.TB
 	stdout   *os.File
@@ -95,19 +98,23 @@ func Start(t testing.TB, h *Home, bin string, args ...string) *Process {
 // Exited is closed when the process has exited.
 func (p *Process) Exited() <-chan struct{} { return p.exited }
 
-// Stop ends the process: it closes stdin and waits up to 5s for a clean
-// exit, then sends SIGTERM to the process group and waits 3s more, then
+// Stop ends the process: it closes stdin and waits up to StopGrace (5s) for
+// a clean exit, then sends SIGTERM to the process group and waits 3s more, then
 // SIGKILL. It returns the error of Wait (nil for exit status 0) plus a note
 // when signals were needed. Later calls return nil.
 func (p *Process) Stop() error {
 	var err error
 	p.stopOnce.Do(func() {
 		p.Stdin.Close()
+		grace := p.StopGrace
+		if grace <= 0 {
+			grace = 5 * time.Second
+		}
 		var how string
 		select {
 		case <-p.exited:
-		case <-time.After(5 * time.Second):
-			how = "did not exit 5s after stdin closed; sent SIGTERM to its group"
+		case <-time.After(grace):
+			how = fmt.Sprintf("did not exit %s after stdin closed; sent SIGTERM to its group", grace)
 			terminateGroup(p.Cmd)
 			select {
 			case <-p.exited:

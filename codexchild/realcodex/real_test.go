@@ -92,6 +92,37 @@ func checkNoProcesses(t *testing.T, h *realcodex.Home) {
 	}
 }
 
+// waitInFlight waits until the mock has n streams open.
+func waitInFlight(t *testing.T, mock *modelmock.Server, n int, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for mock.InFlight() != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("mock has %d streams open after %s, want %d", mock.InFlight(), within, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// checkRequestsOf checks the mock's requests for the thread carry its id and
+// the mock API key.
+func checkRequestsOf(t *testing.T, mock *modelmock.Server, tid string) {
+	t.Helper()
+	n := 0
+	for _, r := range mock.Requests() {
+		if r.ThreadID() != tid {
+			continue
+		}
+		n++
+		if got := r.Header.Get("Authorization"); got != "Bearer sk-mock" {
+			t.Errorf("request %d: Authorization %q", r.N, got)
+		}
+	}
+	if n == 0 {
+		t.Errorf("no model request carried thread-id %s", tid)
+	}
+}
+
 func readFile(t *testing.T, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -158,6 +189,7 @@ func TestRealMCPServer(t *testing.T) {
 		if !mock.SawInput("DEV-MARKER-mcp-7f3a") {
 			t.Error("the model never saw the developer instructions")
 		}
+		checkRequestsOf(t, mock, tid)
 		checkRollout(t, h, tid)
 	})
 
@@ -211,6 +243,30 @@ func TestRealMCPServer(t *testing.T) {
 		if got := readFile(t, path); got != modelmock.PatchContent {
 			t.Errorf("patched file holds %q", got)
 		}
+	})
+
+	t.Run("cancel during SLOW, then exit closes the model stream", func(t *testing.T) {
+		c := mcpSession(t, h)
+		// After a cancel the mcp-server ignores stdin EOF (README: stale
+		// listener), so do not wait the default 5s before SIGTERM.
+		c.p.StopGrace = time.Second
+		ctx := stepCtx(t)
+		id := c.request("tools/call", msg{"name": "codex", "arguments": msg{"prompt": "SLOW=30 take your time", "cwd": h.WorkDir}})
+		waitInFlight(t, mock, 1, 20*time.Second)
+		c.notify("notifications/cancelled", msg{"requestId": id, "reason": "test cancels"})
+		c.until(ctx, "turn_aborted", func(m msg) bool {
+			if m.isResponse() && sameID(m["id"], id) {
+				t.Fatalf("codex answered the cancelled request: %v", m)
+			}
+			return m.method() == "codex/event" && getStr(m, "params", "msg", "type") == "turn_aborted"
+		}, nil)
+		// 0.153.4 keeps reading the aborted turn's model stream to its end
+		// (measured: until the SLOW wait is over), so the stream closes only
+		// when the process goes.
+		if err := c.p.Stop(); err == nil {
+			t.Log("codex exited on stdin EOF after a cancel; the stale-listener note may be outdated")
+		}
+		waitInFlight(t, mock, 0, 3*time.Second)
 	})
 
 	t.Run("call tool of a per-thread MCP server", func(t *testing.T) {
@@ -346,6 +402,7 @@ func TestRealAppServer(t *testing.T) {
 		if !mock.SawInput("DEV-MARKER-app-9c1e") {
 			t.Error("the model never saw the developer instructions")
 		}
+		checkRequestsOf(t, mock, tid)
 		checkRollout(t, h, tid)
 	})
 
@@ -385,6 +442,36 @@ func TestRealAppServer(t *testing.T) {
 		if got := readFile(t, path); got != modelmock.PatchContent {
 			t.Errorf("patched file holds %q", got)
 		}
+	})
+
+	t.Run("patch inside the workspace needs no approval", func(t *testing.T) {
+		c := appSession(t, h)
+		tid := appThread(t, c, h, nil)
+		path := filepath.Join(h.WorkDir, "inside-app.txt")
+		text, ap := appTurn(t, c, tid, "PATCH="+path)
+		if len(ap) != 0 || !strings.Contains(text, "Success.") {
+			t.Errorf("text %q, approvals %v", text, ap)
+		}
+		if got := readFile(t, path); got != modelmock.PatchContent {
+			t.Errorf("patched file holds %q", got)
+		}
+	})
+
+	t.Run("interrupt during SLOW closes the model stream", func(t *testing.T) {
+		c := appSession(t, h)
+		tid := appThread(t, c, h, nil)
+		ctx := stepCtx(t)
+		r := c.mustResult(ctx, "turn/start", msg{"threadId": tid, "input": []any{msg{"type": "text", "text": "SLOW=30 take your time"}}})
+		turnID := getStr(r, "result", "turn", "id")
+		waitInFlight(t, mock, 1, 20*time.Second)
+		c.mustResult(ctx, "turn/interrupt", msg{"threadId": tid, "turnId": turnID})
+		done := c.until(ctx, "turn/completed", func(m msg) bool {
+			return m.method() == "turn/completed" && getStr(m, "params", "threadId") == tid
+		}, nil)
+		if s := getStr(done, "params", "turn", "status"); s != "interrupted" {
+			t.Errorf("turn status %q, want interrupted", s)
+		}
+		waitInFlight(t, mock, 0, 3*time.Second)
 	})
 
 	t.Run("call tool of a per-thread MCP server", func(t *testing.T) {
