@@ -1,0 +1,332 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Allowed values of the enumerated keys.
+var (
+	// Sandboxes are the Codex sandbox modes.
+	Sandboxes = []string{"read-only", "workspace-write", "danger-full-access"}
+	// ApprovalPolicies are the approval policies Codex has known. Codex
+	// mcp-server 0.153.4 accepts only on-request and never as a tool
+	// argument, the app-server untrusted, on-request and never; on-failure
+	// exists only up to 0.104 and draws a [Warning].
+	ApprovalPolicies = []string{"untrusted", "on-failure", "on-request", "never"}
+	// ReasoningEfforts are the values of Codex's model_reasoning_effort.
+	ReasoningEfforts = []string{"none", "minimal", "low", "medium", "high", "xhigh"}
+	// Backends select the Codex protocol: auto picks by the Codex version.
+	Backends = []string{"auto", "mcp-server", "app-server"}
+	// ApprovalFallbacks are what the proxy does with a Codex approval request
+	// the client cannot answer (no elicitation support, or no answer within
+	// elicitation_timeout_secs).
+	ApprovalFallbacks = []string{"deny", "approve", "queue"}
+	// LogLevels are the accepted log levels.
+	LogLevels = []string{"debug", "info", "warn", "error"}
+)
+
+// Defaults of the keys that have one.
+const (
+	DefaultTeam                 = "default"
+	DefaultIdentity             = "codex"
+	DefaultCodexBin             = "codex"
+	DefaultBackend              = "auto"
+	DefaultSandbox              = "workspace-write"
+	DefaultApprovalPolicy       = "on-request"
+	DefaultApprovalFallback     = "deny"
+	DefaultMailPollInterval     = 5 * time.Second
+	DefaultIdleTimeout          = 5 * time.Minute
+	DefaultRequestTimeout       = 300 * time.Second
+	DefaultElicitationTimeout   = 300 * time.Second
+	DefaultMaxConcurrentThreads = 10
+	DefaultMaxMailMessages      = 10
+	DefaultMaxMailMessageLength = 4096
+	DefaultLogLevel             = "info"
+)
+
+// SubagentsFeature is the Codex config key that --subagents sets, passed as
+// `-c features.multi_agent=true` (see [Config.CodexArgs]). It is Codex's
+// multi-agent ("collab") feature: the spawn_agent family of tools, offered
+// to the model as multi_agent_v1 by Codex 0.153.4. Codex also accepts the
+// legacy alias features.collab; newer releases enable the feature by
+// default, so the flag matters for older ones and `subagents = false`
+// switches it off explicitly.
+const SubagentsFeature = "features.multi_agent"
+
+// ErrUnknownRole is wrapped by [Config.ThreadDefaults] for a role that no
+// file defines.
+var ErrUnknownRole = errors.New("unknown role")
+
+// SourceKind says which layer a value came from.
+type SourceKind string
+
+// Source kinds, highest precedence first.
+const (
+	SourceFlag    SourceKind = "flag"
+	SourceEnv     SourceKind = "env"
+	SourceFile    SourceKind = "file"
+	SourceDefault SourceKind = "default"
+)
+
+// rank orders source kinds: a higher rank wins.
+func (k SourceKind) rank() int {
+	switch k {
+	case SourceFlag:
+		return 3
+	case SourceEnv:
+		return 2
+	case SourceFile:
+		return 1
+	}
+	return 0
+}
+
+// Explicit reports whether the value was given by a flag or an environment
+// variable, which role presets do not override.
+func (s Source) Explicit() bool { return s.Kind == SourceFlag || s.Kind == SourceEnv }
+
+// Source says where one value came from.
+type Source struct {
+	Kind SourceKind `json:"kind"`
+	// Detail is the flag ("--model"), the environment variable
+	// ("ATM_AGENT_MCP_MODEL"), the file path, or for a default an optional
+	// note ("same as identity").
+	Detail string `json:"detail,omitempty"`
+	// Key is the TOML key inside the file ("plugins.atm-agent-mcp.model");
+	// empty unless Kind is SourceFile.
+	Key string `json:"key,omitempty"`
+}
+
+// String renders the source for people: "flag --model",
+// "env ATM_AGENT_MCP_MODEL", "file /x/.atm.toml (plugins.atm-agent-mcp.model)",
+// "default".
+func (s Source) String() string {
+	switch {
+	case s.Kind == SourceFile && s.Key != "":
+		return fmt.Sprintf("file %s (%s)", s.Detail, s.Key)
+	case s.Detail != "" && s.Kind == SourceDefault:
+		return fmt.Sprintf("default (%s)", s.Detail)
+	case s.Detail != "":
+		return string(s.Kind) + " " + s.Detail
+	}
+	return string(s.Kind)
+}
+
+// Role is a preset from `[plugins.atm-agent-mcp.roles.<name>]`. Empty
+// fields leave the instance's value in place.
+type Role struct {
+	Model           string `json:"model,omitempty"`
+	ReasoningEffort string `json:"reasoning_effort,omitempty"`
+	Sandbox         string `json:"sandbox,omitempty"`
+	ApprovalPolicy  string `json:"approval_policy,omitempty"`
+}
+
+// Resume is the --resume request of `serve`.
+type Resume struct {
+	// Enabled is true when --resume was given.
+	Enabled bool `json:"enabled"`
+	// Target is the agent_id or identity to resume; empty means the most
+	// recent session of the instance identity (FR-6.1).
+	Target string `json:"target,omitempty"`
+}
+
+// Config is the resolved configuration. Every field is set by [Load];
+// Sources holds, by key (see [Config.Entries]), where each value came from.
+type Config struct {
+	Home     string // ATM home: ATM_HOME, else HOME
+	Team     string // team name
+	Identity string // instance identity (see the package doc for the chain)
+	// DefaultIdentity binds a session started without an explicit identity.
+	DefaultIdentity string
+	CodexBin        string // Codex executable: a name looked up in PATH, or a path
+	Backend         string // one of Backends
+
+	Model     string // model pin; "" forwards no model (FR-12.4)
+	FastModel string // model used by --fast
+	Fast      bool   // --fast: prefer FastModel (see EffectiveModel)
+	// ReasoningEffort is Codex's model_reasoning_effort; "" leaves Codex's.
+	ReasoningEffort string
+	Sandbox         string // one of Sandboxes; Readonly forces read-only
+	ApprovalPolicy  string // one of ApprovalPolicies
+	Readonly        bool   // --readonly/--explore: every session read-only
+	// Subagents is nil when not configured (Codex's own default applies),
+	// else the value of SubagentsFeature passed to the child.
+	Subagents *bool
+	Role      string          // default role preset for new sessions; "" none
+	Roles     map[string]Role // presets by name
+	Resume    Resume
+
+	BasePromptFile        string // absolute path, "" = the bundled prompt
+	ExtraInstructionsFile string // absolute path, "" = the bundled prompt
+
+	MailPollInterval time.Duration // idle mail polling interval
+	// IdleTimeout stops idle mail polling after this long without mail;
+	// 0 never stops.
+	IdleTimeout    time.Duration
+	PersistThreads bool          // persist the registry for resume
+	RequestTimeout time.Duration // per codex/codex-reply forward (FR-14)
+
+	MaxConcurrentThreads int  // live sessions per instance (FR-3.3)
+	AutoMail             bool // inject incoming mail as turns (FR-8.8)
+	// PerThreadAutoMail overrides AutoMail for the sessions bound to an
+	// identity; see AutoMailFor.
+	PerThreadAutoMail    map[string]bool
+	MaxMailMessages      int // messages per injected turn (FR-8.5)
+	MaxMailMessageLength int // characters per message before truncation
+
+	// ElicitationTimeout bounds the wait for the client's answer to an
+	// approval request (FR-18.4); then ApprovalFallback applies.
+	ElicitationTimeout time.Duration
+	// ApprovalFallback is what happens to an approval the client does not
+	// answer: deny (default), approve, or queue it for the status/respond
+	// tools.
+	ApprovalFallback string
+
+	LogLevel string // one of LogLevels
+	LogFile  string // absolute path; "" logs to stderr
+
+	// ConfigFile is the file named by --config or ATM_CONFIG, if any.
+	ConfigFile string
+	// Files are the configuration files that were read, highest layer first.
+	Files []string
+
+	Sources  map[string]Source
+	Warnings []Warning
+}
+
+// EffectiveModel returns the model to forward to Codex for a session without
+// a role, "" meaning none (Codex's own default, FR-12.4).
+//
+// --fast (or ATM_AGENT_MCP_FAST) selects FastModel without changing Model: a
+// model pinned in a lower layer (a file, or the environment when --fast is a
+// flag) stays configured and is shown by `config`, but the fast model is
+// used while fast is on. A model given in the same layer or a higher one
+// wins (an explicit --model beats ATM_AGENT_MCP_FAST); --model together with
+// --fast is rejected by Load as contradictory.
+func (c *Config) EffectiveModel() string {
+	if c.fastWins() {
+		return c.FastModel
+	}
+	return c.Model
+}
+
+// fastWins reports whether fast is on and outranks the model's source.
+func (c *Config) fastWins() bool {
+	return c.Fast && c.Sources["fast"].Kind.rank() > c.Sources["model"].Kind.rank()
+}
+
+// modelSource is the source of EffectiveModel.
+func (c *Config) modelSource() Source {
+	if c.fastWins() {
+		return c.Sources["fast"]
+	}
+	return c.Sources["model"]
+}
+
+// ThreadSettings are the Codex settings of one session.
+type ThreadSettings struct {
+	Role            string `json:"role,omitempty"`
+	Model           string `json:"model,omitempty"`            // "" = forward none
+	ReasoningEffort string `json:"reasoning_effort,omitempty"` // "" = forward none
+	Sandbox         string `json:"sandbox"`
+	ApprovalPolicy  string `json:"approval_policy"`
+}
+
+// CodexConfig returns the per-thread Codex config overrides of these
+// settings (the `config` argument of the codex tool, or of thread/start):
+// model_reasoning_effort when set. It is nil when there is nothing to
+// override.
+func (t ThreadSettings) CodexConfig() map[string]any {
+	if t.ReasoningEffort == "" {
+		return nil
+	}
+	return map[string]any{"model_reasoning_effort": t.ReasoningEffort}
+}
+
+// ThreadDefaults returns the settings of a new session started with role
+// ("" means the instance's Role, which may be empty: no preset).
+//
+// A role preset overrides values that come from files and defaults, but not
+// those given by a flag or an environment variable: `serve --role worker
+// --sandbox read-only` keeps read-only even if the worker preset says
+// workspace-write, and --fast keeps the fast model. --readonly always wins:
+// every session is read-only. An undefined role fails with an error
+// wrapping ErrUnknownRole.
+func (c *Config) ThreadDefaults(role string) (ThreadSettings, error) {
+	if role == "" {
+		role = c.Role
+	}
+	ts := ThreadSettings{
+		Role:            role,
+		Model:           c.EffectiveModel(),
+		ReasoningEffort: c.ReasoningEffort,
+		Sandbox:         c.Sandbox,
+		ApprovalPolicy:  c.ApprovalPolicy,
+	}
+	if role != "" {
+		r, ok := c.Roles[role]
+		if !ok {
+			return ThreadSettings{}, c.unknownRole(role)
+		}
+		pick := func(dst *string, preset string, src Source) {
+			if preset != "" && !src.Explicit() {
+				*dst = preset
+			}
+		}
+		pick(&ts.Model, r.Model, c.modelSource())
+		pick(&ts.ReasoningEffort, r.ReasoningEffort, c.Sources["reasoning_effort"])
+		pick(&ts.Sandbox, r.Sandbox, c.Sources["sandbox"])
+		pick(&ts.ApprovalPolicy, r.ApprovalPolicy, c.Sources["approval_policy"])
+	}
+	if c.Readonly {
+		ts.Sandbox = "read-only"
+	}
+	return ts, nil
+}
+
+// unknownRole builds the error for an undefined role.
+func (c *Config) unknownRole(role string) error {
+	names := slices.Sorted(maps.Keys(c.Roles))
+	if len(names) == 0 {
+		return fmt.Errorf("%w %q: no roles are defined (add [plugins.atm-agent-mcp.roles.%s] to .atm.toml)", ErrUnknownRole, role, role)
+	}
+	return fmt.Errorf("%w %q: defined roles are %s", ErrUnknownRole, role, strings.Join(names, ", "))
+}
+
+// CodexArgs returns the `-c key=value` overrides for the Codex child's
+// command line, to be placed after the subcommand (`codex mcp-server -c ...`
+// or `codex app-server -c ...`). They apply to every session of the child:
+//
+//   - model_reasoning_effort="<effort>" when ReasoningEffort is set (a role
+//     with its own effort overrides it per thread through
+//     [ThreadSettings.CodexConfig]);
+//   - features.multi_agent=true|false when Subagents is set (--subagents,
+//     ATM_AGENT_MCP_SUBAGENTS or `subagents`).
+//
+// The model, sandbox and approval policy are not here: they are per-thread
+// arguments (see ThreadDefaults). Values are TOML, as Codex parses them.
+func (c *Config) CodexArgs() []string {
+	var args []string
+	if c.ReasoningEffort != "" {
+		args = append(args, "-c", fmt.Sprintf("model_reasoning_effort=%q", c.ReasoningEffort))
+	}
+	if c.Subagents != nil {
+		args = append(args, "-c", fmt.Sprintf("%s=%t", SubagentsFeature, *c.Subagents))
+	}
+	return args
+}
+
+// AutoMailFor reports whether incoming mail for identity is injected as
+// turns: the identity's per_thread_auto_mail entry when there is one,
+// otherwise auto_mail.
+func (c *Config) AutoMailFor(identity string) bool {
+	if v, ok := c.PerThreadAutoMail[identity]; ok {
+		return v
+	}
+	return c.AutoMail
+}

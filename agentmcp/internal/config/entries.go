@@ -1,0 +1,100 @@
+package config
+
+import (
+	"maps"
+	"slices"
+	"time"
+)
+
+// Entry is one resolved value for display by `atm-agent-mcp config`.
+type Entry struct {
+	Key string `json:"key"`
+	// Value is a string, bool, int, or nil for "none". Durations are given
+	// in the unit their key names (milliseconds or seconds).
+	Value  any    `json:"value"`
+	Source Source `json:"source"`
+}
+
+// Entries returns every resolved value with its source, in a fixed order:
+// where state lives, who the proxy is, how Codex runs, mail, approvals,
+// logging, then role presets and per-identity auto-mail switches.
+// effective_model is the model a session without a role gets (see
+// EffectiveModel).
+func (c *Config) Entries() []Entry {
+	none := func(s string) any {
+		if s == "" {
+			return nil
+		}
+		return s
+	}
+	ms := func(d time.Duration) any { return int(d / time.Millisecond) }
+	secs := func(d time.Duration) any { return int(d / time.Second) }
+	var sub any
+	if c.Subagents != nil {
+		sub = *c.Subagents
+	}
+	var resume any
+	if c.Resume.Enabled {
+		resume = c.Resume.Target
+		if c.Resume.Target == "" {
+			resume = "(most recent session of " + c.Identity + ")"
+		}
+	}
+	es := []Entry{
+		{Key: "home", Value: c.Home},
+		{Key: "config", Value: none(c.ConfigFile)},
+		{Key: "team", Value: c.Team},
+		{Key: "identity", Value: c.Identity},
+		{Key: "default_identity", Value: c.DefaultIdentity},
+		{Key: "codex_bin", Value: c.CodexBin},
+		{Key: "backend", Value: c.Backend},
+		{Key: "model", Value: none(c.Model)},
+		{Key: "fast_model", Value: none(c.FastModel)},
+		{Key: "fast", Value: c.Fast},
+		{Key: "effective_model", Value: none(c.EffectiveModel()), Source: c.modelSource()},
+		{Key: "reasoning_effort", Value: none(c.ReasoningEffort)},
+		{Key: "sandbox", Value: c.Sandbox},
+		{Key: "approval_policy", Value: c.ApprovalPolicy},
+		{Key: "readonly", Value: c.Readonly},
+		{Key: "subagents", Value: sub},
+		{Key: "role", Value: none(c.Role)},
+		{Key: "resume", Value: resume},
+		{Key: "base_prompt_file", Value: none(c.BasePromptFile)},
+		{Key: "extra_instructions_file", Value: none(c.ExtraInstructionsFile)},
+		{Key: "mail_poll_interval_ms", Value: ms(c.MailPollInterval)},
+		{Key: "idle_timeout_ms", Value: ms(c.IdleTimeout)},
+		{Key: "persist_threads", Value: c.PersistThreads},
+		{Key: "request_timeout_secs", Value: secs(c.RequestTimeout)},
+		{Key: "max_concurrent_threads", Value: c.MaxConcurrentThreads},
+		{Key: "auto_mail", Value: c.AutoMail},
+		{Key: "max_mail_messages", Value: c.MaxMailMessages},
+		{Key: "max_mail_message_length", Value: c.MaxMailMessageLength},
+		{Key: "elicitation_timeout_secs", Value: secs(c.ElicitationTimeout)},
+		{Key: "approval_fallback", Value: c.ApprovalFallback},
+		{Key: "log_level", Value: c.LogLevel},
+		{Key: "log_file", Value: none(c.LogFile)},
+	}
+	for i := range es {
+		if es[i].Source.Kind == "" {
+			es[i].Source = c.Sources[es[i].Key]
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(c.PerThreadAutoMail)) {
+		k := "per_thread_auto_mail." + id
+		es = append(es, Entry{Key: k, Value: c.PerThreadAutoMail[id], Source: c.Sources[k]})
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Roles)) {
+		r := c.Roles[name]
+		for _, f := range []struct{ k, v string }{
+			{"model", r.Model}, {"reasoning_effort", r.ReasoningEffort},
+			{"sandbox", r.Sandbox}, {"approval_policy", r.ApprovalPolicy},
+		} {
+			if f.v == "" {
+				continue
+			}
+			k := "roles." + name + "." + f.k
+			es = append(es, Entry{Key: k, Value: f.v, Source: c.Sources[k]})
+		}
+	}
+	return es
+}
