@@ -23,15 +23,17 @@ type Backend interface {
 	// Turn runs one turn: a new thread when req.ThreadID is empty, else a
 	// continuation of that thread. It blocks until the turn ends, the turn's
 	// timeout expires (a *TimeoutError), ctx is cancelled (the turn is
-	// interrupted in Codex first) or the child dies (an *ExitError). Events
+	// interrupted in Codex first, and Turn returns the interrupted Result
+	// together with ctx's error) or the child dies (an *ExitError). Events
 	// and approvals of the turn are delivered to req.Handler while it runs. A
 	// Codex-side failure of the turn (unknown thread, model error, aborted
 	// turn) is a Result with IsError set, not an error.
 	Turn(ctx context.Context, req TurnRequest) (*Result, error)
 
 	// Interrupt interrupts the running turn of a thread; the pending Turn
-	// call returns a Result with Status "interrupted". It is a no-op when the
-	// thread has no running turn.
+	// call returns at once with a Result with Status "interrupted" and
+	// IsError set. It is a no-op when the thread has no running turn (or the
+	// running turn's thread id is not known yet; cancel the Turn's ctx then).
 	Interrupt(ctx context.Context, threadID string) error
 
 	// Steer adds input to the running turn of a thread (app-server only;
@@ -127,6 +129,10 @@ type Event struct {
 	Type string
 	// Params are the notification params exactly as the child sent them.
 	Params json.RawMessage
+	// RequestID is, for an event of a request sent with Forward (delivered to
+	// Config.OnEvent), that request's id as the caller sent it; the child's
+	// params still carry the backend's own id. Zero otherwise.
+	RequestID jsonrpcframe.ID
 }
 
 // ApprovalKind tells command and patch approvals apart.
@@ -140,6 +146,10 @@ const (
 
 // Approval is a typed approval request from Codex.
 type Approval struct {
+	// ID is the backend's own name for the approval, unique for the
+	// backend's life ("approval-1", ...). The child's request ids (from 0)
+	// never leave the backend.
+	ID       string
 	Kind     ApprovalKind
 	ThreadID string
 	TurnID   string
@@ -204,6 +214,9 @@ type Result struct {
 	IsError bool
 	// Status is "completed", "failed" or "interrupted".
 	Status string
+	// Partial is the agent text seen in events before an interrupted turn
+	// ended; "" otherwise.
+	Partial string
 	// Raw is the child's tools/call result verbatim (mcp-server), or the
 	// turn/completed params (app-server).
 	Raw json.RawMessage
@@ -241,6 +254,11 @@ var (
 	ErrUnsupported = errors.New("not supported by this codex backend")
 	// ErrAlreadyAnswered: an approval was answered twice.
 	ErrAlreadyAnswered = errors.New("approval already answered")
+	// ErrThreadBusy: a turn was started on a thread whose previous turn is
+	// still running.
+	ErrThreadBusy = errors.New("codex thread already has a running turn")
+	// ErrClosed: the backend was closed before its child was started.
+	ErrClosed = errors.New("codex backend closed")
 )
 
 // ExitError reports a call that failed because the child died, with how it

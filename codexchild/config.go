@@ -1,0 +1,120 @@
+package codexchild
+
+import (
+	"log/slog"
+	"os"
+	"time"
+)
+
+// Defaults of Config.
+const (
+	// DefaultTimeout bounds a turn or a forwarded request (FR-14).
+	DefaultTimeout = 300 * time.Second
+	// DefaultStopGrace is each of the two waits of a graceful stop.
+	DefaultStopGrace = 2 * time.Second
+	// DefaultClientName is the clientInfo name of the handshake.
+	DefaultClientName = "atm-agent-mcp"
+	// handshakeTimeout bounds the MCP handshake (initialize, tools/list) of a
+	// freshly started child.
+	handshakeTimeout = 60 * time.Second
+)
+
+// ClientInfo is what the backend tells Codex about itself in the handshake.
+type ClientInfo struct {
+	Name    string
+	Version string
+}
+
+// Config configures a backend. Only Bin is required.
+type Config struct {
+	// Bin is the path of the codex binary. Required.
+	Bin string
+	// Args are extra arguments placed before the subcommand, such as
+	// ["-c", "model=o3"] or ["-m", "o3"]. optional: nil means none.
+	Args []string
+	// Env is added to the proxy's own environment (os.Environ()); an entry
+	// for a variable that is already set replaces it. optional: nil means the
+	// proxy's environment as is.
+	Env []string
+	// ReplaceEnv makes Env the child's whole environment instead of an
+	// addition. optional: false adds.
+	ReplaceEnv bool
+	// Dir is the child's working directory. optional: "" means the proxy's.
+	Dir string
+	// ClientInfo names the proxy in the handshake. optional: an empty Name
+	// means DefaultClientName, an empty Version means "dev".
+	ClientInfo ClientInfo
+	// DefaultTimeout bounds a turn whose TurnRequest.Timeout is 0, and every
+	// forwarded request. optional: 0 means DefaultTimeout (300 s); negative
+	// means no timeout.
+	DefaultTimeout time.Duration
+	// StopGrace is how long Close waits after closing the child's stdin
+	// before SIGTERM, and again before SIGKILL. optional: 0 means
+	// DefaultStopGrace (2 s).
+	StopGrace time.Duration
+	// Logger receives the backend's logs and the child's stderr, line by
+	// line. optional: nil discards.
+	Logger *slog.Logger
+	// OnEvent receives the notifications that belong to no running turn: the
+	// events of a request sent with Forward, of a turn that already ended,
+	// and any other notification of the child. It is called from the
+	// reader goroutine and must not block. optional: nil drops them (with a
+	// debug log line).
+	OnEvent func(Event)
+	// OnExit is called once when the child has exited, after every pending
+	// call has failed, from a goroutine of the backend. It must not call
+	// Close. optional: nil means nobody is told (Status still reports it).
+	OnExit func(ExitStatus)
+}
+
+func (c Config) timeout() time.Duration {
+	if c.DefaultTimeout == 0 {
+		return DefaultTimeout
+	}
+	return c.DefaultTimeout
+}
+
+func (c Config) grace() time.Duration {
+	if c.StopGrace <= 0 {
+		return DefaultStopGrace
+	}
+	return c.StopGrace
+}
+
+func (c Config) logger() *slog.Logger {
+	if c.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return c.Logger
+}
+
+func (c Config) clientInfo() ClientInfo {
+	ci := c.ClientInfo
+	if ci.Name == "" {
+		ci.Name = DefaultClientName
+	}
+	if ci.Version == "" {
+		ci.Version = "dev"
+	}
+	return ci
+}
+
+func (c Config) env() []string {
+	if c.ReplaceEnv {
+		return c.Env
+	}
+	// exec.Cmd keeps the last value of a duplicated variable.
+	return append(os.Environ(), c.Env...)
+}
+
+// effectiveTimeout turns a per-call timeout (0 = the config's default,
+// negative = none) into a duration; 0 means none.
+func (c Config) effectiveTimeout(d time.Duration) time.Duration {
+	if d == 0 {
+		d = c.timeout()
+	}
+	if d < 0 {
+		return 0
+	}
+	return d
+}

@@ -1,0 +1,542 @@
+package codexchild
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
+)
+
+// MCPServer is the Backend for `codex mcp-server` (Codex 0.104 – 0.153.4).
+//
+// # Design notes
+//
+// One reader goroutine per child reads its stdout and routes every message
+// (router.go); it never blocks on a caller: replies go to 1-buffered
+// channels, and handler callbacks, which must not block, are called without
+// the backend's lock. All writes to the child's stdin go through one
+// jsonrpcframe.Writer, which serialises them.
+//
+// The backend numbers its requests to the child itself (1, 2, ...), so the
+// caller's ids never reach the child and nothing collides; Forward restores
+// the caller's id on the reply. The child's own requests (elicitation/create,
+// ids from 0) are answered by the backend with the child's id and surface as
+// typed Approvals with backend-unique IDs.
+//
+// pending maps the backend's request ids to the calls waiting for them;
+// threads maps a thread id to its running turn (learned from the first
+// event's _meta.threadId for a new thread). A call ends exactly once: whoever
+// removes it from pending (the reader with the child's answer, the caller on
+// timeout or interrupt, the exit handler) sends its reply.
+//
+// Cancellation. Codex never answers a cancelled tools/call, so an interrupt
+// or a timeout sends notifications/cancelled and answers the caller at once;
+// an approval answered with Abort ends the turn the same way without the
+// notification. The request id is then dead and its thread tainted: because
+// of Codex's stale-listener bug (codex-wire notes, section 2), the events and
+// even the result of a later turn on the same thread may arrive under the
+// dead id. An event, approval or result whose request id is not live is
+// therefore routed by its threadId to that thread's running turn, if any,
+// and dropped with a log line otherwise; a result is also checked against
+// the thread of the call its id names. A late result for a dead id is never
+// delivered to another thread's caller.
+//
+// The child is started lazily by the first call that needs it, in a
+// goroutine of its own that the callers wait for (with their ctx); a start
+// or handshake failure is final, as is the child's death (FR-11.2: no
+// restart): every pending call fails at once with the *ExitError and every
+// later call fails fast with the same one.
+type MCPServer struct {
+	cfg Config
+	log *slog.Logger
+
+	mu          sync.Mutex
+	startDone   chan struct{} // closed when the start attempt is over; nil before
+	startErr    error         // a failed start (an *ExitError or a start error)
+	ch          *child
+	w           jsonrpcframe.Writer
+	version     string
+	tools       json.RawMessage
+	nextID      int64
+	pending     map[jsonrpcframe.ID]*call
+	threads     map[string]*call               // thread id → running turn
+	dead        map[jsonrpcframe.ID]deadCall   // abandoned request ids
+	approvals   map[*Approval]*pendingApproval // unanswered approvals
+	approvalSeq int64
+	exitErr     *ExitError    // set once the child has exited
+	exitHandled chan struct{} // closed when every pending call was failed and OnExit ran
+	closed      bool
+}
+
+var _ Backend = (*MCPServer)(nil)
+
+// NewMCPServer returns a backend that runs `cfg.Bin [cfg.Args...]
+// mcp-server` on first use.
+func NewMCPServer(cfg Config) *MCPServer {
+	return &MCPServer{
+		cfg:       cfg,
+		log:       cfg.logger().With("component", "codexchild", "backend", string(KindMCPServer)),
+		pending:   map[jsonrpcframe.ID]*call{},
+		threads:   map[string]*call{},
+		dead:      map[jsonrpcframe.ID]deadCall{},
+		approvals: map[*Approval]*pendingApproval{},
+	}
+}
+
+// Kind returns KindMCPServer.
+func (b *MCPServer) Kind() Kind { return KindMCPServer }
+
+// ensureStarted starts the child and does the handshake, once; callers wait
+// for it until ctx ends.
+func (b *MCPServer) ensureStarted(ctx context.Context) error {
+	b.mu.Lock()
+	if b.closed && b.startDone == nil {
+		b.mu.Unlock()
+		return ErrClosed
+	}
+	if b.startDone == nil {
+		if b.cfg.Bin == "" {
+			b.mu.Unlock()
+			return errors.New("codexchild: config has no Bin")
+		}
+		b.startDone = make(chan struct{})
+		go b.start()
+	}
+	done := b.startDone
+	b.mu.Unlock()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case b.exitErr != nil:
+		return b.exitErr
+	case b.startErr != nil:
+		return b.startErr
+	}
+	return nil
+}
+
+// start runs the child and the handshake; it closes startDone.
+func (b *MCPServer) start() {
+	defer close(b.startDone)
+	args := append(append([]string(nil), b.cfg.Args...), "mcp-server")
+	ch, err := startChild(childConfig{
+		Bin: b.cfg.Bin, Args: args, Env: b.cfg.env(), Dir: b.cfg.Dir,
+		Grace: b.cfg.grace(), Logger: b.log,
+	})
+	if err != nil {
+		b.log.Error("codex child failed to start", "err", err)
+		b.mu.Lock()
+		b.startErr = err
+		b.mu.Unlock()
+		return
+	}
+	b.log.Info("codex child started", "pid", ch.cmd.Process.Pid, "bin", b.cfg.Bin, "args", args)
+	b.mu.Lock()
+	b.ch = ch
+	b.w = jsonrpcframe.NewLineWriter(ch.stdin)
+	b.exitHandled = make(chan struct{})
+	closed := b.closed
+	b.mu.Unlock()
+	go b.readLoop(ch, jsonrpcframe.NewLineReader(ch.stdout, nil))
+	go b.watchExit(ch)
+	if closed {
+		_ = ch.stop(context.Background())
+		<-b.exitHandled
+		return
+	}
+	if err := b.handshake(); err != nil {
+		b.log.Error("codex handshake failed", "err", err)
+		var ee *ExitError
+		if !errors.As(err, &ee) {
+			// A child that cannot do the handshake is of no use: stop it.
+			_ = ch.stop(context.Background())
+			<-b.exitHandled
+		}
+		b.mu.Lock()
+		b.startErr = fmt.Errorf("codexchild: mcp-server handshake: %w", err)
+		if b.exitErr != nil {
+			b.startErr = b.exitErr
+		}
+		b.mu.Unlock()
+	}
+}
+
+// handshake sends initialize (declaring the elicitation capability),
+// notifications/initialized and tools/list, and caches the tools.
+func (b *MCPServer) handshake() error {
+	ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
+	defer cancel()
+	ci := b.cfg.clientInfo()
+	resp, err := b.roundTrip(ctx, "initialize", map[string]any{
+		"protocolVersion": "2025-06-18",
+		"capabilities":    map[string]any{"elicitation": map[string]any{}},
+		"clientInfo":      map[string]any{"name": ci.Name, "version": ci.Version},
+	}, 0)
+	if err != nil {
+		return err
+	}
+	if e := resp.Err(); e != nil {
+		return fmt.Errorf("initialize: %w", e)
+	}
+	var init struct {
+		ServerInfo struct {
+			Name    string `json:"name"`
+			Version string `json:"version"`
+		} `json:"serverInfo"`
+	}
+	if err := json.Unmarshal(resp.Result, &init); err != nil {
+		return fmt.Errorf("initialize result: %w", err)
+	}
+	b.mu.Lock()
+	b.version = init.ServerInfo.Version
+	b.mu.Unlock()
+	b.log.Info("codex handshake done", "server", init.ServerInfo.Name, "version", init.ServerInfo.Version)
+	n, _ := jsonrpcframe.NewNotification("notifications/initialized", nil)
+	if err := b.write(n); err != nil {
+		return err
+	}
+	_, err = b.fetchTools(ctx)
+	return err
+}
+
+// fetchTools asks the child for tools/list and caches the result.
+func (b *MCPServer) fetchTools(ctx context.Context) (json.RawMessage, error) {
+	resp, err := b.roundTrip(ctx, "tools/list", map[string]any{}, 0)
+	if err != nil {
+		return nil, err
+	}
+	if e := resp.Err(); e != nil {
+		return nil, fmt.Errorf("tools/list: %w", e)
+	}
+	b.mu.Lock()
+	b.tools = resp.Result
+	b.mu.Unlock()
+	return resp.Result, nil
+}
+
+// Tools returns the child's tools/list result, cached since the handshake
+// (refetched after the child announced notifications/tools/list_changed).
+func (b *MCPServer) Tools(ctx context.Context) (json.RawMessage, error) {
+	if err := b.ensureStarted(ctx); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	tools := b.tools
+	b.mu.Unlock()
+	if tools != nil {
+		return tools, nil
+	}
+	return b.fetchTools(ctx)
+}
+
+// Version returns the Codex version the handshake reported ("" before).
+func (b *MCPServer) Version() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.version
+}
+
+// Status reports the child's state.
+func (b *MCPServer) Status() Status {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := Status{Started: b.ch != nil, Version: b.version}
+	if b.ch != nil {
+		s.PID = b.ch.cmd.Process.Pid
+		s.Running = b.exitErr == nil
+	}
+	if b.exitErr != nil {
+		st := b.exitErr.Status
+		s.Exit = &st
+	}
+	return s
+}
+
+// Steer is not supported by codex mcp-server.
+func (b *MCPServer) Steer(ctx context.Context, threadID, text string) error {
+	return fmt.Errorf("codexchild: steer: %w", ErrUnsupported)
+}
+
+// Turn runs one turn with the codex tool (new thread) or codex-reply.
+// ThreadParams are sent only for a new thread (codex-reply takes none); a
+// Resume of a thread this child does not know gives Codex's IsError result
+// "Session not found for thread_id: ...". A second turn on a thread whose
+// turn is still running fails with ErrThreadBusy.
+func (b *MCPServer) Turn(ctx context.Context, req TurnRequest) (*Result, error) {
+	if err := b.ensureStarted(ctx); err != nil {
+		return nil, err
+	}
+	name, args := toolArguments(req)
+	t := &turn{handler: req.Handler, threadID: req.ThreadID}
+	c, err := b.send("tools/call", map[string]any{"name": name, "arguments": args}, t)
+	if err != nil {
+		return nil, err
+	}
+	timeout := b.cfg.effectiveTimeout(req.Timeout)
+	r, how := b.wait(ctx, c, timeout)
+
+	// Barrier: after this no callback of this turn runs.
+	t.closed.Store(true)
+	t.mu.Lock()
+	partial, turnID := t.partial(), t.turnID
+	t.mu.Unlock()
+	b.mu.Lock()
+	threadID := t.threadID
+	b.mu.Unlock()
+
+	switch {
+	case r.err != nil:
+		return nil, r.err
+	case r.abandoned == abandonTimeout:
+		return nil, &TimeoutError{After: timeout, ThreadID: threadID, Partial: partial}
+	case r.abandoned != notAbandoned:
+		text := "codex turn interrupted"
+		if r.abandoned == abandonAbort {
+			text = "codex turn aborted (approval answered with abort)"
+		}
+		res := &Result{ThreadID: threadID, TurnID: turnID, Text: text, IsError: true, Status: "interrupted", Partial: partial}
+		if how == waitCtx {
+			return res, ctx.Err()
+		}
+		return res, nil
+	}
+	if e := r.msg.Err(); e != nil {
+		return nil, fmt.Errorf("codexchild: tools/call %s: %w", name, e)
+	}
+	res, err := parseResult(r.msg.Result, threadID, turnID)
+	if err != nil {
+		return nil, fmt.Errorf("codexchild: tools/call %s: bad result: %w", name, err)
+	}
+	return res, nil
+}
+
+// Interrupt interrupts the running turn of a thread: it sends
+// notifications/cancelled and makes the Turn return an interrupted Result.
+func (b *MCPServer) Interrupt(ctx context.Context, threadID string) error {
+	b.mu.Lock()
+	c := b.threads[threadID]
+	b.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	b.abandon(c, abandonInterrupt)
+	return nil
+}
+
+// Forward sends a request to the child with the backend's own id and
+// returns the child's response with the caller's id. The methods Codex
+// never answers are answered here: resources/list, resources/templates/list
+// and prompts/list with empty lists. initialize is refused (the backend does
+// its own handshake). Events of a forwarded tools/call go to
+// Config.OnEvent and its approvals are denied; use Turn for turns. The call
+// is bounded by Config.DefaultTimeout (*TimeoutError) and ctx; either sends
+// notifications/cancelled.
+func (b *MCPServer) Forward(ctx context.Context, req *jsonrpcframe.Message) (*jsonrpcframe.Message, error) {
+	if !req.IsRequest() {
+		return nil, fmt.Errorf("codexchild: forward: not a request (%s)", req.Kind())
+	}
+	switch req.Method {
+	case "resources/list":
+		return jsonrpcframe.NewResponse(req.ID, map[string]any{"resources": []any{}})
+	case "resources/templates/list":
+		return jsonrpcframe.NewResponse(req.ID, map[string]any{"resourceTemplates": []any{}})
+	case "prompts/list":
+		return jsonrpcframe.NewResponse(req.ID, map[string]any{"prompts": []any{}})
+	case "initialize":
+		return nil, errors.New("codexchild: forward initialize: the backend does its own handshake")
+	}
+	if err := b.ensureStarted(ctx); err != nil {
+		return nil, err
+	}
+	out := *req
+	c, err := b.sendMessage(&out, req.ID, nil)
+	if err != nil {
+		return nil, err
+	}
+	timeout := b.cfg.effectiveTimeout(0)
+	r, how := b.wait(ctx, c, timeout)
+	switch {
+	case r.err != nil:
+		return nil, r.err
+	case r.abandoned == abandonTimeout:
+		return nil, &TimeoutError{After: timeout}
+	case r.abandoned != notAbandoned:
+		if how == waitCtx {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("codexchild: forward %s: cancelled", req.Method)
+	}
+	resp := *r.msg
+	resp.ID = req.ID
+	return &resp, nil
+}
+
+// Notify sends a notification to the child verbatim. (To cancel a turn use
+// Interrupt: the child knows only the backend's request ids.)
+func (b *MCPServer) Notify(ctx context.Context, n *jsonrpcframe.Message) error {
+	if !n.IsNotification() {
+		return fmt.Errorf("codexchild: notify: not a notification (%s)", n.Kind())
+	}
+	if err := b.ensureStarted(ctx); err != nil {
+		return err
+	}
+	return b.write(n)
+}
+
+// Close stops the child gracefully (close stdin; SIGTERM to its process
+// group after Config.StopGrace; SIGKILL after another) and returns once it
+// has exited and every pending call has failed with an *ExitError. When ctx
+// ends first, the group is killed at once. Later calls fail with the
+// *ExitError (ErrClosed if the child never started). Close is idempotent.
+func (b *MCPServer) Close(ctx context.Context) error {
+	b.mu.Lock()
+	b.closed = true
+	ch, started := b.ch, b.startDone
+	b.mu.Unlock()
+	var err error
+	if ch != nil {
+		err = ch.stop(ctx)
+	}
+	if started != nil {
+		<-started
+	}
+	b.mu.Lock()
+	handled := b.exitHandled
+	b.mu.Unlock()
+	if handled != nil {
+		<-handled
+	}
+	return err
+}
+
+// How wait ended.
+type waitHow int
+
+const (
+	waitReply waitHow = iota
+	waitTimeout
+	waitCtx
+)
+
+// wait waits for the call's reply, abandoning the call on timeout (0 =
+// none) or when ctx ends. It always returns the call's one reply.
+func (b *MCPServer) wait(ctx context.Context, c *call, timeout time.Duration) (reply, waitHow) {
+	var expire <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		expire = t.C
+	}
+	select {
+	case r := <-c.reply:
+		return r, waitReply
+	case <-expire:
+		b.log.Warn("codex request timed out; cancelling it", "id", c.id.String(), "method", c.method, "after", timeout)
+		b.abandon(c, abandonTimeout)
+		return <-c.reply, waitTimeout
+	case <-ctx.Done():
+		b.abandon(c, abandonInterrupt)
+		return <-c.reply, waitCtx
+	}
+}
+
+// roundTrip sends a request of the backend's own and waits for its answer.
+func (b *MCPServer) roundTrip(ctx context.Context, method string, params any, timeout time.Duration) (*jsonrpcframe.Message, error) {
+	c, err := b.send(method, params, nil)
+	if err != nil {
+		return nil, err
+	}
+	r, how := b.wait(ctx, c, timeout)
+	switch {
+	case r.err != nil:
+		return nil, r.err
+	case how == waitCtx:
+		return nil, fmt.Errorf("codexchild: %s: %w", method, ctx.Err())
+	case r.abandoned != notAbandoned:
+		return nil, fmt.Errorf("codexchild: %s: cancelled", method)
+	}
+	return r.msg, nil
+}
+
+// send registers a call for a new request and writes it.
+func (b *MCPServer) send(method string, params any, t *turn) (*call, error) {
+	m, err := jsonrpcframe.NewRequest(jsonrpcframe.ID{}, method, params)
+	if err != nil {
+		return nil, fmt.Errorf("codexchild: %s: %w", method, err)
+	}
+	return b.sendMessage(m, jsonrpcframe.ID{}, t)
+}
+
+// sendMessage gives m the backend's next id, registers the call and writes
+// m.
+func (b *MCPServer) sendMessage(m *jsonrpcframe.Message, origID jsonrpcframe.ID, t *turn) (*call, error) {
+	b.mu.Lock()
+	if b.exitErr != nil {
+		defer b.mu.Unlock()
+		return nil, b.exitErr
+	}
+	if b.w == nil {
+		b.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if t != nil && t.threadID != "" {
+		if b.threads[t.threadID] != nil {
+			b.mu.Unlock()
+			return nil, fmt.Errorf("codexchild: turn on thread %s: %w", t.threadID, ErrThreadBusy)
+		}
+	}
+	b.nextID++
+	m.ID = jsonrpcframe.IntID(b.nextID)
+	c := &call{id: m.ID, origID: origID, method: m.Method, reply: make(chan reply, 1), turn: t}
+	b.pending[c.id] = c
+	if t != nil && t.threadID != "" {
+		b.threads[t.threadID] = c
+	}
+	b.mu.Unlock()
+	if err := b.write(m); err != nil {
+		if b.take(c) {
+			return nil, err
+		}
+		// The exit handler (or the reader) got there first.
+		r := <-c.reply
+		if r.err != nil {
+			return nil, r.err
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+// write writes one message to the child. A failed write to a child that is
+// dying reports the *ExitError.
+func (b *MCPServer) write(m *jsonrpcframe.Message) error {
+	b.mu.Lock()
+	w, ch := b.w, b.ch
+	b.mu.Unlock()
+	if w == nil {
+		return ErrClosed
+	}
+	err := w.Write(m)
+	if err == nil {
+		return nil
+	}
+	select {
+	case <-ch.done:
+		<-b.exitHandled
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.exitErr
+	case <-time.After(time.Second):
+	}
+	return fmt.Errorf("codexchild: write to codex child: %w", err)
+}

@@ -1,0 +1,381 @@
+package codexchild
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
+)
+
+// This file is the reader side of MCPServer: one goroutine per child reads
+// its stdout and routes each message to the call it belongs to. See the
+// design notes on MCPServer.
+
+// deadCall is what the backend remembers of an abandoned request, whose id
+// Codex may still use (the stale-listener bug).
+type deadCall struct {
+	thread    string // its thread ("" when not known)
+	codexTurn string // the Codex turn id last seen in its events
+}
+
+// pendingApproval is an elicitation/create the child waits for.
+type pendingApproval struct {
+	childID  jsonrpcframe.ID // the child's request id
+	owner    *call           // the turn it was delivered to
+	answered atomic.Bool
+}
+
+// readLoop reads the child's stdout until EOF. Bad lines are logged and
+// skipped.
+func (b *MCPServer) readLoop(ch *child, r jsonrpcframe.Reader) {
+	defer ch.stdoutFinished()
+	for {
+		m, err := r.Read()
+		if err != nil {
+			var me *jsonrpcframe.MessageError
+			if errors.As(err, &me) {
+				b.log.Warn("codex child wrote a bad line on stdout; skipped", "err", me.Detail, "line", string(me.Raw))
+				continue
+			}
+			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
+				b.log.Warn("codex child stdout", "err", err)
+			}
+			return
+		}
+		b.dispatch(m)
+	}
+}
+
+// watchExit fails every pending call when the child has exited.
+func (b *MCPServer) watchExit(ch *child) {
+	<-ch.done
+	ee := ch.exitError()
+	b.mu.Lock()
+	b.exitErr = ee
+	closed := b.closed
+	calls := make([]*call, 0, len(b.pending))
+	for _, c := range b.pending {
+		calls = append(calls, c)
+	}
+	clear(b.pending)
+	clear(b.threads)
+	clear(b.approvals)
+	b.mu.Unlock()
+	if closed {
+		b.log.Info("codex child stopped", "status", ee.Status.String(), "pending", len(calls))
+	} else {
+		b.log.Error("codex child died", "status", ee.Status.String(), "pending", len(calls), "stderr", ee.Stderr)
+	}
+	for _, c := range calls {
+		if c.turn != nil {
+			c.turn.closed.Store(true)
+		}
+		c.reply <- reply{err: ee}
+	}
+	if b.cfg.OnExit != nil {
+		b.cfg.OnExit(ee.Status)
+	}
+	close(b.exitHandled)
+}
+
+// dispatch routes one message of the child.
+func (b *MCPServer) dispatch(m *jsonrpcframe.Message) {
+	switch {
+	case m.IsResponse():
+		b.handleResponse(m)
+	case m.IsRequest():
+		b.handleRequest(m)
+	case m.IsNotification():
+		if m.Method == "codex/event" {
+			b.handleEvent(m)
+			return
+		}
+		if m.Method == "notifications/tools/list_changed" {
+			b.mu.Lock()
+			b.tools = nil
+			b.mu.Unlock()
+		}
+		b.toOnEvent(Event{Method: m.Method, Type: m.Method, Params: m.Params})
+	}
+}
+
+// routeLocked finds the call a message belongs to from its request id,
+// thread id and Codex turn id ("" when unknown); b.mu is held. A live turn
+// learns its thread and Codex turn ids here. When the request id is not live
+// (or names a turn of another thread) the thread's running turn takes the
+// message (the stale-listener case), unless the message carries the Codex
+// turn id last seen under that dead request id: then it is the old turn's
+// own tail (its turn_aborted, say) and belongs to nobody.
+func (b *MCPServer) routeLocked(reqID jsonrpcframe.ID, threadID, turnID string) (c *call, stale bool) {
+	if c = b.pending[reqID]; c != nil {
+		if c.turn == nil {
+			return c, false
+		}
+		if c.turn.threadID == "" && threadID != "" {
+			c.turn.threadID = threadID
+			if b.threads[threadID] == nil {
+				b.threads[threadID] = c
+			}
+		}
+		if threadID == "" || c.turn.threadID == threadID {
+			if turnID != "" {
+				c.turn.codexTurn = turnID
+			}
+			return c, false
+		}
+	}
+	if d, ok := b.dead[reqID]; ok && turnID != "" && d.codexTurn == turnID {
+		return nil, false
+	}
+	if threadID != "" {
+		if tc := b.threads[threadID]; tc != nil {
+			return tc, true
+		}
+	}
+	return nil, false
+}
+
+// removeLocked takes c out of pending and threads; b.mu is held. It
+// reports whether c was still pending.
+func (b *MCPServer) removeLocked(c *call) bool {
+	if b.pending[c.id] != c {
+		return false
+	}
+	delete(b.pending, c.id)
+	if c.turn != nil {
+		if tid := c.turn.threadID; tid != "" && b.threads[tid] == c {
+			delete(b.threads, tid)
+		}
+	}
+	return true
+}
+
+// take removes c from pending; the caller then owns its reply.
+func (b *MCPServer) take(c *call) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.removeLocked(c)
+}
+
+// abandon ends c without the child's answer: the request id becomes dead
+// (its thread tainted), the child is told with notifications/cancelled
+// (except after an abort, which ended the turn already), the call's
+// unanswered approvals are denied, and the caller gets its reply at once.
+func (b *MCPServer) abandon(c *call, kind abandonKind) {
+	b.mu.Lock()
+	if !b.removeLocked(c) {
+		b.mu.Unlock()
+		return
+	}
+	var d deadCall
+	if c.turn != nil {
+		d = deadCall{thread: c.turn.threadID, codexTurn: c.turn.codexTurn}
+	}
+	b.dead[c.id] = d
+	tid := d.thread
+	b.mu.Unlock()
+	if c.turn != nil {
+		c.turn.closed.Store(true)
+	}
+	reason := map[abandonKind]string{abandonInterrupt: "interrupted", abandonTimeout: "timed out", abandonAbort: "aborted"}[kind]
+	b.log.Info("codex request abandoned; its id is dead and its thread tainted", "id", c.id.String(), "method", c.method, "thread", tid, "why", reason)
+	if kind != abandonAbort {
+		n, _ := jsonrpcframe.NewNotification("notifications/cancelled", map[string]any{"requestId": c.id, "reason": reason})
+		if err := b.write(n); err != nil {
+			b.log.Warn("codex: sending notifications/cancelled failed", "id", c.id.String(), "err", err)
+		}
+	}
+	b.denyLeftovers(c, "the turn was "+reason)
+	c.reply <- reply{abandoned: kind}
+}
+
+// denyLeftovers answers the unanswered approvals of an ended call with a
+// denial, so that Codex never waits for them.
+func (b *MCPServer) denyLeftovers(c *call, reason string) {
+	b.mu.Lock()
+	var left []*Approval
+	for a, pa := range b.approvals {
+		if pa.owner == c {
+			left = append(left, a)
+		}
+	}
+	b.mu.Unlock()
+	for _, a := range left {
+		if err := a.Respond(Decision{Kind: Deny, Reason: reason}); err == nil {
+			b.log.Info("codex approval denied because its turn ended", "approval", a.ID)
+		}
+	}
+}
+
+// handleResponse delivers a response to the call its id names, or (stale
+// listener) to the running turn of the result's thread; otherwise it is
+// dropped with a log line.
+func (b *MCPServer) handleResponse(m *jsonrpcframe.Message) {
+	rt := resultThread(m)
+	b.mu.Lock()
+	target, stale := b.routeLocked(m.ID, rt, "")
+	dead, wasDead := b.dead[m.ID]
+	delete(b.dead, m.ID) // Codex's listener for that id ends with this result
+	if target != nil {
+		b.removeLocked(target)
+	}
+	b.mu.Unlock()
+	switch {
+	case target == nil && wasDead:
+		b.log.Info("codex: late result of an abandoned request dropped", "id", m.ID.String(), "thread", dead.thread, "result_thread", rt)
+		return
+	case target == nil:
+		b.log.Warn("codex: response to no request dropped", "id", m.ID.String(), "result_thread", rt)
+		return
+	case stale:
+		b.log.Info("codex: result under a stale request id routed to the thread's running turn", "id", m.ID.String(), "thread", rt, "turn_id", target.id.String())
+	}
+	b.denyLeftovers(target, "the turn ended")
+	target.reply <- reply{msg: m}
+}
+
+// handleEvent delivers a codex/event to its turn's handler, to OnEvent, or
+// drops it.
+func (b *MCPServer) handleEvent(m *jsonrpcframe.Message) {
+	var env eventEnvelope
+	if err := json.Unmarshal(m.Params, &env); err != nil {
+		b.log.Warn("codex: malformed codex/event", "err", err)
+		b.toOnEvent(Event{Method: m.Method, Params: m.Params})
+		return
+	}
+	var reqID jsonrpcframe.ID
+	if len(env.Meta.RequestID) > 0 {
+		reqID, _ = jsonrpcframe.ParseID(env.Meta.RequestID)
+	}
+	ev := Event{ThreadID: env.Meta.ThreadID, TurnID: env.Msg.TurnID, Method: m.Method, Type: env.Msg.Type, Params: m.Params}
+	if ev.TurnID == "" {
+		ev.TurnID = env.ID
+	}
+	b.mu.Lock()
+	target, stale := b.routeLocked(reqID, env.Meta.ThreadID, ev.TurnID)
+	b.mu.Unlock()
+	switch {
+	case target == nil:
+		b.toOnEvent(ev)
+		return
+	case target.turn == nil:
+		ev.RequestID = target.origID
+		b.toOnEvent(ev)
+		return
+	case stale:
+		b.log.Debug("codex: event under a stale request id routed to the thread's running turn", "id", reqID.String(), "thread", ev.ThreadID, "type", ev.Type)
+	}
+	t := target.turn
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed.Load() {
+		b.toOnEvent(ev)
+		return
+	}
+	t.observe(&env)
+	if t.handler != nil {
+		t.handler.Event(ev)
+	}
+}
+
+// toOnEvent hands an event that belongs to no running turn to
+// Config.OnEvent, or drops it.
+func (b *MCPServer) toOnEvent(ev Event) {
+	if b.cfg.OnEvent != nil {
+		b.cfg.OnEvent(ev)
+		return
+	}
+	b.log.Debug("codex: event of no running turn dropped", "method", ev.Method, "type", ev.Type, "thread", ev.ThreadID)
+}
+
+// handleRequest answers the child's own requests. elicitation/create (an
+// approval) goes to the turn's handler; it is always answered with a
+// decision, never with a JSON-RPC error (which would hang the turn).
+func (b *MCPServer) handleRequest(m *jsonrpcframe.Message) {
+	if m.Method != "elicitation/create" {
+		b.log.Warn("codex: unexpected request from the child", "method", m.Method)
+		b.answer(m.ID, jsonrpcframe.NewErrorResponse(m.ID, &jsonrpcframe.Error{Code: jsonrpcframe.CodeMethodNotFound, Message: "method not found: " + m.Method}))
+		return
+	}
+	a, p, ok := approvalFromElicitation(m.Params)
+	if !ok {
+		b.log.Warn("codex: elicitation that is not an approval declined")
+		resp, _ := jsonrpcframe.NewResponse(m.ID, map[string]any{"action": "decline"})
+		b.answer(m.ID, resp)
+		return
+	}
+	var reqID jsonrpcframe.ID
+	if n, err := strconv.ParseInt(p.ToolCallID, 10, 64); err == nil {
+		reqID = jsonrpcframe.IntID(n)
+	}
+	pa := &pendingApproval{childID: m.ID}
+	b.mu.Lock()
+	target, stale := b.routeLocked(reqID, a.ThreadID, "")
+	b.approvalSeq++
+	a.ID = fmt.Sprintf("approval-%d", b.approvalSeq)
+	pa.owner = target
+	ap := NewApproval(a, nil)
+	ap.respond = func(d Decision) error { return b.answerApproval(ap, pa, d) }
+	b.approvals[ap] = pa
+	b.mu.Unlock()
+	switch {
+	case target == nil:
+		// No caller waits for this turn: end it rather than let it run on.
+		b.log.Info("codex: approval of no running turn aborted", "approval", ap.ID, "thread", a.ThreadID, "tool_call_id", p.ToolCallID)
+		_ = ap.Respond(Decision{Kind: Abort})
+		return
+	case target.turn == nil || target.turn.handler == nil:
+		_ = ap.Respond(Decision{Kind: Deny, Reason: "no approval handler"})
+		return
+	case stale:
+		b.log.Info("codex: approval under a stale request id routed to the thread's running turn", "approval", ap.ID, "thread", a.ThreadID)
+	}
+	t := target.turn
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed.Load() {
+		_ = ap.Respond(Decision{Kind: Deny, Reason: "the turn ended"})
+		return
+	}
+	if ap.Reason == "" {
+		ap.Reason = t.reason[ap.CallID]
+	}
+	if ap.TurnID == "" {
+		ap.TurnID = t.turnID
+	}
+	t.handler.Approval(ap)
+}
+
+// answerApproval sends the decision for an approval, once.
+func (b *MCPServer) answerApproval(a *Approval, pa *pendingApproval, d Decision) error {
+	if !pa.answered.CompareAndSwap(false, true) {
+		return ErrAlreadyAnswered
+	}
+	b.mu.Lock()
+	delete(b.approvals, a)
+	version := b.version
+	b.mu.Unlock()
+	resp, err := jsonrpcframe.NewResponse(pa.childID, mcpDecision(version, d))
+	if err != nil {
+		return err
+	}
+	b.log.Info("codex approval answered", "approval", a.ID, "kind", string(a.Kind), "decision", string(d.Kind))
+	err = b.write(resp)
+	if d.Kind == Abort && pa.owner != nil {
+		// Codex aborts the turn and never answers its tools/call.
+		b.abandon(pa.owner, abandonAbort)
+	}
+	return err
+}
+
+// answer writes a response to a request of the child, logging a failure.
+func (b *MCPServer) answer(id jsonrpcframe.ID, resp *jsonrpcframe.Message) {
+	if err := b.write(resp); err != nil {
+		b.log.Warn("codex: answering the child failed", "id", id.String(), "err", err)
+	}
+}

@@ -1,0 +1,192 @@
+package codexchild
+
+import (
+	"encoding/json"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
+)
+
+// How a call ended without the child's answer.
+type abandonKind int
+
+const (
+	notAbandoned     abandonKind = iota
+	abandonInterrupt             // Interrupt or ctx: notifications/cancelled sent
+	abandonTimeout               // the call's timeout: notifications/cancelled sent
+	abandonAbort                 // an approval answered with Abort: Codex sends nothing more
+)
+
+// call is one request of the backend to the child, waiting for its answer.
+// Whoever removes it from MCPServer.pending sends its one reply.
+type call struct {
+	id     jsonrpcframe.ID // the backend's id toward the child
+	origID jsonrpcframe.ID // Forward: the caller's id
+	method string
+	reply  chan reply // buffered 1; exactly one send
+	turn   *turn      // nil unless a Turn
+}
+
+// reply is how a call ended.
+type reply struct {
+	msg       *jsonrpcframe.Message // the child's response
+	err       error                 // the child died, or writing failed
+	abandoned abandonKind           // ended by the backend itself
+}
+
+// turn is the state of a running Turn.
+//
+// threadID is guarded by MCPServer.mu. mu serialises delivery to the
+// handler: the reader holds it while calling the handler, and the Turn
+// goroutine takes it once after the call ended (with closed set), so no
+// event or approval reaches the handler after Turn has returned. Nothing
+// else takes mu, so a handler may call Interrupt or Approval.Respond from
+// inside a callback.
+type turn struct {
+	handler   Handler
+	threadID  string // guarded by MCPServer.mu
+	codexTurn string // the Codex turn id seen under the call's own id; guarded by MCPServer.mu
+
+	closed atomic.Bool
+	mu     sync.Mutex
+	turnID string
+	texts  []string          // agent_message texts
+	delta  strings.Builder   // deltas of the agent message in progress
+	reason map[string]string // call_id → reason of the approval event
+}
+
+// eventEnvelope is the part of a codex/event's params the backend reads.
+type eventEnvelope struct {
+	Meta struct {
+		RequestID json.RawMessage `json:"requestId"`
+		ThreadID  string          `json:"threadId"`
+	} `json:"_meta"`
+	ID  string `json:"id"`
+	Msg struct {
+		Type    string `json:"type"`
+		TurnID  string `json:"turn_id"`
+		Message string `json:"message"`
+		Delta   string `json:"delta"`
+		CallID  string `json:"call_id"`
+		Reason  string `json:"reason"`
+	} `json:"msg"`
+}
+
+// observe updates the turn's state from one of its events; t.mu is held.
+func (t *turn) observe(env *eventEnvelope) {
+	m := &env.Msg
+	if m.TurnID != "" {
+		t.turnID = m.TurnID
+	}
+	switch m.Type {
+	case "agent_message_content_delta":
+		t.delta.WriteString(m.Delta)
+	case "agent_message":
+		t.texts = append(t.texts, m.Message)
+		t.delta.Reset()
+	case "exec_approval_request", "apply_patch_approval_request":
+		if m.Reason != "" && m.CallID != "" {
+			if t.reason == nil {
+				t.reason = map[string]string{}
+			}
+			t.reason[m.CallID] = m.Reason
+		}
+	}
+}
+
+// partial returns the agent text seen so far; t.mu is held.
+func (t *turn) partial() string {
+	parts := t.texts
+	if t.delta.Len() > 0 {
+		parts = append(parts[:len(parts):len(parts)], t.delta.String())
+	}
+	return strings.Join(parts, "\n")
+}
+
+// toolResult is the part of a codex tools/call result the backend reads.
+type toolResult struct {
+	Content []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"content"`
+	StructuredContent *struct {
+		ThreadID string `json:"threadId"`
+		Content  string `json:"content"`
+	} `json:"structuredContent"`
+	IsError bool `json:"isError"`
+}
+
+// resultThread returns structuredContent.threadId of a tools/call response,
+// or "".
+func resultThread(m *jsonrpcframe.Message) string {
+	if len(m.Result) == 0 {
+		return ""
+	}
+	var r struct {
+		SC *struct {
+			ThreadID string `json:"threadId"`
+		} `json:"structuredContent"`
+	}
+	if json.Unmarshal(m.Result, &r) != nil || r.SC == nil {
+		return ""
+	}
+	return r.SC.ThreadID
+}
+
+// parseResult turns a tools/call result into a Result. threadID is the
+// turn's thread as far as the backend knows it.
+func parseResult(raw json.RawMessage, threadID, turnID string) (*Result, error) {
+	var tr toolResult
+	if err := json.Unmarshal(raw, &tr); err != nil {
+		return nil, err
+	}
+	res := &Result{ThreadID: threadID, TurnID: turnID, IsError: tr.IsError, Raw: raw, Status: "completed"}
+	if tr.IsError {
+		res.Status = "failed"
+	}
+	if sc := tr.StructuredContent; sc != nil {
+		if sc.ThreadID != "" {
+			res.ThreadID = sc.ThreadID
+		}
+		res.Text = sc.Content
+	} else {
+		var texts []string
+		for _, c := range tr.Content {
+			if c.Type == "text" {
+				texts = append(texts, c.Text)
+			}
+		}
+		res.Text = strings.Join(texts, "\n")
+	}
+	return res, nil
+}
+
+// toolArguments returns the arguments of the codex tool (a new thread) or
+// of codex-reply.
+func toolArguments(req TurnRequest) (name string, args map[string]any) {
+	if req.ThreadID != "" {
+		return "codex-reply", map[string]any{"threadId": req.ThreadID, "prompt": req.Prompt}
+	}
+	args = map[string]any{"prompt": req.Prompt}
+	p := req.Params
+	for k, v := range map[string]string{
+		"cwd":                    p.Cwd,
+		"model":                  p.Model,
+		"approval-policy":        p.ApprovalPolicy,
+		"sandbox":                p.Sandbox,
+		"base-instructions":      p.BaseInstructions,
+		"developer-instructions": p.DeveloperInstructions,
+		"compact-prompt":         p.CompactPrompt,
+		"profile":                p.Profile,
+	} {
+		if v != "" {
+			args[k] = v
+		}
+	}
+	if len(p.Config) > 0 {
+		args["config"] = p.Config
+	}
+	return "codex", args
+}
