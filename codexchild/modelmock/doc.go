@@ -27,6 +27,10 @@
 //  5. SLOW or SLOW=n: wait n seconds (default 20, at most 120), sending an SSE
 //     comment as a keep-alive every half second, then go on with 6–9. The
 //     wait ends early when the client disconnects or the server closes.
+//     (Measured: app-server 0.169.0 drops the stream at once on
+//     turn/interrupt; mcp-server 0.153.4 keeps reading a cancelled turn's
+//     stream to its end, so it closes only when the process exits or the
+//     wait is over.)
 //  6. CALL_TOOL=<namespace>.<tool> [ARGS=<json>]: a function_call with
 //     "namespace" and "name" (the shape Codex expects for tools of a per-thread
 //     MCP server, namespace "mcp__<server>"). ARGS is the rest of its line;

@@ -15,9 +15,9 @@
 //
 // [NewHome]'s cleanup also fails the test when a process that carries the
 // home in its environment (Codex, a shell command it ran, a tool server
-// started by [ToolServer]) is still alive, and kills it.
+// started by [Home.ToolServer]) is still alive, and kills it.
 //
-// For per-thread MCP servers, [ToolServer] returns an mcp_servers entry that
+// For per-thread MCP servers, [Home.ToolServer] returns an mcp_servers entry that
 // makes Codex re-execute the test binary as a tiny stdio MCP server offering
 // one tool, echo_identity; the test binary's TestMain must call
 // [MaybeServeTools] first.

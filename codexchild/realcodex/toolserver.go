@@ -27,7 +27,7 @@ const (
 const EchoToolName = "echo_identity"
 
 // MaybeServeTools must be called first in the TestMain of a test binary that
-// uses [ToolServer]. When the process was started by Codex as such a tool
+// uses [Home.ToolServer]. When the process was started by Codex as such a tool
 // server, it serves MCP on stdin/stdout until stdin reaches EOF and exits;
 // otherwise it returns at once.
 func MaybeServeTools() {
