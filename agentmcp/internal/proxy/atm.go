@@ -1,0 +1,266 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/atmclient"
+)
+
+// sender resolves the identity an ATM tool acts as (FR-4.5, NFR-3): the
+// identity of the session named by agent_id, or an explicit identity this
+// proxy holds (its own, or one bound to a live session). Nobody can act as
+// someone else.
+func (s *Server) sender(a args) (string, error) {
+	agentID, err := a.str("agent_id")
+	if err != nil {
+		return "", err
+	}
+	identity, err := a.str("identity")
+	if err != nil {
+		return "", err
+	}
+	if agentID != "" {
+		s.smu.Lock()
+		sess := s.sessions[agentID]
+		s.smu.Unlock()
+		if sess == nil {
+			return "", newError(ErrSessionNotFound, map[string]any{"agent_id": agentID}, "no session with agent_id %q", agentID)
+		}
+		rec := sess.snapshot()
+		if !rec.Status.Live() {
+			return "", newError(ErrSessionClosed, map[string]any{"agent_id": agentID}, "session %s is %s; its identity is not held", agentID, rec.Status)
+		}
+		if identity != "" && identity != rec.Identity {
+			return "", newError(ErrInvalidParams, map[string]any{"argument": "identity"},
+				"identity %q does not match the identity %q of session %s", identity, rec.Identity, agentID)
+		}
+		return rec.Identity, nil
+	}
+	if identity == "" {
+		return "", newError(ErrIdentityRequired, nil,
+			"an ATM tool called outside a session needs agent_id or identity (an identity this proxy holds)")
+	}
+	if err := atmclient.ValidateName("identity", identity); err != nil {
+		return "", newError(ErrInvalidParams, map[string]any{"argument": "identity"}, "%v", err)
+	}
+	if identity == s.opts.Identity {
+		return identity, nil
+	}
+	s.smu.Lock()
+	held := s.byIdentity[identity] != nil
+	s.smu.Unlock()
+	if !held {
+		return "", newError(ErrIdentityConflict, map[string]any{"identity": identity},
+			"identity %q is not held by this proxy (it holds %q and the identities of its live sessions); nobody can send as someone else",
+			identity, s.opts.Identity)
+	}
+	return identity, nil
+}
+
+// atmTools implements the ATM tools for the proxy and for the tools-only
+// server; they differ in how the sender is resolved.
+type atmTools struct {
+	atm    *atmclient.Client
+	team   string
+	sender func(a args) (string, error)
+	audit  func(tool, identity, recipient, text string, err error)
+	// extraArgs are the argument names accepted besides the tool's own
+	// (agent_id and identity in the proxy).
+	extraArgs []string
+}
+
+func (t *atmTools) allowed(own ...string) []string { return append(own, t.extraArgs...) }
+
+// atmError maps atmclient failures: bad names and text are invalid params.
+func atmError(op string, err error) error {
+	if errors.Is(err, atmclient.ErrInvalidName) || isInputError(err) {
+		return newError(ErrInvalidParams, nil, "%s: %v", op, err)
+	}
+	return fmt.Errorf("%w: %s: %v", ErrInternal, op, err)
+}
+
+func isInputError(err error) bool {
+	msg := err.Error()
+	for _, w := range []string{"blank", "NUL", "limit", "not a member", "no member", "address", "empty", "not found", "no team"} {
+		if strings.Contains(msg, w) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *atmTools) toolATMSend(ctx context.Context, c *toolCall) (*toolResult, error) {
+	a := c.args
+	if err := a.checkUnknown("atm_send", s.allowed("to", "message", "summary")...); err != nil {
+		return nil, err
+	}
+	from, err := s.sender(a)
+	if err != nil {
+		return nil, err
+	}
+	to, err := a.str("to")
+	if err != nil {
+		return nil, err
+	}
+	text, err := a.str("message")
+	if err != nil {
+		return nil, err
+	}
+	summary, err := a.str("summary")
+	if err != nil {
+		return nil, err
+	}
+	if to == "" {
+		return nil, newError(ErrInvalidParams, map[string]any{"argument": "to"}, "argument \"to\" is required")
+	}
+	msg, err := s.atm.Send(ctx, atmclient.SendRequest{From: from, Team: s.team, To: to, Text: text, Summary: summary})
+	s.audit("atm_send", from, to, text, err)
+	if err != nil {
+		return nil, atmError("atm_send", err)
+	}
+	agent, team, _ := atmclient.SplitAddress(to)
+	if team == "" {
+		team = s.team
+	}
+	out := map[string]any{"message_id": msg.MessageID, "from": from, "to": agent, "team": team}
+	return &toolResult{Text: fmt.Sprintf("sent to %s@%s as %s (message_id %s)", agent, team, from, msg.MessageID), Structured: out}, nil
+}
+
+func (s *atmTools) toolATMBroadcast(ctx context.Context, c *toolCall) (*toolResult, error) {
+	a := c.args
+	if err := a.checkUnknown("atm_broadcast", s.allowed("message", "summary", "team")...); err != nil {
+		return nil, err
+	}
+	from, err := s.sender(a)
+	if err != nil {
+		return nil, err
+	}
+	text, err := a.str("message")
+	if err != nil {
+		return nil, err
+	}
+	summary, err := a.str("summary")
+	if err != nil {
+		return nil, err
+	}
+	team, err := a.str("team")
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.atm.Broadcast(ctx, atmclient.BroadcastRequest{From: from, Team: s.team, ToTeam: team, Text: text, Summary: summary})
+	target := firstNonEmpty(team, s.team)
+	s.audit("atm_broadcast", from, "@"+target, text, err)
+	if err != nil {
+		return nil, atmError("atm_broadcast", err)
+	}
+	recipients := res.Recipients
+	if recipients == nil {
+		recipients = []string{}
+	}
+	out := map[string]any{"message_id": res.Message.MessageID, "from": from, "team": target, "recipients": recipients}
+	return &toolResult{Text: fmt.Sprintf("broadcast to %d member(s) of %s: %s", len(recipients), target, strings.Join(recipients, ", ")), Structured: out}, nil
+}
+
+func (s *atmTools) toolATMRead(ctx context.Context, c *toolCall) (*toolResult, error) {
+	a := c.args
+	if err := a.checkUnknown("atm_read", s.allowed("all", "mark_read", "limit", "since", "from")...); err != nil {
+		return nil, err
+	}
+	who, err := s.sender(a)
+	if err != nil {
+		return nil, err
+	}
+	all, _, err := a.boolean("all")
+	if err != nil {
+		return nil, err
+	}
+	markRead, markSet, err := a.boolean("mark_read")
+	if err != nil {
+		return nil, err
+	}
+	if !markSet {
+		markRead = true
+	}
+	limit, limitSet, err := a.integer("limit")
+	if err != nil {
+		return nil, err
+	}
+	if limitSet && limit < 1 {
+		return nil, newError(ErrInvalidParams, map[string]any{"argument": "limit"}, "argument \"limit\" must be at least 1")
+	}
+	sinceArg, err := a.str("since")
+	if err != nil {
+		return nil, err
+	}
+	from, err := a.str("from")
+	if err != nil {
+		return nil, err
+	}
+	opts := atmclient.ReadOptions{All: all, From: from, Limit: limit}
+	if sinceArg != "" {
+		t, err := parseSince(sinceArg)
+		if err != nil {
+			return nil, newError(ErrInvalidParams, map[string]any{"argument": "since"}, "argument \"since\": %v", err)
+		}
+		opts.Since = t
+	}
+	res, err := s.atm.Read(ctx, s.team, who, opts)
+	if err != nil {
+		s.audit("atm_read", who, "", "", err)
+		return nil, atmError("atm_read", err)
+	}
+	msgs := res.Messages // oldest first; with limit, the oldest ones
+	out := make([]map[string]any, 0, len(msgs))
+	keys := make([]string, 0, len(msgs))
+	for _, m := range msgs {
+		item := map[string]any{"from": m.From, "message": m.Text, "timestamp": m.Timestamp}
+		if m.MessageID != "" {
+			item["message_id"] = m.MessageID
+		}
+		out = append(out, item)
+		keys = append(keys, m.Key())
+	}
+	if markRead && len(keys) > 0 {
+		if _, err := s.atm.MarkRead(ctx, s.team, who, keys...); err != nil {
+			s.audit("atm_read", who, "", "", err)
+			return nil, atmError("atm_read: mark read", err)
+		}
+	}
+	s.audit("atm_read", who, "", fmt.Sprintf("%d message(s)", len(out)), nil)
+	structured := map[string]any{"identity": who, "count": len(out), "messages": out}
+	text := fmt.Sprintf("%d message(s) for %s", len(out), who)
+	if len(out) > 0 {
+		text += "\n" + jsonText(out)
+	}
+	return &toolResult{Text: text, Structured: structured}, nil
+}
+
+// parseSince accepts RFC 3339 with or without fractions, and a date.
+func parseSince(v string) (time.Time, error) {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02"} {
+		if t, err := time.Parse(layout, v); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%q is not an ISO 8601 / RFC 3339 time", v)
+}
+
+func (s *atmTools) toolATMPending(ctx context.Context, c *toolCall) (*toolResult, error) {
+	a := c.args
+	if err := a.checkUnknown("atm_pending_count", s.allowed()...); err != nil {
+		return nil, err
+	}
+	who, err := s.sender(a)
+	if err != nil {
+		return nil, err
+	}
+	n, err := s.atm.Pending(ctx, s.team, who)
+	if err != nil {
+		return nil, atmError("atm_pending_count", err)
+	}
+	return &toolResult{Text: fmt.Sprintf("%d unread message(s) for %s", n, who), Structured: map[string]any{"identity": who, "count": n}}, nil
+}

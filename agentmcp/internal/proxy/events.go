@@ -1,0 +1,190 @@
+package proxy
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync/atomic"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
+)
+
+// turnHandler receives one turn's events and approvals from the backend.
+// Its methods run on the backend's reader goroutine and never block.
+type turnHandler struct {
+	s    *Server
+	sess *session
+	call *toolCall
+}
+
+func (h *turnHandler) Event(e codexchild.Event) {
+	h.s.forwardEvent(h.sess, h.call, e)
+	if h.call != nil && h.call.prog != nil {
+		if msg := progressMessage(e); msg != "" {
+			h.call.prog.send(msg)
+		}
+	}
+}
+
+func (h *turnHandler) Approval(a *codexchild.Approval) {
+	h.s.wg.Add(1)
+	go func() {
+		defer h.s.wg.Done()
+		h.s.bridgeApproval(h.sess, h.call, a)
+	}()
+}
+
+// sessionCounters are per-session event counters (FR-19.4).
+type sessionCounters struct {
+	forwarded atomic.Int64
+	dropped   atomic.Int64
+}
+
+// forwardEvent sends a Codex event to the client as a codex/event
+// notification, unmodified apart from the added agent_id and identity, and
+// _meta.requestId set to the client's request id (the child's own id means
+// nothing to the client; turns the proxy starts itself carry none). On
+// app-server the original method and params are wrapped:
+// {"_meta":{threadId,turnId},"agent_id","identity","method","params"}.
+// Events are queued and dropped when the queue is full or the client is gone.
+func (s *Server) forwardEvent(sess *session, call *toolCall, e codexchild.Event) {
+	var agentID, identity string
+	if sess != nil {
+		sess.mu.Lock()
+		agentID, identity = sess.rec.AgentID, sess.rec.Identity
+		sess.mu.Unlock()
+	}
+	params := map[string]json.RawMessage{}
+	meta := map[string]json.RawMessage{}
+	if e.Method == "codex/event" {
+		if err := json.Unmarshal(e.Params, &params); err != nil || params == nil {
+			params = map[string]json.RawMessage{"event": e.Params}
+		}
+		if m, ok := params["_meta"]; ok {
+			_ = json.Unmarshal(m, &meta)
+			if meta == nil {
+				meta = map[string]json.RawMessage{}
+			}
+		}
+	} else {
+		params["method"] = mustJSON(e.Method)
+		params["params"] = e.Params
+		if e.ThreadID != "" {
+			meta["threadId"] = mustJSON(e.ThreadID)
+		}
+		if e.TurnID != "" {
+			meta["turnId"] = mustJSON(e.TurnID)
+		}
+	}
+	delete(meta, "requestId")
+	if call != nil {
+		meta["requestId"] = call.id.Raw()
+	}
+	if agentID != "" {
+		meta["agent_id"] = mustJSON(agentID)
+		params["agent_id"] = mustJSON(agentID)
+		params["identity"] = mustJSON(identity)
+	}
+	params["_meta"] = mustJSON(meta)
+	b, err := json.Marshal(params)
+	if err != nil {
+		return
+	}
+	m := &jsonrpcframe.Message{Versioned: true, Method: "codex/event", Params: b}
+	if s.client.event(m) {
+		if sess != nil {
+			sess.counters.forwarded.Add(1)
+		}
+	} else if sess != nil {
+		sess.counters.dropped.Add(1)
+	}
+	if sess != nil {
+		sess.recordEvent(e)
+	}
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// progressMessage is a short human line for the events worth reporting as
+// progress ("running `go test`", "editing 3 files"), "" for the rest.
+func progressMessage(e codexchild.Event) string {
+	var p struct {
+		Msg struct {
+			Type    string          `json:"type"`
+			Command json.RawMessage `json:"command"`
+			Changes map[string]any  `json:"changes"`
+			Message string          `json:"message"`
+		} `json:"msg"`
+		Item struct {
+			Type    string          `json:"type"`
+			Command json.RawMessage `json:"command"`
+			Changes []any           `json:"changes"`
+			Tool    string          `json:"tool"`
+		} `json:"item"`
+	}
+	_ = json.Unmarshal(e.Params, &p)
+	switch e.Type {
+	case "task_started", "turn/started":
+		return "turn started"
+	case "exec_command_begin":
+		return "running `" + shortCommand(p.Msg.Command) + "`"
+	case "patch_apply_begin":
+		return fmt.Sprintf("editing %d file%s", len(p.Msg.Changes), plural(len(p.Msg.Changes)))
+	case "exec_approval_request", "apply_patch_approval_request":
+		return "waiting for approval"
+	case "mcp_tool_call_begin":
+		return "calling a tool"
+	case "agent_message":
+		return "agent: " + clip(p.Msg.Message, 80)
+	case "item/started":
+		switch p.Item.Type {
+		case "commandExecution":
+			return "running `" + shortCommand(p.Item.Command) + "`"
+		case "fileChange":
+			return fmt.Sprintf("editing %d file%s", len(p.Item.Changes), plural(len(p.Item.Changes)))
+		case "mcpToolCall":
+			return "calling " + p.Item.Tool
+		}
+	case "task_complete", "turn/completed":
+		return "turn complete"
+	}
+	return ""
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// shortCommand renders a command given as a string or an argv, dropping a
+// leading "bash -lc".
+func shortCommand(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return clip(s, 80)
+	}
+	var argv []string
+	if json.Unmarshal(raw, &argv) == nil {
+		if len(argv) == 3 && strings.HasSuffix(argv[0], "bash") && argv[1] == "-lc" {
+			return clip(argv[2], 80)
+		}
+		return clip(strings.Join(argv, " "), 80)
+	}
+	return "a command"
+}
+
+// clip cuts s to n characters on a character boundary, adding "…".
+func clip(s string, n int) string {
+	s = strings.TrimSpace(s)
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}

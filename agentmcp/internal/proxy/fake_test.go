@@ -1,0 +1,174 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
+)
+
+// fakeBackend is an in-process codexchild.Backend for unit tests of the
+// proxy's logic. The last line of the prompt picks the behaviour:
+//   - default: "MOCK_REPLY: <last line>"
+//   - "SLOW": waits until interrupted or ctx ends
+//   - "APPROVE": asks an exec approval and reports the decision
+//   - "EVENTS=<n>": sends n events first
+//   - "FAIL": an isError result
+type fakeBackend struct {
+	kind codexchild.Kind
+
+	mu       sync.Mutex
+	requests []codexchild.TurnRequest
+	threads  map[string]bool
+	running  map[string]chan struct{} // thread → interrupt
+	nextID   int
+	closed   bool
+	exit     *codexchild.ExitStatus
+}
+
+func newFakeBackend(kind codexchild.Kind) *fakeBackend {
+	return &fakeBackend{kind: kind, threads: map[string]bool{}, running: map[string]chan struct{}{}}
+}
+
+func (f *fakeBackend) Kind() codexchild.Kind { return f.kind }
+
+func (f *fakeBackend) turns() []codexchild.TurnRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]codexchild.TurnRequest(nil), f.requests...)
+}
+
+func (f *fakeBackend) Turn(ctx context.Context, req codexchild.TurnRequest) (*codexchild.Result, error) {
+	f.mu.Lock()
+	if f.exit != nil {
+		st := *f.exit
+		f.mu.Unlock()
+		return nil, &codexchild.ExitError{Status: st}
+	}
+	f.requests = append(f.requests, req)
+	thread := req.ThreadID
+	if thread == "" {
+		f.nextID++
+		thread = fmt.Sprintf("0199aaaa-0000-7000-8000-%012d", f.nextID)
+		f.threads[thread] = true
+	} else if !f.threads[thread] && !(req.Resume && f.kind == codexchild.KindAppServer) {
+		f.mu.Unlock()
+		return &codexchild.Result{ThreadID: thread, Text: "Session not found for thread_id: " + thread, IsError: true, Status: "failed"}, nil
+	}
+	f.threads[thread] = true
+	intr := make(chan struct{})
+	f.running[thread] = intr
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		delete(f.running, thread)
+		f.mu.Unlock()
+	}()
+	lines := strings.Split(strings.TrimSpace(req.Prompt), "\n")
+	last := strings.TrimSpace(lines[len(lines)-1])
+	h := req.Handler
+	event := func(typ string) {
+		if h == nil {
+			return
+		}
+		p, _ := json.Marshal(map[string]any{"_meta": map[string]any{"requestId": 99, "threadId": thread}, "id": "t", "msg": map[string]any{"type": typ}})
+		h.Event(codexchild.Event{ThreadID: thread, Method: "codex/event", Type: typ, Params: p})
+	}
+	event("task_started")
+	var n int
+	if _, err := fmt.Sscanf(last, "EVENTS=%d", &n); err == nil {
+		for range n {
+			event("agent_message_content_delta")
+		}
+	}
+	timeout := req.Timeout
+	if timeout == 0 {
+		timeout = 300 * time.Second
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	switch {
+	case strings.HasPrefix(last, "SLOW"):
+		select {
+		case <-intr:
+			return &codexchild.Result{ThreadID: thread, Text: "interrupted", IsError: true, Status: "interrupted"}, nil
+		case <-ctx.Done():
+			return &codexchild.Result{ThreadID: thread, Text: "interrupted", IsError: true, Status: "interrupted"}, ctx.Err()
+		case <-timer.C:
+			return nil, &codexchild.TimeoutError{After: timeout, ThreadID: thread, Partial: "partial text"}
+		}
+	case strings.HasPrefix(last, "APPROVE"):
+		dec := make(chan codexchild.Decision, 1)
+		a := codexchild.NewApproval(codexchild.Approval{ID: "approval-1", Kind: codexchild.ApprovalExec, ThreadID: thread,
+			Command: "touch x", Cwd: req.Params.Cwd, Reason: "needs it"}, func(d codexchild.Decision) error {
+			select {
+			case dec <- d:
+				return nil
+			default:
+				return codexchild.ErrAlreadyAnswered
+			}
+		})
+		if h == nil {
+			return nil, fmt.Errorf("no handler")
+		}
+		h.Approval(a)
+		select {
+		case d := <-dec:
+			event("task_complete")
+			return &codexchild.Result{ThreadID: thread, Text: "decision: " + string(d.Kind) + " " + d.Reason, Status: "completed"}, nil
+		case <-intr:
+			return &codexchild.Result{ThreadID: thread, Text: "interrupted", IsError: true, Status: "interrupted"}, nil
+		case <-ctx.Done():
+			return &codexchild.Result{ThreadID: thread, Text: "interrupted", IsError: true, Status: "interrupted"}, ctx.Err()
+		}
+	case last == "FAIL":
+		return &codexchild.Result{ThreadID: thread, Text: "model error", IsError: true, Status: "failed"}, nil
+	}
+	event("task_complete")
+	return &codexchild.Result{ThreadID: thread, Text: "MOCK_REPLY: " + last, Status: "completed"}, nil
+}
+
+func (f *fakeBackend) Interrupt(_ context.Context, threadID string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if ch, ok := f.running[threadID]; ok {
+		close(ch)
+		delete(f.running, threadID)
+	}
+	return nil
+}
+
+func (f *fakeBackend) Steer(context.Context, string, string) error { return codexchild.ErrUnsupported }
+
+func (f *fakeBackend) Forward(_ context.Context, req *jsonrpcframe.Message) (*jsonrpcframe.Message, error) {
+	if f.kind != codexchild.KindMCPServer {
+		return nil, codexchild.ErrUnsupported
+	}
+	if req.Method == "echo" {
+		return jsonrpcframe.NewResponse(jsonrpcframe.IntID(1), json.RawMessage(req.Params))
+	}
+	return &jsonrpcframe.Message{Versioned: true, ID: jsonrpcframe.IntID(1),
+		Error: json.RawMessage(`{"code":-32601,"message":"method not found: ` + req.Method + `"}`)}, nil
+}
+
+func (f *fakeBackend) Notify(context.Context, *jsonrpcframe.Message) error { return nil }
+
+func (f *fakeBackend) Tools(context.Context) (json.RawMessage, error) { return json.RawMessage(`{"tools":[]}`), nil }
+
+func (f *fakeBackend) Status() codexchild.Status {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return codexchild.Status{Started: true, Running: f.exit == nil && !f.closed, PID: 4242, Version: "fake", Exit: f.exit}
+}
+
+func (f *fakeBackend) Close(context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closed = true
+	return nil
+}

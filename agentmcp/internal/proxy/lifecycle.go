@@ -1,0 +1,237 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/atmclient"
+	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
+	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
+)
+
+// Server is the MCP proxy: one upstream MCP connection, one Codex child,
+// many sessions. Create it with New and run it with Run.
+//
+// Design notes: the read loop (serveLoop) only routes; anything that waits
+// on Codex, on files or on the client runs on a goroutine tracked by wg.
+// Each session owns a queue that serialises its turns. Registry changes that
+// do not bind or release an identity are persisted by one persister
+// goroutine (latest state per session, coalesced), so no request waits for an
+// fsync; session creation and close persist synchronously because they
+// claim and release identities.
+type Server struct {
+	opts     Options
+	log      *slog.Logger
+	client   *client
+	backend  backendT
+	reg      *registry.Registry
+	audit    *registry.Audit
+	atm      *atmclient.Client
+	atmTools *atmTools
+	started  time.Time
+	now      func() time.Time
+
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	inflight map[jsonrpcframe.ID]context.CancelFunc
+	closing  bool
+	wg       sync.WaitGroup
+
+	toolsOnce sync.Once
+	toolsList []byte
+
+	smu          sync.Mutex
+	sessions     map[string]*session // every session this process knows, by agent_id
+	byIdentity   map[string]*session // live sessions by identity
+	knownThreads map[string]bool     // Codex threads this child has seen
+
+	persistMu   sync.Mutex
+	persistQ    map[string]registry.Session
+	persistWake chan struct{}
+	persistDone chan struct{}
+
+	// onIdle is called (on its own goroutine) when a session becomes idle:
+	// the mail layer's post-turn check (FR-8.1). optional.
+	onIdle func(agentID string)
+}
+
+// New opens the instance registry (claiming the instance identity) and the
+// audit log, and returns a Server ready to Run. It fails with a
+// *registry.ConflictError when another live process holds the identity.
+func New(opts Options) (*Server, error) {
+	if opts.Backend == nil {
+		return nil, errors.New("proxy: no codex backend")
+	}
+	if opts.DefaultIdentity == "" {
+		opts.DefaultIdentity = "codex"
+	}
+	if opts.RequestTimeout == 0 {
+		opts.RequestTimeout = 300 * time.Second
+	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = 10
+	}
+	if opts.ElicitationTimeout <= 0 {
+		opts.ElicitationTimeout = 300 * time.Second
+	}
+	if opts.SummaryTimeout <= 0 {
+		opts.SummaryTimeout = 10 * time.Second
+	}
+	if opts.ApprovalFallback == "" {
+		opts.ApprovalFallback = "deny"
+	}
+	if opts.Cwd == "" {
+		if wd, err := os.Getwd(); err == nil {
+			opts.Cwd = wd
+		}
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	for kind, name := range map[string]string{"team": opts.Team, "identity": opts.Identity, "default identity": opts.DefaultIdentity} {
+		if err := atmclient.ValidateName(kind, name); err != nil {
+			return nil, fmt.Errorf("proxy: %w", err)
+		}
+	}
+	reg, err := registry.Open(registry.Config{Home: opts.Home, Team: opts.Team, Identity: opts.Identity, Logger: log, Now: now})
+	if err != nil {
+		return nil, err
+	}
+	audit, err := reg.Dir().OpenAudit(registry.AuditConfig{Now: now})
+	if err != nil {
+		reg.Close()
+		return nil, err
+	}
+	atm, err := atmclient.New(atmclient.Config{Home: opts.Home, Logger: log})
+	if err != nil {
+		audit.Close()
+		reg.Close()
+		return nil, err
+	}
+	s := &Server{
+		opts:         opts,
+		log:          log.With("component", "proxy", "team", opts.Team, "instance", opts.Identity),
+		backend:      opts.Backend,
+		reg:          reg,
+		audit:        audit,
+		atm:          atm,
+		now:          now,
+		inflight:     map[jsonrpcframe.ID]context.CancelFunc{},
+		sessions:     map[string]*session{},
+		byIdentity:   map[string]*session{},
+		knownThreads: map[string]bool{},
+		persistQ:     map[string]registry.Session{},
+		persistWake:  make(chan struct{}, 1),
+		persistDone:  make(chan struct{}),
+	}
+	s.atmTools = &atmTools{atm: atm, team: opts.Team, sender: s.sender, audit: s.auditATM, extraArgs: []string{"agent_id", "identity"}}
+	for _, rec := range reg.List(registry.Filter{}) {
+		s.sessions[rec.AgentID] = s.newSession(rec)
+	}
+	return s, nil
+}
+
+// Run serves the MCP client on r/w until the client closes stdin or ctx is
+// cancelled (SIGTERM/SIGINT), then shuts down gracefully (FR-7): summaries,
+// registry, identities, child. It returns nil after a graceful shutdown.
+func (s *Server) Run(ctx context.Context, r io.Reader, w io.Writer) error {
+	reader, writer := jsonrpcframe.NewAuto(r, w, nil)
+	s.started = s.now()
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.client = newClient(writer, s.opts.EventQueue, s.log)
+	go s.persister()
+
+	readErr := make(chan error, 1)
+	go func() { readErr <- s.serveLoop(reader) }()
+	var err error
+	select {
+	case err = <-readErr:
+	case <-ctx.Done():
+		s.log.Info("shutdown requested")
+	}
+	s.shutdown()
+	return err
+}
+
+// newSession wraps a registry record; the session is not started.
+func (s *Server) newSession(rec registry.Session) *session {
+	return &session{srv: s, rec: rec, autoMail: true, idleCh: make(chan struct{})}
+}
+
+// persistAsync queues the session's current record for the persister.
+func (s *Server) persistAsync(sess *session) {
+	rec := sess.rec // the caller holds sess.mu or owns sess
+	s.persistMu.Lock()
+	s.persistQ[rec.AgentID] = rec
+	s.persistMu.Unlock()
+	select {
+	case s.persistWake <- struct{}{}:
+	default:
+	}
+}
+
+// persister writes queued records until the server's context ends, then
+// flushes what is left.
+func (s *Server) persister() {
+	defer close(s.persistDone)
+	for {
+		select {
+		case <-s.persistWake:
+			s.flushPersist()
+		case <-s.ctx.Done():
+			s.flushPersist()
+			return
+		}
+	}
+}
+
+// flushPersist writes every queued record. Identity-binding changes are not
+// made here: only the thread state, backend id and activity fields.
+func (s *Server) flushPersist() {
+	s.persistMu.Lock()
+	q := s.persistQ
+	s.persistQ = map[string]registry.Session{}
+	s.persistMu.Unlock()
+	for id, rec := range q {
+		_, err := s.reg.Update(id, func(x *registry.Session) {
+			if !x.Status.Live() {
+				return // closed meanwhile: the close wrote the final state
+			}
+			x.BackendID = rec.BackendID
+			x.ThreadState = rec.ThreadState
+			x.RepoRoot, x.RepoName, x.Branch, x.Cwd = rec.RepoRoot, rec.RepoName, rec.Branch, rec.Cwd
+			x.LastActive = rec.LastActive
+			x.Extra = rec.Extra
+			switch rec.ThreadState {
+			case registry.ThreadBusy:
+				x.Status = registry.StatusBusy
+			case registry.ThreadIdle:
+				x.Status = registry.StatusIdle
+			}
+		})
+		if err != nil && !errors.Is(err, registry.ErrClosed) {
+			s.log.Error("cannot persist session", "agent_id", id, "err", err)
+		}
+	}
+}
+
+// sessionIdle is called when a session becomes idle.
+func (s *Server) sessionIdle(sess *session) {
+	if s.onIdle != nil {
+		id := sess.agentID()
+		go s.onIdle(id)
+	}
+}

@@ -1,0 +1,88 @@
+package proxy
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+)
+
+// backendT is the Codex child as the proxy uses it.
+type backendT = codexchild.Backend
+
+// ThreadDefaults are the Codex settings a new thread gets unless the caller
+// overrides them; empty fields are not sent (Codex uses its own default).
+type ThreadDefaults struct {
+	Model           string
+	ReasoningEffort string
+	Sandbox         string
+	ApprovalPolicy  string
+}
+
+// Options configure a Server. Zero values are documented per field.
+type Options struct {
+	// Home is the ATM home (ATM_HOME or $HOME). required.
+	Home string
+	// Team is the ATM team. required.
+	Team string
+	// Identity is the proxy instance's own identity: it names the instance
+	// registry and is claimed for the proxy's lifetime. required.
+	Identity string
+	// DefaultIdentity is the identity of a session started without one.
+	// optional: "" means "codex".
+	DefaultIdentity string
+
+	// Backend is the Codex child. required.
+	Backend codexchild.Backend
+
+	// Defaults are the thread settings before a role preset or the caller's
+	// arguments.
+	Defaults ThreadDefaults
+	// Roles are the role presets by name.
+	Roles map[string]ThreadDefaults
+	// BaseInstructions replace Codex's base instructions when the caller does
+	// not give base-instructions. optional: "" sends none.
+	BaseInstructions string
+	// ExtraInstructions are appended to the injected developer instructions
+	// (the multi-agent prompt). optional.
+	ExtraInstructions string
+	// CodexConfig are config overrides sent with every new thread. optional.
+	CodexConfig map[string]any
+
+	// RequestTimeout bounds each codex/codex-reply turn. optional: 0 means 300 s.
+	RequestTimeout time.Duration
+	// MaxSessions is max_concurrent_threads. optional: 0 means 10.
+	MaxSessions int
+	// ElicitationTimeout bounds how long an approval waits for the client.
+	// optional: 0 means 300 s.
+	ElicitationTimeout time.Duration
+	// ApprovalFallback decides approvals the client cannot be asked about
+	// (it did not declare elicitation): "deny" (default) or "approve".
+	ApprovalFallback string
+	// SummaryTimeout bounds the summary requested on close and shutdown.
+	// optional: 0 means 10 s.
+	SummaryTimeout time.Duration
+
+	// AutoMail delivers team mail to idle sessions as turns (FR-8); a
+	// session may override it with the codex tool's auto_mail argument.
+	AutoMail bool
+
+	// ToolServer is the command line of the per-thread tools-only MCP server
+	// (this binary with "tools"); the proxy adds --team and --identity.
+	// optional: nil disables per-thread ATM tools for Codex.
+	ToolServer []string
+	// ToolServerEnv are extra environment variables for the tool server
+	// (ATM_HOME is always passed). optional.
+	ToolServerEnv map[string]string
+
+	// EventQueue is the bound of the event queue toward the client.
+	// optional: 0 means 1024.
+	EventQueue int
+	// Cwd is the proxy's working directory, the last fallback for a
+	// session's cwd. optional: "" means os.Getwd().
+	Cwd string
+	// Logger receives the proxy's logs. optional: nil means discard.
+	Logger *slog.Logger
+	// Now returns the current time. optional: nil means time.Now.
+	Now func() time.Time
+}

@@ -1,0 +1,214 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/atmclient"
+	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
+	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
+)
+
+// ToolsOptions configure the tools-only server.
+type ToolsOptions struct {
+	// Home is the ATM home. optional: "" means atmclient.Home().
+	Home string
+	// Team and Identity fix who the tools act as. required.
+	Team     string
+	Identity string
+	// Logger receives logs. optional: nil means discard.
+	Logger *slog.Logger
+}
+
+// ServeTools runs the tools-only MCP server that Codex starts for each
+// thread (FR-20.4, FR-20.5): atm_send, atm_read, atm_broadcast and
+// atm_pending_count, always acting as the identity on its command line, so
+// an agent and its sub-agents can only speak as the thread's identity. It
+// returns when r reaches EOF.
+func ServeTools(ctx context.Context, opts ToolsOptions, r io.Reader, w io.Writer) error {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	for kind, name := range map[string]string{"team": opts.Team, "identity": opts.Identity} {
+		if err := atmclient.ValidateName(kind, name); err != nil {
+			return fmt.Errorf("tools: %w", err)
+		}
+	}
+	home := opts.Home
+	if home == "" {
+		h, err := atmclient.Home()
+		if err != nil {
+			return err
+		}
+		home = h
+	}
+	atm, err := atmclient.New(atmclient.Config{Home: home, Logger: log})
+	if err != nil {
+		return err
+	}
+	dir, err := registry.TeamDir(home, opts.Team)
+	if err != nil {
+		return err
+	}
+	audit, err := dir.OpenAudit(registry.AuditConfig{})
+	if err != nil {
+		return err
+	}
+	defer audit.Close()
+	tools := &atmTools{
+		atm:  atm,
+		team: opts.Team,
+		sender: func(a args) (string, error) {
+			for _, n := range []string{"identity", "from", "agent_id"} {
+				if v, _ := a.str(n); v != "" && v != opts.Identity {
+					return "", newError(ErrInvalidParams, map[string]any{"argument": n},
+						"this tool server acts only as %q; it cannot act as %q", opts.Identity, v)
+				}
+			}
+			return opts.Identity, nil
+		},
+		audit: func(tool, identity, recipient, text string, err error) {
+			outcome := "ok"
+			if err != nil {
+				outcome = "error: " + err.Error()
+			}
+			if aerr := audit.Append(registry.Entry{Event: tool + ":codex", Identity: identity, Recipient: recipient, Summary: text, Outcome: outcome}); aerr != nil {
+				log.Warn("audit", "err", aerr)
+			}
+		},
+	}
+	list, err := toolsOnlyList(opts.Identity)
+	if err != nil {
+		return err
+	}
+	reader, writer := jsonrpcframe.NewAuto(r, w, nil)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	reply := func(id jsonrpcframe.ID, result any, err error) {
+		if err != nil {
+			_ = writer.Write(jsonrpcframe.NewErrorResponse(id, toRPCError(err)))
+			return
+		}
+		m, merr := jsonrpcframe.NewResponse(id, result)
+		if merr != nil {
+			_ = writer.Write(jsonrpcframe.NewErrorResponse(id, toRPCError(merr)))
+			return
+		}
+		_ = writer.Write(m)
+	}
+	for {
+		m, err := reader.Read()
+		var bad *jsonrpcframe.MessageError
+		switch {
+		case errors.As(err, &bad):
+			_ = writer.Write(bad.Response())
+			continue
+		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+			return nil
+		case err != nil:
+			return err
+		}
+		if !m.IsRequest() {
+			continue
+		}
+		switch m.Method {
+		case "initialize":
+			var p struct {
+				ProtocolVersion string `json:"protocolVersion"`
+			}
+			_ = json.Unmarshal(m.Params, &p)
+			version := supportedVersions[0]
+			for _, v := range supportedVersions {
+				if v == p.ProtocolVersion {
+					version = v
+				}
+			}
+			reply(m.ID, map[string]any{
+				"protocolVersion": version,
+				"capabilities":    map[string]any{"tools": map[string]any{"listChanged": false}},
+				"serverInfo":      map[string]any{"name": "atm-agent-mcp-tools", "version": serverVersion},
+				"instructions":    "Team mail for " + opts.Identity + " in team " + opts.Team + ".",
+			}, nil)
+		case "ping":
+			reply(m.ID, struct{}{}, nil)
+		case "tools/list":
+			reply(m.ID, json.RawMessage(list), nil)
+		case "tools/call":
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var p struct {
+					Name      string          `json:"name"`
+					Arguments json.RawMessage `json:"arguments"`
+				}
+				if err := json.Unmarshal(m.Params, &p); err != nil {
+					reply(m.ID, nil, newError(ErrInvalidParams, nil, "tools/call needs params {name, arguments}"))
+					return
+				}
+				a, err := parseArgs(p.Arguments)
+				if err != nil {
+					reply(m.ID, nil, err)
+					return
+				}
+				c := &toolCall{id: m.ID, name: p.Name, args: a}
+				var res *toolResult
+				switch p.Name {
+				case "atm_send":
+					res, err = tools.toolATMSend(ctx, c)
+				case "atm_read":
+					res, err = tools.toolATMRead(ctx, c)
+				case "atm_broadcast":
+					res, err = tools.toolATMBroadcast(ctx, c)
+				case "atm_pending_count":
+					res, err = tools.toolATMPending(ctx, c)
+				default:
+					err = newError(ErrInvalidParams, map[string]any{"tool": p.Name}, "unknown tool %q", p.Name)
+				}
+				if err != nil {
+					// Tool failures are results the model can read.
+					reply(m.ID, resultJSON(&toolResult{Text: err.Error(), IsError: true}), nil)
+					return
+				}
+				reply(m.ID, resultJSON(res), nil)
+			}()
+		default:
+			reply(m.ID, nil, newError(ErrMethodNotFound, map[string]any{"method": m.Method}, "method not found: %s", m.Method))
+		}
+	}
+}
+
+// toolsOnlyList is the tools/list of the tools-only server: the ATM tools
+// without agent_id and identity, which the command line fixes.
+func toolsOnlyList(identity string) ([]byte, error) {
+	var all []map[string]any
+	if err := json.Unmarshal(toolsJSON, &all); err != nil {
+		return nil, err
+	}
+	var out []map[string]any
+	for _, t := range all {
+		name, _ := t["name"].(string)
+		if !strings.HasPrefix(name, "atm_") {
+			continue
+		}
+		in, _ := t["inputSchema"].(map[string]any)
+		if props, ok := in["properties"].(map[string]any); ok {
+			delete(props, "agent_id")
+			delete(props, "identity")
+		}
+		desc, _ := t["description"].(string)
+		if i := strings.Index(desc, " The sender is"); i >= 0 {
+			desc = desc[:i]
+		}
+		t["description"] = strings.TrimSpace(desc) + " You act as " + identity + "."
+		t["annotations"] = map[string]any{"openWorldHint": false}
+		out = append(out, t)
+	}
+	return json.Marshal(map[string]any{"tools": out})
+}
