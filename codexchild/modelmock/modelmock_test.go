@@ -561,4 +561,3 @@ func TestPatchCommand(t *testing.T) {
 		t.Errorf("PatchCommand (-want +got):\n%s", diff)
 	}
 }
-
