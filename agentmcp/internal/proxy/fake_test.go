@@ -158,7 +158,9 @@ func (f *fakeBackend) Forward(_ context.Context, req *jsonrpcframe.Message) (*js
 
 func (f *fakeBackend) Notify(context.Context, *jsonrpcframe.Message) error { return nil }
 
-func (f *fakeBackend) Tools(context.Context) (json.RawMessage, error) { return json.RawMessage(`{"tools":[]}`), nil }
+func (f *fakeBackend) Tools(context.Context) (json.RawMessage, error) {
+	return json.RawMessage(`{"tools":[]}`), nil
+}
 
 func (f *fakeBackend) Status() codexchild.Status {
 	f.mu.Lock()

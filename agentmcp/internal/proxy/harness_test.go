@@ -17,19 +17,19 @@ import (
 
 // testConn is an MCP client talking to a Server over in-memory pipes.
 type testConn struct {
-	t   *testing.T
-	w   jsonrpcframe.Writer
-	in  io.WriteCloser
-	srv *Server
-	fb  *fakeBackend
+	t    *testing.T
+	w    jsonrpcframe.Writer
+	in   io.WriteCloser
+	srv  *Server
+	fb   *fakeBackend
 	home string
 
-	mu        sync.Mutex
-	next      int64
-	waiting   map[jsonrpcframe.ID]chan *jsonrpcframe.Message
-	notes     []*jsonrpcframe.Message
-	onRequest func(*jsonrpcframe.Message) any // answers server→client requests
-	runErr    chan error
+	mu          sync.Mutex
+	next        int64
+	waiting     map[jsonrpcframe.ID]chan *jsonrpcframe.Message
+	notes       []*jsonrpcframe.Message
+	onRequest   func(*jsonrpcframe.Message) any // answers server→client requests
+	runErr      chan error
 	nullReplies []*jsonrpcframe.Message
 }
 

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -190,7 +191,7 @@ func TestReplyWaitsForBusySession(t *testing.T) {
 	if status["thread_state"] != "busy" || status["queued"] != float64(1) {
 		t.Errorf("status while busy = %v", status)
 	}
-	if err := c.fb.Interrupt(nil, res["threadId"].(string)); err != nil {
+	if err := c.fb.Interrupt(context.TODO(), res["threadId"].(string)); err != nil {
 		t.Fatal(err)
 	}
 	c.wait(slow)
