@@ -299,3 +299,35 @@ func mustRequest(t testing.TB, s string) *jsonrpcframe.Message {
 	}
 	return m
 }
+
+// countingHandler counts log records by message and passes them on.
+type countingHandler struct {
+	slog.Handler
+	mu     *sync.Mutex
+	counts map[string]int
+}
+
+func newCountingHandler(next slog.Handler) *countingHandler {
+	return &countingHandler{Handler: next, mu: &sync.Mutex{}, counts: map[string]int{}}
+}
+
+func (h *countingHandler) Handle(ctx context.Context, r slog.Record) error {
+	h.mu.Lock()
+	h.counts[r.Message]++
+	h.mu.Unlock()
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h *countingHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return &countingHandler{Handler: h.Handler.WithAttrs(as), mu: h.mu, counts: h.counts}
+}
+
+func (h *countingHandler) WithGroup(name string) slog.Handler {
+	return &countingHandler{Handler: h.Handler.WithGroup(name), mu: h.mu, counts: h.counts}
+}
+
+func (h *countingHandler) count(msg string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.counts[msg]
+}

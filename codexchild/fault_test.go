@@ -1,0 +1,213 @@
+package codexchild
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestFaults runs mockcodex's fault keywords (mock only): each must give the
+// specified error, promptly, and leave no goroutine or process behind (the
+// leak check of newBackend).
+func TestFaults(t *testing.T) {
+	type check func(t *testing.T, b *MCPServer, res *Result, err error, elapsed time.Duration)
+	exitCheck := func(want ExitStatus) check {
+		return func(t *testing.T, b *MCPServer, res *Result, err error, elapsed time.Duration) {
+			var ee *ExitError
+			if !errors.As(err, &ee) || !errors.Is(err, ErrChildExited) {
+				t.Fatalf("Turn = %+v, %v; want an *ExitError", res, err)
+			}
+			if ee.Stderr == "" {
+				t.Errorf("ExitError.Stderr is empty, want the child's last stderr lines")
+			}
+			if ee.Status != want {
+				t.Errorf("ExitError.Status = %+v, want %+v", ee.Status, want)
+			}
+			if elapsed > 5*time.Second {
+				t.Errorf("the pending call failed %s after the turn started, want at once", elapsed)
+			}
+			// Later calls fail fast with the same report.
+			start := time.Now()
+			_, err2 := b.Turn(ctxFor(t, 10*time.Second), TurnRequest{Prompt: "again"})
+			var ee2 *ExitError
+			if !errors.As(err2, &ee2) || ee2.Status != want || time.Since(start) > 100*time.Millisecond {
+				t.Errorf("next Turn = %v after %s, want the same *ExitError at once", err2, time.Since(start))
+			}
+			if _, err := b.Tools(ctxFor(t, time.Second)); !errors.As(err, &ee2) {
+				t.Errorf("Tools after exit = %v, want the *ExitError", err)
+			}
+			if s := b.Status(); s.Running || s.Exit == nil || *s.Exit != want {
+				t.Errorf("Status = %+v, want exited with %+v", s, want)
+			}
+		}
+	}
+	completes := func(t *testing.T, b *MCPServer, res *Result, err error, elapsed time.Duration) {
+		if err != nil || res.IsError || !strings.HasPrefix(res.Text, "MOCK_REPLY: ") {
+			t.Fatalf("Turn = %+v, %v; want a completed MOCK_REPLY turn", res, err)
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		prompt  string
+		timeout time.Duration
+		env     []string
+		check   check
+		logs    map[string]int // log message → at least this many records
+	}{
+		{"crash_code", "CRASH=3 mid turn", 0, nil, exitCheck(ExitStatus{Code: 3}), nil},
+		{"crash_sigkill", "CRASH=SIGKILL mid turn", 0, nil, exitCheck(ExitStatus{Code: -1, Signal: "killed"}), nil},
+		{"start_failure", "never sent", 0, []string{"MOCKCODEX_START_FAIL=7"}, exitCheck(ExitStatus{Code: 7}), nil},
+		{"hang", "HANG please", 2 * time.Second, nil, func(t *testing.T, b *MCPServer, res *Result, err error, elapsed time.Duration) {
+			var te *TimeoutError
+			if !errors.As(err, &te) {
+				t.Fatalf("Turn = %+v, %v; want a *TimeoutError", res, err)
+			}
+			if elapsed > 4*time.Second {
+				t.Errorf("Turn returned after %s, want about 2s", elapsed)
+			}
+		}, nil},
+		{"garbage", "GARBAGE then reply", 0, nil, completes, map[string]int{"codex child wrote a bad line on stdout; skipped": 3}},
+		// 4 MB in 1 KiB lines: all of it must be drained and logged.
+		{"stderr_flood", "STDERR_FLOOD=4000000 then reply", 0, nil, completes, map[string]int{"codex stderr": 3900}},
+		{"many_events", "EVENTS=2000 then reply", 0, nil, completes, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, cwd := setupMock(t)
+			cfg.Env = append(cfg.Env, tc.env...)
+			var exits []ExitStatus
+			var mu sync.Mutex
+			cfg.OnExit = func(s ExitStatus) { mu.Lock(); exits = append(exits, s); mu.Unlock() }
+			counts := newCountingHandler(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			cfg.Logger = slog.New(counts)
+			b := newBackend(t, cfg)
+			start := time.Now()
+			res, err := b.Turn(ctxFor(t, 30*time.Second), TurnRequest{Prompt: tc.prompt, Params: ThreadParams{Cwd: cwd}, Timeout: tc.timeout})
+			tc.check(t, b, res, err, time.Since(start))
+			// The child may still be writing (the flood runs beside the
+			// turn): give the logs a moment before stopping it.
+			for msg, n := range tc.logs {
+				for deadline := time.Now().Add(5 * time.Second); counts.count(msg) < n && time.Now().Before(deadline); {
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+			if err := b.Close(ctxFor(t, 10*time.Second)); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+			for msg, n := range tc.logs {
+				if got := counts.count(msg); got < n {
+					t.Errorf("log %q: %d records, want at least %d", msg, got, n)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(exits) != 1 {
+				t.Errorf("OnExit called %d times, want once", len(exits))
+			}
+		})
+	}
+}
+
+// TestStartFailureMissingBinary: a binary that cannot be started fails the
+// call, and every later one, with the start error.
+func TestStartFailureMissingBinary(t *testing.T) {
+	b := newBackend(t, Config{Bin: "/nonexistent/codex"})
+	_, err := b.Turn(ctxFor(t, 5*time.Second), TurnRequest{Prompt: "x"})
+	if err == nil || !strings.Contains(err.Error(), "/nonexistent/codex") {
+		t.Fatalf("Turn = %v, want a start error", err)
+	}
+	if _, err2 := b.Tools(ctxFor(t, 5*time.Second)); err2 == nil || err2.Error() != err.Error() {
+		t.Errorf("Tools = %v, want the same start error", err2)
+	}
+	if s := b.Status(); s.Started || s.Running {
+		t.Errorf("Status = %+v", s)
+	}
+}
+
+// TestCloseBeforeStart: Close of an unused backend starts nothing, and
+// later calls fail with ErrClosed.
+func TestCloseBeforeStart(t *testing.T) {
+	b := newBackend(t, Config{Bin: "/nonexistent/codex"})
+	if err := b.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Turn(context.Background(), TurnRequest{Prompt: "x"}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Turn after Close = %v, want ErrClosed", err)
+	}
+}
+
+// TestClosePendingTurn: Close during a running turn fails it with an
+// *ExitError and stops the child within the graces.
+func TestClosePendingTurn(t *testing.T) {
+	cfg, cwd := setupMock(t)
+	cfg.StopGrace = 500 * time.Millisecond
+	b := newBackend(t, cfg)
+	rec := newRecorder(nil)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := b.Turn(ctxFor(t, 30*time.Second), TurnRequest{Prompt: "SLOW=30 closing", Params: ThreadParams{Cwd: cwd}, Handler: rec})
+		errc <- err
+	}()
+	rec.waitType(t, "task_started", 10*time.Second)
+	start := time.Now()
+	if err := b.Close(ctxFor(t, 10*time.Second)); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := <-errc; !errors.Is(err, ErrChildExited) {
+		t.Errorf("pending Turn = %v, want an *ExitError", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("Close took %s", d)
+	}
+}
+
+// TestCtxCancelInterrupts: cancelling a Turn's ctx interrupts the turn in
+// Codex and returns the interrupted Result with ctx's error.
+func TestCtxCancelInterrupts(t *testing.T) {
+	cfg, cwd := setupMock(t)
+	b := newBackend(t, cfg)
+	rec := newRecorder(nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		rec.waitType(t, "task_started", 10*time.Second)
+		cancel()
+	}()
+	res, err := b.Turn(ctx, TurnRequest{Prompt: "SLOW=30 EVENTS=2 cancel me", Params: ThreadParams{Cwd: cwd}, Handler: rec})
+	if !errors.Is(err, context.Canceled) || res == nil || res.Status != "interrupted" || !res.IsError {
+		t.Fatalf("Turn = %+v, %v; want interrupted and context.Canceled", res, err)
+	}
+}
+
+// TestOnEventOrphans: events of a forwarded tools/call go to OnEvent with
+// the caller's request id.
+func TestOnEventOrphans(t *testing.T) {
+	cfg, cwd := setupMock(t)
+	var mu sync.Mutex
+	var got []Event
+	cfg.OnEvent = func(e Event) { mu.Lock(); got = append(got, e); mu.Unlock() }
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	b := newBackend(t, cfg)
+	req := mustRequest(t, `{"jsonrpc":"2.0","id":"up-1","method":"tools/call","params":{"name":"codex","arguments":{"prompt":"forwarded","cwd":"`+cwd+`"}}}`)
+	resp, err := b.Forward(ctxFor(t, 30*time.Second), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.ID != req.ID || !strings.Contains(string(resp.Result), "MOCK_REPLY: forwarded") {
+		t.Errorf("Forward = %s %s", resp.ID, resp.Result)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) == 0 {
+		t.Fatal("no events reached OnEvent")
+	}
+	for _, e := range got {
+		if e.RequestID != req.ID {
+			t.Errorf("event %s RequestID = %s, want %s", e.Type, e.RequestID, req.ID)
+		}
+	}
+}
