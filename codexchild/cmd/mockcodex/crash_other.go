@@ -1,0 +1,9 @@
+//go:build !linux
+
+package main
+
+import "syscall"
+
+// resetSignal is a no-op outside Linux: the caller exits with 128+sig if the
+// signal did not kill the process.
+func resetSignal(syscall.Signal) {}

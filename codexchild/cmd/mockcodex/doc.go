@@ -1,0 +1,144 @@
+// Command mockcodex stands in for the real Codex CLI in tests. It speaks
+// `codex mcp-server` as 0.153.4 does and `codex app-server` as 0.169.0 does,
+// byte-for-byte where the transcripts in notes/codex-wire recorded the
+// bytes, and its "model" answers prompts exactly as package modelmock answers
+// the real Codex, so one test can run against both (the contract tests in
+// package codexchild do).
+//
+// Usage:
+//
+//	mockcodex [-c key=value]... [-m model] mcp-server [--help]
+//	mockcodex [-c key=value]... [-m model] app-server [--listen stdio://]
+//	mockcodex --version          # codex-cli <MOCKCODEX_VERSION or 0.153.4>
+//
+// stdout carries NDJSON only; logs go to stderr in Codex's tracing format.
+// config.toml in CODEX_HOME is read for top-level model, model_provider,
+// approval_policy ("untrusted" is fatal at start, as in 0.153.4) and
+// sandbox_mode; -c overrides them.
+//
+// # Prompt keywords (the model; same texts as modelmock)
+//
+//   - plain prompt: "MOCK_REPLY: <prompt trimmed, first 500 runes>", streamed
+//     as two deltas (halves).
+//   - FAIL500: the model request fails: error event / turn failed with
+//     "We're currently experiencing high demand, which may cause temporary
+//     errors." (internal_server_error).
+//   - FAILSSE: "stream disconnected before completion: mock response.failed".
+//   - NOCOMPLETE: "stream disconnected before completion: stream closed
+//     before response.completed".
+//   - MINIMAL: the message "MOCK_MINIMAL" without deltas.
+//   - SLOW or SLOW=n: the model takes n seconds (default 20, at most 120)
+//     before answering; a cancel or interrupt ends the wait.
+//   - RUN_SHELL [ESCALATE] [CMD=<command to end of line>]: an exec_command
+//     call of "touch mock_shell_probe.txt" or the CMD (a literal \n becomes
+//     a newline), run with /bin/bash -lc in the thread's cwd. ESCALATE asks
+//     for escalation: under approval policy on-request the client is asked
+//     (mcp-server: exec_approval_request + elicitation/create; app-server:
+//     item/commandExecution/requestApproval); under never the model is told
+//     "approval policy is Never; reject command — …". Without ESCALATE the
+//     command just runs (app-server "untrusted" asks unless it is a known
+//     safe command such as ls or cat). The command really runs only when
+//     approved or when no approval is needed. The turn ends with
+//     "MOCK_DONE: tool output was: <first 200 runes of the tool output>";
+//     the output of a command is formatted as Codex does ("Chunk ID: …\nWall
+//     time: …\nProcess exited with code N\nOriginal token count: N\nOutput:\n…").
+//     A rejection gives `exec_command failed: CreateProcess { message:
+//     "Rejected(\"<reason>\")" }` as in the transcripts.
+//   - PATCH=<path>: an apply_patch adding <path> (relative to the cwd) with
+//     "hello from modelmock\n". As in Codex, it needs approval only outside
+//     the writable roots (cwd, /tmp, $TMPDIR) under workspace-write, always
+//     under read-only, never under danger-full-access; then the client gets a
+//     patch approval (codex_elicitation "patch-approval" with codex_changes;
+//     item/fileChange/requestApproval). The file is written when applied.
+//   - CALL_TOOL=mcp__<server>.<tool> [ARGS=<json to end of line>]: a call of
+//     a tool of the thread's own MCP server (see mcp_servers below). The
+//     output is "Wall time: X seconds\nOutput:\n<text contents>". Without the
+//     mcp__ namespace, or for an unknown server or tool: "unsupported call:
+//     <tool>". When the tool needs approval (default_tools_approval_mode is
+//     not "approve" and the tool is not readOnlyHint) 0.153.4 emits only an
+//     elicitation_request event and the turn hangs forever; app-server sends
+//     mcpServer/elicitation/request ({"action":"accept"} runs it).
+//
+// Mock-only faults, also by prompt keyword:
+//
+//   - EVENTS=<n>: n more agent message delta events.
+//   - CRASH=<code>: exit with that code after the turn's first events;
+//     CRASH=SIGKILL|SIGSEGV|SIGTERM|SIGABRT|SIGBUS|SIGINT|SIGQUIT|SIGHUP: die
+//     of that signal.
+//   - HANG: task_started (turn/started) and then nothing, ever, for this
+//     turn; other threads keep working; cancel/interrupt are ignored.
+//   - GARBAGE: before the turn's events, write three bad stdout lines: a
+//     non-JSON line, a log line with ANSI colour codes and a truncated JSON
+//     message.
+//   - STDERR_FLOOD=<bytes>: write that many bytes to stderr from a separate
+//     goroutine; a stderr nobody reads blocks only that goroutine (log lines
+//     are dropped meanwhile), never stdout.
+//
+// # Environment
+//
+//   - CODEX_HOME: rollouts ($CODEX_HOME/sessions/YYYY/MM/DD/rollout-<local
+//     time>-<id>.jsonl, written in both modes in the format of the mocked
+//     version), rules/default.rules (approved_execpolicy_amendment), and
+//     config.toml. Default ~/.codex.
+//   - MOCKCODEX_VERSION: the version reported (--version, serverInfo,
+//     rollouts); default 0.153.4, and 0.169.0 for app-server.
+//   - MOCKCODEX_LOG=<file>: append one JSON line {"argv":[…]} at start and
+//     {"msg":<message>} for every message received (or {"raw":…} for a line
+//     that was not one), each with "pid" and "t".
+//   - MOCKCODEX_START_FAIL=<code>: exit with that code before reading stdin
+//     (initialize is never answered), like a bad config.toml.
+//   - MOCKCODEX_DELAY_MS=<ms>: added latency before each turn's model call.
+//   - MOCKCODEX_STALE_LISTENER (mcp-server): after a cancelled or aborted
+//     turn, the next codex-reply on the same thread meets the cancelled
+//     request's stale listener. "" or "0" (default): no stale listener, all
+//     events and the result use the new id. "1": the events alternate
+//     between the old and the new id and the result goes to the OLD id (the
+//     new request is never answered). "split": the events alternate, the
+//     result goes to the new id. Both outcomes were recorded for 0.153.4.
+//
+// # mcp-server (0.153.4)
+//
+// NDJSON only, "jsonrpc":"2.0" always; Content-Length header lines, bad JSON
+// and batches are logged ("Failed to deserialize JSON-RPC message") and
+// dropped. initialize echoes protocolVersion (a second one is -32600
+// "initialize called more than once"); tools/list works before it; ping is
+// {}; resources/*, prompts/*, logging/setLevel and completion/complete are
+// never answered; other methods are -32601 "method not found: X". tools/list
+// returns the recorded codex and codex-reply schemas; argument errors are
+// isError results with the recorded texts. Threads (UUIDv7) live in memory:
+// a new process does not know them. One turn at a time per thread (later
+// calls queue), threads run in parallel. A turn emits the recorded codex/event
+// sequence with _meta {requestId (same JSON type), threadId} and then the
+// result {structuredContent{threadId,content}, content[{type:text,text}]}.
+// Approval answers are parsed like 0.153.4: top-level decision "approved",
+// "approved_for_session", {"approved_execpolicy_amendment":…} (writes the
+// rule), {"denied":{"rejection":R}} (Rejected(R)), "timed_out", "abort"
+// (turn_aborted, the tools/call is never answered); anything else is a
+// deserialize error on stderr and Rejected("approval request failed"); a
+// JSON-RPC error answer hangs the turn forever. notifications/cancelled
+// aborts the turn (turn_aborted) and the request is never answered; a late
+// elicitation answer is logged "No pending approval found for call_id".
+// Server request ids count from 0 per process. elicitation/create is sent
+// whether or not the client declared the capability.
+//
+// A thread's config may hold mcp_servers.<name> = {command, args, env,
+// env_vars, cwd, default_tools_approval_mode, tools.<t>.approval_mode,
+// required, startup_timeout_sec} (nested or dotted keys). Each server is
+// started per thread with only HOME, LANG, PATH, SHELL, TERM, env_vars and
+// env, in its own process group; initialize/initialized/tools/list are done
+// before the first turn (mcp_startup_update and mcp_startup_complete events;
+// app-server mcpServer/startupStatus/updated). A required server that fails
+// fails the thread ("Failed to start Codex session: error creating thread:
+// required MCP servers failed to initialize: <name>: <error>"). Servers get
+// stdin EOF and SIGTERM when mockcodex exits.
+//
+// # Deliberate differences from the real Codex
+//
+// Commands run without a sandbox. stdin EOF ends the process at once (real
+// Codex sometimes needs SIGTERM when a listener is stuck). The stale
+// listener is deterministic (see above). Long texts Codex injects (skills,
+// permission instructions) are shortened. The codex-reply argument error
+// texts, the denied-patch output ("patch rejected by user") and the shapes of
+// mcp_startup_update and mcp_tool_call_* events were not recorded and are
+// best guesses. DELTAONLY (a modelmock keyword) is not supported.
+package main
