@@ -28,6 +28,12 @@ const maxStderrLine = 4096
 // it open).
 const stdoutDrainGrace = time.Second
 
+// stdinWriteTimeout bounds one write to the child's stdin. Codex reads its
+// stdin all the time (into a queue), so a write that cannot finish for this
+// long means a wedged child; it is killed rather than left to block every
+// caller behind the writer's lock.
+var stdinWriteTimeout = 30 * time.Second // a var for tests
+
 // childConfig says how to start a child process.
 type childConfig struct {
 	Bin  string
@@ -161,6 +167,19 @@ func (c *child) supervise(stderrDone <-chan struct{}) {
 	c.stdin.Close()
 	c.cancel()
 	close(c.done)
+}
+
+// Write writes p to the child's stdin. A write still blocked after
+// stdinWriteTimeout kills the child's process group: a message may have been
+// cut, so the stream is lost anyway.
+func (c *child) Write(p []byte) (int, error) {
+	_ = c.stdin.SetWriteDeadline(time.Now().Add(stdinWriteTimeout))
+	n, err := c.stdin.Write(p)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		c.log.Error("codex child has not read its stdin for too long; killing it", "timeout", stdinWriteTimeout)
+		_ = signalGroup(c.cmd, syscall.SIGKILL)
+	}
+	return n, err
 }
 
 // stdoutFinished tells the supervisor that the owner has stopped reading

@@ -1,3 +1,25 @@
 // Package codexchild runs and supervises one Codex child process and speaks
-// its protocol (codex mcp-server or codex app-server) behind one interface.
+// its protocol (codex mcp-server or codex app-server) behind one interface,
+// [Backend]: start a thread, continue it, interrupt a turn, answer its
+// approvals, stream its events and report its result.
+//
+// [NewMCPServer] returns the backend for `codex mcp-server` (Codex 0.104 –
+// 0.153.4). It starts the child on first use, does the MCP handshake with the
+// proxy's own client info, caches tools/list, and works around the traps of
+// the real Codex measured in the codex-wire notes: cancelled requests are
+// never answered (the backend answers its caller itself), approvals must be
+// answered with Codex's own {"decision": ...} and never with a JSON-RPC error,
+// resources/list and prompts/list are never answered, and after a cancel a
+// later result may arrive under the old request id (see the design notes on
+// [MCPServer]).
+//
+// The files: child.go supervises a process (process group, stderr drained to
+// the log, exit status, graceful stop) and is shared by both backends;
+// mcpserver.go is the mcp-server backend's API and lifecycle, router.go its
+// reader and routing, turn.go the state of a turn, approval.go the mapping of
+// decisions and approval requests, config.go the Config.
+//
+// Subpackages: modelmock (a loopback mock of the Responses API for the real
+// Codex), realcodex (test helpers that run the real Codex offline) and
+// cmd/mockcodex (a mock of the Codex CLI for fault tests).
 package codexchild

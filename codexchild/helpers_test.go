@@ -45,6 +45,7 @@ func TestMain(m *testing.M) {
 			mockcodexErr = fmt.Errorf("go build ./cmd/mockcodex: %v\n%s", err, out)
 		default:
 			mockcodexBin = bin
+			os.Setenv("CODEXCHILD_EXAMPLE_BIN", bin)
 		}
 	}
 	code := m.Run()

@@ -143,7 +143,7 @@ func (b *MCPServer) start() {
 	b.log.Info("codex child started", "pid", ch.cmd.Process.Pid, "bin", b.cfg.Bin, "args", args)
 	b.mu.Lock()
 	b.ch = ch
-	b.w = jsonrpcframe.NewLineWriter(ch.stdin)
+	b.w = jsonrpcframe.NewLineWriter(ch)
 	b.exitHandled = make(chan struct{})
 	closed := b.closed
 	b.mu.Unlock()

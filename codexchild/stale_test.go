@@ -2,6 +2,7 @@ package codexchild
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -57,6 +58,10 @@ func runFakeChild() int {
 		case "tools/list":
 			resp, _ := jsonrpcframe.NewResponse(m.ID, map[string]any{"tools": []any{map[string]any{"name": "codex"}, map[string]any{"name": "codex-reply"}}})
 			_ = w.Write(resp)
+			if os.Getenv(fakeChildEnv) == "nostdin" {
+				// A wedged child: it stops reading its stdin.
+				time.Sleep(time.Hour)
+			}
 		case "notifications/cancelled":
 			event(first, thread1, "turn_aborted", map[string]any{"reason": "interrupted"})
 		case "tools/call":
@@ -98,6 +103,30 @@ func runFakeChild() int {
 				result(m.ID, thread2, "FRESH")
 			}
 		}
+	}
+}
+
+// TestStdinWedged: a child that stops reading its stdin is killed when a
+// write to it cannot finish in time, and the call fails with an *ExitError
+// instead of blocking forever.
+func TestStdinWedged(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := stdinWriteTimeout
+	stdinWriteTimeout = 500 * time.Millisecond
+	t.Cleanup(func() { stdinWriteTimeout = old })
+	b := newBackend(t, Config{Bin: exe, Env: []string{fakeChildEnv + "=nostdin", "GORACE=atexit_sleep_ms=0"}})
+	big := strings.Repeat("x", 1<<20) // larger than a pipe buffer
+	start := time.Now()
+	_, err = b.Turn(ctxFor(t, 30*time.Second), TurnRequest{Prompt: big})
+	var ee *ExitError
+	if !errors.As(err, &ee) || ee.Status.Signal != "killed" {
+		t.Fatalf("Turn = %v, want an *ExitError (killed)", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Turn failed after %s", d)
 	}
 }
 
