@@ -210,7 +210,7 @@ func (s *Server) createSession(identity, cwd, tag, role, agentFile string, setti
 	}
 	sess := s.newSession(rec)
 	sess.params = settings
-	sess.autoMail = s.opts.AutoMail
+	sess.autoMail = s.autoMailFor(identity)
 	s.sessions[rec.AgentID] = sess
 	s.byIdentity[identity] = sess
 	s.log.Info("session started", "agent_id", rec.AgentID, "identity", identity, "cwd", cwd)
@@ -243,6 +243,14 @@ func deref(p *string) string {
 		return ""
 	}
 	return *p
+}
+
+// autoMailFor is the configured auto-mail switch for an identity.
+func (s *Server) autoMailFor(identity string) bool {
+	if s.opts.AutoMailFor != nil {
+		return s.opts.AutoMailFor(identity)
+	}
+	return s.opts.AutoMail
 }
 
 func (s *Server) isClosing() bool {

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	_ "embed"
 	"os/exec"
 	"path"
 	"path/filepath"
@@ -64,6 +65,12 @@ func orNull(p *string) string {
 	}
 	return *p
 }
+
+// BundledExtraInstructions is the bundled multi-agent prompt, used when no
+// extra_instructions_file is configured.
+//
+//go:embed prompts/multi-agent.md
+var BundledExtraInstructions string
 
 // sessionContext is what the proxy injects into developer-instructions on
 // every turn (seed 003 "Prompt Injection").

@@ -66,6 +66,15 @@ type Options struct {
 	// AutoMail delivers team mail to idle sessions as turns (FR-8); a
 	// session may override it with the codex tool's auto_mail argument.
 	AutoMail bool
+	// AutoMailFor overrides AutoMail per identity (per_thread_auto_mail).
+	// optional: nil means AutoMail for everyone.
+	AutoMailFor func(identity string) bool
+	// MailPollInterval is the safety-net poll of inboxes. optional: 0 means 5 s.
+	MailPollInterval time.Duration
+	// MaxMailMessages per injected turn. optional: 0 means 10.
+	MaxMailMessages int
+	// MaxMailMessageLength in characters per message. optional: 0 means 4096.
+	MaxMailMessageLength int
 
 	// ToolServer is the command line of the per-thread tools-only MCP server
 	// (this binary with "tools"); the proxy adds --team and --identity.

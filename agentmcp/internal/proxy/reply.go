@@ -185,7 +185,7 @@ func (s *Server) rebind(sess *session, src turnSource) error {
 			sess.params, _ = s.settings("")
 		}
 	}
-	sess.autoMail = s.opts.AutoMail
+	sess.autoMail = s.autoMailFor(updated.Identity)
 	sess.mu.Unlock()
 	s.byIdentity[rec.Identity] = sess
 	s.auditSession("session_resumed", updated, fmt.Sprintf("by %s; summary: %v", src, note != ""))

@@ -1,0 +1,111 @@
+package agentmcp
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/cli"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/config"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxy"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+)
+
+func init() {
+	cli.Serve = serve
+	cli.Tools = tools
+}
+
+// serve runs the MCP proxy with the resolved configuration.
+func serve(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout io.Writer, logger *slog.Logger) error {
+	opts, err := proxyOptions(cfg, logger)
+	if err != nil {
+		return err
+	}
+	srv, err := proxy.New(opts)
+	if err != nil {
+		return err
+	}
+	if cfg.Resume.Enabled {
+		if _, err := srv.Resume(cfg.Resume.Target); err != nil {
+			logger.Warn("nothing resumed", "err", err)
+		}
+	}
+	return srv.Run(ctx, stdin, stdout)
+}
+
+// tools runs the per-thread tools-only server.
+func tools(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout io.Writer, logger *slog.Logger) error {
+	return proxy.ServeTools(ctx, proxy.ToolsOptions{Home: cfg.Home, Team: cfg.Team, Identity: cfg.Identity, Logger: logger}, stdin, stdout)
+}
+
+// proxyOptions maps the configuration onto the proxy.
+func proxyOptions(cfg *config.Config, logger *slog.Logger) (proxy.Options, error) {
+	defaults, err := cfg.ThreadDefaults("")
+	if err != nil {
+		return proxy.Options{}, err
+	}
+	roles := map[string]proxy.ThreadDefaults{}
+	for name := range cfg.Roles {
+		ts, err := cfg.ThreadDefaults(name)
+		if err != nil {
+			return proxy.Options{}, err
+		}
+		roles[name] = proxy.ThreadDefaults{Model: ts.Model, ReasoningEffort: ts.ReasoningEffort, Sandbox: ts.Sandbox, ApprovalPolicy: ts.ApprovalPolicy}
+	}
+	var base, extra string
+	if cfg.BasePromptFile != "" {
+		b, err := os.ReadFile(cfg.BasePromptFile)
+		if err != nil {
+			return proxy.Options{}, fmt.Errorf("base_prompt_file: %w", err)
+		}
+		base = string(b)
+	}
+	if cfg.ExtraInstructionsFile != "" {
+		b, err := os.ReadFile(cfg.ExtraInstructionsFile)
+		if err != nil {
+			return proxy.Options{}, fmt.Errorf("extra_instructions_file: %w", err)
+		}
+		extra = string(b)
+	} else {
+		extra = proxy.BundledExtraInstructions
+	}
+	var toolServer []string
+	if exe, err := os.Executable(); err == nil {
+		toolServer = []string{exe, "tools"}
+	} else {
+		logger.Warn("per-thread ATM tools disabled: cannot find this executable", "err", err)
+	}
+	backend, err := newBackend(cfg, logger)
+	if err != nil {
+		return proxy.Options{}, err
+	}
+	return proxy.Options{
+		Home: cfg.Home, Team: cfg.Team, Identity: cfg.Identity, DefaultIdentity: cfg.DefaultIdentity,
+		Backend:          backend,
+		Defaults:         proxy.ThreadDefaults{Model: defaults.Model, ReasoningEffort: defaults.ReasoningEffort, Sandbox: defaults.Sandbox, ApprovalPolicy: defaults.ApprovalPolicy},
+		Roles:            roles,
+		BaseInstructions: base, ExtraInstructions: extra,
+		RequestTimeout: cfg.RequestTimeout, MaxSessions: cfg.MaxConcurrentThreads,
+		ElicitationTimeout: cfg.ElicitationTimeout, ApprovalFallback: cfg.ApprovalFallback,
+		AutoMail: cfg.AutoMail, AutoMailFor: cfg.AutoMailFor,
+		MailPollInterval: cfg.MailPollInterval, MaxMailMessages: cfg.MaxMailMessages, MaxMailMessageLength: cfg.MaxMailMessageLength,
+		ToolServer: toolServer, ToolServerEnv: map[string]string{"ATM_TEAM": cfg.Team},
+		Logger: logger,
+	}, nil
+}
+
+// newBackend builds the Codex child for the configured backend.
+func newBackend(cfg *config.Config, logger *slog.Logger) (codexchild.Backend, error) {
+	cc := codexchild.Config{
+		Bin: cfg.CodexBin, Args: cfg.CodexArgs(), Logger: logger, DefaultTimeout: cfg.RequestTimeout,
+		ClientInfo: codexchild.ClientInfo{Name: "atm-agent-mcp", Version: cli.Version()},
+	}
+	switch cfg.Backend {
+	case "mcp-server", "auto", "":
+		return codexchild.NewMCPServer(cc), nil
+	}
+	return nil, fmt.Errorf("backend %q is not available in this build", cfg.Backend)
+}
