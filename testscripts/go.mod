@@ -1,3 +1,28 @@
 module github.com/atm-agent-mcp/atm-agent-mcp/testscripts
 
 go 1.26.0
+
+require (
+	github.com/atm-agent-mcp/atm-agent-mcp/agentmcp v0.0.0-00010101000000-000000000000
+	github.com/rogpeppe/go-internal v1.16.0
+)
+
+require (
+	github.com/BurntSushi/toml v1.6.0 // indirect
+	github.com/alecthomas/kong v1.17.0 // indirect
+	github.com/atm-agent-mcp/atm-agent-mcp/atmclient v0.0.0-00010101000000-000000000000 // indirect
+	github.com/atm-agent-mcp/atm-agent-mcp/codexchild v0.0.0-00010101000000-000000000000 // indirect
+	github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe v0.0.0-00010101000000-000000000000 // indirect
+	github.com/atm-agent-mcp/atm-agent-mcp/registry v0.0.0-00010101000000-000000000000 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/tools v0.26.0 // indirect
+)
+
+replace (
+	github.com/atm-agent-mcp/atm-agent-mcp/agentmcp => ../agentmcp
+	github.com/atm-agent-mcp/atm-agent-mcp/atmclient => ../atmclient
+	github.com/atm-agent-mcp/atm-agent-mcp/codexchild => ../codexchild
+	github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe => ../jsonrpcframe
+	github.com/atm-agent-mcp/atm-agent-mcp/mailbridge => ../mailbridge
+	github.com/atm-agent-mcp/atm-agent-mcp/registry => ../registry
+)

@@ -1,0 +1,130 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/config"
+)
+
+// Serve runs the MCP proxy: JSON-RPC from Claude on stdin, to Claude on
+// stdout, nothing else on stdout. ctx is cancelled on SIGINT or SIGTERM
+// (graceful shutdown, FR-7); Serve also returns when stdin ends. logger
+// writes to stderr or the log file. The proxy package sets it; while it is
+// nil `serve` fails.
+var Serve func(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout io.Writer, logger *slog.Logger) error
+
+// Tools runs the tools-only MCP server of one Codex thread (atm_send & co.
+// bound to cfg.Identity), on stdin/stdout, until stdin ends or ctx is
+// cancelled. The proxy package sets it; while it is nil `tools` fails.
+var Tools func(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout io.Writer, logger *slog.Logger) error
+
+// errNotBuilt is returned by serve and tools while their hook is nil.
+var errNotBuilt = errors.New("this build of atm-agent-mcp has no MCP server (the proxy package did not register one)")
+
+type serveCmd struct {
+	locateFlags   `embed:""`
+	identityFlags `embed:""`
+	codexFlags    `embed:""`
+	logFlags      `embed:""`
+	Resume        optionalValue `placeholder:"ID" help:"Resume a saved session: the most recent one of this identity, or --resume=ID for an agent_id or identity; its summary opens the first turn."`
+}
+
+// Help is shown by "atm-agent-mcp serve --help".
+func (serveCmd) Help() string {
+	return `Claude starts this over stdio; you rarely run it by hand. Register it with:
+
+  claude mcp add codex -- atm-agent-mcp serve --identity codex-architect
+
+stdout carries JSON-RPC and nothing else; logs go to stderr or --log-file. SIGINT or SIGTERM (or the end of stdin) shuts down gracefully: each session writes a summary for --resume.`
+}
+
+func (c *serveCmd) flags() config.Flags {
+	var f config.Flags
+	c.locateFlags.apply(&f)
+	c.identityFlags.apply(&f)
+	c.codexFlags.apply(&f)
+	c.logFlags.apply(&f)
+	if c.Resume.Set {
+		f.Resume = &c.Resume.Value
+	}
+	return f
+}
+
+func (c *serveCmd) Run(env *runEnv) error {
+	cfg, err := env.load(c.flags(), true)
+	if err != nil {
+		return err
+	}
+	return runServer(env, cfg, Serve)
+}
+
+type toolsCmd struct {
+	locateFlags   `embed:""`
+	identityFlags `embed:""`
+	logFlags      `embed:""`
+}
+
+// Help is shown by "atm-agent-mcp tools --help".
+func (toolsCmd) Help() string {
+	return `The proxy configures Codex to start this once per thread, with the thread's identity, so that a Codex agent's team mail tools always send under its own name. It exits when stdin ends.`
+}
+
+func (c *toolsCmd) Run(env *runEnv) error {
+	if c.Identity == nil {
+		return usageError{errors.New("--identity is required: the tools act for exactly one identity")}
+	}
+	var f config.Flags
+	c.locateFlags.apply(&f)
+	c.identityFlags.apply(&f)
+	c.logFlags.apply(&f)
+	cfg, err := env.load(f, false)
+	if err != nil {
+		return err
+	}
+	return runServer(env, cfg, Tools)
+}
+
+// runServer sets up logging and runs an MCP server hook until it returns
+// or a signal arrives.
+func runServer(env *runEnv, cfg *config.Config, hook func(context.Context, *config.Config, io.Reader, io.Writer, *slog.Logger) error) error {
+	logger, closeLog, err := newLogger(cfg, env.stderr)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	for _, w := range cfg.Warnings {
+		logger.Warn("configuration warning", "file", w.File, "key", w.Key, "problem", w.Message)
+	}
+	if hook == nil {
+		return errNotBuilt
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	logger.Info("starting", "version", Version(), "team", cfg.Team, "identity", cfg.Identity, "backend", cfg.Backend)
+	return hook(ctx, cfg, env.stdin, env.stdout, logger)
+}
+
+// newLogger returns the slog logger of cfg: text lines at cfg.LogLevel, to
+// cfg.LogFile (appended, 0600) or else to stderr.
+func newLogger(cfg *config.Config, stderr io.Writer) (*slog.Logger, func(), error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
+		return nil, nil, fmt.Errorf("log level %q: %w", cfg.LogLevel, err)
+	}
+	w, closeFn := stderr, func() {}
+	if cfg.LogFile != "" {
+		f, err := os.OpenFile(cfg.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, nil, fmt.Errorf("open log file: %w", err)
+		}
+		w, closeFn = f, func() { f.Close() }
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})), closeFn, nil
+}

@@ -1,0 +1,294 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/config"
+	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
+)
+
+// statuses are the registry statuses --status accepts.
+var statuses = []registry.Status{
+	registry.StatusActive, registry.StatusBusy, registry.StatusIdle,
+	registry.StatusClosed, registry.StatusStale, registry.StatusInterrupted,
+}
+
+type sessionsCmd struct {
+	locateFlags `embed:""`
+	Repo        string        `placeholder:"NAME" help:"Only sessions of this repository (its name or root path)."`
+	Identity    string        `placeholder:"NAME" help:"Only sessions bound to this identity."`
+	Status      string        `placeholder:"STATUS" help:"Only sessions with this status: active, busy, idle, closed, stale or interrupted."`
+	JSON        bool          `name:"json" help:"Print a JSON array instead of a table."`
+	Prune       optionalValue `placeholder:"AGE" help:"Remove closed, stale and interrupted sessions last active more than AGE ago (default 7d; e.g. --prune=24h), with their summaries."`
+}
+
+// Help is shown by "atm-agent-mcp sessions --help".
+func (sessionsCmd) Help() string {
+	return `Reads the registry of every proxy instance of the team under ~/.config/atm/agent-sessions/<team>/ (or $ATM_HOME/...) without locking or changing anything. Sessions are listed most recently active first; SUMMARY says whether a summary is saved for "atm-agent-mcp summary" and "serve --resume".
+
+--prune skips instances whose proxy is running.`
+}
+
+// sessionRow is one listed session.
+type sessionRow struct {
+	registry.Session
+	Instance   string
+	HasSummary bool
+}
+
+// MarshalJSON writes the registry fields plus instance and has_summary.
+func (r sessionRow) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(r.Session)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	m["instance"], _ = json.Marshal(r.Instance)
+	m["has_summary"], _ = json.Marshal(r.HasSummary)
+	return json.Marshal(m)
+}
+
+func (c *sessionsCmd) Run(env *runEnv) error {
+	filter := registry.Filter{Repo: c.Repo, Identity: c.Identity, Status: registry.Status(c.Status)}
+	if c.Status != "" && !slices.Contains(statuses, filter.Status) {
+		return usageError{fmt.Errorf("--status %q: expected one of active, busy, idle, closed, stale, interrupted", c.Status)}
+	}
+	var age time.Duration
+	if c.Prune.Set {
+		if c.Repo != "" || c.Identity != "" || c.Status != "" {
+			return usageError{errors.New("--prune works on whole registries and cannot be combined with --repo, --identity or --status")}
+		}
+		age = defaultPruneAge
+		if c.Prune.Value != "" {
+			a, err := parseAge(c.Prune.Value)
+			if err != nil {
+				return usageError{err}
+			}
+			age = a
+		}
+	}
+	var f config.Flags
+	c.locateFlags.apply(&f)
+	cfg, err := env.load(f, false)
+	if err != nil {
+		return err
+	}
+	env.warn(cfg)
+	dir, err := registry.TeamDir(cfg.Home, cfg.Team)
+	if err != nil {
+		return err
+	}
+	if c.Prune.Set {
+		return c.prune(env, cfg, dir, age)
+	}
+	rows, err := scan(env, dir, filter)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return writeJSON(env.stdout, rows)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintf(env.stdout, "No sessions in team %q%s.\n", cfg.Team, describeFilter(filter))
+		return nil
+	}
+	return writeTable(env.stdout, rows)
+}
+
+// scan lists the sessions of every instance registry of the team that pass
+// filter, most recently active first. Unreadable registries are reported on
+// stderr and skipped.
+func scan(env *runEnv, dir registry.Dir, filter registry.Filter) ([]sessionRow, error) {
+	insts, err := dir.Scan()
+	if err != nil {
+		return nil, err
+	}
+	rows := []sessionRow{}
+	for _, inst := range insts {
+		if inst.Err != nil {
+			fmt.Fprintf(env.stderr, "atm-agent-mcp: warning: skipping the registry of instance %s: %v\n", inst.Identity, inst.Err)
+			continue
+		}
+		for _, s := range inst.Sessions {
+			if !filter.Match(s) {
+				continue
+			}
+			has := s.BackendID != "" && dir.HasSummary(s.Identity, s.BackendID)
+			rows = append(rows, sessionRow{Session: s, Instance: inst.Identity, HasSummary: has})
+		}
+	}
+	slices.SortStableFunc(rows, func(a, b sessionRow) int {
+		if c := b.LastActive.Compare(a.LastActive); c != 0 {
+			return c
+		}
+		return strings.Compare(a.AgentID, b.AgentID)
+	})
+	return rows, nil
+}
+
+// writeTable prints rows as an aligned table.
+func writeTable(w io.Writer, rows []sessionRow) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "AGENT_ID\tIDENTITY\tSTATUS\tSTATE\tREPO\tBRANCH\tLAST_ACTIVE\tSUMMARY\tINSTANCE")
+	dash := func(s string) string {
+		if s == "" {
+			return "-"
+		}
+		return s
+	}
+	for _, r := range rows {
+		summary := "no"
+		if r.HasSummary {
+			summary = "yes"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			r.AgentID, r.Identity, r.Status, dash(string(r.ThreadState)), dash(r.RepoName), dash(r.Branch),
+			r.LastActive.UTC().Format(time.RFC3339), summary, r.Instance)
+	}
+	return tw.Flush()
+}
+
+// writeJSON prints v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// describeFilter renders a filter for the "no sessions" message.
+func describeFilter(f registry.Filter) string {
+	var parts []string
+	if f.Repo != "" {
+		parts = append(parts, "repo "+f.Repo)
+	}
+	if f.Identity != "" {
+		parts = append(parts, "identity "+f.Identity)
+	}
+	if f.Status != "" {
+		parts = append(parts, "status "+string(f.Status))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " matching " + strings.Join(parts, ", ")
+}
+
+// prune prunes every instance registry that no running proxy holds.
+func (c *sessionsCmd) prune(env *runEnv, cfg *config.Config, dir registry.Dir, age time.Duration) error {
+	insts, err := dir.Scan()
+	if err != nil {
+		return err
+	}
+	pruned := []sessionRow{}
+	var errs []error
+	for _, inst := range insts {
+		if inst.Err != nil {
+			fmt.Fprintf(env.stderr, "atm-agent-mcp: warning: skipping the registry of instance %s: %v\n", inst.Identity, inst.Err)
+			continue
+		}
+		reg, err := registry.Open(registry.Config{Home: cfg.Home, Team: cfg.Team, Identity: inst.Identity})
+		var conflict *registry.ConflictError
+		if errors.As(err, &conflict) {
+			fmt.Fprintf(env.stderr, "atm-agent-mcp: skipping instance %s: its proxy is running\n", inst.Identity)
+			continue
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		dropped, err := reg.Prune(age)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if err := reg.Close(); err != nil {
+			errs = append(errs, err)
+		}
+		for _, s := range dropped {
+			pruned = append(pruned, sessionRow{Session: s, Instance: inst.Identity})
+		}
+	}
+	if c.JSON {
+		if err := writeJSON(env.stdout, pruned); err != nil {
+			return err
+		}
+	} else if len(pruned) == 0 {
+		fmt.Fprintf(env.stdout, "Nothing to prune in team %q (no closed, stale or interrupted session inactive for %s).\n", cfg.Team, showAge(age))
+	} else {
+		fmt.Fprintf(env.stdout, "Pruned %d session(s) inactive for %s, with their summaries:\n", len(pruned), showAge(age))
+		if err := writeTable(env.stdout, pruned); err != nil {
+			return err
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// showAge renders an age in days when whole.
+func showAge(d time.Duration) string {
+	if d >= 24*time.Hour && d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	}
+	return d.String()
+}
+
+type summaryCmd struct {
+	locateFlags `embed:""`
+	AgentID     string `arg:"" name:"agent-id" help:"The session's agent_id (or its Codex thread id), as listed by \"atm-agent-mcp sessions\"."`
+}
+
+// Help is shown by "atm-agent-mcp summary --help".
+func (summaryCmd) Help() string {
+	return `Prints the summary the session wrote when it was closed or the proxy shut down, the text "serve --resume" puts in front of the first turn. A session that ended in a crash has none: the command then says so on stderr and exits 1.`
+}
+
+func (c *summaryCmd) Run(env *runEnv) error {
+	if err := registry.ValidateAgentID(c.AgentID); err != nil {
+		return usageError{err}
+	}
+	var f config.Flags
+	c.locateFlags.apply(&f)
+	cfg, err := env.load(f, false)
+	if err != nil {
+		return err
+	}
+	env.warn(cfg)
+	dir, err := registry.TeamDir(cfg.Home, cfg.Team)
+	if err != nil {
+		return err
+	}
+	rows, err := scan(env, dir, registry.Filter{})
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(rows, func(r sessionRow) bool { return r.AgentID == c.AgentID || r.BackendID == c.AgentID })
+	if i < 0 {
+		return fmt.Errorf("no session %q in team %q (see \"atm-agent-mcp sessions\")", c.AgentID, cfg.Team)
+	}
+	s := rows[i]
+	var text string
+	if s.BackendID != "" {
+		text, err = dir.ReadSummary(s.Identity, s.BackendID)
+	}
+	if s.BackendID == "" || errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("session %s (%s, %s, last active %s) has no saved summary: summaries are written when a session is closed or the proxy shuts down gracefully",
+			s.AgentID, s.Identity, s.Status, s.LastActive.UTC().Format(time.RFC3339))
+	}
+	if err != nil {
+		return err
+	}
+	if !strings.HasSuffix(text, "\n") {
+		text += "\n"
+	}
+	_, err = io.WriteString(env.stdout, text)
+	return err
+}
