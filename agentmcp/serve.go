@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
+	"path/filepath"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/cli"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/config"
@@ -73,7 +75,7 @@ func proxyOptions(cfg *config.Config, logger *slog.Logger) (proxy.Options, error
 		extra = proxy.BundledExtraInstructions
 	}
 	var toolServer []string
-	if exe, err := os.Executable(); err == nil {
+	if exe, err := selfPath(); err == nil {
 		toolServer = []string{exe, "tools"}
 	} else {
 		logger.Warn("per-thread ATM tools disabled: cannot find this executable", "err", err)
@@ -95,6 +97,19 @@ func proxyOptions(cfg *config.Config, logger *slog.Logger) (proxy.Options, error
 		ToolServer: toolServer, ToolServerEnv: map[string]string{"ATM_TEAM": cfg.Team},
 		Logger: logger,
 	}, nil
+}
+
+// selfPath is the absolute path this program was started as. os.Args[0] is
+// preferred over os.Executable: a multi-call binary (the test binary of the
+// testscripts) dispatches on the name it is started by, which
+// os.Executable would resolve away.
+func selfPath() (string, error) {
+	if p, err := exec.LookPath(os.Args[0]); err == nil {
+		if abs, err := filepath.Abs(p); err == nil {
+			return abs, nil
+		}
+	}
+	return os.Executable()
 }
 
 // newBackend builds the Codex child for the configured backend.

@@ -1,6 +1,7 @@
 package jsonrpcframe
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -144,7 +145,13 @@ func raw(v any) (json.RawMessage, error) {
 		}
 		return v, nil
 	}
-	return json.Marshal(v)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // keep <, > and & readable, as the peers write them
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
 // MarshalJSON encodes the message compactly: jsonrpc, id, method, params,

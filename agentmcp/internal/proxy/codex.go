@@ -350,8 +350,8 @@ func (s *Server) turn(ctx context.Context, sess *session, in turnInput) (*toolRe
 		req.ThreadID = rec.BackendID
 		req.Resume = !known
 		var b strings.Builder
-		b.WriteString(sc.render())
-		b.WriteString("\n\n")
+		b.WriteString(sc.contextBlock())
+		b.WriteString("\n")
 		if note != "" {
 			b.WriteString(note)
 			b.WriteString("\n\n")

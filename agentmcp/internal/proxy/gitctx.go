@@ -85,21 +85,13 @@ type sessionContext struct {
 	Extra string
 }
 
+// render is the full injected text: the session context, the team note and
+// the extra (multi-agent) instructions; it goes into developer-instructions
+// when a thread starts.
 func (c sessionContext) render() string {
 	var b strings.Builder
-	b.WriteString("<session-context>\n")
-	b.WriteString("Identity:  " + c.Identity + "\n")
-	b.WriteString("Team:      " + c.Team + "\n")
-	if c.Repo.Root != nil {
-		b.WriteString("Repo:      " + orNull(c.Repo.Name) + " (" + *c.Repo.Root + ")\n")
-	} else {
-		b.WriteString("Repo:      null (not a git repository)\n")
-	}
-	b.WriteString("Branch:    " + orNull(c.Repo.Branch) + "\n")
-	b.WriteString("Cwd:       " + c.Cwd + "\n")
-	b.WriteString("Agent ID:  " + c.AgentID + "\n")
-	b.WriteString("</session-context>\n\n")
-	b.WriteString("<team-communication>\n")
+	b.WriteString(c.contextBlock())
+	b.WriteString("\n<team-communication>\n")
 	b.WriteString("You are " + c.Identity + ", a member of the ATM team " + c.Team + ".")
 	if c.Tools {
 		b.WriteString(" Your MCP tools atm_send, atm_read, atm_broadcast and atm_pending_count (namespace mcp__atm) " +
@@ -113,6 +105,26 @@ func (c sessionContext) render() string {
 	if strings.TrimSpace(c.Extra) != "" {
 		b.WriteString("\n\n<multi-agent>\n" + strings.TrimSpace(c.Extra) + "\n</multi-agent>")
 	}
+	return b.String()
+}
+
+// contextBlock is the <session-context> block alone. Later turns of a thread
+// get it, refreshed, in front of their prompt: codex-reply (and app-server
+// turn/start) take no developer-instructions.
+func (c sessionContext) contextBlock() string {
+	var b strings.Builder
+	b.WriteString("<session-context>\n")
+	b.WriteString("Identity:  " + c.Identity + "\n")
+	b.WriteString("Team:      " + c.Team + "\n")
+	if c.Repo.Root != nil {
+		b.WriteString("Repo:      " + orNull(c.Repo.Name) + " (" + *c.Repo.Root + ")\n")
+	} else {
+		b.WriteString("Repo:      null (not a git repository)\n")
+	}
+	b.WriteString("Branch:    " + orNull(c.Repo.Branch) + "\n")
+	b.WriteString("Cwd:       " + c.Cwd + "\n")
+	b.WriteString("Agent ID:  " + c.AgentID + "\n")
+	b.WriteString("</session-context>\n")
 	return b.String()
 }
 
