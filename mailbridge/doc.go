@@ -1,3 +1,59 @@
 // Package mailbridge turns team mail addressed to a bound identity into
-// Codex turns.
+// Codex turns (FR-8): a message sent to an identity whose session is idle
+// starts a mail turn within milliseconds, and a message that arrives during
+// a turn is delivered right after it.
+//
+// The proxy owns the sessions; it tells a Bridge which identities are bound
+// (Bind, Unbind), when a session becomes idle (Idle, the post-turn check of
+// FR-8.1) and which sessions have auto-mail switched off (SetAutoMail,
+// Config.Disabled). The Bridge reads the inboxes with an atmclient.Client
+// and hands each batch, wrapped by Envelope, to the proxy's Target, which
+// starts the turn only if the session is idle with nothing queued.
+//
+// What is mail: every unread message of the identity's inbox, with or
+// without a message_id (Claude Code's own messages have none; they are
+// identified by atmclient.Message.Key). Claude Code's protocol messages
+// (idle notifications and other JSON-in-text system messages, see
+// atmclient.Message.IsProtocol) are not mail: they are never delivered and
+// never marked read. Mail to an identity that no session holds stays unread
+// (FR-8.3).
+//
+// # Design notes
+//
+// Triggers. One goroutine per bridge runs a file-system watch (fsnotify:
+// inotify, FSEvents/kqueue, ReadDirectoryChangesW) on the team's inboxes
+// directory — the directory, because every write replaces an inbox file by
+// a rename or an atomic exchange, which would silently end a watch on the
+// file — and a poll ticker (Config.PollInterval, mail_poll_interval_ms) as
+// the safety net for missed events, watch limits and network file systems.
+// An event for inboxes/{identity}.json, a poll tick, Bind, Idle and
+// SetAutoMail all do the same thing: they ask for a check of the identity.
+// Asking never blocks: it is a send on a one-slot channel, so a burst of
+// events while a check runs collapses into one more check, and a request
+// made during a check is never lost.
+//
+// Ordering. Each bound identity has one worker goroutine that does every
+// inbox read and write for it, so checks of one identity never overlap and
+// batches leave in inbox order. A check reads the unread mail, leaves out
+// the messages of batches not yet settled, takes the oldest MaxMessages and
+// calls Target.Deliver. At most one batch per identity is in flight: while
+// Target has not reported a batch, no other is offered, so a later message
+// can never overtake an earlier one. When more mail is left (a burst of 15
+// with MaxMessages 10), the proxy's Idle at the end of the mail turn brings
+// the rest. If Deliver returns false (the session is busy or has Claude's
+// requests queued, FR-8.10, FR-17.6) nothing happens; the Idle at the end
+// of the busy period checks again.
+//
+// At-least-once (FR-8.6, FR-8.12, FR-8.13). Messages are marked read only
+// after Target calls done(true), which it does once the turn request is
+// written to the Codex child's stdin and recorded in its turn tracker. The
+// worker, not the proxy's goroutine, then calls MarkRead for exactly the
+// keys of that batch, and only then reports the batch to Config.OnBatch.
+// A crash at any point before MarkRead leaves the messages unread, and the
+// next bridge delivers them again: a duplicate, never a loss. The envelope
+// carries each message's message_id, or its stable key for id-less mail, so
+// the agent can recognize a repeat. done(false), a done that never comes
+// within Config.AckTimeout, and a MarkRead that keeps failing all leave the
+// messages unread to be offered again. Close makes a last, bounded attempt
+// to mark the batches already sent.
 package mailbridge

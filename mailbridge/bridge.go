@@ -1,0 +1,271 @@
+package mailbridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/atmclient"
+)
+
+// Bridge delivers the team mail of bound identities to their sessions as
+// turns. Its methods are safe for concurrent use and never block on the
+// file system: Bind, Unbind, Idle and SetAutoMail only record and signal.
+type Bridge struct {
+	cfg      Config
+	log      *slog.Logger
+	now      func() time.Time
+	teamDir  string
+	inboxDir string
+
+	mu      sync.Mutex
+	state   bridgeState
+	boxes   map[string]*mailbox // every identity ever bound, by name
+	off     map[string]bool     // identities with auto-mail switched off
+	ctx     context.Context     // set by Start; cancelled by Close
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	closing chan struct{} // closed by Close
+}
+
+type bridgeState int
+
+const (
+	stateNew bridgeState = iota
+	stateRunning
+	stateClosed
+)
+
+// mailbox is one identity's delivery state. Its fields are guarded by
+// Bridge.mu; its inbox is only read and written by its worker goroutine.
+type mailbox struct {
+	id       string
+	wake     chan struct{} // 1-buffered: a pending check request
+	bound    bool
+	running  bool     // a worker goroutine serves this mailbox
+	inflight *batch   // delivered, waiting for done
+	acked    []*batch // sent (done(true)), waiting to be marked read
+	stats    Stats
+}
+
+// batch is one Deliver call's messages.
+type batch struct {
+	keys      []string
+	truncated int
+	promptLen int
+	started   time.Time
+	sentAt    time.Time
+	settled   bool // done was called
+	attempts  int  // failed MarkRead attempts
+}
+
+// maxMarkAttempts bounds the retries of a failed MarkRead; after them the
+// batch's messages are given up to a later delivery.
+const maxMarkAttempts = 5
+
+// New returns a Bridge for cfg; Start runs it.
+func New(cfg Config) (*Bridge, error) {
+	switch {
+	case cfg.ATM == nil:
+		return nil, errors.New("mailbridge: no atm client")
+	case cfg.Target == nil:
+		return nil, errors.New("mailbridge: no target")
+	}
+	teamDir, err := cfg.ATM.TeamDir(cfg.Team)
+	if err != nil {
+		return nil, fmt.Errorf("mailbridge: %w", err)
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = DefaultPollInterval
+	}
+	if cfg.MaxMessages <= 0 {
+		cfg.MaxMessages = DefaultMaxMessages
+	}
+	if cfg.MaxMessageLength <= 0 {
+		cfg.MaxMessageLength = DefaultMaxMessageLength
+	}
+	if cfg.AckTimeout <= 0 {
+		cfg.AckTimeout = DefaultAckTimeout
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Bridge{
+		cfg:      cfg,
+		log:      log.With("component", "mailbridge", "team", cfg.Team),
+		now:      now,
+		teamDir:  teamDir,
+		inboxDir: filepath.Join(teamDir, "inboxes"),
+		boxes:    map[string]*mailbox{},
+		off:      map[string]bool{},
+		closing:  make(chan struct{}),
+	}, nil
+}
+
+// Start starts watching and polling the inboxes of bound identities and
+// checks each of them at once. It returns at once; the bridge runs until
+// Close is called or ctx is cancelled (Close must still be called to wait
+// for its goroutines). A watch that cannot be set up is logged and the
+// poll carries on alone. Start fails with ErrClosed when called twice or
+// after Close.
+func (b *Bridge) Start(ctx context.Context) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.state != stateNew {
+		return ErrClosed
+	}
+	b.state = stateRunning
+	b.ctx, b.cancel = context.WithCancel(ctx)
+	w := b.newWatcher()
+	b.wg.Add(1)
+	go b.loop(w)
+	for _, mb := range b.boxes {
+		if mb.bound {
+			b.kickLocked(mb)
+		}
+	}
+	return nil
+}
+
+// Close stops the bridge and waits for its goroutines. Batches already
+// sent are marked read before it returns (bounded by a short timeout); a
+// done(true) that arrives after Close marks nothing, so those messages stay
+// unread and are delivered again by the next bridge (FR-8.13). Close is
+// idempotent.
+func (b *Bridge) Close() error {
+	b.mu.Lock()
+	if b.state == stateClosed {
+		b.mu.Unlock()
+		b.wg.Wait()
+		return nil
+	}
+	b.state = stateClosed
+	close(b.closing)
+	if b.cancel != nil {
+		b.cancel()
+	}
+	b.mu.Unlock()
+	b.wg.Wait()
+	return nil
+}
+
+// Bind records that a session now holds identity: its inbox is watched and
+// checked at once. It fails only for a name that is not a valid ATM name.
+func (b *Bridge) Bind(identity string) error {
+	if err := atmclient.ValidateName("identity", identity); err != nil {
+		return fmt.Errorf("mailbridge: bind: %w", err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	mb := b.boxes[identity]
+	if mb == nil {
+		mb = &mailbox{id: identity, wake: make(chan struct{}, 1)}
+		b.boxes[identity] = mb
+	}
+	mb.bound = true
+	b.kickLocked(mb)
+	return nil
+}
+
+// Unbind records that no session holds identity any more: its mail is no
+// longer delivered and stays unread (FR-8.3). A batch already handed to
+// Target is still marked read when Target reports it sent.
+func (b *Bridge) Unbind(identity string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if mb := b.boxes[identity]; mb != nil && mb.bound {
+		mb.bound = false
+		b.kickLocked(mb) // lets an idle worker exit
+	}
+}
+
+// Idle asks for a check of identity's inbox because its session just
+// became idle (the post-turn check, FR-8.1). Calls for identities that are
+// not bound are ignored; calls made while a check runs are coalesced into
+// one more check.
+func (b *Bridge) Idle(identity string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if mb := b.boxes[identity]; mb != nil && mb.bound {
+		b.kickLocked(mb)
+	}
+}
+
+// SetAutoMail switches delivery for one identity on or off (the per-thread
+// auto_mail switch, FR-8.8); it is on unless switched off. The setting
+// outlives Unbind. Switching on asks for a check.
+func (b *Bridge) SetAutoMail(identity string, on bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if on {
+		delete(b.off, identity)
+		if mb := b.boxes[identity]; mb != nil && mb.bound {
+			b.kickLocked(mb)
+		}
+		return
+	}
+	b.off[identity] = true
+}
+
+// Stats returns the bridge's counters for identity; the zero Stats (with
+// AutoMail set as configured) for an identity never bound.
+func (b *Bridge) Stats(identity string) Stats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var s Stats
+	if mb := b.boxes[identity]; mb != nil {
+		s = mb.stats
+		s.Bound = mb.bound
+		if mb.inflight != nil {
+			s.InFlight += len(mb.inflight.keys)
+		}
+		for _, bt := range mb.acked {
+			s.InFlight += len(bt.keys)
+		}
+	}
+	s.AutoMail = !b.cfg.Disabled && !b.off[identity]
+	return s
+}
+
+// kickLocked asks for a check of mb, starting its worker when the bridge
+// runs and none serves it. b.mu is held.
+func (b *Bridge) kickLocked(mb *mailbox) {
+	if b.state != stateRunning {
+		return
+	}
+	if !mb.running {
+		mb.running = true
+		b.wg.Add(1)
+		go b.serve(mb)
+	}
+	select {
+	case mb.wake <- struct{}{}:
+	default: // a check is already pending; it will see this change too
+	}
+}
+
+// kickAll asks for a check of every mailbox that is bound or has batches
+// to settle.
+func (b *Bridge) kickAll() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, mb := range b.boxes {
+		if mb.bound || mb.inflight != nil || len(mb.acked) > 0 {
+			b.kickLocked(mb)
+		}
+	}
+}
+
+// kickIdentity asks for a check of identity if it is bound.
+func (b *Bridge) kickIdentity(identity string) {
+	b.Idle(identity)
+}

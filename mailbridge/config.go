@@ -1,0 +1,125 @@
+package mailbridge
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/atmclient"
+)
+
+// Defaults for the zero values of Config.
+const (
+	// DefaultPollInterval is how often every bound inbox is read even
+	// without a file-system event (mail_poll_interval_ms = 5000).
+	DefaultPollInterval = 5 * time.Second
+	// DefaultMaxMessages is how many messages one mail turn carries at most
+	// (max_messages, FR-8.5).
+	DefaultMaxMessages = 10
+	// DefaultMaxMessageLength is how many characters of one message's text a
+	// mail turn carries at most (max_message_length, FR-8.5).
+	DefaultMaxMessageLength = 4096
+	// DefaultAckTimeout is how long a delivered batch may stay unsettled
+	// (Target never calls its done function) before its messages are
+	// offered again.
+	DefaultAckTimeout = time.Minute
+)
+
+// ErrClosed is returned by Start on a Bridge that was started before or
+// closed.
+var ErrClosed = errors.New("mailbridge: bridge already started or closed")
+
+// Target is the consumer side of the bridge: the proxy, which owns the
+// sessions and the Codex child.
+type Target interface {
+	// Deliver starts a mail turn with prompt on the session bound to
+	// identity, but only if that session is idle, has nothing queued and
+	// has auto-mail on (FR-8.10, FR-17.6). It must not block: it is called
+	// on the bridge's goroutine for identity, and no other check of that
+	// identity runs until it returns.
+	//
+	// It returns false when it did not start the turn; then it must not
+	// call done, and nothing is marked read (the proxy calls Bridge.Idle
+	// when the session becomes idle). When it returns true it must call
+	// done exactly once, from any goroutine, possibly before Deliver
+	// returns: done(true) once the turn request has been written to the
+	// Codex child's stdin and recorded in the turn tracker (FR-8.12), which
+	// marks the messages read; done(false) when the request was never
+	// written, which leaves them unread to be offered again at the next
+	// check. done never blocks.
+	Deliver(identity, prompt string, done func(sent bool)) bool
+}
+
+// Config configures a Bridge. ATM, Team and Target are required; every
+// other zero value is documented.
+type Config struct {
+	// ATM reads and marks the inboxes. Required.
+	ATM *atmclient.Client
+	// Team is the team whose inboxes the bridge serves. Required.
+	Team string
+	// Target starts mail turns. Required.
+	Target Target
+
+	// PollInterval is the safety-net poll of every bound inbox, for missed
+	// file-system events and network file systems (mail_poll_interval_ms).
+	// Optional: 0 means DefaultPollInterval.
+	PollInterval time.Duration
+	// MaxMessages is the most messages one mail turn carries; the rest
+	// waits for the next check (max_messages). Optional: 0 means
+	// DefaultMaxMessages.
+	MaxMessages int
+	// MaxMessageLength is the most characters (runes) of one message's
+	// text a mail turn carries; longer texts are cut with a visible marker
+	// (max_message_length). Optional: 0 means DefaultMaxMessageLength.
+	MaxMessageLength int
+	// AckTimeout bounds the wait for Target's done call; after it the
+	// batch's messages are offered again (a late done(true) still marks
+	// them read). Optional: 0 means DefaultAckTimeout.
+	AckTimeout time.Duration
+
+	// Disabled turns auto-mail off globally (auto_mail = false, FR-8.8):
+	// bound inboxes are still watched and counted (Stats.Pending) but
+	// nothing is delivered. Optional: false means deliver.
+	Disabled bool
+	// DisableWatch turns the file-system watch off and leaves only the
+	// poll, for file systems whose change notifications are unreliable
+	// (and for tests of the poll). Optional: false means watch.
+	DisableWatch bool
+
+	// OnBatch is called once for every batch Target sent (done(true)),
+	// after the attempt to mark its messages read: the audit record of an
+	// injected batch. It runs on the bridge's goroutine for the identity
+	// and should return quickly. Optional: nil means no callback.
+	OnBatch func(Batch)
+	// Logger receives warnings (failed reads and marks, unsettled batches)
+	// and debug records. Optional: nil discards.
+	Logger *slog.Logger
+	// Now is the clock for Stats and Batch times. Optional: nil means
+	// time.Now.
+	Now func() time.Time
+}
+
+// Batch describes one injected mail turn, for the audit log.
+type Batch struct {
+	Identity  string    // the recipient (the session's bound identity)
+	Team      string    // the recipient's team
+	Keys      []string  // atmclient.Message.Key of every message, in envelope order
+	Truncated int       // how many of the texts were cut at MaxMessageLength
+	PromptLen int       // length of the prompt in bytes
+	SentAt    time.Time // when Target reported the request written (done(true))
+	Marked    int       // how many messages MarkRead marked (fewer when another reader marked some first)
+	Err       error     // nil, or why the messages could not be marked read (they stay unread and come again)
+}
+
+// Stats is the bridge's view of one identity's mail.
+type Stats struct {
+	Bound        bool      // a session holds the identity (Bind without Unbind)
+	AutoMail     bool      // delivery is on: not Disabled and not switched off for the identity
+	Delivered    int       // messages in batches Target sent
+	Batches      int       // batches Target sent
+	Pending      int       // unread mail not yet delivered, as of the last check
+	InFlight     int       // messages delivered but not yet sent or not yet marked read
+	LastDelivery time.Time // when the last batch was sent; zero if none
+	LastCheck    time.Time // when the inbox was last read; zero if never
+	LastError    string    // the last failed read or mark, cleared by a successful one
+}
