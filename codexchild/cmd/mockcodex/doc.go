@@ -132,6 +132,38 @@
 // required MCP servers failed to initialize: <name>: <error>"). Servers get
 // stdin EOF and SIGTERM when mockcodex exits.
 //
+// # app-server (0.169.0)
+//
+// No "jsonrpc" member is ever sent (the client may omit it); notifications
+// carry "emittedAtMs"; errors are -32600 ("Not initialized", "Already
+// initialized", "Invalid request: unknown variant `X`, expected one of …"
+// with the recorded method list, "Invalid request: missing field
+// `threadId`", "thread not found: <id>", "invalid thread id: …", "no rollout
+// found for thread id <id>", "no active turn to interrupt"). initialize
+// answers {userAgent, codexHome, platformFamily, platformOs} and sends
+// configWarning and remoteControl/status/changed. thread/start (approvalPolicy
+// untrusted|on-request|never, sandbox, cwd, model, config) answers with the
+// recorded thread object and sends thread/started; turn/start answers at
+// once after a warning notification, then thread/status/changed, turn/started,
+// item/started|completed, item/agentMessage/delta, thread/tokenUsage/updated,
+// account/rateLimits/updated and turn/completed (completed, interrupted or
+// failed with {message, codexErrorInfo, …}; FAIL500 also sends
+// thread/status/changed systemError and error). Approvals are
+// item/commandExecution/requestApproval and item/fileChange/requestApproval
+// (the diff is in the preceding item/started), answered {"decision":
+// "accept"|"acceptForSession"|"decline"|"cancel"|{"acceptWithExecpolicyAmendment":…}};
+// serverRequest/resolved follows every answer; a legacy or bad answer or a
+// JSON-RPC error fails the item ("approval request failed") and the turn
+// continues; "cancel" interrupts the turn. turn/interrupt answers {} and the
+// turn completes interrupted (a pending approval is resolved after
+// turn/completed). turn/steer adds input to the running turn: after the
+// model's answer the steer text gets its own user message and reply.
+// thread/read, thread/list (loaded threads), thread/archive (stops the
+// thread's MCP servers), mcpServerStatus/list, model/list, account/read and
+// config/read answer minimal results. Threads are persisted: a new process
+// can thread/resume a thread from its rollout (history restored; pass the
+// config again for MCP servers, as with the real Codex).
+//
 // # Deliberate differences from the real Codex
 //
 // Commands run without a sandbox. stdin EOF ends the process at once (real

@@ -94,3 +94,13 @@ func strs(s ...string) []any {
 	}
 	return out
 }
+
+// get returns the value of key k.
+func (m obj) get(k string) any {
+	for _, e := range m {
+		if e.k == k {
+			return e.v
+		}
+	}
+	return nil
+}

@@ -1,6 +1,10 @@
 package main
 
 import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -74,3 +78,143 @@ func (r *rollout) add(typ string, payload any) {
 
 // event appends an event_msg line.
 func (r *rollout) event(msg obj) { r.add("event_msg", msg) }
+
+// findRollout returns the rollout file of thread id.
+func (p *process) findRollout(id string) (string, error) {
+	matches, _ := filepath.Glob(filepath.Join(p.opts.codexHome, "sessions", "*", "*", "*", "rollout-*-"+id+".jsonl"))
+	if len(matches) == 0 {
+		return "", fmt.Errorf("no rollout found for thread id %s", id)
+	}
+	return matches[len(matches)-1], nil
+}
+
+// savedThread is what a rollout tells about a thread.
+type savedThread struct {
+	path       string
+	cwd        string
+	originator string
+	created    int64
+	updated    int64
+	turns      []savedTurn
+	responses  int
+}
+
+type savedTurn struct {
+	id          string
+	items       []any // app-server ThreadItems
+	status      string
+	startedAt   any
+	completedAt any
+	durationMs  any
+	err         any
+}
+
+// loadRollout reads a rollout back (the lines this mock writes, which are
+// the lines real Codex writes for the same turns).
+func loadRollout(path string) (*savedThread, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st := &savedThread{path: path}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	var cur *savedTurn
+	for sc.Scan() {
+		var line struct {
+			Type    string         `json:"type"`
+			Payload map[string]any `json:"payload"`
+		}
+		if json.Unmarshal(sc.Bytes(), &line) != nil {
+			continue
+		}
+		p := line.Payload
+		if line.Type == "session_meta" {
+			st.cwd, _ = p["cwd"].(string)
+			st.originator, _ = p["originator"].(string)
+			if ts, ok := p["timestamp"].(string); ok {
+				if t, err := time.Parse(time.RFC3339Nano, ts); err == nil {
+					st.created, st.updated = t.Unix(), t.Unix()
+				}
+			}
+			continue
+		}
+		if line.Type != "event_msg" {
+			continue
+		}
+		switch p["type"] {
+		case "task_started":
+			id, _ := p["turn_id"].(string)
+			st.turns = append(st.turns, savedTurn{id: id, status: "inProgress", startedAt: p["started_at"]})
+			cur = &st.turns[len(st.turns)-1]
+		case "item_completed":
+			if cur == nil {
+				continue
+			}
+			item, _ := p["item"].(map[string]any)
+			if it := appItemFromCore(item); it != nil {
+				cur.items = append(cur.items, it)
+			}
+		case "token_count":
+			st.responses++
+		case "task_complete", "turn_aborted", "error":
+			if cur == nil {
+				continue
+			}
+			switch p["type"] {
+			case "task_complete":
+				cur.status = "completed"
+			case "turn_aborted":
+				cur.status = "interrupted"
+			default:
+				cur.status = "failed"
+				cur.err = o("message", p["message"], "codexErrorInfo", camelInfo(fmt.Sprint(p["codex_error_info"])), "additionalDetails", nil, "misalignment", nil)
+			}
+			cur.completedAt, cur.durationMs = p["completed_at"], p["duration_ms"]
+			if n, ok := p["completed_at"].(float64); ok {
+				st.updated = int64(n)
+			}
+			cur = nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if st.cwd == "" {
+		return nil, errors.New("rollout has no session_meta")
+	}
+	return st, nil
+}
+
+// appItemFromCore converts a core item (item_completed payload) into an
+// app-server ThreadItem.
+func appItemFromCore(item map[string]any) any {
+	switch item["type"] {
+	case "UserMessage":
+		text := ""
+		if c, ok := item["content"].([]any); ok && len(c) > 0 {
+			if m, ok := c[0].(map[string]any); ok {
+				text, _ = m["text"].(string)
+			}
+		}
+		return appUserItem(fmt.Sprint(item["id"]), text, item["started_at_ms"], item["completed_at_ms"])
+	case "AgentMessage":
+		text := ""
+		if c, ok := item["content"].([]any); ok && len(c) > 0 {
+			if m, ok := c[0].(map[string]any); ok {
+				text, _ = m["text"].(string)
+			}
+		}
+		return appAgentItem(fmt.Sprint(item["id"]), text, item["started_at_ms"], item["completed_at_ms"])
+	}
+	return nil
+}
+
+func camelInfo(s string) string {
+	switch s {
+	case "internal_server_error":
+		return "internalServerError"
+	}
+	return s
+}
