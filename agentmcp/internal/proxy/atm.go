@@ -75,22 +75,16 @@ type atmTools struct {
 
 func (t *atmTools) allowed(own ...string) []string { return append(own, t.extraArgs...) }
 
-// atmError maps atmclient failures: bad names and text are invalid params.
+// atmError maps atmclient failures: bad names, text, addresses, unknown
+// teams and non-members are the caller's (-32602); the rest are internal.
 func atmError(op string, err error) error {
-	if errors.Is(err, atmclient.ErrInvalidName) || isInputError(err) {
-		return newError(ErrInvalidParams, nil, "%s: %v", op, err)
-	}
-	return fmt.Errorf("%w: %s: %v", ErrInternal, op, err)
-}
-
-func isInputError(err error) bool {
-	msg := err.Error()
-	for _, w := range []string{"blank", "NUL", "limit", "not a member", "no member", "address", "empty", "not found", "no team"} {
-		if strings.Contains(msg, w) {
-			return true
+	for _, bad := range []error{atmclient.ErrInvalidName, atmclient.ErrInvalidText, atmclient.ErrInvalidAddress,
+		atmclient.ErrTeamNotFound, atmclient.ErrNotMember} {
+		if errors.Is(err, bad) {
+			return newError(ErrInvalidParams, nil, "%s: %v", op, err)
 		}
 	}
-	return false
+	return newError(ErrInternal, nil, "%s: %v", op, err)
 }
 
 func (s *atmTools) toolATMSend(ctx context.Context, c *toolCall) (*toolResult, error) {

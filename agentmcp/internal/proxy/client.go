@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -119,7 +118,7 @@ func (c *client) write(m *jsonrpcframe.Message) error {
 func (c *client) reply(id jsonrpcframe.ID, result any) {
 	m, err := jsonrpcframe.NewResponse(id, result)
 	if err != nil {
-		c.replyError(id, fmt.Errorf("%w: encode result: %v", ErrInternal, err))
+		c.replyError(id, newError(ErrInternal, nil, "encode result: %v", err))
 		return
 	}
 	if err := c.write(m); err != nil {

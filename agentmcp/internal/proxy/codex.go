@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -228,7 +227,7 @@ func (s *Server) claimError(identity string, err error) error {
 		return newError(ErrIdentityConflict, data, "identity conflict: %q is held by another process (pid %d%s)",
 			identity, ce.HolderPID, ifNotEmpty(", agent_id ", ce.HolderAgentID))
 	}
-	return fmt.Errorf("%w: %v", ErrInternal, err)
+	return newError(ErrInternal, nil, "%v", err)
 }
 
 func ifNotEmpty(prefix, v string) string {
@@ -456,7 +455,7 @@ func (s *Server) turnError(sess *session, err error) error {
 	case errors.Is(err, context.Canceled):
 		return err
 	}
-	return fmt.Errorf("%w: codex: %v", ErrInternal, err)
+	return newError(ErrInternal, nil, "codex: %v", err)
 }
 
 // childDead is CHILD_PROCESS_DEAD with how the child died (FR-11.2).
@@ -480,5 +479,5 @@ func (s *Server) backendError(err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return newError(ErrRequestTimeout, nil, "codex did not answer in time")
 	}
-	return fmt.Errorf("%w: codex: %v", ErrInternal, err)
+	return newError(ErrInternal, nil, "codex: %v", err)
 }
