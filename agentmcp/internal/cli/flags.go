@@ -34,7 +34,7 @@ type codexFlags struct {
 	ApprovalPolicy *string `group:"Codex" placeholder:"POLICY" help:"Approval policy: untrusted, on-failure, on-request or never ($$ATM_AGENT_MCP_APPROVAL_POLICY; default on-request)."`
 	Backend        *string `group:"Codex" placeholder:"KIND" help:"Codex protocol: auto, mcp-server or app-server ($$ATM_AGENT_MCP_BACKEND; default auto)."`
 	CodexBin       *string `group:"Codex" placeholder:"PATH" help:"Codex executable ($$ATM_AGENT_MCP_CODEX_BIN; default \"codex\" from PATH)."`
-	Timeout        *string `group:"Codex" placeholder:"SECONDS" help:"Timeout of one Codex turn, in seconds or as a duration such as 10m ($$ATM_AGENT_MCP_REQUEST_TIMEOUT_SECS; default 300)."`
+	Timeout        *string `group:"Codex" placeholder:"SECONDS" help:"Per-turn timeout in seconds, or a duration like 10m ($$ATM_AGENT_MCP_REQUEST_TIMEOUT_SECS; default 300)."`
 }
 
 // logFlags choose where logs go.

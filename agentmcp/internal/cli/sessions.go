@@ -27,7 +27,7 @@ type sessionsCmd struct {
 	Identity    string        `placeholder:"NAME" help:"Only sessions bound to this identity."`
 	Status      string        `placeholder:"STATUS" help:"Only sessions with this status: active, busy, idle, closed, stale or interrupted."`
 	JSON        bool          `name:"json" help:"Print a JSON array instead of a table."`
-	Prune       optionalValue `placeholder:"AGE" help:"Remove closed, stale and interrupted sessions last active more than AGE ago (default 7d; e.g. --prune=24h), with their summaries."`
+	Prune       optionalValue `placeholder:"AGE" help:"Remove closed, stale and interrupted sessions, and their summaries, inactive for more than AGE: --prune alone is 7 days, --prune=24h or --prune=30d choose."`
 }
 
 // Help is shown by "atm-agent-mcp sessions --help".

@@ -161,8 +161,8 @@ type Config struct {
 	Roles     map[string]Role // presets by name
 	Resume    Resume
 
-	BasePromptFile        string // absolute path, "" = the bundled prompt
-	ExtraInstructionsFile string // absolute path, "" = the bundled prompt
+	BasePromptFile        string // absolute path, "" = Codex's own base instructions
+	ExtraInstructionsFile string // absolute path, "" = the bundled extra instructions
 
 	MailPollInterval time.Duration // idle mail polling interval
 	// IdleTimeout stops idle mail polling after this long without mail;

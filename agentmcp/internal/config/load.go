@@ -211,7 +211,7 @@ func (r *resolver) resolveAll(cfg *Config, opts LoadOptions) {
 
 	cfg.BasePromptFile = r.path("base_prompt_file", std("base_prompt_file", ""))
 	if cfg.BasePromptFile == "" {
-		cfg.Sources["base_prompt_file"] = Source{Kind: r.sources["base_prompt_file"].Kind, Detail: "bundled prompt"}
+		cfg.Sources["base_prompt_file"] = Source{Kind: r.sources["base_prompt_file"].Kind, Detail: "Codex's own base instructions"}
 	}
 	cfg.ExtraInstructionsFile = r.path("extra_instructions_file", std("extra_instructions_file", ""))
 	if cfg.ExtraInstructionsFile == "" {
