@@ -72,6 +72,7 @@ func mcpStateOf(ts *testscript.TestScript) *mcpState {
 //	mcp requests NAME [METHOD]                 print the server's requests so far
 //	mcp notes NAME METHOD                      print the notifications of METHOD so far
 //	mcp wait-note NAME METHOD TEXT             wait for a notification of METHOD containing TEXT
+//	mcp until NAME METHOD PARAMS PATH VALUE    repeat a request until PATH of its response is VALUE
 //	mcp stop NAME                              close stdin; the program must exit 0 with pure stdout
 //	mcp signal NAME SIGNAL                     send SIGTERM, SIGINT or SIGKILL
 //	mcp wait-exit NAME [CODE]                  wait for the exit (code 0 unless given; "signal" for a kill)
@@ -183,6 +184,34 @@ func cmdMCP(ts *testscript.TestScript, neg bool, args []string) {
 			}
 			return false
 		})
+	case "until":
+		if len(rest) != 4 {
+			ts.Fatalf("usage: mcp until NAME METHOD PARAMS PATH VALUE")
+		}
+		deadline := time.Now().Add(mcpTimeout)
+		for {
+			resp := p.waitResponse(ts, p.request(ts, rest[0], rest[1]))
+			var doc any
+			ts.Check(json.Unmarshal([]byte(mustMarshal(resp)), &doc))
+			v, err := jsonAt(doc, rest[2])
+			got := ""
+			if err == nil {
+				if str, ok := v.(string); ok {
+					got = str
+				} else {
+					b, _ := json.Marshal(v)
+					got = string(b)
+				}
+			}
+			if err == nil && got == rest[3] {
+				p.print(ts, resp)
+				break
+			}
+			if time.Now().After(deadline) {
+				ts.Fatalf("mcp until: %s is %q (%v), want %q after %s", rest[2], got, err, rest[3], mcpTimeout)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	case "stop":
 		p.stdin.Close()
 		p.waitExit(ts, "0")
