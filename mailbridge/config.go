@@ -94,8 +94,8 @@ type Config struct {
 	// Logger receives warnings (failed reads and marks, unsettled batches)
 	// and debug records. Optional: nil discards.
 	Logger *slog.Logger
-	// Now is the clock for Stats and Batch times. Optional: nil means
-	// time.Now.
+	// Now is the clock for Stats and Batch times and for AckTimeout.
+	// Optional: nil means time.Now.
 	Now func() time.Time
 }
 

@@ -21,11 +21,16 @@
 // # Design notes
 //
 // Triggers. One goroutine per bridge runs a file-system watch (fsnotify:
-// inotify, FSEvents/kqueue, ReadDirectoryChangesW) on the team's inboxes
-// directory — the directory, because every write replaces an inbox file by
-// a rename or an atomic exchange, which would silently end a watch on the
-// file — and a poll ticker (Config.PollInterval, mail_poll_interval_ms) as
-// the safety net for missed events, watch limits and network file systems.
+// inotify on Linux, kqueue on macOS and the BSDs, ReadDirectoryChangesW on
+// Windows) on the team's inboxes directory — the directory, because every
+// write replaces an inbox file by a rename or an atomic exchange, which
+// would silently end a watch on the file — and a poll ticker
+// (Config.PollInterval, mail_poll_interval_ms) as the safety net for missed
+// events, watch limits and network file systems. On Linux one atm write
+// shows up as a create and a rename of inboxes/{identity}.json (the two
+// halves of the exchange); the first one triggers the check, which then
+// reads the complete new file. When the inboxes directory does not exist
+// yet, the team directory is watched until it appears.
 // An event for inboxes/{identity}.json, a poll tick, Bind, Idle and
 // SetAutoMail all do the same thing: they ask for a check of the identity.
 // Asking never blocks: it is a send on a one-slot channel, so a burst of
