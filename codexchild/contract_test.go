@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +39,7 @@ var contractCases = []struct {
 	{"approval_approved", contractApprovalApproved},
 	{"approval_denied", contractApprovalDenied},
 	{"approval_abort", contractApprovalAbort},
+	{"patch_approval", contractPatchApproval},
 	{"interrupt_then_new_thread", contractInterrupt},
 	{"timeout", contractTimeout},
 	{"unknown_thread", contractUnknownThread},
@@ -299,5 +302,28 @@ func contractUnknownThread(t *testing.T, b *MCPServer, cwd string) {
 	}
 	if !res.IsError || res.Status != "failed" || !strings.Contains(res.Text, "Session not found") || res.ThreadID != id {
 		t.Errorf("Turn = %+v, want an IsError result mentioning Session not found", res)
+	}
+}
+
+func contractPatchApproval(t *testing.T, b *MCPServer, cwd string) {
+	path := filepath.Join(cwd, "patched.txt")
+	rec := newRecorder(func(*Approval) Decision { return Decision{Kind: Approve} })
+	res, err := b.Turn(ctxFor(t, 60*time.Second), TurnRequest{
+		Prompt:  "PATCH=" + path,
+		Params:  ThreadParams{Cwd: cwd, ApprovalPolicy: "on-request", Sandbox: "read-only"},
+		Handler: rec,
+	})
+	if err != nil {
+		t.Fatalf("Turn: %v", err)
+	}
+	if res.IsError || !strings.HasPrefix(res.Text, "MOCK_DONE: tool output was:") {
+		t.Errorf("Turn = %+v, want a completed turn after the patch", res)
+	}
+	_, apps := rec.snapshot()
+	if len(apps) != 1 || apps[0].Kind != ApprovalPatch || !strings.Contains(string(apps[0].Changes), path) || apps[0].ThreadID != res.ThreadID {
+		t.Fatalf("approvals = %+v, want one patch approval of %s", apps, path)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Errorf("approved patch not applied: %v", err)
 	}
 }

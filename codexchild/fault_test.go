@@ -211,3 +211,28 @@ func TestOnEventOrphans(t *testing.T) {
 		}
 	}
 }
+
+// TestThreadBusy: a second turn on a thread whose turn is running fails
+// with ErrThreadBusy and leaves the running turn alone.
+func TestThreadBusy(t *testing.T) {
+	cfg, cwd := setupMock(t)
+	b := newBackend(t, cfg)
+	rec := newRecorder(nil)
+	done := make(chan *Result, 1)
+	go func() {
+		res, _ := b.Turn(ctxFor(t, 30*time.Second), TurnRequest{Prompt: "SLOW=30 busy", Params: ThreadParams{Cwd: cwd}, Handler: rec})
+		done <- res
+	}()
+	rec.waitType(t, "task_started", 10*time.Second)
+	events, _ := rec.snapshot()
+	thread := events[len(events)-1].ThreadID
+	if _, err := b.Turn(ctxFor(t, 5*time.Second), TurnRequest{ThreadID: thread, Prompt: "me too"}); !errors.Is(err, ErrThreadBusy) {
+		t.Errorf("second Turn = %v, want ErrThreadBusy", err)
+	}
+	if err := b.Interrupt(ctxFor(t, time.Second), thread); err != nil {
+		t.Fatal(err)
+	}
+	if res := <-done; res == nil || res.Status != "interrupted" {
+		t.Errorf("first Turn = %+v, want interrupted", res)
+	}
+}
