@@ -2,14 +2,17 @@ package jsonrpcframe
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"io"
 	"sync"
 )
 
-// NewAuto returns a Reader that detects the framing from the first
-// non-whitespace byte of r ('{' or '[' means newline-delimited JSON, anything
-// else Content-Length headers) and a Writer on w that answers in the framing
+// NewAuto returns a Reader that detects the framing from the start of r:
+// a first non-whitespace byte '{' or '[' means newline-delimited JSON, a
+// first line that looks like a header ("Content-Length: 42") means
+// Content-Length framing, and anything else is read as newline-delimited
+// JSON (its first line then being a parse error) and a Writer on w that answers in the framing
 // the Reader detected. Messages written before the first Read has detected the
 // framing are written as newline-delimited JSON. opts may be nil.
 func NewAuto(r io.Reader, w io.Writer, opts *Options) (*AutoReader, Writer) {
@@ -75,10 +78,35 @@ func detect(br *bufio.Reader) (Framing, error) {
 			continue
 		}
 		_ = br.UnreadByte()
-		if c == '{' || c == '[' {
+		if c == '{' || c == '[' || !firstLineIsHeader(br) {
 			return FramingLine, nil
 		}
 		return FramingHeader, nil
+	}
+}
+
+// firstLineIsHeader peeks at the first line (without consuming it) and
+// reports whether it looks like a header ("Name: value"). A client whose
+// first line is garbage is then read as NDJSON, where that line is one parse
+// error, rather than as a header stream that never recovers.
+func firstLineIsHeader(br *bufio.Reader) bool {
+	check := func(line []byte) bool {
+		name, _, ok := bytes.Cut(bytes.TrimRight(line, "\r"), []byte(":"))
+		return ok && isToken(name)
+	}
+	for {
+		b, _ := br.Peek(br.Buffered())
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			return check(b[:i])
+		}
+		if len(b) >= br.Size() {
+			return check(b)
+		}
+		// Wait for one more byte than is buffered (or the end of input).
+		if _, err := br.Peek(len(b) + 1); err != nil {
+			b, _ = br.Peek(br.Buffered())
+			return check(b)
+		}
 	}
 }
 

@@ -141,6 +141,9 @@ func TestAutoDetect(t *testing.T) {
 		{"ndjson batch", "[" + ping + "]\n", FramingLine, `{"jsonrpc":"2.0","id":1,"result":{}}` + "\n"},
 		{"headers", "\nContent-Length: " + itoa(len(ping)) + "\r\n\r\n" + ping, FramingHeader,
 			"Content-Length: 36\r\n\r\n" + `{"jsonrpc":"2.0","id":1,"result":{}}`},
+		{"other header first", "Content-Type: application/json\nContent-Length: " + itoa(len(ping)) + "\n\n" + ping, FramingHeader,
+			"Content-Length: 36\r\n\r\n" + `{"jsonrpc":"2.0","id":1,"result":{}}`},
+		{"garbage first line is NDJSON", "not json at all\n" + ping + "\n", FramingLine, `{"jsonrpc":"2.0","id":1,"result":{}}` + "\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -98,6 +98,11 @@ func (s *Server) request(m *jsonrpcframe.Message) {
 	case "logging/setLevel":
 		s.client.reply(m.ID, struct{}{})
 		return
+	case "resources/read", "prompts/get":
+		// Codex never answers these (nor resources/list, prompts/list); the
+		// proxy offers no resources or prompts.
+		s.client.replyError(m.ID, newError(ErrInvalidParams, nil, "%s: this server has no resources or prompts", m.Method))
+		return
 	}
 	ctx, ok := s.track(m.ID)
 	if !ok {
