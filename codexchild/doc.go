@@ -15,9 +15,10 @@
 //
 // The files: child.go supervises a process (process group, stderr drained to
 // the log, exit status, graceful stop) and is shared by both backends;
-// mcpserver.go is the mcp-server backend's API and lifecycle, router.go its
-// reader and routing, turn.go the state of a turn, approval.go the mapping of
-// decisions and approval requests, config.go the Config.
+// mcpserver.go is the mcp-server backend's API and lifecycle, calls.go its
+// requests and replies, router.go its reader and routing, turn.go the state
+// of a turn, approval.go the mapping of decisions and approval requests,
+// config.go the Config.
 //
 // Subpackages: modelmock (a loopback mock of the Responses API for the real
 // Codex), realcodex (test helpers that run the real Codex offline) and

@@ -1,0 +1,134 @@
+package codexchild
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
+)
+
+// This file is the caller side of MCPServer: sending a request with the
+// backend's own id, waiting for its one reply, and writing to the child.
+
+// How wait ended.
+type waitHow int
+
+const (
+	waitReply waitHow = iota
+	waitTimeout
+	waitCtx
+)
+
+// wait waits for the call's reply, abandoning the call on timeout (0 =
+// none) or when ctx ends. It always returns the call's one reply.
+func (b *MCPServer) wait(ctx context.Context, c *call, timeout time.Duration) (reply, waitHow) {
+	var expire <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		expire = t.C
+	}
+	select {
+	case r := <-c.reply:
+		return r, waitReply
+	case <-expire:
+		b.log.Warn("codex request timed out; cancelling it", "id", c.id.String(), "method", c.method, "after", timeout)
+		b.abandon(c, abandonTimeout)
+		return <-c.reply, waitTimeout
+	case <-ctx.Done():
+		b.abandon(c, abandonInterrupt)
+		return <-c.reply, waitCtx
+	}
+}
+
+// roundTrip sends a request of the backend's own and waits for its answer.
+func (b *MCPServer) roundTrip(ctx context.Context, method string, params any, timeout time.Duration) (*jsonrpcframe.Message, error) {
+	c, err := b.send(method, params, nil)
+	if err != nil {
+		return nil, err
+	}
+	r, how := b.wait(ctx, c, timeout)
+	switch {
+	case r.err != nil:
+		return nil, r.err
+	case how == waitCtx:
+		return nil, fmt.Errorf("codexchild: %s: %w", method, ctx.Err())
+	case r.abandoned != notAbandoned:
+		return nil, fmt.Errorf("codexchild: %s: cancelled", method)
+	}
+	return r.msg, nil
+}
+
+// send registers a call for a new request and writes it.
+func (b *MCPServer) send(method string, params any, t *turn) (*call, error) {
+	m, err := jsonrpcframe.NewRequest(jsonrpcframe.ID{}, method, params)
+	if err != nil {
+		return nil, fmt.Errorf("codexchild: %s: %w", method, err)
+	}
+	return b.sendMessage(m, jsonrpcframe.ID{}, t)
+}
+
+// sendMessage gives m the backend's next id, registers the call and writes
+// m.
+func (b *MCPServer) sendMessage(m *jsonrpcframe.Message, origID jsonrpcframe.ID, t *turn) (*call, error) {
+	b.mu.Lock()
+	if b.exitErr != nil {
+		defer b.mu.Unlock()
+		return nil, b.exitErr
+	}
+	if b.w == nil {
+		b.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if t != nil && t.threadID != "" {
+		if b.threads[t.threadID] != nil {
+			b.mu.Unlock()
+			return nil, fmt.Errorf("codexchild: turn on thread %s: %w", t.threadID, ErrThreadBusy)
+		}
+	}
+	b.nextID++
+	m.ID = jsonrpcframe.IntID(b.nextID)
+	c := &call{id: m.ID, origID: origID, method: m.Method, reply: make(chan reply, 1), turn: t}
+	b.pending[c.id] = c
+	if t != nil && t.threadID != "" {
+		b.threads[t.threadID] = c
+	}
+	b.mu.Unlock()
+	if err := b.write(m); err != nil {
+		if b.take(c) {
+			return nil, err
+		}
+		// The exit handler (or the reader) got there first.
+		r := <-c.reply
+		if r.err != nil {
+			return nil, r.err
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+// write writes one message to the child. A failed write to a child that is
+// dying reports the *ExitError.
+func (b *MCPServer) write(m *jsonrpcframe.Message) error {
+	b.mu.Lock()
+	w, ch := b.w, b.ch
+	b.mu.Unlock()
+	if w == nil {
+		return ErrClosed
+	}
+	err := w.Write(m)
+	if err == nil {
+		return nil
+	}
+	select {
+	case <-ch.done:
+		<-b.exitHandled
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.exitErr
+	case <-time.After(time.Second):
+	}
+	return fmt.Errorf("codexchild: write to codex child: %w", err)
+}
