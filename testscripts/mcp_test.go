@@ -68,8 +68,8 @@ func mcpStateOf(ts *testscript.TestScript) *mcpState {
 //	mcp wait NAME ID [VAR=PATH...]             wait for the response to id; print it
 //	mcp notify NAME METHOD [PARAMS]            send a notification
 //	mcp raw NAME TEXT                          write TEXT and a newline to stdin
-//	mcp answer NAME METHOD RESULT              answer the server's METHOD requests with RESULT
-//	mcp requests NAME [METHOD]                 print the server's requests so far
+//	mcp answer NAME METHOD RESULT              answer the server's METHOD requests with RESULT ("-": never)
+//	mcp requests NAME [METHOD]                 print the server's requests so far, then "requests: N"
 //	mcp notes NAME METHOD                      print the notifications of METHOD so far
 //	mcp wait-note NAME METHOD TEXT             wait for a notification of METHOD containing TEXT
 //	mcp until NAME METHOD PARAMS PATH VALUE    repeat a request until PATH of its response is VALUE
@@ -149,6 +149,11 @@ func cmdMCP(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("usage: mcp answer NAME METHOD RESULT")
 		}
 		p.mu.Lock()
+		if rest[1] == "-" { // never answer
+			p.answers[rest[0]] = nil
+			p.mu.Unlock()
+			return
+		}
 		if !json.Valid([]byte(rest[1])) {
 			p.mu.Unlock()
 			ts.Fatalf("mcp answer: RESULT is not JSON: %s", rest[1])
@@ -157,12 +162,15 @@ func cmdMCP(ts *testscript.TestScript, neg bool, args []string) {
 		p.mu.Unlock()
 	case "requests":
 		p.mu.Lock()
+		n := 0
 		for _, m := range p.requests {
 			if len(rest) == 0 || m.Method == rest[0] {
 				fmt.Fprintln(ts.Stdout(), mustMarshal(m))
+				n++
 			}
 		}
 		p.mu.Unlock()
+		fmt.Fprintf(ts.Stdout(), "requests: %d\n", n)
 	case "notes":
 		p.mu.Lock()
 		for _, m := range p.notes {
@@ -345,6 +353,9 @@ func (p *mcpProc) read(stdout io.Reader) {
 			result, ok := p.answers[m.Method]
 			if !ok {
 				result = json.RawMessage(`{"action":"decline"}`)
+			}
+			if ok && result == nil {
+				break // "mcp answer NAME METHOD -": never answer
 			}
 			go func() {
 				resp, err := jsonrpcframe.NewResponse(m.ID, result)
