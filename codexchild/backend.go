@@ -88,6 +88,11 @@ type TurnRequest struct {
 	// Handler receives the turn's events and approvals. optional: nil drops
 	// events and denies approvals.
 	Handler Handler
+	// OnSent is called once the request that starts the turn has been
+	// written to the child's stdin and recorded as pending, before the
+	// turn's events arrive (the mail layer marks mail read then, FR-8.12).
+	// It is not called when the write fails. optional.
+	OnSent func()
 }
 
 // ThreadParams are the Codex parameters of a thread, named as the codex

@@ -281,6 +281,9 @@ func (b *MCPServer) Turn(ctx context.Context, req TurnRequest) (*Result, error) 
 	if err != nil {
 		return nil, err
 	}
+	if req.OnSent != nil {
+		req.OnSent()
+	}
 	timeout := b.cfg.effectiveTimeout(req.Timeout)
 	r, how := b.wait(ctx, c, timeout)
 
