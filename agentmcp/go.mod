@@ -12,7 +12,12 @@ require (
 	github.com/google/go-cmp v0.7.0
 )
 
-require golang.org/x/sys v0.49.0 // indirect
+require github.com/fsnotify/fsnotify v1.10.1 // indirect
+
+require (
+	github.com/atm-agent-mcp/atm-agent-mcp/mailbridge v0.0.0-00010101000000-000000000000
+	golang.org/x/sys v0.49.0 // indirect
+)
 
 replace (
 	github.com/atm-agent-mcp/atm-agent-mcp/atmclient => ../atmclient
@@ -20,3 +25,5 @@ replace (
 	github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe => ../jsonrpcframe
 	github.com/atm-agent-mcp/atm-agent-mcp/registry => ../registry
 )
+
+replace github.com/atm-agent-mcp/atm-agent-mcp/mailbridge => ../mailbridge

@@ -151,7 +151,6 @@ func (s *Server) sessionDetail(ctx context.Context, sess *session) map[string]an
 	v["last_result"] = sess.lastResult
 	v["auto_mail"] = sess.autoMail
 	v["pending_approvals"] = len(sess.approvals)
-	v["mail"] = sess.mailStats
 	recent := sess.recent
 	if len(recent) > 20 {
 		recent = recent[len(recent)-20:]
@@ -161,6 +160,18 @@ func (s *Server) sessionDetail(ctx context.Context, sess *session) map[string]an
 	live := sess.rec.Status.Live()
 	sess.mu.Unlock()
 	v["events"] = map[string]any{"forwarded": sess.counters.forwarded.Load(), "dropped": sess.counters.dropped.Load()}
+	if s.mail != nil && live {
+		st := s.mail.Stats(identity)
+		mail := map[string]any{"auto_mail": st.AutoMail, "delivered": st.Delivered, "batches": st.Batches,
+			"pending": st.Pending, "in_flight": st.InFlight}
+		if !st.LastDelivery.IsZero() {
+			mail["last_delivery"] = st.LastDelivery.UTC().Format(time.RFC3339Nano)
+		}
+		if st.LastError != "" {
+			mail["last_error"] = st.LastError
+		}
+		v["mail"] = mail
+	}
 	if live {
 		if n, err := s.atm.Pending(ctx, s.opts.Team, identity); err == nil {
 			v["pending_mail"] = n

@@ -103,6 +103,9 @@ func (s *Server) closeSession(ctx context.Context, sess *session, summarize bool
 	s.smu.Lock()
 	if s.byIdentity[rec.Identity] == sess {
 		delete(s.byIdentity, rec.Identity)
+		if s.mail != nil {
+			s.mail.Unbind(rec.Identity)
+		}
 	}
 	s.smu.Unlock()
 	s.auditSession("session_closed", rec, map[bool]string{true: "summary saved", false: "no summary"}[saved])
@@ -160,6 +163,13 @@ func (s *Server) shutdown() {
 	wg.Wait()
 	cancel()
 
+	// The bridge stops before the child, so that batches already written
+	// to the child are marked read (else they come again after a restart).
+	if s.mail != nil {
+		if err := s.mail.Close(); err != nil {
+			s.log.Warn("stopping mail delivery", "err", err)
+		}
+	}
 	s.mu.Lock()
 	for _, c := range s.inflight {
 		c()

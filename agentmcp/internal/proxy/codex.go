@@ -115,14 +115,13 @@ func (s *Server) toolCodex(ctx context.Context, c *toolCall) (*toolResult, error
 	settings.Profile = str["profile"]
 	settings.Config = config
 
-	sess, err := s.createSession(identity, cwd, str["tag"], str["role"], agentFile, settings)
+	var autoMailArg *bool
+	if autoMailSet {
+		autoMailArg = &autoMail
+	}
+	sess, err := s.createSession(identity, cwd, str["tag"], str["role"], agentFile, settings, autoMailArg)
 	if err != nil {
 		return nil, err
-	}
-	if autoMailSet {
-		sess.mu.Lock()
-		sess.autoMail = autoMail
-		sess.mu.Unlock()
 	}
 	return s.runQueued(ctx, sess, sourceClaude, func(ctx context.Context) (*toolResult, error) {
 		return s.turn(ctx, sess, turnInput{prompt: prompt, call: c, source: sourceClaude})
@@ -184,7 +183,7 @@ func (s *Server) resolveCwd(arg string) (string, error) {
 
 // createSession binds identity to a new session: in-process uniqueness,
 // the session limit, then the cross-process claim through the registry.
-func (s *Server) createSession(identity, cwd, tag, role, agentFile string, settings threadSettings) (*session, error) {
+func (s *Server) createSession(identity, cwd, tag, role, agentFile string, settings threadSettings, autoMail *bool) (*session, error) {
 	s.smu.Lock()
 	defer s.smu.Unlock()
 	if s.isClosing() {
@@ -210,8 +209,12 @@ func (s *Server) createSession(identity, cwd, tag, role, agentFile string, setti
 	sess := s.newSession(rec)
 	sess.params = settings
 	sess.autoMail = s.autoMailFor(identity)
+	if autoMail != nil {
+		sess.autoMail = *autoMail
+	}
 	s.sessions[rec.AgentID] = sess
 	s.byIdentity[identity] = sess
+	s.bindMail(sess)
 	s.log.Info("session started", "agent_id", rec.AgentID, "identity", identity, "cwd", cwd)
 	return sess, nil
 }
@@ -303,6 +306,9 @@ type turnInput struct {
 	sameThread bool
 	// timeout overrides the request timeout. optional.
 	timeout time.Duration
+	// onSent is called once the turn's request is written to the child
+	// (the mail layer's delivery acknowledgement, FR-8.12). optional.
+	onSent func()
 }
 
 // turn runs one Codex turn for the session: refreshed context, a new or
@@ -358,6 +364,7 @@ func (s *Server) turn(ctx context.Context, sess *session, in turnInput) (*toolRe
 		b.WriteString(in.prompt)
 		req.Prompt = b.String()
 	}
+	req.OnSent = in.onSent
 	s.auditTurn(rec, in)
 	res, err := s.backend.Turn(ctx, req)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/atmclient"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
+	"github.com/atm-agent-mcp/atm-agent-mcp/mailbridge"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
@@ -34,6 +35,7 @@ type Server struct {
 	audit    *registry.Audit
 	atm      *atmclient.Client
 	atmTools *atmTools
+	mail     *mailbridge.Bridge
 	started  time.Time
 	now      func() time.Time
 
@@ -57,10 +59,6 @@ type Server struct {
 	persistQ    map[string]registry.Session
 	persistWake chan struct{}
 	persistDone chan struct{}
-
-	// onIdle is called (on its own goroutine) when a session becomes idle:
-	// the mail layer's post-turn check (FR-8.1). optional.
-	onIdle func(agentID string)
 }
 
 // New opens the instance registry (claiming the instance identity) and the
@@ -153,6 +151,9 @@ func (s *Server) Run(ctx context.Context, r io.Reader, w io.Writer) error {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.client = newClient(writer, s.opts.EventQueue, s.log)
 	go s.persister()
+	if err := s.startMail(); err != nil {
+		s.log.Error("mail delivery disabled", "err", err)
+	}
 
 	readErr := make(chan error, 1)
 	go func() { readErr <- s.serveLoop(reader) }()
@@ -228,10 +229,10 @@ func (s *Server) flushPersist() {
 	}
 }
 
-// sessionIdle is called when a session becomes idle.
+// sessionIdle is called when a session becomes idle: the mail layer's
+// post-turn check (FR-8.1).
 func (s *Server) sessionIdle(sess *session) {
-	if s.onIdle != nil {
-		id := sess.agentID()
-		go s.onIdle(id)
+	if s.mail != nil {
+		s.mail.Idle(sess.identity())
 	}
 }

@@ -101,7 +101,7 @@ func TestBadInputKeepsConnection(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var m *jsonrpcframe.Message
 			if tt.tool == "" {
-				m = c.call("resources/read", map[string]any{"uri": "x"})
+				m = c.call("thread/list", map[string]any{})
 			} else {
 				m = c.tool(tt.tool, tt.args)
 			}

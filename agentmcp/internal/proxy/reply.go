@@ -188,6 +188,7 @@ func (s *Server) rebind(sess *session, src turnSource) error {
 	sess.autoMail = s.autoMailFor(updated.Identity)
 	sess.mu.Unlock()
 	s.byIdentity[rec.Identity] = sess
+	s.bindMail(sess)
 	s.auditSession("session_resumed", updated, fmt.Sprintf("by %s; summary: %v", src, note != ""))
 	return nil
 }

@@ -72,7 +72,6 @@ type session struct {
 	counters   sessionCounters
 	approvals  map[*codexchild.Approval]*pendingApproval
 	recent     []eventRecord // bounded: the last maxRecentEvents
-	mailStats  mailStats
 }
 
 // maxRecentEvents bounds the per-session event record kept for agent_status.
@@ -93,13 +92,6 @@ func (s *session) recordEvent(e codexchild.Event) {
 		s.recent = s.recent[:len(s.recent)-1]
 	}
 	s.recent = append(s.recent, eventRecord{Time: s.srv.now(), Type: e.Type})
-}
-
-// mailStats are the session's auto-mail counters.
-type mailStats struct {
-	Delivered    int       `json:"delivered"`
-	Batches      int       `json:"batches"`
-	LastDelivery time.Time `json:"last_delivery,omitzero"`
 }
 
 // threadSettings are the Codex parameters the session was started with,
