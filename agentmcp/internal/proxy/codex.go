@@ -371,6 +371,7 @@ func (s *Server) turn(ctx context.Context, sess *session, in turnInput) (*toolRe
 		return nil, s.turnError(sess, err)
 	}
 	sess.mu.Lock()
+	newID := res.ThreadID != "" && res.ThreadID != sess.rec.BackendID
 	if res.ThreadID != "" {
 		sess.rec.BackendID = res.ThreadID
 	}
@@ -382,8 +383,12 @@ func (s *Server) turn(ctx context.Context, sess *session, in turnInput) (*toolRe
 	sess.turns++
 	sess.lastResult = res.Text
 	rec = sess.rec
-	s.persistAsync(sess)
 	sess.mu.Unlock()
+	if newID {
+		s.persistNow(sess) // resume depends on it: not left to the persister
+	} else {
+		s.persistAsync(sess)
+	}
 	if res.ThreadID != "" {
 		s.smu.Lock()
 		s.knownThreads[res.ThreadID] = true

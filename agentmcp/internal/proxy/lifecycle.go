@@ -21,11 +21,12 @@ import (
 //
 // Design notes: the read loop (serveLoop) only routes; anything that waits
 // on Codex, on files or on the client runs on a goroutine tracked by wg.
-// Each session owns a queue that serialises its turns. Registry changes that
-// do not bind or release an identity are persisted by one persister
-// goroutine (latest state per session, coalesced), so no request waits for an
-// fsync; session creation and close persist synchronously because they
-// claim and release identities.
+// Each session owns a queue that serialises its turns. Busy/idle changes are
+// persisted by one persister goroutine (latest state per session,
+// coalesced), so no turn waits for an fsync; a crash can lose only the last
+// busy/idle flip, which the next start marks stale anyway. Session creation,
+// close and resume persist synchronously (they claim and release
+// identities), and so does a new Codex thread id (resume needs it).
 type Server struct {
 	opts     Options
 	log      *slog.Logger
@@ -55,10 +56,11 @@ type Server struct {
 	byIdentity   map[string]*session // live sessions by identity
 	knownThreads map[string]bool     // Codex threads this child has seen
 
-	persistMu   sync.Mutex
-	persistQ    map[string]registry.Session
-	persistWake chan struct{}
-	persistDone chan struct{}
+	persistMu    sync.Mutex
+	persistQ     map[*session]struct{}
+	persistWrite sync.Mutex
+	persistWake  chan struct{}
+	persistDone  chan struct{}
 }
 
 // New opens the instance registry (claiming the instance identity) and the
@@ -131,7 +133,7 @@ func New(opts Options) (*Server, error) {
 		sessions:     map[string]*session{},
 		byIdentity:   map[string]*session{},
 		knownThreads: map[string]bool{},
-		persistQ:     map[string]registry.Session{},
+		persistQ:     map[*session]struct{}{},
 		persistWake:  make(chan struct{}, 1),
 		persistDone:  make(chan struct{}),
 	}
@@ -172,11 +174,12 @@ func (s *Server) newSession(rec registry.Session) *session {
 	return &session{srv: s, rec: rec, autoMail: true, idleCh: make(chan struct{})}
 }
 
-// persistAsync queues the session's current record for the persister.
+// persistAsync queues the session for the persister, which writes its
+// current state (not a copy taken now, so a later flush never writes an
+// older state over a newer one).
 func (s *Server) persistAsync(sess *session) {
-	rec := sess.rec // the caller holds sess.mu or owns sess
 	s.persistMu.Lock()
-	s.persistQ[rec.AgentID] = rec
+	s.persistQ[sess] = struct{}{}
 	s.persistMu.Unlock()
 	select {
 	case s.persistWake <- struct{}{}:
@@ -184,7 +187,7 @@ func (s *Server) persistAsync(sess *session) {
 	}
 }
 
-// persister writes queued records until the server's context ends, then
+// persister writes queued sessions until the server's context ends, then
 // flushes what is left.
 func (s *Server) persister() {
 	defer close(s.persistDone)
@@ -199,33 +202,44 @@ func (s *Server) persister() {
 	}
 }
 
-// flushPersist writes every queued record. Identity-binding changes are not
-// made here: only the thread state, backend id and activity fields.
+// flushPersist writes every queued session.
 func (s *Server) flushPersist() {
 	s.persistMu.Lock()
 	q := s.persistQ
-	s.persistQ = map[string]registry.Session{}
+	s.persistQ = map[*session]struct{}{}
 	s.persistMu.Unlock()
-	for id, rec := range q {
-		_, err := s.reg.Update(id, func(x *registry.Session) {
-			if !x.Status.Live() {
-				return // closed meanwhile: the close wrote the final state
-			}
-			x.BackendID = rec.BackendID
-			x.ThreadState = rec.ThreadState
-			x.RepoRoot, x.RepoName, x.Branch, x.Cwd = rec.RepoRoot, rec.RepoName, rec.Branch, rec.Cwd
-			x.LastActive = rec.LastActive
-			x.Extra = rec.Extra
-			switch rec.ThreadState {
-			case registry.ThreadBusy:
-				x.Status = registry.StatusBusy
-			case registry.ThreadIdle:
-				x.Status = registry.StatusIdle
-			}
-		})
-		if err != nil && !errors.Is(err, registry.ErrClosed) {
-			s.log.Error("cannot persist session", "agent_id", id, "err", err)
+	for sess := range q {
+		s.persistNow(sess)
+	}
+}
+
+// persistNow writes the session's current state: thread state, backend id,
+// repository facts and activity. Identity-binding changes (create, close,
+// resume) are not made here; they persist synchronously where they happen.
+// Writes of one session are serialised so that an older state never lands
+// after a newer one.
+func (s *Server) persistNow(sess *session) {
+	s.persistWrite.Lock()
+	defer s.persistWrite.Unlock()
+	rec := sess.snapshot()
+	_, err := s.reg.Update(rec.AgentID, func(x *registry.Session) {
+		if !x.Status.Live() {
+			return // closed meanwhile: the close wrote the final state
 		}
+		x.BackendID = rec.BackendID
+		x.ThreadState = rec.ThreadState
+		x.RepoRoot, x.RepoName, x.Branch, x.Cwd = rec.RepoRoot, rec.RepoName, rec.Branch, rec.Cwd
+		x.LastActive = rec.LastActive
+		x.Extra = rec.Extra
+		switch rec.ThreadState {
+		case registry.ThreadBusy:
+			x.Status = registry.StatusBusy
+		case registry.ThreadIdle:
+			x.Status = registry.StatusIdle
+		}
+	})
+	if err != nil && !errors.Is(err, registry.ErrClosed) && !errors.Is(err, registry.ErrSessionNotFound) {
+		s.log.Error("cannot persist session", "agent_id", rec.AgentID, "err", err)
 	}
 }
 
