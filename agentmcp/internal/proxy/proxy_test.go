@@ -445,3 +445,34 @@ func TestATMTools(t *testing.T) {
 		t.Errorf("broadcast reached %d members, want 4: %v", got, b)
 	}
 }
+
+// TestEventsDroppedWhenClientGone: once the client cannot be written to,
+// events are dropped (not queued) and counted per session, and turns still
+// complete.
+func TestEventsDroppedWhenClientGone(t *testing.T) {
+	c := startProxy(t, harnessOpts{})
+	c.initialize(false)
+	res := c.structured(c.tool("codex", map[string]any{"prompt": "start", "identity": "arch"}))
+	sess := c.srv.sessions[res["agent_id"].(string)]
+	c.srv.client.markGone(nil) // the client's stdout is gone
+	before := sess.counters.dropped.Load()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, err := c.srv.turn(context.Background(), sess, turnInput{prompt: "EVENTS=25", source: sourceMail})
+		if err != nil {
+			t.Errorf("turn: %v", err)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a turn blocked on a gone client")
+	}
+	if got := sess.counters.dropped.Load() - before; got < 25 {
+		t.Errorf("dropped %d events, want at least 25", got)
+	}
+	if n := len(c.srv.client.events); n != 0 {
+		t.Errorf("%d events queued for a gone client", n)
+	}
+}
