@@ -25,7 +25,7 @@ type client struct {
 	pending map[jsonrpcframe.ID]chan *jsonrpcframe.Message
 	gone    bool // stdin closed or stdout broken: drop events, fail requests
 
-	events   chan *jsonrpcframe.Message
+	events   chan func() *jsonrpcframe.Message
 	stopPump chan struct{}
 	pumpDone chan struct{}
 	dropped  atomic.Int64
@@ -46,7 +46,7 @@ func newClient(w jsonrpcframe.Writer, queue int, log *slog.Logger) *client {
 		w:        w,
 		log:      log,
 		pending:  map[jsonrpcframe.ID]chan *jsonrpcframe.Message{},
-		events:   make(chan *jsonrpcframe.Message, queue),
+		events:   make(chan func() *jsonrpcframe.Message, queue),
 		stopPump: make(chan struct{}),
 		pumpDone: make(chan struct{}),
 	}
@@ -59,7 +59,11 @@ func (c *client) pump() {
 	defer close(c.pumpDone)
 	for {
 		select {
-		case m := <-c.events:
+		case build := <-c.events:
+			m := build()
+			if m == nil {
+				continue
+			}
 			if err := c.w.Write(m); err != nil {
 				c.markGone(err)
 			}
@@ -143,15 +147,16 @@ func (c *client) notify(method string, params any) error {
 	return c.write(m)
 }
 
-// event queues a notification; it never blocks. It reports false when the
-// event was dropped (queue full or client gone).
-func (c *client) event(m *jsonrpcframe.Message) bool {
+// event queues a notification, built by build on the pump goroutine (so
+// that encoding events costs the Codex reader nothing); it never blocks. It
+// reports false when the event was dropped (queue full or client gone).
+func (c *client) event(build func() *jsonrpcframe.Message) bool {
 	if c.isGone() {
 		c.dropped.Add(1)
 		return false
 	}
 	select {
-	case c.events <- m:
+	case c.events <- build:
 		return true
 	default:
 		c.dropped.Add(1)

@@ -55,6 +55,23 @@ func (s *Server) forwardEvent(sess *session, call *toolCall, e codexchild.Event)
 		agentID, identity = sess.rec.AgentID, sess.rec.Identity
 		sess.mu.Unlock()
 	}
+	var reqID json.RawMessage
+	if call != nil {
+		reqID = call.id.Raw()
+	}
+	ok := s.client.event(func() *jsonrpcframe.Message { return eventMessage(e, agentID, identity, reqID) })
+	if sess != nil {
+		if ok {
+			sess.counters.forwarded.Add(1)
+		} else {
+			sess.counters.dropped.Add(1)
+		}
+		sess.recordEvent(e)
+	}
+}
+
+// eventMessage builds the codex/event notification for e.
+func eventMessage(e codexchild.Event, agentID, identity string, reqID json.RawMessage) *jsonrpcframe.Message {
 	params := map[string]json.RawMessage{}
 	meta := map[string]json.RawMessage{}
 	if e.Method == "codex/event" {
@@ -69,7 +86,9 @@ func (s *Server) forwardEvent(sess *session, call *toolCall, e codexchild.Event)
 		}
 	} else {
 		params["method"] = mustJSON(e.Method)
-		params["params"] = e.Params
+		if len(e.Params) > 0 {
+			params["params"] = e.Params
+		}
 		if e.ThreadID != "" {
 			meta["threadId"] = mustJSON(e.ThreadID)
 		}
@@ -78,8 +97,8 @@ func (s *Server) forwardEvent(sess *session, call *toolCall, e codexchild.Event)
 		}
 	}
 	delete(meta, "requestId")
-	if call != nil {
-		meta["requestId"] = call.id.Raw()
+	if reqID != nil {
+		meta["requestId"] = reqID
 	}
 	if agentID != "" {
 		meta["agent_id"] = mustJSON(agentID)
@@ -89,19 +108,9 @@ func (s *Server) forwardEvent(sess *session, call *toolCall, e codexchild.Event)
 	params["_meta"] = mustJSON(meta)
 	b, err := json.Marshal(params)
 	if err != nil {
-		return
+		return nil
 	}
-	m := &jsonrpcframe.Message{Versioned: true, Method: "codex/event", Params: b}
-	if s.client.event(m) {
-		if sess != nil {
-			sess.counters.forwarded.Add(1)
-		}
-	} else if sess != nil {
-		sess.counters.dropped.Add(1)
-	}
-	if sess != nil {
-		sess.recordEvent(e)
-	}
+	return &jsonrpcframe.Message{Versioned: true, Method: "codex/event", Params: b}
 }
 
 func mustJSON(v any) json.RawMessage {

@@ -3,11 +3,10 @@ package proxy
 import (
 	"context"
 	_ "embed"
-	"os/exec"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
-	"time"
 )
 
 // repoFacts are the git facts of a directory, refreshed on every turn.
@@ -19,28 +18,29 @@ type repoFacts struct {
 	Branch *string
 }
 
-// gitFacts runs git in dir. It never fails: anything git cannot tell is nil.
-func gitFacts(ctx context.Context, dir string) repoFacts {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	run := func(args ...string) (string, bool) {
-		cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
-		cmd.Env = append(cmd.Environ(), "GIT_OPTIONAL_LOCKS=0", "LC_ALL=C")
-		out, err := cmd.Output()
-		if err != nil {
-			return "", false
-		}
-		return strings.TrimSpace(string(out)), true
-	}
+// gitFacts reads the git facts of dir from the repository's files (no git
+// process: it runs on every turn). It never fails: anything it cannot tell
+// is nil. The root is the nearest directory holding .git (a directory, or a
+// file pointing to one as in worktrees and submodules); the branch comes
+// from HEAD ("detached@<sha>" when detached); the name is the last path
+// element of the origin remote's URL, else the root's directory name.
+func gitFacts(_ context.Context, dir string) repoFacts {
 	var f repoFacts
-	root, ok := run("rev-parse", "--show-toplevel")
-	if !ok || root == "" {
+	root, gitDir := findGitDir(dir)
+	if root == "" {
 		return f
 	}
-	root = filepath.Clean(root)
 	f.Root = &root
 	name := filepath.Base(root)
-	if url, ok := run("config", "--get", "remote.origin.url"); ok && url != "" {
+	common := gitDir
+	if b, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
+		c := strings.TrimSpace(string(b))
+		if !filepath.IsAbs(c) {
+			c = filepath.Join(gitDir, c)
+		}
+		common = filepath.Clean(c)
+	}
+	if url := originURL(filepath.Join(common, "config")); url != "" {
 		u := strings.TrimSuffix(strings.TrimRight(url, "/"), ".git")
 		if i := strings.LastIndexAny(u, "/:"); i >= 0 {
 			u = u[i+1:]
@@ -50,13 +50,71 @@ func gitFacts(ctx context.Context, dir string) repoFacts {
 		}
 	}
 	f.Name = &name
-	if b, ok := run("symbolic-ref", "--quiet", "--short", "HEAD"); ok && b != "" {
-		f.Branch = &b
-	} else if sha, ok := run("rev-parse", "--short", "HEAD"); ok && sha != "" {
-		d := "detached@" + sha
-		f.Branch = &d
+	if b, err := os.ReadFile(filepath.Join(gitDir, "HEAD")); err == nil {
+		head := strings.TrimSpace(string(b))
+		if ref, ok := strings.CutPrefix(head, "ref: "); ok {
+			br := strings.TrimPrefix(ref, "refs/heads/")
+			f.Branch = &br
+		} else if len(head) >= 7 {
+			d := "detached@" + head[:7]
+			f.Branch = &d
+		}
 	}
 	return f
+}
+
+// findGitDir walks up from dir to the nearest .git and returns the work
+// tree root and the git directory.
+func findGitDir(dir string) (root, gitDir string) {
+	d, err := filepath.Abs(dir)
+	if err != nil {
+		return "", ""
+	}
+	for {
+		p := filepath.Join(d, ".git")
+		if st, err := os.Stat(p); err == nil {
+			if st.IsDir() {
+				return d, p
+			}
+			if b, err := os.ReadFile(p); err == nil {
+				if g, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:"); ok {
+					g = strings.TrimSpace(g)
+					if !filepath.IsAbs(g) {
+						g = filepath.Join(d, g)
+					}
+					return d, filepath.Clean(g)
+				}
+			}
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return "", ""
+		}
+		d = parent
+	}
+}
+
+// originURL returns remote.origin.url from a git config file, or "".
+func originURL(configPath string) string {
+	b, err := os.ReadFile(configPath)
+	if err != nil {
+		return ""
+	}
+	inOrigin := false
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "[") {
+			inOrigin = strings.ReplaceAll(line, " ", "") == `[remote"origin"]`
+			continue
+		}
+		if !inOrigin {
+			continue
+		}
+		if k, v, ok := strings.Cut(line, "="); ok && strings.TrimSpace(k) == "url" {
+			return strings.Trim(strings.TrimSpace(v), `"`)
+		}
+	}
+	return ""
 }
 
 func orNull(p *string) string {
