@@ -45,20 +45,19 @@
 // in between: its messages that ours lacks — by message_id, or by (from,
 // timestamp instant, text) for id-less ones — are merged in, the result is
 // sorted stably by timestamp instant (elements without one first), and the
-// exchange is repeated, at most 8 times. A displaced file that cannot be
-// parsed even after a short wait is kept aside as
-// {agent}.json.unmerged-{nanos}. Finally the tmp file is removed and the
+// exchange is repeated. A displaced file that cannot be parsed even after
+// a short wait, or that still brings new messages after 16 rounds, is kept
+// aside as {agent}.json.unmerged-{nanos}, never deleted. Finally the tmp file is removed and the
 // lock released. Readers take no lock; the inbox path always names a
 // complete file, so a reader sees the state before or after a write, never
 // half of one. Only a lock-ignoring writer, which truncates and rewrites the
 // file in place, can be caught half way: every reader and writer re-reads an
 // unparsable file for about 160 ms before calling it corrupt.
 //
-// The lock is taken with LOCK_NB, polling every 1 ms at first and at most
-// every 10 ms, and abandoned after Config.LockTimeout (default 1.55 s, the
-// total of the atm CLI's 50…800 ms backoff). Polling more often than the atm
-// CLI's schedule keeps waiters from starving under contention; the lock
-// itself is the same.
+// The lock is taken with LOCK_NB, polling every 1 to 2 ms, and abandoned
+// after Config.LockTimeout (default 1.55 s, the total of the atm CLI's
+// 50…800 ms backoff). Polling more often than the atm CLI's schedule keeps
+// waiters from starving under contention; the lock itself is the same.
 //
 // The window. A lock-ignoring writer W reads the whole file, changes it and
 // writes it back in place. Against our exchange E:
@@ -67,8 +66,9 @@
 //   - W writes (into the file we read) after our read and before E: its
 //     bytes are in the displaced file and are merged. Nothing is lost.
 //   - W read before E and opens the file after E: it overwrites our new
-//     file with its stale copy. Every message committed after W's read —
-//     ours included — is lost, and no writer can notice.
+//     file with its stale copy. What E added is lost — our message, or,
+//     when E is a merge exchange, W's own earlier messages that we were
+//     merging back — and no writer can notice.
 //   - W opened the file before E and its bytes land after we read the
 //     displaced file: they go into the displaced inode, which we unlink, so
 //     W's message is lost.

@@ -58,6 +58,9 @@ func entryFor(m Message) (*entry, error) {
 type snapshot struct {
 	data    []byte   // the bytes parsed
 	entries []*entry // one per array element, in file order
+
+	once sync.Once
+	idx  map[string]*entry // see index
 }
 
 // invalid returns the index of the first element that is not valid JSON,
@@ -66,18 +69,39 @@ func (s *snapshot) invalid() int {
 	return slices.IndexFunc(s.entries, func(e *entry) bool { return !e.valid })
 }
 
-// parseEntries splits data into entries. An error means data is not a JSON
+// parseEntries splits data into entries, reusing the entry of every
+// element whose bytes are a key of known. An error means data is not a JSON
 // array whose element boundaries can be found.
-func parseEntries(data []byte) ([]*entry, error) {
+func parseEntries(data []byte, known map[string]*entry) ([]*entry, error) {
 	elems, err := jsonarray.Split(data)
 	if err != nil {
 		return nil, err
 	}
 	entries := make([]*entry, len(elems))
 	for i, el := range elems {
+		if e, ok := known[string(el)]; ok {
+			entries[i] = e
+			continue
+		}
 		entries[i] = newEntry(el)
 	}
 	return entries, nil
+}
+
+// index maps the bytes of each element of s, as they appear in s.data, to
+// its entry. It is built on first use.
+func (s *snapshot) index() map[string]*entry {
+	s.once.Do(func() {
+		elems, err := jsonarray.Split(s.data)
+		if err != nil || len(elems) != len(s.entries) {
+			return
+		}
+		s.idx = make(map[string]*entry, len(elems))
+		for i, el := range elems {
+			s.idx[string(el)] = s.entries[i]
+		}
+	})
+	return s.idx
 }
 
 // encodeEntries writes entries as the inbox file format: a pretty array with
@@ -101,12 +125,13 @@ func encodeEntries(entries []*entry) []byte {
 	return append(b, "\n]"...)
 }
 
-// parseCache remembers the last snapshot of each inbox so that a file that
-// only grew by appended elements is parsed only in its new tail. A file
-// ending in "\n]" whose bytes before that are a prefix of the new file, which
+// parseCache remembers the last snapshot of each inbox so that a new
+// version of the file is parsed only where it changed. A file ending in
+// "\n]" whose bytes before that are a prefix of the new file, which
 // continues with ",", holds the old elements followed by the elements of
 // "[" + the rest; every writer of the pretty format appends that way. Any
-// other change is a full parse.
+// other change is split into elements and only elements whose bytes are new
+// are decoded.
 type parseCache struct {
 	mu sync.Mutex
 	m  map[string]*snapshot
@@ -118,33 +143,36 @@ func (c *parseCache) parse(path string, data []byte) (*snapshot, error) {
 	c.mu.Lock()
 	prev := c.m[path]
 	c.mu.Unlock()
-	var entries []*entry
-	switch {
-	case prev != nil && bytes.Equal(prev.data, data):
+	if prev != nil && bytes.Equal(prev.data, data) {
 		return prev, nil
-	case prev != nil && extends(prev, data):
-		tail := append([]byte{'['}, data[len(prev.data)-1:]...)
-		more, err := parseEntries(tail)
-		if err != nil || len(more) == 0 {
-			return c.full(path, data)
-		}
-		entries = slices.Concat(prev.entries, more)
-	default:
-		return c.full(path, data)
 	}
-	s := &snapshot{data: data, entries: entries}
+	s, err := parseFrom(prev, data)
+	if err != nil {
+		return nil, err
+	}
 	c.put(path, s)
 	return s, nil
 }
 
-func (c *parseCache) full(path string, data []byte) (*snapshot, error) {
-	entries, err := parseEntries(data)
+// parseFrom parses data, reusing what it can of prev (which may be nil):
+// when data is prev's file with elements appended only the new elements are
+// parsed; otherwise every element whose bytes are unchanged keeps its entry.
+func parseFrom(prev *snapshot, data []byte) (*snapshot, error) {
+	var known map[string]*entry
+	if prev != nil {
+		if extends(prev, data) {
+			tail := append([]byte{'['}, data[len(prev.data)-1:]...)
+			if more, err := parseEntries(tail, nil); err == nil && len(more) > 0 {
+				return &snapshot{data: data, entries: slices.Concat(prev.entries, more)}, nil
+			}
+		}
+		known = prev.index()
+	}
+	entries, err := parseEntries(data, known)
 	if err != nil {
 		return nil, err
 	}
-	s := &snapshot{data: data, entries: entries}
-	c.put(path, s)
-	return s, nil
+	return &snapshot{data: data, entries: entries}, nil
 }
 
 func extends(prev *snapshot, data []byte) bool {

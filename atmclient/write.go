@@ -23,10 +23,11 @@ var tornRetries = []time.Duration{2 * time.Millisecond, 5 * time.Millisecond, 10
 
 // maxMergeRounds bounds the swap-and-merge loop when lock-ignoring writers
 // keep rewriting the inbox.
-const maxMergeRounds = 8
+const maxMergeRounds = 16
 
 // testHook, when set by tests, is called at the steps of a write: "swap"
-// just before an exchange, "checked" after the displaced file was read.
+// just before the inbox is replaced (exchange or first rename), "checked"
+// after the displaced file was read.
 var testHook func(step string)
 
 func hook(step string) {
@@ -118,13 +119,14 @@ func (c *Client) update(ctx context.Context, path string, mutate mutation) error
 	out := encodeEntries(next)
 	// prev is what the exchange should displace; known is false when we
 	// did not read what is there (the inbox appeared after our read).
-	prev, known := snap.data, exists
+	prev, known := snap, exists
 	defer os.Remove(tmpPath)
 	for round := 0; ; round++ {
 		if err := fsx.WriteNew(tmpPath, out); err != nil {
 			return fmt.Errorf("write inbox: %w", err)
 		}
 		if !exists {
+			hook("swap")
 			err := fsx.RenameNoReplace(tmpPath, path)
 			switch {
 			case err == nil:
@@ -154,11 +156,14 @@ func (c *Client) update(ctx context.Context, path string, mutate mutation) error
 		if err != nil {
 			return fmt.Errorf("write inbox: check displaced file: %w", err)
 		}
-		if known && bytes.Equal(displaced, prev) {
+		if known && bytes.Equal(displaced, prev.data) {
 			c.cache.put(path, &snapshot{data: out, entries: next})
 			return nil
 		}
-		theirs, ok := c.parseDisplaced(ctx, tmpPath, displaced)
+		if !known {
+			prev = nil
+		}
+		theirs, ok := c.parseDisplaced(ctx, tmpPath, prev, displaced)
 		if !ok {
 			return nil
 		}
@@ -167,12 +172,13 @@ func (c *Client) update(ctx context.Context, path string, mutate mutation) error
 			c.cache.put(path, &snapshot{data: out, entries: next})
 			return nil
 		}
-		c.log.Info("merged messages written without the inbox lock", "path", path, "added", added, "round", round)
 		if round+1 == maxMergeRounds {
-			c.log.Warn("inbox keeps changing under the lock; giving up merging", "path", path)
+			c.keepAside(tmpPath, "inbox keeps changing without the lock; kept the last concurrent write aside unmerged")
 			return nil
 		}
-		prev, known, next, out = out, true, merged, encodeEntries(merged)
+		c.log.Info("merged messages written without the inbox lock", "path", path, "added", added, "round", round)
+		prev, known = &snapshot{data: out, entries: next}, true
+		next, out = merged, encodeEntries(merged)
 	}
 }
 
@@ -188,16 +194,17 @@ func (c *Client) renameFallback(tmpPath, path string, out []byte, next []*entry)
 }
 
 // parseDisplaced parses the displaced inbox, re-reading it while a
-// lock-ignoring writer may still be writing into it. An empty file has
+// lock-ignoring writer may still be writing into it; base, when not nil, is
+// the file the displaced one probably extends. An empty file has
 // nothing to merge. A file that stays unparsable is kept next to the inbox
 // as {agent}.json.unmerged-{unix-nanos} and ok is false.
-func (c *Client) parseDisplaced(ctx context.Context, tmpPath string, data []byte) (entries []*entry, ok bool) {
+func (c *Client) parseDisplaced(ctx context.Context, tmpPath string, base *snapshot, data []byte) (entries []*entry, ok bool) {
 	for attempt := 0; ; attempt++ {
 		empty := len(bytes.TrimSpace(data)) == 0
 		if !empty {
-			es, err := parseEntries(data)
-			if err == nil && !slices.ContainsFunc(es, func(e *entry) bool { return !e.valid }) {
-				return es, true
+			s, err := parseFrom(base, data)
+			if err == nil && s.invalid() < 0 {
+				return s.entries, true
 			}
 		}
 		if attempt == len(tornRetries) {
@@ -213,13 +220,20 @@ func (c *Client) parseDisplaced(ctx context.Context, tmpPath string, data []byte
 			data = d
 		}
 	}
+	c.keepAside(tmpPath, "kept an unparsable concurrent write to the inbox aside")
+	return nil, false
+}
+
+// keepAside renames the displaced inbox at tmpPath to
+// {agent}.json.unmerged-{unix-nanos} so that what could not be merged is
+// not destroyed.
+func (c *Client) keepAside(tmpPath, why string) {
 	aside := strings.TrimSuffix(tmpPath, ".tmp") + fmt.Sprintf(".json.unmerged-%d", time.Now().UnixNano())
 	if err := os.Rename(tmpPath, aside); err != nil {
-		c.log.Warn("could not parse nor keep a concurrent write to the inbox", "path", tmpPath, "err", err)
-	} else {
-		c.log.Warn("kept an unparsable concurrent write to the inbox aside", "path", aside)
+		c.log.Warn("could not keep a concurrent write to the inbox aside", "path", tmpPath, "err", err)
+		return
 	}
-	return nil, false
+	c.log.Warn(why, "path", aside)
 }
 
 // mergeEntries returns ours plus every entry of theirs it lacks: messages by

@@ -14,12 +14,12 @@ import (
 )
 
 // maxPoll caps the sleep between two attempts to take a busy lock.
-const maxPoll = 10 * time.Millisecond
+const maxPoll = 2 * time.Millisecond
 
 // Lock takes an exclusive flock(2) on the file at path, creating it (mode
 // 0600) if needed; the file itself is never replaced or removed. While the
-// lock is busy Lock polls with LOCK_NB, sleeping 1 ms at first and doubling
-// up to 10 ms (with jitter), until timeout has passed (then ErrLockTimeout)
+// lock is busy Lock polls with LOCK_NB, sleeping 1 ms at first and at most
+// 2 ms (with jitter), until timeout has passed (then ErrLockTimeout)
 // or ctx is done. Closing the returned file releases the lock.
 func Lock(ctx context.Context, path string, timeout time.Duration) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)

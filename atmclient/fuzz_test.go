@@ -1,0 +1,74 @@
+package atmclient
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// FuzzParseInbox: parsing any bytes never panics; every element that is a
+// message survives MarshalJSON and UnmarshalJSON unchanged; an inbox that
+// parses is re-encoded into one that parses to the same messages.
+func FuzzParseInbox(f *testing.F) {
+	for _, name := range []string{"claude_code_inbox.json", "atm_cli_inbox.json"} {
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(`[{"from":"a","content":"x","text":"y","timestamp":"t","read":null,"summary":null,"message_id":null,"z":[{}]}]`))
+	f.Add([]byte(`[1, "x", {"from": "\u00e9\ud800", "text": "<>&\u2028", "timestamp": "2026-01-01T00:00:00Z"}]`))
+	f.Add([]byte(`[{"from":"a","text":"b","timestamp":"c"},]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		entries, err := parseEntries(data, nil)
+		if err != nil {
+			return
+		}
+		var msgs []Message
+		valid := true
+		for _, e := range entries {
+			valid = valid && e.valid
+			if e.err != nil {
+				continue
+			}
+			msgs = append(msgs, e.msg)
+			b, err := e.msg.MarshalJSON()
+			if err != nil {
+				t.Fatalf("MarshalJSON(%+v): %v", e.msg, err)
+			}
+			var back Message
+			if err := json.Unmarshal(b, &back); err != nil {
+				t.Fatalf("written message %s does not read back: %v", b, err)
+			}
+			if diff := cmp.Diff(e.msg, back); diff != "" {
+				t.Fatalf("message round trip mismatch (-read +reread):\n%s", diff)
+			}
+			_ = e.msg.Key()
+			_ = e.msg.IsProtocol()
+		}
+		if !valid {
+			return
+		}
+		out := encodeEntries(entries)
+		again, err := parseEntries(out, nil)
+		if err != nil {
+			t.Fatalf("re-encoded inbox does not parse: %v\n%s", err, out)
+		}
+		var msgs2 []Message
+		for _, e := range again {
+			if e.err == nil {
+				msgs2 = append(msgs2, e.msg)
+			}
+		}
+		if diff := cmp.Diff(msgs, msgs2); diff != "" {
+			t.Fatalf("inbox round trip mismatch (-read +reread):\n%s", diff)
+		}
+		if !json.Valid(out) {
+			t.Fatalf("re-encoded inbox is not valid JSON:\n%s", out)
+		}
+	})
+}
