@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
@@ -96,7 +97,9 @@ func (c *client) isGone() bool {
 	return c.gone
 }
 
-// close stops the event pump; queued events are dropped.
+// close stops the event pump; queued events are dropped. A pump stuck
+// writing to a client that no longer reads is abandoned after a second (the
+// process is about to exit); shutdown never hangs on it.
 func (c *client) close() {
 	c.markGone(nil)
 	select {
@@ -104,7 +107,11 @@ func (c *client) close() {
 	default:
 		close(c.stopPump)
 	}
-	<-c.pumpDone
+	select {
+	case <-c.pumpDone:
+	case <-time.After(time.Second):
+		c.log.Warn("the mcp client stopped reading; abandoning undelivered output")
+	}
 }
 
 func (c *client) write(m *jsonrpcframe.Message) error {

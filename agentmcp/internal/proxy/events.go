@@ -70,46 +70,67 @@ func (s *Server) forwardEvent(sess *session, call *toolCall, e codexchild.Event)
 	}
 }
 
-// eventMessage builds the codex/event notification for e.
+// eventMessage builds the codex/event notification for e by splicing the
+// child's params: _meta gets the client's requestId (or none) and the
+// agent_id, agent_id and identity are added, every other byte is the
+// child's.
 func eventMessage(e codexchild.Event, agentID, identity string, reqID json.RawMessage) *jsonrpcframe.Message {
-	params := map[string]json.RawMessage{}
-	meta := map[string]json.RawMessage{}
+	var orig []member
+	var meta []member
 	if e.Method == "codex/event" {
-		if err := json.Unmarshal(e.Params, &params); err != nil || params == nil {
-			params = map[string]json.RawMessage{"event": e.Params}
+		orig = members(e.Params)
+		if orig == nil && len(e.Params) > 0 {
+			orig = []member{{key: []byte(`"event"`), val: e.Params}}
 		}
-		if m, ok := params["_meta"]; ok {
-			_ = json.Unmarshal(m, &meta)
-			if meta == nil {
-				meta = map[string]json.RawMessage{}
+		for _, m := range orig {
+			if string(m.key) == `"_meta"` {
+				meta = members(m.val)
 			}
 		}
 	} else {
-		params["method"] = mustJSON(e.Method)
+		orig = []member{{key: []byte(`"method"`), val: jsonString(e.Method)}}
 		if len(e.Params) > 0 {
-			params["params"] = e.Params
+			orig = append(orig, member{key: []byte(`"params"`), val: e.Params})
 		}
 		if e.ThreadID != "" {
-			meta["threadId"] = mustJSON(e.ThreadID)
+			meta = append(meta, member{key: []byte(`"threadId"`), val: jsonString(e.ThreadID)})
 		}
 		if e.TurnID != "" {
-			meta["turnId"] = mustJSON(e.TurnID)
+			meta = append(meta, member{key: []byte(`"turnId"`), val: jsonString(e.TurnID)})
 		}
 	}
-	delete(meta, "requestId")
+	b := make([]byte, 0, len(e.Params)+160)
+	b = append(b, '{')
+	// _meta first: the child's members except requestId, then ours.
+	b = append(b, `"_meta":{`...)
+	for _, m := range meta {
+		switch string(m.key) {
+		case `"requestId"`, `"agent_id"`:
+			continue
+		}
+		b = appendMember(b, string(m.key), m.val)
+	}
 	if reqID != nil {
-		meta["requestId"] = reqID
+		b = appendMember(b, `"requestId"`, reqID)
 	}
+	var aid, ident []byte
 	if agentID != "" {
-		meta["agent_id"] = mustJSON(agentID)
-		params["agent_id"] = mustJSON(agentID)
-		params["identity"] = mustJSON(identity)
+		aid, ident = jsonString(agentID), jsonString(identity)
+		b = appendMember(b, `"agent_id"`, aid)
 	}
-	params["_meta"] = mustJSON(meta)
-	b, err := json.Marshal(params)
-	if err != nil {
-		return nil
+	b = append(b, '}')
+	if agentID != "" {
+		b = appendMember(b, `"agent_id"`, aid)
+		b = appendMember(b, `"identity"`, ident)
 	}
+	for _, m := range orig {
+		switch string(m.key) {
+		case `"_meta"`, `"agent_id"`, `"identity"`:
+			continue
+		}
+		b = appendMember(b, string(m.key), m.val)
+	}
+	b = append(b, '}')
 	return &jsonrpcframe.Message{Versioned: true, Method: "codex/event", Params: b}
 }
 

@@ -40,7 +40,7 @@ type harnessOpts struct {
 }
 
 // writeTeam creates a team config with the given members.
-func writeTeam(t *testing.T, home, team string, members ...string) {
+func writeTeam(t testing.TB, home, team string, members ...string) {
 	t.Helper()
 	dir := filepath.Join(home, ".claude", "teams", team)
 	if err := os.MkdirAll(filepath.Join(dir, "inboxes"), 0o755); err != nil {

@@ -187,6 +187,9 @@ func (s *Server) persistAsync(sess *session) {
 	}
 }
 
+// persistDebounce is how long the persister gathers changes before writing.
+const persistDebounce = 100 * time.Millisecond
+
 // persister writes queued sessions until the server's context ends, then
 // flushes what is left.
 func (s *Server) persister() {
@@ -194,6 +197,12 @@ func (s *Server) persister() {
 	for {
 		select {
 		case <-s.persistWake:
+			// Coalesce: a turn's busy and idle flips within the window
+			// cost one write, not two fsyncs on the request path's CPU.
+			select {
+			case <-time.After(persistDebounce):
+			case <-s.ctx.Done():
+			}
 			s.flushPersist()
 		case <-s.ctx.Done():
 			s.flushPersist()

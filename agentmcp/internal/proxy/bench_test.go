@@ -1,0 +1,278 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
+)
+
+var (
+	mockOnce sync.Once
+	mockPath string
+	mockErr  error
+)
+
+// mockcodexBin builds codexchild/cmd/mockcodex once.
+func mockcodexBin(tb testing.TB) string {
+	tb.Helper()
+	mockOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "proxy-bench-")
+		if err != nil {
+			mockErr = err
+			return
+		}
+		mockPath = filepath.Join(dir, "mockcodex")
+		out, err := exec.Command("go", "build", "-o", mockPath, "github.com/atm-agent-mcp/atm-agent-mcp/codexchild/cmd/mockcodex").CombinedOutput()
+		if err != nil {
+			mockErr = &buildError{out: string(out), err: err}
+		}
+	})
+	if mockErr != nil {
+		tb.Fatalf("build mockcodex: %v", mockErr)
+	}
+	return mockPath
+}
+
+type buildError struct {
+	out string
+	err error
+}
+
+func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
+
+// rawClient speaks NDJSON to an MCP server and waits for responses,
+// skipping notifications.
+type rawClient struct {
+	w    jsonrpcframe.Writer
+	r    jsonrpcframe.Reader
+	next int64
+}
+
+func (c *rawClient) call(tb testing.TB, method string, params any) *jsonrpcframe.Message {
+	c.next++
+	id := jsonrpcframe.IntID(c.next)
+	m, err := jsonrpcframe.NewRequest(id, method, params)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := c.w.Write(m); err != nil {
+		tb.Fatal(err)
+	}
+	for {
+		resp, err := c.r.Read()
+		if err != nil {
+			tb.Fatalf("read: %v", err)
+		}
+		if resp.IsResponse() && resp.ID == id {
+			return resp
+		}
+	}
+}
+
+// startDirect starts mockcodex mcp-server with a raw client.
+func startDirect(tb testing.TB, bin, dir string) *rawClient {
+	cmd := exec.Command(bin, "mcp-server")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CODEX_HOME="+filepath.Join(dir, ".codex"))
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { in.Close(); _ = cmd.Wait() })
+	c := &rawClient{w: jsonrpcframe.NewLineWriter(in), r: jsonrpcframe.NewLineReader(bufio.NewReaderSize(out, 1<<20), nil)}
+	c.call(tb, "initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "bench", "version": "1"}})
+	return c
+}
+
+// startProxied runs a proxy in this process in front of mockcodex, with a
+// raw client.
+func startProxied(tb testing.TB, bin, home string) (*rawClient, *Server) {
+	writeTeam(tb, home, "dev", "arch")
+	backend := codexchild.NewMCPServer(codexchild.Config{Bin: bin, Dir: home, Env: []string{"CODEX_HOME=" + filepath.Join(home, ".codex")}})
+	srv, err := New(Options{Home: home, Team: "dev", Identity: "proxy", Backend: backend, Cwd: home, SummaryTimeout: time.Second})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan struct{})
+	go func() {
+		_ = srv.Run(context.Background(), inR, outW)
+		outW.Close()
+		close(done)
+	}()
+	tb.Cleanup(func() {
+		go func() { _, _ = io.Copy(io.Discard, outR) }() // let the proxy finish writing
+		inW.Close()
+		<-done
+	})
+	c := &rawClient{w: jsonrpcframe.NewLineWriter(inW), r: jsonrpcframe.NewLineReader(bufio.NewReaderSize(outR, 1<<20), nil)}
+	c.call(tb, "initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}})
+	return c, srv
+}
+
+func structuredOf(tb testing.TB, m *jsonrpcframe.Message) map[string]any {
+	var r struct {
+		StructuredContent map[string]any `json:"structuredContent"`
+	}
+	if m.Error != nil || json.Unmarshal(m.Result, &r) != nil {
+		tb.Fatalf("bad result: %s %s", m.Result, m.Error)
+	}
+	return r.StructuredContent
+}
+
+func quantile(d []time.Duration, q float64) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[int(q*float64(len(s)-1))]
+}
+
+// BenchmarkToolsCallOverhead runs codex-reply round trips straight to
+// mockcodex and through the proxy side by side, alternating, and reports
+// what the proxy adds: p50-overhead-µs and p99-overhead-µs (targets: 100 µs
+// and 1 ms), next to the raw p50/p99 of both paths.
+func BenchmarkToolsCallOverhead(b *testing.B) {
+	bin := mockcodexBin(b)
+	home := b.TempDir()
+	direct := startDirect(b, bin, home)
+	proxied, _ := startProxied(b, bin, home)
+	thread := structuredOf(b, direct.call(b, "tools/call", map[string]any{"name": "codex", "arguments": map[string]any{"prompt": "start", "cwd": home}}))["threadId"]
+	agent := structuredOf(b, proxied.call(b, "tools/call", map[string]any{"name": "codex", "arguments": map[string]any{"prompt": "start", "identity": "arch"}}))["agent_id"]
+	var dd, pd []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		direct.call(b, "tools/call", map[string]any{"name": "codex-reply", "arguments": map[string]any{"threadId": thread, "prompt": "bench"}})
+		t1 := time.Now()
+		proxied.call(b, "tools/call", map[string]any{"name": "codex-reply", "arguments": map[string]any{"agent_id": agent, "prompt": "bench"}})
+		t2 := time.Now()
+		dd = append(dd, t1.Sub(t0))
+		pd = append(pd, t2.Sub(t1))
+	}
+	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+	b.ReportMetric(us(quantile(dd, 0.5)), "p50-direct-µs")
+	b.ReportMetric(us(quantile(pd, 0.5)), "p50-proxy-µs")
+	b.ReportMetric(us(quantile(pd, 0.5)-quantile(dd, 0.5)), "p50-overhead-µs")
+	b.ReportMetric(us(quantile(pd, 0.99)-quantile(dd, 0.99)), "p99-overhead-µs")
+}
+
+// BenchmarkInitialize measures the time from New to the initialize answer:
+// no child is started for it (target: 10 ms).
+func BenchmarkInitialize(b *testing.B) {
+	bin := mockcodexBin(b)
+	var ds []time.Duration
+	for b.Loop() {
+		home := b.TempDir()
+		t0 := time.Now()
+		c, _ := startProxied(b, bin, home)
+		ds = append(ds, time.Since(t0))
+		_ = c
+	}
+	b.ReportMetric(float64(quantile(ds, 0.5).Microseconds())/1e3, "p50-ms")
+	b.ReportMetric(float64(quantile(ds, 0.99).Microseconds())/1e3, "p99-ms")
+}
+
+// BenchmarkEventFlood forwards a flood of events (EVENTS=n per turn) with
+// agent_id tagging and reports events/s at the client, plus the latency of
+// a ping sent while the flood runs.
+func BenchmarkEventFlood(b *testing.B) {
+	bin := mockcodexBin(b)
+	home := b.TempDir()
+	writeTeam(b, home, "dev", "arch")
+	backend := codexchild.NewMCPServer(codexchild.Config{Bin: bin, Dir: home, Env: []string{"CODEX_HOME=" + filepath.Join(home, ".codex")}})
+	srv, err := New(Options{Home: home, Team: "dev", Identity: "proxy", Backend: backend, Cwd: home, SummaryTimeout: time.Second, EventQueue: 4096})
+	if err != nil {
+		b.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	go func() { _ = srv.Run(context.Background(), inR, outW); outW.Close() }()
+	w := jsonrpcframe.NewLineWriter(inW)
+	r := jsonrpcframe.NewLineReader(bufio.NewReaderSize(outR, 1<<20), nil)
+	var mu sync.Mutex
+	waiting := map[jsonrpcframe.ID]chan time.Time{}
+	var events int64
+	go func() {
+		for {
+			m, err := r.Read()
+			if err != nil {
+				return
+			}
+			if m.IsNotification() && m.Method == "codex/event" {
+				mu.Lock()
+				events++
+				mu.Unlock()
+				continue
+			}
+			if m.IsResponse() {
+				mu.Lock()
+				ch := waiting[m.ID]
+				mu.Unlock()
+				if ch != nil {
+					ch <- time.Now()
+				}
+			}
+		}
+	}()
+	var next int64
+	send := func(method string, params any) chan time.Time {
+		next++
+		id := jsonrpcframe.IntID(next)
+		ch := make(chan time.Time, 1)
+		mu.Lock()
+		waiting[id] = ch
+		mu.Unlock()
+		m, _ := jsonrpcframe.NewRequest(id, method, params)
+		if err := w.Write(m); err != nil {
+			b.Fatal(err)
+		}
+		return ch
+	}
+	<-send("initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}})
+	<-send("tools/call", map[string]any{"name": "codex", "arguments": map[string]any{"prompt": "start", "identity": "arch"}})
+	const perTurn = 5000
+	var pings []time.Duration
+	mu.Lock()
+	start := events
+	mu.Unlock()
+	t0 := time.Now()
+	for b.Loop() {
+		done := send("tools/call", map[string]any{"name": "codex", "arguments": map[string]any{"prompt": "EVENTS=5000 flood", "identity": "arch"}})
+		_ = done
+		for {
+			p0 := time.Now()
+			p1 := <-send("ping", nil)
+			pings = append(pings, p1.Sub(p0))
+			select {
+			case <-done:
+			default:
+				runtime.Gosched()
+				continue
+			}
+			break
+		}
+		// Next iteration: a new identity is not needed; close and reuse.
+		<-send("tools/call", map[string]any{"name": "agent_close", "arguments": map[string]any{"identity": "arch"}})
+	}
+	elapsed := time.Since(t0)
+	mu.Lock()
+	n := events - start
+	mu.Unlock()
+	b.ReportMetric(float64(n)/elapsed.Seconds(), "events/s")
+	b.ReportMetric(float64(perTurn), "events/turn")
+	b.ReportMetric(float64(quantile(pings, 0.5).Microseconds()), "ping-p50-µs")
+	b.ReportMetric(float64(quantile(pings, 0.99).Microseconds()), "ping-p99-µs")
+	inW.Close()
+}

@@ -1,0 +1,70 @@
+package proxy
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestEventMessage: the spliced event equals the decoded-and-rebuilt one.
+func TestEventMessage(t *testing.T) {
+	tests := []struct {
+		name  string
+		e     codexchild.Event
+		reqID string
+		agent string
+		want  string
+	}{
+		{"mcp event", codexchild.Event{Method: "codex/event", Params: json.RawMessage(`{"_meta":{"requestId":7,"threadId":"T"},"id":"u","msg":{"type":"agent_message","message":"a \"quoted\" {text}"}}`)},
+			`"c1"`, "codex-1", `{"_meta":{"threadId":"T","requestId":"c1","agent_id":"codex-1"},"agent_id":"codex-1","identity":"arch","id":"u","msg":{"type":"agent_message","message":"a \"quoted\" {text}"}}`},
+		{"no client request", codexchild.Event{Method: "codex/event", Params: json.RawMessage(` { "_meta" : { "requestId" : 7 } , "msg" : [1, {"a":"}"}] } `)},
+			"", "codex-1", `{"_meta":{"agent_id":"codex-1"},"agent_id":"codex-1","identity":"arch","msg":[1, {"a":"}"}]}`},
+		{"app-server event", codexchild.Event{Method: "item/completed", ThreadID: "T", TurnID: "U", Params: json.RawMessage(`{"item":{"type":"agentMessage"}}`)},
+			`3`, "codex-2", `{"_meta":{"threadId":"T","turnId":"U","requestId":3,"agent_id":"codex-2"},"agent_id":"codex-2","identity":"arch","method":"item/completed","params":{"item":{"type":"agentMessage"}}}`},
+		{"orphan without session", codexchild.Event{Method: "codex/event", Params: json.RawMessage(`{"msg":{"type":"warning"}}`)},
+			"", "", `{"_meta":{},"msg":{"type":"warning"}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var req json.RawMessage
+			if tt.reqID != "" {
+				req = json.RawMessage(tt.reqID)
+			}
+			m := eventMessage(tt.e, tt.agent, "arch", req)
+			if !json.Valid(m.Params) {
+				t.Fatalf("invalid JSON: %s", m.Params)
+			}
+			var got, want any
+			_ = json.Unmarshal(m.Params, &got)
+			_ = json.Unmarshal([]byte(tt.want), &want)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s\n%s", diff, m.Params)
+			}
+		})
+	}
+}
+
+func FuzzMembers(f *testing.F) {
+	f.Add([]byte(`{"a":1,"b":{"c":[1,"]"]},"d":"x\"y"}`))
+	f.Add([]byte(` { } `))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !json.Valid(data) {
+			return
+		}
+		ms := members(data)
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(data, &obj) != nil {
+			return
+		}
+		if len(ms) < len(obj) {
+			t.Fatalf("members found %d of %d", len(ms), len(obj))
+		}
+		for _, m := range ms {
+			if !json.Valid(m.val) || !json.Valid(m.key) {
+				t.Fatalf("bad member %q: %q", m.key, m.val)
+			}
+		}
+	})
+}
