@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/atm-agent-mcp/atm-agent-mcp/agentmcp v0.0.0-00010101000000-000000000000
+	github.com/atm-agent-mcp/atm-agent-mcp/codexchild v0.0.0-00010101000000-000000000000
 	github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe v0.0.0-00010101000000-000000000000
 	github.com/rogpeppe/go-internal v1.16.0
 )
@@ -12,7 +13,6 @@ require (
 	github.com/BurntSushi/toml v1.6.0 // indirect
 	github.com/alecthomas/kong v1.17.0 // indirect
 	github.com/atm-agent-mcp/atm-agent-mcp/atmclient v0.0.0-00010101000000-000000000000 // indirect
-	github.com/atm-agent-mcp/atm-agent-mcp/codexchild v0.0.0-00010101000000-000000000000 // indirect
 	github.com/atm-agent-mcp/atm-agent-mcp/mailbridge v0.0.0-00010101000000-000000000000 // indirect
 	github.com/atm-agent-mcp/atm-agent-mcp/registry v0.0.0-00010101000000-000000000000 // indirect
 	github.com/fsnotify/fsnotify v1.10.1 // indirect

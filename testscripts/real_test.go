@@ -1,0 +1,65 @@
+package testscripts
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/modelmock"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realcodex"
+)
+
+// TestRealCodex runs the real_*.txtar conversations through the binary
+// against the real Codex CLI (pinned versions, installed by make test) and
+// the loopback model: per backend, a turn, a reply, a Codex agent's own
+// atm_send through its per-thread tool server, an approval bridged to the
+// client, and the shutdown summary. Without the binaries it skips loudly
+// (fails under ATM_REQUIRE_REAL_CODEX=1).
+func TestRealCodex(t *testing.T) {
+	for _, tc := range []struct {
+		which   realcodex.Which
+		backend string
+	}{
+		{realcodex.MCPServer, "mcp-server"},
+	} {
+		t.Run(tc.backend, func(t *testing.T) {
+			bin := realcodex.Bin(t, tc.which)
+			mock, err := modelmock.Start(modelmock.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { mock.Close() })
+			home := realcodex.NewHome(t, mock.URL(), nil)
+			p := proxyParams(t, "real_*.txtar")
+			setup := p.Setup
+			var names []string
+			p.Setup = func(env *testscript.Env) error {
+				if err := setup(env); err != nil {
+					return err
+				}
+				for _, kv := range home.Env() {
+					k, v, _ := strings.Cut(kv, "=")
+					switch k {
+					case "CODEX_HOME", "MOCK_API_KEY", "RUST_LOG", realcodex.TagEnv:
+						env.Setenv(k, v)
+						names = append(names, k)
+					}
+				}
+				env.Setenv("MCP_ENV", strings.Join(append(names, "MOCK_API_KEY", "RUST_LOG", realcodex.TagEnv), " "))
+				env.Setenv("CODEX_BIN", bin)
+				env.Setenv("CODEX_BACKEND", tc.backend)
+				env.Setenv("CODEX_WORK", home.WorkDir)
+				return os.MkdirAll(home.WorkDir, 0o755)
+			}
+			// testscript runs the scripts as parallel subtests: check after them.
+			t.Cleanup(func() {
+				if !t.Failed() && !mock.SawInput("Identity:  arch") {
+					t.Error("the model never saw the injected session context")
+				}
+			})
+			testscript.Run(t, p)
+		})
+	}
+}
