@@ -23,11 +23,11 @@ CODEX_CACHE       := $(CURDIR)/.cache/codex
 
 all: build
 
-## build: bin/atm-agent-mcp plus the test helpers (mockcodex, mockmodel).
+## build: bin/atm-agent-mcp, the demo, and the test helpers (mockcodex, mockmodel).
 build:
 	@mkdir -p $(BIN)
-	cd agentmcp && GOWORK=off $(GO) build -o $(BIN)/atm-agent-mcp ./cmd/atm-agent-mcp 2>/dev/null || echo "agentmcp: binary not built yet"
-	cd codexchild && GOWORK=off $(GO) build -o $(BIN)/ ./cmd/... 2>/dev/null || true
+	cd agentmcp && GOWORK=off $(GO) build -o $(BIN)/ ./cmd/...
+	cd codexchild && GOWORK=off $(GO) build -o $(BIN)/ ./cmd/...
 
 ## test: every module with -race, the testscripts, and the real-Codex suite.
 test: build real-codex
@@ -71,13 +71,7 @@ fuzz:
 
 ## demo: a scripted MCP conversation through the binary against mockcodex.
 demo: build
-	@if [ -x $(BIN)/atm-agent-mcp ] && $(BIN)/atm-agent-mcp demo --help >/dev/null 2>&1; then \
-	  $(BIN)/atm-agent-mcp demo; \
-	else \
-	  echo "make demo: will build bin/atm-agent-mcp and play a scripted MCP conversation"; \
-	  echo "(two Codex agents, team mail between them, shutdown summaries) against mockcodex."; \
-	  echo "Not available yet: the proxy is still being built (see the open issues)."; \
-	fi
+	@$(BIN)/atm-agent-mcp-demo -bin $(BIN)/atm-agent-mcp -codex $(BIN)/mockcodex
 
 clean:
 	rm -rf $(BIN)
