@@ -53,3 +53,30 @@ func BenchmarkTurn(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/call")
 }
+
+// BenchmarkAppServerTurn is a minimal app-server round trip on one thread of
+// mockcodex as 0.169.0: turn/start, its notifications and turn/completed.
+func BenchmarkAppServerTurn(b *testing.B) {
+	bin := mockBin(b)
+	dir := b.TempDir()
+	be := NewAppServer(Config{Bin: bin, Dir: dir, Logger: slog.New(slog.DiscardHandler),
+		Env: []string{"MOCKCODEX_VERSION=0.169.0", "CODEX_HOME=" + dir}})
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = be.Close(ctx)
+	})
+	ctx := context.Background()
+	res, err := be.Turn(ctx, TurnRequest{Prompt: "start", Params: ThreadParams{Cwd: dir}})
+	if err != nil || res.IsError {
+		b.Fatal(res, err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		r, err := be.Turn(ctx, TurnRequest{ThreadID: res.ThreadID, Prompt: "bench"})
+		if err != nil || r.IsError {
+			b.Fatal(r, err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/call")
+}

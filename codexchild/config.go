@@ -29,6 +29,10 @@ type ClientInfo struct {
 type Config struct {
 	// Bin is the path of the codex binary. Required.
 	Bin string
+	// Kind selects the protocol for New: KindMCPServer, KindAppServer or
+	// KindAuto (probe the binary at first use, see New). optional: ""
+	// means KindAuto. NewMCPServer and NewAppServer ignore it.
+	Kind Kind
 	// Args are extra arguments placed before the subcommand, such as
 	// ["-c", "model=o3"] or ["-m", "o3"]. optional: nil means none.
 	Args []string

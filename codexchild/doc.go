@@ -13,12 +13,26 @@
 // later result may arrive under the old request id (see the design notes on
 // [MCPServer]).
 //
+// [NewAppServer] returns the backend for `codex app-server` (Codex 0.154
+// and later; `codex mcp-server` was removed in 0.154.0). It speaks the
+// app-server's dialect (no "jsonrpc" member, thread/start, turn/start ended
+// by turn/completed, turn/interrupt, turn/steer, thread/resume of a thread a
+// previous process ran, item/*/requestApproval) behind the same interface,
+// and answers every other server request itself (see otherRequestAnswer).
+//
+// [New] picks the backend by Config.Kind; the default, "auto", probes the
+// binary at first use (`codex --version`, else the usage line of `codex
+// mcp-server --help`) and logs its choice.
+//
 // The files: child.go supervises a process (process group, stderr drained to
 // the log, exit status, graceful stop) and is shared by both backends;
 // mcpserver.go is the mcp-server backend's API and lifecycle, calls.go its
 // requests and replies, router.go its reader and routing, turn.go the state
 // of a turn, approval.go the mapping of decisions and approval requests,
-// config.go the Config.
+// config.go the Config; appserver.go is the app-server backend's API and
+// lifecycle, appturn.go its turns, appread.go its reader and routing,
+// appapproval.go its approval and server-request answers; select.go is New
+// and the auto selection.
 //
 // Subpackages: modelmock (a loopback mock of the Responses API for the real
 // Codex), realcodex (test helpers that run the real Codex offline) and

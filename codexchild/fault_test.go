@@ -11,18 +11,28 @@ import (
 	"time"
 )
 
-// TestFaults runs mockcodex's fault keywords (mock only): each must give the
-// specified error, promptly, and leave no goroutine or process behind (the
-// leak check of newBackend).
+// TestFaults runs mockcodex's fault keywords (mock only), in both protocols:
+// each must give the specified error, promptly, and leave no goroutine or
+// process behind (the leak check of newTestBackend).
 func TestFaults(t *testing.T) {
-	type check func(t *testing.T, b *MCPServer, res *Result, err error, elapsed time.Duration)
+	for _, tg := range []struct {
+		kind  Kind
+		setup func(t *testing.T) (Config, string)
+	}{{KindMCPServer, setupMock}, {KindAppServer, setupMockApp}} {
+		t.Run(string(tg.kind), func(t *testing.T) { testFaults(t, tg.setup) })
+	}
+}
+
+func testFaults(t *testing.T, setup func(t *testing.T) (Config, string)) {
+	type check func(t *testing.T, b Backend, res *Result, err error, elapsed time.Duration)
 	exitCheck := func(want ExitStatus) check {
-		return func(t *testing.T, b *MCPServer, res *Result, err error, elapsed time.Duration) {
+		return func(t *testing.T, b Backend, res *Result, err error, elapsed time.Duration) {
 			var ee *ExitError
 			if !errors.As(err, &ee) || !errors.Is(err, ErrChildExited) {
 				t.Fatalf("Turn = %+v, %v; want an *ExitError", res, err)
 			}
-			if ee.Stderr == "" {
+			// (mockcodex's app-server mode logs nothing before a crash.)
+			if ee.Stderr == "" && b.Kind() == KindMCPServer {
 				t.Errorf("ExitError.Stderr is empty, want the child's last stderr lines")
 			}
 			if ee.Status != want {
@@ -38,15 +48,18 @@ func TestFaults(t *testing.T) {
 			if !errors.As(err2, &ee2) || ee2.Status != want || time.Since(start) > 100*time.Millisecond {
 				t.Errorf("next Turn = %v after %s, want the same *ExitError at once", err2, time.Since(start))
 			}
-			if _, err := b.Tools(ctxFor(t, time.Second)); !errors.As(err, &ee2) {
+			if _, err := b.Tools(ctxFor(t, time.Second)); b.Kind() == KindMCPServer && !errors.As(err, &ee2) {
 				t.Errorf("Tools after exit = %v, want the *ExitError", err)
+			}
+			if err := b.Steer(ctxFor(t, time.Second), "x", "y"); err == nil {
+				t.Errorf("Steer after exit succeeded")
 			}
 			if s := b.Status(); s.Running || s.Exit == nil || *s.Exit != want {
 				t.Errorf("Status = %+v, want exited with %+v", s, want)
 			}
 		}
 	}
-	completes := func(t *testing.T, b *MCPServer, res *Result, err error, elapsed time.Duration) {
+	completes := func(t *testing.T, b Backend, res *Result, err error, elapsed time.Duration) {
 		if err != nil || res.IsError || !strings.HasPrefix(res.Text, "MOCK_REPLY: ") {
 			t.Fatalf("Turn = %+v, %v; want a completed MOCK_REPLY turn", res, err)
 		}
@@ -62,7 +75,7 @@ func TestFaults(t *testing.T) {
 		{"crash_code", "CRASH=3 mid turn", 0, nil, exitCheck(ExitStatus{Code: 3}), nil},
 		{"crash_sigkill", "CRASH=SIGKILL mid turn", 0, nil, exitCheck(ExitStatus{Code: -1, Signal: "killed"}), nil},
 		{"start_failure", "never sent", 0, []string{"MOCKCODEX_START_FAIL=7"}, exitCheck(ExitStatus{Code: 7}), nil},
-		{"hang", "HANG please", 2 * time.Second, nil, func(t *testing.T, b *MCPServer, res *Result, err error, elapsed time.Duration) {
+		{"hang", "HANG please", 2 * time.Second, nil, func(t *testing.T, b Backend, res *Result, err error, elapsed time.Duration) {
 			var te *TimeoutError
 			if !errors.As(err, &te) {
 				t.Fatalf("Turn = %+v, %v; want a *TimeoutError", res, err)
@@ -77,14 +90,14 @@ func TestFaults(t *testing.T) {
 		{"many_events", "EVENTS=2000 then reply", 0, nil, completes, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, cwd := setupMock(t)
+			cfg, cwd := setup(t)
 			cfg.Env = append(cfg.Env, tc.env...)
 			var exits []ExitStatus
 			var mu sync.Mutex
 			cfg.OnExit = func(s ExitStatus) { mu.Lock(); exits = append(exits, s); mu.Unlock() }
 			counts := newCountingHandler(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug}))
 			cfg.Logger = slog.New(counts)
-			b := newBackend(t, cfg)
+			b := newTestBackend(t, cfg)
 			start := time.Now()
 			res, err := b.Turn(ctxFor(t, 30*time.Second), TurnRequest{Prompt: tc.prompt, Params: ThreadParams{Cwd: cwd}, Timeout: tc.timeout})
 			tc.check(t, b, res, err, time.Since(start))

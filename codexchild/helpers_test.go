@@ -29,6 +29,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(fakeChildEnv) != "" {
 		os.Exit(runFakeChild())
 	}
+	if os.Getenv(fakeAppEnv) != "" {
+		os.Exit(runFakeApp())
+	}
 	dir, err := os.MkdirTemp("", "codexchild-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -145,32 +148,37 @@ func leakedGoroutines() []string {
 		if strings.Contains(s, "codexchild.checkNoLeaks") || strings.Contains(s, "testing.tRunner") && !strings.Contains(s, "codexchild.(*") {
 			continue
 		}
-		if strings.Contains(s, "codexchild.(*MCPServer)") || strings.Contains(s, "codexchild.(*child)") || strings.Contains(s, "os/exec.") {
+		if strings.Contains(s, "codexchild.(*MCPServer)") || strings.Contains(s, "codexchild.(*AppServer)") ||
+			strings.Contains(s, "codexchild.(*autoBackend)") || strings.Contains(s, "codexchild.(*child)") || strings.Contains(s, "os/exec.") {
 			out = append(out, s)
 		}
 	}
 	return out
 }
 
-// target is one implementation of `codex mcp-server` the contract runs
+// target is one implementation of a Codex protocol the contract runs
 // against.
 type target struct {
 	name string
-	// setup returns the config of a backend for the target (Bin, Env, Dir)
-	// and the cwd for threads; it registers its own cleanups.
+	kind Kind
+	// setup returns the config of a backend for the target (Bin, Env, Dir,
+	// Kind) and the cwd for threads; it registers its own cleanups. Two
+	// backends made from one config share Codex's storage (CODEX_HOME).
 	setup func(t *testing.T) (Config, string)
 	real  bool
 }
 
 var targets = []target{
-	{name: "mock", setup: setupMock},
-	{name: "real", setup: setupReal, real: true},
+	{name: "mock", kind: KindMCPServer, setup: setupMock},
+	{name: "real", kind: KindMCPServer, setup: setupReal, real: true},
+	{name: "app-mock", kind: KindAppServer, setup: setupMockApp},
+	{name: "app-real", kind: KindAppServer, setup: setupRealApp, real: true},
 }
 
 func setupMock(t *testing.T) (Config, string) {
 	bin := mockBin(t)
 	dir := t.TempDir()
-	return Config{Bin: bin, Dir: dir, Env: []string{"MOCKCODEX_LOG=" + filepath.Join(dir, "mockcodex.log")}}, dir
+	return Config{Bin: bin, Dir: dir, Kind: KindMCPServer, Env: []string{"MOCKCODEX_LOG=" + filepath.Join(dir, "mockcodex.log")}}, dir
 }
 
 func setupReal(t *testing.T) (Config, string) {
@@ -181,25 +189,68 @@ func setupReal(t *testing.T) (Config, string) {
 	}
 	t.Cleanup(func() { mock.Close() })
 	home := realcodex.NewHome(t, mock.URL(), nil)
-	return Config{Bin: bin, Dir: home.WorkDir, Env: home.Env(), ReplaceEnv: true}, home.WorkDir
+	return Config{Bin: bin, Dir: home.WorkDir, Env: home.Env(), ReplaceEnv: true, Kind: KindMCPServer}, home.WorkDir
 }
 
-// newBackend starts nothing yet: it returns a backend for cfg, closed at
-// cleanup, with the leak check armed.
+// setupMockApp is mockcodex as Codex 0.169.0 app-server, with its own
+// CODEX_HOME (its rollouts let a new process resume a thread).
+func setupMockApp(t *testing.T) (Config, string) {
+	bin := mockBin(t)
+	dir := t.TempDir()
+	home := filepath.Join(dir, "codex-home")
+	if err := os.Mkdir(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return Config{Bin: bin, Dir: dir, Kind: KindAppServer, Env: []string{
+		"MOCKCODEX_LOG=" + filepath.Join(dir, "mockcodex.log"), "MOCKCODEX_VERSION=0.169.0", "CODEX_HOME=" + home}}, dir
+}
+
+// setupRealApp is the real Codex 0.169.0 app-server on the loopback model.
+func setupRealApp(t *testing.T) (Config, string) {
+	bin := realcodex.Bin(t, realcodex.AppServer)
+	mock, err := modelmock.Start(modelmock.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mock.Close() })
+	home := realcodex.NewHome(t, mock.URL(), nil)
+	return Config{Bin: bin, Dir: home.WorkDir, Env: home.Env(), ReplaceEnv: true, Kind: KindAppServer}, home.WorkDir
+}
+
+// newBackend starts nothing yet: it returns an mcp-server backend for cfg,
+// closed at cleanup, with the leak check armed.
 func newBackend(t *testing.T, cfg Config) *MCPServer {
+	t.Helper()
+	cfg.Kind = KindMCPServer
+	return newTestBackend(t, cfg).(*MCPServer)
+}
+
+// newAppBackend is newBackend for the app-server backend.
+func newAppBackend(t *testing.T, cfg Config) *AppServer {
+	t.Helper()
+	cfg.Kind = KindAppServer
+	return newTestBackend(t, cfg).(*AppServer)
+}
+
+// newTestBackend returns New(cfg) (nothing started yet), closed at cleanup,
+// with the leak check armed.
+func newTestBackend(t *testing.T, cfg Config) Backend {
 	t.Helper()
 	lw := &tLogWriter{t: t}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(lw, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	var b *MCPServer
+	var b Backend
 	checkNoLeaks(t, func() []int {
 		if s := b.Status(); s.PID > 0 {
 			return []int{s.PID}
 		}
 		return nil
 	})
-	b = NewMCPServer(cfg)
+	b, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()

@@ -1,0 +1,385 @@
+package codexchild
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync/atomic"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
+)
+
+// This file is the reader side of AppServer: one goroutine per child reads
+// its stdout and routes responses to the calls waiting for them,
+// notifications to the turn of their thread (or Config.OnEvent), and the
+// child's requests to approvals or to the backend's own answers.
+
+// appApproval is an approval request the child waits for.
+type appApproval struct {
+	childID  jsonrpcframe.ID
+	method   string
+	owner    *appTurn // nil when it belongs to no running turn
+	answered atomic.Bool
+}
+
+// readLoop reads the child's stdout until EOF. Bad lines are logged and
+// skipped.
+func (b *AppServer) readLoop(ch *child, r jsonrpcframe.Reader) {
+	defer ch.stdoutFinished()
+	for {
+		m, err := r.Read()
+		if err != nil {
+			var me *jsonrpcframe.MessageError
+			if errors.As(err, &me) {
+				b.log.Warn("codex child wrote a bad line on stdout; skipped", "err", me.Detail, "line", string(me.Raw))
+				continue
+			}
+			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
+				b.log.Warn("codex child stdout", "err", err)
+			}
+			return
+		}
+		if m.Versioned && !b.versioned.Load() {
+			b.versioned.Store(true)
+		}
+		switch {
+		case m.IsResponse():
+			b.handleResponse(m)
+		case m.IsRequest():
+			b.handleRequest(m)
+		case m.IsNotification():
+			b.handleNotification(m)
+		}
+	}
+}
+
+// watchExit fails every pending call and running turn when the child has
+// exited.
+func (b *AppServer) watchExit(ch *child) {
+	<-ch.done
+	ee := ch.exitError()
+	b.mu.Lock()
+	b.exitErr = ee
+	closed := b.closed
+	calls := make([]*appCall, 0, len(b.pending))
+	for _, c := range b.pending {
+		calls = append(calls, c)
+	}
+	turns := make([]*appTurn, 0, len(b.turns))
+	for _, t := range b.turns {
+		t.err = ee
+		turns = append(turns, t)
+	}
+	clear(b.pending)
+	clear(b.turns)
+	clear(b.approvals)
+	b.mu.Unlock()
+	if closed {
+		b.log.Info("codex child stopped", "status", ee.Status.String(), "pending", len(calls), "turns", len(turns))
+	} else {
+		b.log.Error("codex child died", "status", ee.Status.String(), "pending", len(calls), "turns", len(turns), "stderr", ee.Stderr)
+	}
+	for _, c := range calls {
+		if c.reply != nil {
+			c.reply <- appReply{err: ee}
+		}
+	}
+	for _, t := range turns {
+		t.closed.Store(true)
+		t.finish()
+	}
+	if b.cfg.OnExit != nil {
+		b.cfg.OnExit(ee.Status)
+	}
+	close(b.exitHandled)
+}
+
+// handleResponse delivers a response to the call its id names. The response
+// to turn/start is handled here for the turn: its id is recorded (and a
+// deferred turn/interrupt sent), or its error ends the turn.
+func (b *AppServer) handleResponse(m *jsonrpcframe.Message) {
+	b.mu.Lock()
+	c := b.pending[m.ID]
+	delete(b.pending, m.ID)
+	b.mu.Unlock()
+	switch {
+	case c == nil:
+		b.log.Warn("codex: response to no request dropped", "id", m.ID.String())
+	case c.turn != nil:
+		b.turnStarted(c.turn, m)
+	case c.reply != nil:
+		c.reply <- appReply{msg: m}
+	case m.Err() != nil:
+		b.log.Info("codex refused a request", "method", c.method, "err", m.Err().Message)
+	}
+}
+
+// turnStarted handles the response to a turn's turn/start.
+func (b *AppServer) turnStarted(t *appTurn, m *jsonrpcframe.Message) {
+	if e := m.Err(); e != nil {
+		b.mu.Lock()
+		t.startErr, t.startErrRaw = e, m.Error
+		if b.turns[t.threadID] == t {
+			delete(b.turns, t.threadID)
+		}
+		b.mu.Unlock()
+		b.log.Info("codex refused turn/start", "thread", t.threadID, "err", e.Message)
+		t.finish()
+		return
+	}
+	var r struct {
+		Turn struct {
+			ID string `json:"id"`
+		} `json:"turn"`
+	}
+	_ = json.Unmarshal(m.Result, &r)
+	b.mu.Lock()
+	t.setTurnIDLocked(r.Turn.ID)
+	send := t.abandoned != notAbandoned && !t.interruptSent && t.turnID != ""
+	if send {
+		t.interruptSent = true
+	}
+	b.mu.Unlock()
+	if send {
+		b.sendInterrupt(t.threadID, t.turnID)
+	}
+}
+
+// eventIDs reads the thread and turn ids of a notification: threadId (or
+// thread.id) and turnId (or turn.id).
+func eventIDs(params json.RawMessage) (threadID, turnID string) {
+	var p struct {
+		ThreadID string `json:"threadId"`
+		TurnID   string `json:"turnId"`
+		Thread   *struct {
+			ID string `json:"id"`
+		} `json:"thread"`
+		Turn *struct {
+			ID string `json:"id"`
+		} `json:"turn"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return "", ""
+	}
+	threadID, turnID = p.ThreadID, p.TurnID
+	if threadID == "" && p.Thread != nil {
+		threadID = p.Thread.ID
+	}
+	if turnID == "" && p.Turn != nil {
+		turnID = p.Turn.ID
+	}
+	return threadID, turnID
+}
+
+// turnOfLocked returns the turn of a thread that a message with turnID
+// belongs to (running or abandoned); b.mu is held. Before the turn/start
+// response has told the turn's id, every message of the thread is taken
+// (the id is not adopted from them: after thread/resume, Codex sends a
+// thread/tokenUsage/updated naming the previous turn), except that
+// turn/started (adopt) names it.
+func (b *AppServer) turnOfLocked(threadID, turnID string, adopt bool) *appTurn {
+	t := b.turns[threadID]
+	if t == nil {
+		return nil
+	}
+	if turnID != "" {
+		if t.turnID == "" && adopt {
+			t.setTurnIDLocked(turnID)
+		} else if t.turnID != "" && t.turnID != turnID {
+			return nil
+		}
+	}
+	return t
+}
+
+// handleNotification delivers a notification to its turn's handler, or to
+// OnEvent when it belongs to no running turn. turn/completed ends its turn.
+func (b *AppServer) handleNotification(m *jsonrpcframe.Message) {
+	threadID, turnID := eventIDs(m.Params)
+	ev := Event{ThreadID: threadID, TurnID: turnID, Method: m.Method, Type: m.Method, Params: m.Params}
+	var t *appTurn
+	completed := false
+	if threadID != "" {
+		b.mu.Lock()
+		t = b.turnOfLocked(threadID, turnID, m.Method == "turn/started")
+		if t != nil && m.Method == "turn/completed" {
+			completed = true
+			t.completed = m.Params
+			delete(b.turns, threadID)
+		}
+		b.mu.Unlock()
+	}
+	if t == nil {
+		b.toOnEvent(ev)
+		return
+	}
+	if ev.TurnID == "" {
+		b.mu.Lock()
+		ev.TurnID = t.turnID
+		b.mu.Unlock()
+	}
+	t.mu.Lock()
+	if t.closed.Load() {
+		t.mu.Unlock()
+		b.toOnEvent(ev)
+	} else {
+		t.observe(m.Method, m.Params)
+		if t.handler != nil {
+			t.handler.Event(ev)
+		}
+		t.mu.Unlock()
+	}
+	if completed {
+		b.answerLeftovers(t, Decision{Kind: Deny, Reason: "the turn ended"})
+		t.finish()
+	}
+}
+
+// observe updates the turn's state from one of its notifications; t.mu is
+// held.
+func (t *appTurn) observe(method string, params json.RawMessage) {
+	switch method {
+	case "item/agentMessage/delta":
+		var p struct {
+			Delta string `json:"delta"`
+		}
+		if json.Unmarshal(params, &p) == nil {
+			t.delta.WriteString(p.Delta)
+		}
+	case "item/started", "item/completed":
+		var p struct {
+			Item struct {
+				Type    string          `json:"type"`
+				ID      string          `json:"id"`
+				Text    string          `json:"text"`
+				Changes json.RawMessage `json:"changes"`
+			} `json:"item"`
+		}
+		if json.Unmarshal(params, &p) != nil {
+			return
+		}
+		switch {
+		case p.Item.Type == "agentMessage" && method == "item/completed":
+			t.texts = append(t.texts, p.Item.Text)
+			t.delta.Reset()
+		case p.Item.Type == "fileChange" && len(p.Item.Changes) > 0 && string(p.Item.Changes) != "null":
+			if t.changes == nil {
+				t.changes = map[string]json.RawMessage{}
+			}
+			t.changes[p.Item.ID] = p.Item.Changes
+		}
+	case "error":
+		var p struct {
+			Error struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(params, &p) == nil && p.Error.Message != "" {
+			t.errMsg = p.Error.Message
+		}
+	}
+}
+
+// toOnEvent hands an event that belongs to no running turn to
+// Config.OnEvent, or drops it.
+func (b *AppServer) toOnEvent(ev Event) {
+	if b.cfg.OnEvent != nil {
+		b.cfg.OnEvent(ev)
+		return
+	}
+	b.log.Debug("codex: event of no running turn dropped", "method", ev.Method, "thread", ev.ThreadID)
+}
+
+// handleRequest answers the child's own requests: approvals go to the turn's
+// handler as typed Approvals; every other request is answered at once (see
+// otherRequestAnswer). No request is left unanswered.
+func (b *AppServer) handleRequest(m *jsonrpcframe.Message) {
+	a, ok := approvalFromAppRequest(m.Method, m.Params)
+	if !ok {
+		resp := otherRequestAnswer(m)
+		b.log.Warn("codex: request the proxy cannot serve answered", "method", m.Method, "answer", string(resp.Result)+string(resp.Error))
+		b.answer(m.ID, resp)
+		return
+	}
+	pa := &appApproval{childID: m.ID, method: m.Method}
+	b.mu.Lock()
+	t := b.turnOfLocked(a.ThreadID, a.TurnID, false)
+	if t != nil && t.abandoned != notAbandoned {
+		t = nil
+	}
+	b.approvalSeq++
+	a.ID = fmt.Sprintf("approval-%d", b.approvalSeq)
+	if a.TurnID == "" && t != nil {
+		a.TurnID = t.turnID
+	}
+	pa.owner = t
+	ap := NewApproval(a, nil)
+	ap.respond = func(d Decision) error { return b.answerApproval(ap, pa, d) }
+	b.approvals[ap] = pa
+	b.mu.Unlock()
+	switch {
+	case t == nil:
+		// Nobody waits for this turn: end it rather than let it run on.
+		b.log.Info("codex: approval of no running turn cancelled", "approval", ap.ID, "thread", a.ThreadID, "method", m.Method)
+		_ = ap.Respond(Decision{Kind: Abort})
+		return
+	case t.handler == nil:
+		_ = ap.Respond(Decision{Kind: Deny, Reason: "no approval handler"})
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed.Load() {
+		_ = ap.Respond(Decision{Kind: Deny, Reason: "the turn ended"})
+		return
+	}
+	if ap.Kind == ApprovalPatch && ap.Changes == nil {
+		ap.Changes = t.changes[ap.CallID]
+	}
+	t.handler.Approval(ap)
+}
+
+// answerApproval sends the decision for an approval, once.
+func (b *AppServer) answerApproval(a *Approval, pa *appApproval, d Decision) error {
+	if !pa.answered.CompareAndSwap(false, true) {
+		return ErrAlreadyAnswered
+	}
+	b.mu.Lock()
+	delete(b.approvals, a)
+	if d.Kind == Abort && pa.owner != nil {
+		pa.owner.aborted = true
+	}
+	b.mu.Unlock()
+	resp, err := jsonrpcframe.NewResponse(pa.childID, appDecision(pa.method, d))
+	if err != nil {
+		return err
+	}
+	b.log.Info("codex approval answered", "approval", a.ID, "kind", string(a.Kind), "decision", string(d.Kind))
+	return b.write(resp)
+}
+
+// answerLeftovers answers the unanswered approvals of a turn with d.
+func (b *AppServer) answerLeftovers(t *appTurn, d Decision) {
+	b.mu.Lock()
+	var left []*Approval
+	for a, pa := range b.approvals {
+		if pa.owner == t {
+			left = append(left, a)
+		}
+	}
+	b.mu.Unlock()
+	for _, a := range left {
+		if err := a.Respond(d); err == nil {
+			b.log.Info("codex approval answered because its turn ended", "approval", a.ID, "decision", string(d.Kind))
+		}
+	}
+}
+
+// answer writes a response to a request of the child, logging a failure.
+func (b *AppServer) answer(id jsonrpcframe.ID, resp *jsonrpcframe.Message) {
+	if err := b.write(resp); err != nil {
+		b.log.Warn("codex: answering the child failed", "id", id.String(), "err", err)
+	}
+}

@@ -1,0 +1,498 @@
+package codexchild
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
+)
+
+// This file is the turn side of AppServer: thread/start, thread/resume,
+// turn/start, turn/interrupt, turn/steer and the Result made from
+// turn/completed.
+
+// errTurnTimeout is the cause of a Turn's context when its timeout expired.
+var errTurnTimeout = errors.New("codexchild: turn timeout")
+
+// appTurn is the state of a turn on app-server.
+//
+// The fields under "guarded by AppServer.mu" are written by the reader and
+// by abandon. mu serialises delivery to the handler exactly as turn.mu does
+// for MCPServer: the reader holds it while calling the handler, and the Turn
+// goroutine takes it once after setting closed, so no callback runs after
+// Turn has returned.
+type appTurn struct {
+	handler  Handler
+	threadID string
+	done     chan struct{} // closed by finish
+	doneOnce sync.Once
+	started  chan struct{} // closed when the Codex turn id is known
+	startOne sync.Once
+	stop     chan abandonKind // buffered 1: abandon tells the waiting Turn
+	// resumable: a "thread not found" answer to turn/start makes Turn
+	// resume the thread and retry.
+	resumable bool
+
+	// guarded by AppServer.mu
+	turnID        string
+	abandoned     abandonKind
+	interruptSent bool
+	completed     json.RawMessage     // turn/completed params
+	startErr      *jsonrpcframe.Error // the error response to turn/start
+	startErrRaw   json.RawMessage     // its raw error member
+	err           error               // the child died
+	aborted       bool                // an approval was answered with Abort
+
+	closed  atomic.Bool
+	mu      sync.Mutex
+	texts   []string                   // agentMessage texts, in order
+	delta   strings.Builder            // deltas of the agent message in progress
+	changes map[string]json.RawMessage // fileChange item id → its changes
+	errMsg  string                     // the last error notification's message
+}
+
+func newAppTurn(threadID string, h Handler) *appTurn {
+	return &appTurn{handler: h, threadID: threadID, done: make(chan struct{}), started: make(chan struct{}), stop: make(chan abandonKind, 1)}
+}
+
+// finish ends the turn for its waiters.
+func (t *appTurn) finish() { t.doneOnce.Do(func() { close(t.done) }) }
+
+// setTurnIDLocked records the Codex turn id; AppServer.mu is held.
+func (t *appTurn) setTurnIDLocked(id string) {
+	if id == "" || t.turnID != "" {
+		return
+	}
+	t.turnID = id
+	t.startOne.Do(func() { close(t.started) })
+}
+
+// partial returns the agent text seen so far; t.mu is held.
+func (t *appTurn) partial() string {
+	parts := t.texts
+	if t.delta.Len() > 0 {
+		parts = append(parts[:len(parts):len(parts)], t.delta.String())
+	}
+	return strings.Join(parts, "\n")
+}
+
+// Turn runs one turn: thread/start for a new thread (with req.Params),
+// thread/resume first when req.Resume is set and this process has not seen
+// the thread (again with req.Params: Codex does not persist a thread's
+// config, such as its MCP servers), then turn/start. The Result is made from
+// turn/completed: the last agentMessage of a completed turn, or IsError with
+// Codex's error message for a failed one. A refused request (unknown thread,
+// no rollout, a bad parameter) is an IsError Result with Codex's message.
+// When turn/start says "thread not found" for a thread marked Resume, the
+// thread is resumed and the turn retried once. A turn on a thread whose
+// turn is still running fails with ErrThreadBusy; one whose previous turn
+// was just interrupted first waits (briefly) for Codex to end it.
+func (b *AppServer) Turn(ctx context.Context, req TurnRequest) (*Result, error) {
+	if err := b.ensureStarted(ctx); err != nil {
+		return nil, err
+	}
+	timeout := b.cfg.effectiveTimeout(req.Timeout)
+	tctx, cancel := context.WithCancel(ctx)
+	if timeout > 0 {
+		tctx, cancel = context.WithTimeoutCause(ctx, timeout, errTurnTimeout)
+	}
+	defer cancel()
+	fail := func(threadID string, err error) (*Result, error) {
+		if errors.Is(context.Cause(tctx), errTurnTimeout) {
+			return nil, &TimeoutError{After: timeout, ThreadID: threadID}
+		}
+		return nil, err
+	}
+
+	threadID := req.ThreadID
+	var res *Result
+	var err error
+	switch {
+	case threadID == "":
+		threadID, res, err = b.startThread(tctx, req.Params)
+	case req.Resume && !b.isLoaded(threadID):
+		res, err = b.resumeThread(tctx, threadID, req.Params)
+	}
+	if err != nil {
+		return fail(threadID, err)
+	}
+	if res != nil {
+		return res, nil
+	}
+	retry := req.Resume
+	for {
+		t := newAppTurn(threadID, req.Handler)
+		t.resumable = retry
+		if err := b.register(tctx, t); err != nil {
+			return fail(threadID, err)
+		}
+		input := []map[string]any{{"type": "text", "text": req.Prompt}}
+		if _, err := b.send("turn/start", map[string]any{"threadId": threadID, "input": input}, false, t); err != nil {
+			b.unregister(t)
+			return nil, err
+		}
+		if req.OnSent != nil {
+			req.OnSent()
+			req.OnSent = nil // once, even when the turn is retried after a resume
+		}
+		res, err := b.waitTurn(ctx, tctx, t, timeout)
+		if err != nil || res != nil {
+			return res, err
+		}
+		// turn/start said "thread not found" for a thread the caller wants
+		// resumed: this process does not have it (any more). Resume once.
+		retry = false
+		b.log.Info("codex thread not loaded; resuming it", "thread", threadID)
+		res, err = b.resumeThread(tctx, threadID, req.Params)
+		if err != nil {
+			return fail(threadID, err)
+		}
+		if res != nil {
+			return res, nil
+		}
+	}
+}
+
+// waitTurn waits for the end of a registered turn whose turn/start was
+// sent. It returns (nil, nil) when turn/start failed with "thread not found"
+// on a resumable turn: the caller resumes and retries.
+func (b *AppServer) waitTurn(ctx, tctx context.Context, t *appTurn, timeout time.Duration) (*Result, error) {
+	byCtx := false
+	select {
+	case <-t.done:
+	case <-t.stop: // Interrupt
+	case <-tctx.Done():
+		how := abandonInterrupt
+		if errors.Is(context.Cause(tctx), errTurnTimeout) {
+			how = abandonTimeout
+			b.log.Warn("codex turn timed out; interrupting it", "thread", t.threadID, "after", timeout)
+		} else {
+			byCtx = true
+		}
+		b.abandon(t, how)
+	}
+	// Barrier: after this no callback of this turn runs.
+	t.closed.Store(true)
+	t.mu.Lock()
+	partial, errMsg := t.partial(), t.errMsg
+	lastText := ""
+	if len(t.texts) > 0 {
+		lastText = t.texts[len(t.texts)-1]
+	}
+	t.mu.Unlock()
+	b.mu.Lock()
+	turnID, completed, how, aborted := t.turnID, t.completed, t.abandoned, t.aborted
+	startErr, startErrRaw, childErr := t.startErr, t.startErrRaw, t.err
+	b.mu.Unlock()
+
+	var res *Result
+	switch {
+	case childErr != nil:
+		return nil, childErr
+	case startErr != nil && isThreadNotFound(startErr) && t.resumable:
+		return nil, nil
+	case startErr != nil:
+		return &Result{ThreadID: t.threadID, Text: startErr.Message, IsError: true, Status: "failed", Raw: startErrRaw}, nil
+	case how == abandonTimeout:
+		return nil, &TimeoutError{After: timeout, ThreadID: t.threadID, Partial: partial}
+	case completed != nil:
+		res = appResult(completed, t.threadID, turnID, lastText, errMsg, partial, aborted)
+	default:
+		res = &Result{ThreadID: t.threadID, TurnID: turnID, Text: "codex turn interrupted", IsError: true, Status: "interrupted", Partial: partial}
+	}
+	if byCtx {
+		return res, ctx.Err()
+	}
+	return res, nil
+}
+
+// threadParams maps ThreadParams onto thread/start (and thread/resume)
+// params. CompactPrompt and Profile have no member of their own; they
+// become the config overrides compact_prompt and profile (unless Config
+// sets them). cfg is copied, never changed.
+func threadParams(p ThreadParams) map[string]any {
+	out := map[string]any{}
+	for k, v := range map[string]string{
+		"cwd":                   p.Cwd,
+		"model":                 p.Model,
+		"approvalPolicy":        p.ApprovalPolicy,
+		"sandbox":               p.Sandbox,
+		"baseInstructions":      p.BaseInstructions,
+		"developerInstructions": p.DeveloperInstructions,
+	} {
+		if v != "" {
+			out[k] = v
+		}
+	}
+	cfg := maps.Clone(p.Config)
+	for k, v := range map[string]string{"compact_prompt": p.CompactPrompt, "profile": p.Profile} {
+		if v == "" {
+			continue
+		}
+		if cfg == nil {
+			cfg = map[string]any{}
+		}
+		if _, ok := cfg[k]; !ok {
+			cfg[k] = v
+		}
+	}
+	if len(cfg) > 0 {
+		out["config"] = cfg
+	}
+	return out
+}
+
+// startThread sends thread/start. A refusal is an IsError Result.
+func (b *AppServer) startThread(ctx context.Context, p ThreadParams) (string, *Result, error) {
+	resp, err := b.roundTrip(ctx, "thread/start", threadParams(p))
+	if err != nil {
+		return "", nil, err
+	}
+	if e := resp.Err(); e != nil {
+		return "", &Result{Text: e.Message, IsError: true, Status: "failed", Raw: resp.Error}, nil
+	}
+	var r struct {
+		Thread struct {
+			ID string `json:"id"`
+		} `json:"thread"`
+	}
+	if err := json.Unmarshal(resp.Result, &r); err != nil || r.Thread.ID == "" {
+		return "", nil, fmt.Errorf("codexchild: thread/start: bad result %.200s", resp.Result)
+	}
+	b.mu.Lock()
+	b.loaded[r.Thread.ID] = true
+	b.mu.Unlock()
+	b.log.Info("codex thread started", "thread", r.Thread.ID)
+	return r.Thread.ID, nil, nil
+}
+
+// resumeThread sends thread/resume (without the history: excludeTurns). A
+// refusal ("no rollout found for thread id ...") is an IsError Result.
+func (b *AppServer) resumeThread(ctx context.Context, threadID string, p ThreadParams) (*Result, error) {
+	params := threadParams(p)
+	params["threadId"] = threadID
+	params["excludeTurns"] = true
+	resp, err := b.roundTrip(ctx, "thread/resume", params)
+	if err != nil {
+		return nil, err
+	}
+	if e := resp.Err(); e != nil {
+		b.log.Info("codex refused to resume the thread", "thread", threadID, "err", e.Message)
+		return &Result{ThreadID: threadID, Text: e.Message, IsError: true, Status: "failed", Raw: resp.Error}, nil
+	}
+	b.mu.Lock()
+	b.loaded[threadID] = true
+	b.mu.Unlock()
+	b.log.Info("codex thread resumed", "thread", threadID)
+	return nil, nil
+}
+
+// isLoaded reports whether this process has started or resumed the thread.
+func (b *AppServer) isLoaded(threadID string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.loaded[threadID]
+}
+
+// isThreadNotFound reports whether turn/start was refused because the
+// process does not know the thread ("thread not found: <id>").
+func isThreadNotFound(e *jsonrpcframe.Error) bool {
+	return strings.HasPrefix(e.Message, "thread not found")
+}
+
+// register makes t the running turn of its thread. If the thread's previous
+// turn was abandoned and Codex has not ended it yet, it waits for that (at
+// most drainWait); a running turn gives ErrThreadBusy.
+func (b *AppServer) register(ctx context.Context, t *appTurn) error {
+	for {
+		b.mu.Lock()
+		if b.exitErr != nil {
+			defer b.mu.Unlock()
+			return b.exitErr
+		}
+		old := b.turns[t.threadID]
+		if old == nil {
+			b.turns[t.threadID] = t
+			b.mu.Unlock()
+			return nil
+		}
+		draining := old.abandoned != notAbandoned
+		b.mu.Unlock()
+		if !draining {
+			return fmt.Errorf("codexchild: turn on thread %s: %w", t.threadID, ErrThreadBusy)
+		}
+		b.log.Info("waiting for the interrupted turn of the thread to end", "thread", t.threadID)
+		timer := time.NewTimer(drainWait)
+		select {
+		case <-old.done:
+			timer.Stop()
+		case <-timer.C:
+			return fmt.Errorf("codexchild: turn on thread %s: the interrupted turn has not ended after %s: %w", t.threadID, drainWait, ErrThreadBusy)
+		case <-ctx.Done():
+			timer.Stop()
+			return fmt.Errorf("codexchild: turn on thread %s: %w", t.threadID, context.Cause(ctx))
+		}
+	}
+}
+
+// unregister removes t from turns if it is still there.
+func (b *AppServer) unregister(t *appTurn) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.turns[t.threadID] == t {
+		delete(b.turns, t.threadID)
+	}
+}
+
+// abandon ends t for its caller without waiting for Codex: the Turn returns
+// at once, turn/interrupt is sent (now, or by the reader when the turn/start
+// response brings the turn id), unanswered approvals are cancelled, and t
+// stays in turns until Codex's turn/completed arrives.
+func (b *AppServer) abandon(t *appTurn, kind abandonKind) {
+	b.mu.Lock()
+	if t.abandoned != notAbandoned || t.completed != nil || b.turns[t.threadID] != t {
+		b.mu.Unlock()
+		return
+	}
+	t.abandoned = kind
+	send := t.turnID != "" && !t.interruptSent
+	if send {
+		t.interruptSent = true
+	}
+	turnID := t.turnID
+	b.mu.Unlock()
+	t.closed.Store(true)
+	select {
+	case t.stop <- kind:
+	default:
+	}
+	reason := map[abandonKind]string{abandonInterrupt: "interrupted", abandonTimeout: "timed out"}[kind]
+	b.log.Info("codex turn abandoned; interrupting it", "thread", t.threadID, "turn", turnID, "why", reason)
+	if send {
+		b.sendInterrupt(t.threadID, turnID)
+	}
+	b.answerLeftovers(t, Decision{Kind: Abort, Reason: "the turn was " + reason})
+}
+
+// sendInterrupt sends turn/interrupt; nobody waits for the answer (an
+// error answer, "no active turn to interrupt", is logged by the reader).
+func (b *AppServer) sendInterrupt(threadID, turnID string) {
+	if _, err := b.send("turn/interrupt", map[string]any{"threadId": threadID, "turnId": turnID}, false, nil); err != nil {
+		b.log.Warn("codex: sending turn/interrupt failed", "thread", threadID, "turn", turnID, "err", err)
+	}
+}
+
+// Interrupt interrupts the running turn of a thread with turn/interrupt;
+// the pending Turn returns at once with an interrupted IsError Result. It is
+// a no-op when the thread has no running turn.
+func (b *AppServer) Interrupt(ctx context.Context, threadID string) error {
+	b.mu.Lock()
+	t := b.turns[threadID]
+	b.mu.Unlock()
+	if t != nil {
+		b.abandon(t, abandonInterrupt)
+	}
+	return nil
+}
+
+// Steer adds text to the running turn of a thread (turn/steer with the
+// running turn's id as expectedTurnId). It waits, until ctx ends, for the
+// turn id when turn/start has not been answered yet. A thread without a
+// running turn is an error; so is Codex's refusal.
+func (b *AppServer) Steer(ctx context.Context, threadID, text string) error {
+	b.mu.Lock()
+	t := b.turns[threadID]
+	if t != nil && t.abandoned != notAbandoned {
+		t = nil
+	}
+	b.mu.Unlock()
+	if t == nil {
+		return fmt.Errorf("codexchild: steer: thread %s has no running turn", threadID)
+	}
+	select {
+	case <-t.started:
+	case <-t.done:
+		return fmt.Errorf("codexchild: steer: the turn of thread %s ended", threadID)
+	case <-ctx.Done():
+		return fmt.Errorf("codexchild: steer: %w", ctx.Err())
+	}
+	b.mu.Lock()
+	turnID := t.turnID
+	b.mu.Unlock()
+	resp, err := b.roundTrip(ctx, "turn/steer", map[string]any{
+		"threadId": threadID, "expectedTurnId": turnID,
+		"input": []map[string]any{{"type": "text", "text": text}},
+	})
+	if err != nil {
+		return err
+	}
+	if e := resp.Err(); e != nil {
+		return fmt.Errorf("codexchild: turn/steer: %w", e)
+	}
+	return nil
+}
+
+// turnCompleted is the part of turn/completed's params the backend reads.
+type turnCompleted struct {
+	ThreadID string `json:"threadId"`
+	Turn     struct {
+		ID     string `json:"id"`
+		Status string `json:"status"`
+		Error  *struct {
+			Message string `json:"message"`
+		} `json:"error"`
+		Items []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"items"`
+	} `json:"turn"`
+}
+
+// appResult makes the Result of a turn from its turn/completed params.
+// lastText (the last agentMessage seen in events) and errMsg (the last error
+// notification) stand in when turn/completed does not carry them.
+func appResult(raw json.RawMessage, threadID, turnID, lastText, errMsg, partial string, aborted bool) *Result {
+	var tc turnCompleted
+	_ = json.Unmarshal(raw, &tc)
+	res := &Result{ThreadID: threadID, TurnID: turnID, Status: tc.Turn.Status, Raw: raw}
+	if tc.Turn.ID != "" {
+		res.TurnID = tc.Turn.ID
+	}
+	text := lastText
+	for _, it := range tc.Turn.Items {
+		if it.Type == "agentMessage" {
+			text = it.Text
+		}
+	}
+	switch tc.Turn.Status {
+	case "completed":
+		res.Text = text
+	case "interrupted":
+		res.IsError, res.Partial = true, partial
+		res.Text = "codex turn interrupted"
+		if aborted {
+			res.Text = "codex turn aborted (approval answered with abort)"
+		}
+	default: // "failed", or a status this backend does not know
+		res.IsError = true
+		switch {
+		case tc.Turn.Error != nil && tc.Turn.Error.Message != "":
+			res.Text = tc.Turn.Error.Message
+		case errMsg != "":
+			res.Text = errMsg
+		default:
+			res.Text = "codex turn " + tc.Turn.Status
+		}
+		if res.Status == "" {
+			res.Status = "failed"
+		}
+	}
+	return res
+}

@@ -1,0 +1,243 @@
+package codexchild
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os/exec"
+	"regexp"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
+)
+
+// KindAuto makes New pick the protocol the Codex binary offers.
+const KindAuto Kind = "auto"
+
+// probeTimeout bounds each probe command of the auto selection.
+const probeTimeout = 15 * time.Second
+
+// New returns the backend cfg.Kind names: NewMCPServer for KindMCPServer,
+// NewAppServer for KindAppServer, and for KindAuto (or "") a backend that
+// decides once, at its first use, by probing the binary (see probeKind),
+// logs the choice and the Codex version, and then behaves exactly as the
+// chosen backend. Nothing is started by New: a missing binary fails the
+// first call, as it does for the other backends.
+func New(cfg Config) (Backend, error) {
+	switch cfg.Kind {
+	case KindMCPServer:
+		return NewMCPServer(cfg), nil
+	case KindAppServer:
+		return NewAppServer(cfg), nil
+	case KindAuto, "":
+		return &autoBackend{cfg: cfg, log: cfg.logger().With("component", "codexchild", "backend", string(KindAuto))}, nil
+	}
+	return nil, fmt.Errorf("codexchild: unknown backend kind %q (want auto, mcp-server or app-server)", cfg.Kind)
+}
+
+// autoBackend is the Backend of KindAuto: it probes the binary on first use
+// and then delegates to the chosen backend.
+type autoBackend struct {
+	cfg Config
+	log *slog.Logger
+
+	mu      sync.Mutex
+	decided chan struct{} // closed when b is set; nil before the probe started
+	b       Backend
+	version string // the probed version
+	closed  bool
+}
+
+var _ Backend = (*autoBackend)(nil)
+
+// backend returns the chosen backend, probing once; callers wait for the
+// probe until ctx ends.
+func (a *autoBackend) backend(ctx context.Context) (Backend, error) {
+	a.mu.Lock()
+	if a.closed && a.decided == nil {
+		a.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if a.decided == nil {
+		a.decided = make(chan struct{})
+		go a.decide()
+	}
+	done := a.decided
+	a.mu.Unlock()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return a.b, nil
+}
+
+// decide probes the binary and builds the backend; it closes decided.
+func (a *autoBackend) decide() {
+	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+	defer cancel()
+	kind, version, how := probeKind(ctx, a.cfg)
+	a.log.Info("codex backend chosen", "kind", string(kind), "version", version, "bin", a.cfg.Bin, "by", how)
+	var b Backend
+	if kind == KindMCPServer {
+		m := NewMCPServer(a.cfg)
+		m.version = version
+		b = m
+	} else {
+		s := NewAppServer(a.cfg)
+		s.version = version
+		b = s
+	}
+	a.mu.Lock()
+	a.b, a.version = b, version
+	a.mu.Unlock()
+	close(a.decided)
+}
+
+// Kind reports the chosen protocol; the first call probes the binary (at
+// most probeTimeout). A backend closed before its first use reports
+// KindAppServer.
+func (a *autoBackend) Kind() Kind {
+	b, err := a.backend(context.Background())
+	if err != nil {
+		return KindAppServer
+	}
+	return b.Kind()
+}
+
+func (a *autoBackend) Turn(ctx context.Context, req TurnRequest) (*Result, error) {
+	b, err := a.backend(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return b.Turn(ctx, req)
+}
+
+func (a *autoBackend) Interrupt(ctx context.Context, threadID string) error {
+	b, err := a.backend(ctx)
+	if err != nil {
+		return err
+	}
+	return b.Interrupt(ctx, threadID)
+}
+
+func (a *autoBackend) Steer(ctx context.Context, threadID, text string) error {
+	b, err := a.backend(ctx)
+	if err != nil {
+		return err
+	}
+	return b.Steer(ctx, threadID, text)
+}
+
+func (a *autoBackend) Forward(ctx context.Context, req *jsonrpcframe.Message) (*jsonrpcframe.Message, error) {
+	b, err := a.backend(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return b.Forward(ctx, req)
+}
+
+func (a *autoBackend) Notify(ctx context.Context, n *jsonrpcframe.Message) error {
+	b, err := a.backend(ctx)
+	if err != nil {
+		return err
+	}
+	return b.Notify(ctx, n)
+}
+
+func (a *autoBackend) Tools(ctx context.Context) (json.RawMessage, error) {
+	b, err := a.backend(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return b.Tools(ctx)
+}
+
+// Status reports the chosen backend's status; before the choice, a child
+// that has not started (no probe is run for it).
+func (a *autoBackend) Status() Status {
+	a.mu.Lock()
+	b := a.b
+	a.mu.Unlock()
+	if b == nil {
+		return Status{}
+	}
+	return b.Status()
+}
+
+// Close closes the chosen backend (waiting for a probe in progress); a
+// backend never used is only marked closed.
+func (a *autoBackend) Close(ctx context.Context) error {
+	a.mu.Lock()
+	a.closed = true
+	done := a.decided
+	a.mu.Unlock()
+	if done == nil {
+		return nil
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return a.b.Close(ctx)
+}
+
+// mcpServerUsage matches the usage line of `codex mcp-server --help`. Codex
+// 0.154 and later print the top-level help for it (and exit 0: measured on
+// 0.169.0, which reads "mcp-server" as a prompt), so the exit code alone
+// proves nothing.
+var mcpServerUsage = regexp.MustCompile(`(?m)^Usage:.*\smcp-server\b`)
+
+// probeKind decides the protocol of cfg.Bin. `codex --version` ("codex-cli
+// 0.169.0") decides when it parses: mcp-server up to 0.153.x (it was removed
+// in 0.154.0), app-server from 0.154. Otherwise `codex mcp-server --help`
+// decides: mcp-server if it prints that subcommand's usage. When neither
+// works (a missing binary, say) the answer is app-server, the protocol of
+// every current Codex; the start then reports the real problem. how says
+// which probe decided, for the log.
+func probeKind(ctx context.Context, cfg Config) (kind Kind, version, how string) {
+	out, err := probeRun(ctx, cfg, "--version")
+	if err == nil {
+		if f := bytes.Fields(out); len(f) > 0 {
+			version = string(f[len(f)-1])
+		}
+	}
+	if major, minor, ok := parseVersion(version); ok {
+		if major == 0 && minor <= 153 {
+			return KindMCPServer, version, "--version"
+		}
+		return KindAppServer, version, "--version"
+	}
+	help, herr := probeRun(ctx, cfg, "mcp-server", "--help")
+	switch {
+	case herr == nil && mcpServerUsage.Match(help):
+		return KindMCPServer, version, "mcp-server --help"
+	case herr == nil:
+		return KindAppServer, version, "mcp-server --help"
+	}
+	return KindAppServer, version, fmt.Sprintf("default (probes failed: %v; %v)", err, herr)
+}
+
+// probeRun runs the binary with args in the child's environment and
+// returns its stdout; its process group is killed when ctx ends.
+func probeRun(ctx context.Context, cfg Config, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, cfg.Bin, args...)
+	cmd.Env = cfg.env()
+	cmd.Dir = cfg.Dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return signalGroup(cmd, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	err := cmd.Run()
+	_ = signalGroup(cmd, syscall.SIGKILL) // nothing of the probe outlives it
+	if err != nil {
+		return nil, fmt.Errorf("%s %v: %w", cfg.Bin, args, err)
+	}
+	return stdout.Bytes(), nil
+}
