@@ -112,15 +112,12 @@ func selfPath() (string, error) {
 	return os.Executable()
 }
 
-// newBackend builds the Codex child for the configured backend.
+// newBackend builds the Codex child for the configured backend: auto picks
+// mcp-server for Codex ≤ 0.153 and app-server otherwise, once, at first use.
 func newBackend(cfg *config.Config, logger *slog.Logger) (codexchild.Backend, error) {
-	cc := codexchild.Config{
+	return codexchild.New(codexchild.Config{
 		Bin: cfg.CodexBin, Args: cfg.CodexArgs(), Logger: logger, DefaultTimeout: cfg.RequestTimeout,
 		ClientInfo: codexchild.ClientInfo{Name: "atm-agent-mcp", Version: cli.Version()},
-	}
-	switch cfg.Backend {
-	case "mcp-server", "auto", "":
-		return codexchild.NewMCPServer(cc), nil
-	}
-	return nil, fmt.Errorf("backend %q is not available in this build", cfg.Backend)
+		Kind:       codexchild.Kind(cfg.Backend),
+	})
 }

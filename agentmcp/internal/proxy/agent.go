@@ -89,10 +89,14 @@ func orDash(v any) any {
 }
 
 func (s *Server) toolAgentStatus(ctx context.Context, c *toolCall) (*toolResult, error) {
-	if err := c.args.checkUnknown("agent_status", "agent_id"); err != nil {
+	if err := c.args.checkUnknown("agent_status", "agent_id", "offset"); err != nil {
 		return nil, err
 	}
 	agentID, err := c.args.str("agent_id")
+	if err != nil {
+		return nil, err
+	}
+	offset, _, err := c.args.integer("offset")
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +107,7 @@ func (s *Server) toolAgentStatus(ctx context.Context, c *toolCall) (*toolResult,
 		if sess == nil {
 			return nil, newError(ErrSessionNotFound, map[string]any{"agent_id": agentID}, "no session with agent_id %q", agentID)
 		}
-		v := s.sessionDetail(ctx, sess)
+		v := s.sessionDetail(ctx, sess, offset)
 		return &toolResult{Text: jsonText(v), Structured: v}, nil
 	}
 	st := s.backend.Status()
@@ -142,20 +146,55 @@ func (s *Server) toolAgentStatus(ctx context.Context, c *toolCall) (*toolResult,
 	return &toolResult{Text: jsonText(v), Structured: v}, nil
 }
 
-// sessionDetail is agent_status for one session.
-func (s *Server) sessionDetail(ctx context.Context, sess *session) map[string]any {
+// sessionDetail is agent_status for one session: its status, last result,
+// recent agent messages, the items of the current turn, token usage,
+// pending approvals and event counters; offset pages through a long result.
+func (s *Server) sessionDetail(ctx context.Context, sess *session, offset int) map[string]any {
 	v := s.sessionView(sess)
 	sess.mu.Lock()
+	v["status"] = sess.statusLocked()
+	v["registry_status"] = string(sess.rec.Status)
 	v["busy"] = sess.running != nil
 	v["queued"] = len(sess.queue)
-	v["last_result"] = sess.lastResult
 	v["auto_mail"] = sess.autoMail
-	v["pending_approvals"] = len(sess.approvals)
-	recent := sess.recent
-	if len(recent) > 20 {
-		recent = recent[len(recent)-20:]
+	v["turns"] = sess.turns
+	var approvals []map[string]any
+	for _, p := range sess.approvals {
+		approvals = append(approvals, p.view())
 	}
-	v["recent_events"] = append([]eventRecord{}, recent...)
+	if approvals == nil {
+		approvals = []map[string]any{}
+	}
+	v["pending_approvals"] = approvals
+	v["agent_messages"] = append([]string{}, sess.act.messages...)
+	items := make([]turnItem, 0, len(sess.act.items))
+	for _, it := range sess.act.items {
+		items = append(items, *it)
+	}
+	v["current_turn_items"] = items
+	if len(sess.act.tokens) > 0 {
+		v["token_usage"] = sess.act.tokens
+	}
+	v["recent_events"] = sess.act.events(20)
+	if o := sess.last; o != nil {
+		last := map[string]any{"status": o.status, "finished_at": o.finished.UTC().Format(time.RFC3339Nano)}
+		if o.err != nil {
+			last["error"] = o.err.Error()
+		} else {
+			last["content"] = o.text
+			last["is_error"] = o.isError
+		}
+		v["last_result"] = last
+		if offset > 0 || len([]rune(sess.fullResult)) > s.maxResultChars() {
+			r := []rune(sess.fullResult)
+			from := min(max(offset, 0), len(r))
+			to := min(from+s.maxResultChars(), len(r))
+			v["result_text"] = string(r[from:to])
+			v["result_offset"] = from
+			v["result_total_chars"] = len(r)
+			v["result_more"] = to < len(r)
+		}
+	}
 	identity := sess.rec.Identity
 	live := sess.rec.Status.Live()
 	sess.mu.Unlock()
@@ -171,11 +210,6 @@ func (s *Server) sessionDetail(ctx context.Context, sess *session) map[string]an
 			mail["last_error"] = st.LastError
 		}
 		v["mail"] = mail
-	}
-	if live {
-		if n, err := s.atm.Pending(ctx, s.opts.Team, identity); err == nil {
-			v["pending_mail"] = n
-		}
 	}
 	return v
 }

@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
@@ -27,9 +26,10 @@ type toolResult struct {
 
 // toolNames lists the tools for error messages.
 var toolNames = []string{"codex", "codex-reply", "atm_send", "atm_read", "atm_broadcast", "atm_pending_count",
-	"agent_sessions", "agent_status", "agent_close"}
+	"agent_sessions", "agent_status", "agent_close", "agent_wait", "agent_interrupt", "agent_respond", "agent_list_codex_sessions"}
 
-func (s *Server) toolsCall(ctx context.Context, m *jsonrpcframe.Message) {
+// parseToolCall reads a tools/call request.
+func (s *Server) parseToolCall(m *jsonrpcframe.Message) (*toolCall, error) {
 	var p struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
@@ -38,52 +38,81 @@ func (s *Server) toolsCall(ctx context.Context, m *jsonrpcframe.Message) {
 		} `json:"_meta"`
 	}
 	if err := json.Unmarshal(m.Params, &p); err != nil || p.Name == "" {
-		s.client.replyError(m.ID, newError(ErrInvalidParams, nil, "tools/call needs params {name, arguments}"))
-		return
+		return nil, newError(ErrInvalidParams, nil, "tools/call needs params {name, arguments}")
 	}
 	a, err := parseArgs(p.Arguments)
 	if err != nil {
-		s.client.replyError(m.ID, err)
-		return
+		return nil, err
 	}
 	c := &toolCall{id: m.ID, name: p.Name, args: a}
 	if tok := p.Meta.ProgressToken; len(tok) > 0 && string(tok) != "null" {
 		c.prog = &progress{c: s.client, token: tok}
 	}
-	var res *toolResult
-	switch p.Name {
-	case "codex":
-		res, err = s.toolCodex(ctx, c)
-	case "codex-reply":
-		res, err = s.toolCodexReply(ctx, c)
-	case "atm_send":
-		res, err = s.atmTools.toolATMSend(ctx, c)
-	case "atm_read":
-		res, err = s.atmTools.toolATMRead(ctx, c)
-	case "atm_broadcast":
-		res, err = s.atmTools.toolATMBroadcast(ctx, c)
-	case "atm_pending_count":
-		res, err = s.atmTools.toolATMPending(ctx, c)
-	case "agent_sessions":
-		res, err = s.toolAgentSessions(ctx, c)
-	case "agent_status":
-		res, err = s.toolAgentStatus(ctx, c)
-	case "agent_close":
-		res, err = s.toolAgentClose(ctx, c)
-	default:
-		err = newError(ErrInvalidParams, map[string]any{"tool": p.Name, "available": toolNames},
-			"unknown tool %q (available: %s)", p.Name, strings.Join(toolNames, ", "))
+	return c, nil
+}
+
+// startToolCall begins a tools/call from the router. Replies to a session
+// are queued right here, in the order they were read; everything else is
+// started on the returned function, which the caller runs on its own
+// goroutine.
+func (s *Server) startToolCall(ctx context.Context, c *toolCall) func() (*toolResult, error) {
+	if c.name == "codex-reply" {
+		wait, err := s.startCodexReply(ctx, c)
+		if err != nil {
+			return func() (*toolResult, error) { return nil, err }
+		}
+		return wait
 	}
+	return func() (*toolResult, error) { return s.runTool(ctx, c) }
+}
+
+// runTool runs one tool.
+func (s *Server) runTool(ctx context.Context, c *toolCall) (*toolResult, error) {
+	switch c.name {
+	case "codex":
+		return s.toolCodex(ctx, c)
+	case "codex-reply":
+		return s.toolCodexReply(ctx, c)
+	case "atm_send":
+		return s.atmTools.toolATMSend(ctx, c)
+	case "atm_read":
+		return s.atmTools.toolATMRead(ctx, c)
+	case "atm_broadcast":
+		return s.atmTools.toolATMBroadcast(ctx, c)
+	case "atm_pending_count":
+		return s.atmTools.toolATMPending(ctx, c)
+	case "agent_sessions":
+		return s.toolAgentSessions(ctx, c)
+	case "agent_status":
+		return s.toolAgentStatus(ctx, c)
+	case "agent_close":
+		return s.toolAgentClose(ctx, c)
+	case "agent_wait":
+		return s.toolAgentWait(ctx, c)
+	case "agent_interrupt":
+		return s.toolAgentInterrupt(ctx, c)
+	case "agent_respond":
+		return s.toolAgentRespond(ctx, c)
+	case "agent_list_codex_sessions":
+		return s.toolListCodexSessions(ctx, c)
+	}
+	return nil, newError(ErrInvalidParams, map[string]any{"tool": c.name, "available": toolNames},
+		"unknown tool %q (available: %s)", c.name, strings.Join(toolNames, ", "))
+}
+
+// finishToolCall answers the client: the result, or the error; nothing when
+// the client cancelled the request.
+func (s *Server) finishToolCall(ctx context.Context, c *toolCall, res *toolResult, err error) {
 	c.prog.finish() // no progress after the response
-	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-		s.log.Info("request cancelled by the client; no response sent", "id", m.ID.String(), "tool", p.Name)
+	if ctx.Err() != nil {
+		s.log.Info("request cancelled by the client; no response sent", "id", c.id.String(), "tool", c.name)
 		return
 	}
 	if err != nil {
-		s.client.replyError(m.ID, err)
+		s.client.replyError(c.id, err)
 		return
 	}
-	s.client.reply(m.ID, resultJSON(res))
+	s.client.reply(c.id, resultJSON(res))
 }
 
 // resultJSON renders a tool result: text content plus structuredContent.

@@ -203,6 +203,8 @@ func (c *client) request(ctx context.Context, method string, params any) (*jsonr
 		}
 		return resp, nil
 	case <-ctx.Done():
+		// Tell the client the request is moot (MCP cancellation).
+		_ = c.notify("notifications/cancelled", map[string]any{"requestId": id, "reason": "no longer needed"})
 		return nil, ctx.Err()
 	}
 }

@@ -18,7 +18,8 @@ import (
 // (identity, agent_file, agent_id, role, tag, auto_mail) are never
 // forwarded: Codex 0.153.4 rejects unknown arguments.
 var codexArgNames = []string{"prompt", "agent_file", "agent_id", "identity", "role", "tag", "auto_mail", "cwd",
-	"model", "approval-policy", "sandbox", "base-instructions", "developer-instructions", "compact-prompt", "profile", "config"}
+	"model", "approval-policy", "sandbox", "base-instructions", "developer-instructions", "compact-prompt", "profile", "config",
+	"background", "thread_id"}
 
 // defaultContinuation is the prompt of a resume without one.
 const defaultContinuation = "Continue where you left off."
@@ -31,7 +32,7 @@ func (s *Server) toolCodex(ctx context.Context, c *toolCall) (*toolResult, error
 	}
 	str := map[string]string{}
 	for _, n := range []string{"prompt", "agent_file", "agent_id", "identity", "role", "tag", "cwd", "model",
-		"approval-policy", "sandbox", "base-instructions", "developer-instructions", "compact-prompt", "profile"} {
+		"approval-policy", "sandbox", "base-instructions", "developer-instructions", "compact-prompt", "profile", "thread_id"} {
 		v, err := a.str(n)
 		if err != nil {
 			return nil, err
@@ -46,13 +47,41 @@ func (s *Server) toolCodex(ctx context.Context, c *toolCall) (*toolResult, error
 	if err != nil {
 		return nil, err
 	}
-	prompt, agentFile, agentID := str["prompt"], str["agent_file"], str["agent_id"]
+	background, _, err := a.boolean("background")
+	if err != nil {
+		return nil, err
+	}
+	prompt, agentFile, agentID, adopt := str["prompt"], str["agent_file"], str["agent_id"], str["thread_id"]
 	if agentID != "" {
-		if agentFile != "" {
-			return nil, newError(ErrInvalidSessionParams, map[string]any{"arguments": []string{"agent_id", "agent_file"}},
-				"agent_id (resume) and agent_file are mutually exclusive")
+		if agentFile != "" || adopt != "" {
+			return nil, newError(ErrInvalidSessionParams, map[string]any{"arguments": []string{"agent_id", "agent_file", "thread_id"}},
+				"agent_id (resume) excludes agent_file and thread_id")
 		}
-		return s.resumeByAgentID(ctx, c, agentID, prompt, str["cwd"])
+		return s.resumeByAgentID(ctx, c, agentID, prompt, str["cwd"], background)
+	}
+	var adoptNote string
+	if adopt != "" {
+		if agentFile != "" {
+			return nil, newError(ErrInvalidSessionParams, map[string]any{"arguments": []string{"thread_id", "agent_file"}},
+				"thread_id (adopt) and agent_file are mutually exclusive")
+		}
+		if other := s.sessionByThread(adopt); other != nil && other.snapshot().Status.Live() {
+			return nil, newError(ErrInvalidSessionParams, map[string]any{"thread_id": adopt, "agent_id": other.agentID()},
+				"Codex session %s is already bound to agent_id %s; continue it with codex-reply", adopt, other.agentID())
+		}
+		r, note, err := s.adoptNote(adopt)
+		if err != nil {
+			return nil, err
+		}
+		adoptNote = note
+		if str["cwd"] == "" && r.Cwd != "" {
+			if st, err := os.Stat(r.Cwd); err == nil && st.IsDir() {
+				str["cwd"] = r.Cwd
+			}
+		}
+		if strings.TrimSpace(prompt) == "" {
+			prompt = defaultContinuation
+		}
 	}
 	if prompt != "" && agentFile != "" {
 		return nil, newError(ErrInvalidSessionParams, map[string]any{"arguments": []string{"prompt", "agent_file"}},
@@ -123,9 +152,23 @@ func (s *Server) toolCodex(ctx context.Context, c *toolCall) (*toolResult, error
 	if err != nil {
 		return nil, err
 	}
-	return s.runQueued(ctx, sess, sourceClaude, func(ctx context.Context) (*toolResult, error) {
+	if adopt != "" {
+		sess.mu.Lock()
+		sess.rec.BackendID = adopt
+		if s.backend.Kind() == codexchild.KindMCPServer {
+			sess.resumeNote = adoptNote // a fresh thread seeded with the rollout's last messages
+		}
+		sess.mu.Unlock()
+		s.persistNow(sess)
+		s.auditSession("session_adopted", sess.snapshot(), "codex thread "+adopt)
+	}
+	run := func(ctx context.Context) (*toolResult, error) {
 		return s.turn(ctx, sess, turnInput{prompt: prompt, call: c, source: sourceClaude})
-	})
+	}
+	if background {
+		return s.runBackground(sess, sourceClaude, run)
+	}
+	return s.runQueued(ctx, sess, sourceClaude, run)
 }
 
 // settings returns the thread defaults after the role preset.
@@ -265,6 +308,18 @@ func (s *Server) isClosing() bool {
 // client cancels while the turn waits in the queue, the turn is skipped; if
 // it is running, the turn is interrupted.
 func (s *Server) runQueued(ctx context.Context, sess *session, src turnSource, fn func(context.Context) (*toolResult, error)) (*toolResult, error) {
+	wait, err := s.enqueue(ctx, sess, src, fn)
+	if err != nil {
+		return nil, err
+	}
+	return wait()
+}
+
+// enqueue queues a turn on the session at once (without blocking) and
+// returns a function that waits for its result. Calling enqueue from the
+// router keeps a client's requests to one session in the order they were
+// read.
+func (s *Server) enqueue(ctx context.Context, sess *session, src turnSource, fn func(context.Context) (*toolResult, error)) (func() (*toolResult, error), error) {
 	type outcome struct {
 		res *toolResult
 		err error
@@ -292,8 +347,10 @@ func (s *Server) runQueued(ctx context.Context, sess *session, src turnSource, f
 	if err := sess.submit(j); err != nil {
 		return nil, err
 	}
-	o := <-done
-	return o.res, o.err
+	return func() (*toolResult, error) {
+		o := <-done
+		return o.res, o.err
+	}, nil
 }
 
 // turnInput is one turn to run on a session.
@@ -335,6 +392,11 @@ func (s *Server) turn(ctx context.Context, sess *session, in turnInput) (*toolRe
 	known := rec.BackendID != "" && s.knownThreads[rec.BackendID]
 	s.smu.Unlock()
 	newThread := rec.BackendID == "" || (kind == codexchild.KindMCPServer && (!known || tainted && !in.sameThread))
+	if newThread && tainted && note == "" {
+		sess.mu.Lock()
+		note = interruptedNote(rec, sess.act.messages)
+		sess.mu.Unlock()
+	}
 
 	timeout := s.opts.RequestTimeout
 	if in.timeout > 0 {
@@ -367,8 +429,15 @@ func (s *Server) turn(ctx context.Context, sess *session, in turnInput) (*toolRe
 	req.OnSent = in.onSent
 	s.auditTurn(rec, in)
 	res, err := s.backend.Turn(ctx, req)
+	if err != nil && res != nil && errors.Is(err, context.Canceled) {
+		err = nil // interrupted (agent_interrupt, close): report the interrupted result
+	}
 	if err != nil {
-		return nil, s.turnError(sess, err)
+		err = s.turnError(sess, err)
+		if in.source != sourceSummary {
+			sess.recordOutcome(&turnOutcome{status: "error", err: err, finished: s.now()}, "")
+		}
+		return nil, err
 	}
 	sess.mu.Lock()
 	newID := res.ThreadID != "" && res.ThreadID != sess.rec.BackendID
@@ -394,12 +463,17 @@ func (s *Server) turn(ctx context.Context, sess *session, in turnInput) (*toolRe
 		s.knownThreads[res.ThreadID] = true
 		s.smu.Unlock()
 	}
+	text := s.capResult(rec.AgentID, res.Text)
+	status := firstNonEmpty(res.Status, "completed")
+	if in.source != sourceSummary {
+		sess.recordOutcome(&turnOutcome{status: status, text: text, isError: res.IsError, threadID: rec.BackendID, finished: s.now()}, res.Text)
+	}
 	return &toolResult{
-		Text:    res.Text,
+		Text:    text,
 		IsError: res.IsError,
 		Structured: map[string]any{
 			"agent_id": rec.AgentID, "threadId": rec.BackendID, "identity": rec.Identity,
-			"content": res.Text, "status": firstNonEmpty(res.Status, "completed"),
+			"content": text, "status": status,
 		},
 	}, nil
 }

@@ -171,7 +171,8 @@ func (s *Server) Run(ctx context.Context, r io.Reader, w io.Writer) error {
 
 // newSession wraps a registry record; the session is not started.
 func (s *Server) newSession(rec registry.Session) *session {
-	return &session{srv: s, rec: rec, autoMail: true, idleCh: make(chan struct{})}
+	return &session{srv: s, rec: rec, autoMail: true, idleCh: make(chan struct{}), turnDone: make(chan struct{}),
+		act: activity{size: s.opts.EventRing}}
 }
 
 // persistAsync queues the session for the persister, which writes its

@@ -84,6 +84,17 @@ type Options struct {
 	// (ATM_HOME is always passed). optional.
 	ToolServerEnv map[string]string
 
+	// EventRing is the number of events kept per session for agent_status.
+	// optional: 0 means 500.
+	EventRing int
+	// MaxResultChars caps a tool result's text (Claude Code rejects results
+	// over about 25k tokens); the rest is available with agent_status and an
+	// offset. optional: 0 means 80000.
+	MaxResultChars int
+	// CodexHome is where session discovery looks for rollouts. optional: ""
+	// means $CODEX_HOME, else ~/.codex.
+	CodexHome string
+
 	// EventQueue is the bound of the event queue toward the client.
 	// optional: 0 means 1024.
 	EventQueue int

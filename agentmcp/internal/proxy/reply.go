@@ -14,8 +14,24 @@ import (
 // (threadId / conversationId). A thread id no session knows is passed to
 // Codex as it is, without context (Codex decides whether it exists).
 func (s *Server) toolCodexReply(ctx context.Context, c *toolCall) (*toolResult, error) {
+	wait, err := s.startCodexReply(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return wait()
+}
+
+// startCodexReply checks a codex-reply and queues its turn without
+// blocking; the router calls it so that replies to one session keep the
+// order the client sent them in. It returns a function that waits for the
+// result.
+func (s *Server) startCodexReply(ctx context.Context, c *toolCall) (func() (*toolResult, error), error) {
 	a := c.args
-	if err := a.checkUnknown("codex-reply", "prompt", "agent_id", "threadId", "conversationId", "cwd"); err != nil {
+	if err := a.checkUnknown("codex-reply", "prompt", "agent_id", "threadId", "conversationId", "cwd", "background"); err != nil {
+		return nil, err
+	}
+	background, _, err := a.boolean("background")
+	if err != nil {
 		return nil, err
 	}
 	prompt, err := a.str("prompt")
@@ -56,7 +72,7 @@ func (s *Server) toolCodexReply(ctx context.Context, c *toolCall) (*toolResult, 
 	case threadID != "":
 		sess = s.sessionByThread(threadID)
 		if sess == nil {
-			return s.anonymousReply(ctx, c, threadID, prompt)
+			return func() (*toolResult, error) { return s.anonymousReply(ctx, c, threadID, prompt) }, nil
 		}
 	default:
 		return nil, newError(ErrInvalidParams, map[string]any{"argument": "agent_id"}, "codex-reply needs agent_id (or threadId)")
@@ -75,9 +91,14 @@ func (s *Server) toolCodexReply(ctx context.Context, c *toolCall) (*toolResult, 
 		sess.rec.Cwd = cwd
 		sess.mu.Unlock()
 	}
-	return s.runQueued(ctx, sess, sourceClaude, func(ctx context.Context) (*toolResult, error) {
+	run := func(ctx context.Context) (*toolResult, error) {
 		return s.turn(ctx, sess, turnInput{prompt: prompt, call: c, source: sourceClaude})
-	})
+	}
+	if background {
+		res, err := s.runBackground(sess, sourceClaude, run)
+		return func() (*toolResult, error) { return res, err }, nil
+	}
+	return s.enqueue(ctx, sess, sourceClaude, run)
 }
 
 // sessionByThread finds the session bound to a Codex thread id.
@@ -117,7 +138,7 @@ func (s *Server) anonymousReply(ctx context.Context, c *toolCall, threadID, prom
 // resumeByAgentID is codex with agent_id (FR-16.3, FR-17.7): a live session
 // just gets the prompt; a closed, stale or interrupted one is bound again
 // (its identity claimed), its saved summary prepended to the first turn.
-func (s *Server) resumeByAgentID(ctx context.Context, c *toolCall, agentID, prompt, cwdArg string) (*toolResult, error) {
+func (s *Server) resumeByAgentID(ctx context.Context, c *toolCall, agentID, prompt, cwdArg string, background bool) (*toolResult, error) {
 	s.smu.Lock()
 	sess := s.sessions[agentID]
 	s.smu.Unlock()
@@ -139,9 +160,13 @@ func (s *Server) resumeByAgentID(ctx context.Context, c *toolCall, agentID, prom
 	if strings.TrimSpace(prompt) == "" {
 		prompt = defaultContinuation
 	}
-	return s.runQueued(ctx, sess, sourceClaude, func(ctx context.Context) (*toolResult, error) {
+	run := func(ctx context.Context) (*toolResult, error) {
 		return s.turn(ctx, sess, turnInput{prompt: prompt, call: c, source: sourceResume})
-	})
+	}
+	if background {
+		return s.runBackground(sess, sourceClaude, run)
+	}
+	return s.runQueued(ctx, sess, sourceClaude, run)
 }
 
 // rebind makes a session that is not live live again: identity uniqueness in

@@ -66,8 +66,11 @@ func (s *Server) notification(m *jsonrpcframe.Message) {
 		}
 		return
 	}
-	if s.backend != nil && s.backend.Kind() == "mcp-server" {
-		go func() {
+	if s.backend != nil {
+		go func() { // Kind may probe the Codex binary: never on the router
+			if s.backend.Kind() != "mcp-server" {
+				return
+			}
 			if err := s.backend.Notify(context.Background(), m); err != nil {
 				s.log.Debug("notification not forwarded to codex", "method", m.Method, "err", err)
 			}
@@ -109,14 +112,24 @@ func (s *Server) request(m *jsonrpcframe.Message) {
 		s.client.replyError(m.ID, newError(ErrInvalidSessionParams, nil, "the proxy is shutting down"))
 		return
 	}
+	if m.Method != "tools/call" {
+		go func() {
+			defer s.untrack(m.ID)
+			s.forward(ctx, m)
+		}()
+		return
+	}
+	c, err := s.parseToolCall(m)
+	if err != nil {
+		s.client.replyError(m.ID, err)
+		s.untrack(m.ID)
+		return
+	}
+	run := s.startToolCall(ctx, c) // queues replies in read order; never blocks
 	go func() {
 		defer s.untrack(m.ID)
-		switch m.Method {
-		case "tools/call":
-			s.toolsCall(ctx, m)
-		default:
-			s.forward(ctx, m)
-		}
+		res, err := run()
+		s.finishToolCall(ctx, c, res, err)
 	}()
 }
 

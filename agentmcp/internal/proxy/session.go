@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"sync"
-	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
@@ -70,28 +69,18 @@ type session struct {
 	idleCh     chan struct{}
 	turns      int
 	counters   sessionCounters
-	approvals  map[*codexchild.Approval]*pendingApproval
-	recent     []eventRecord // bounded: the last maxRecentEvents
+	approvals  map[string]*pendingApproval
+	act        activity
+	last       *turnOutcome  // how the last turn ended (agent_status, agent_wait)
+	fullResult string        // the last result's text before the result cap
+	turnDone   chan struct{} // closed (and replaced) whenever a turn ends
 }
 
-// maxRecentEvents bounds the per-session event record kept for agent_status.
-const maxRecentEvents = 500
-
-// eventRecord is one event kept for agent_status.
-type eventRecord struct {
-	Time time.Time `json:"time"`
-	Type string    `json:"type"`
-}
-
-// recordEvent keeps the event's type in the bounded per-session record.
+// recordEvent keeps what the event says in the session's activity.
 func (s *session) recordEvent(e codexchild.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.recent) >= maxRecentEvents {
-		copy(s.recent, s.recent[1:])
-		s.recent = s.recent[:len(s.recent)-1]
-	}
-	s.recent = append(s.recent, eventRecord{Time: s.srv.now(), Type: e.Type})
+	s.act.record(e, s.srv.now())
 }
 
 // threadSettings are the Codex parameters the session was started with,
