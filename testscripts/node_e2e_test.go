@@ -24,7 +24,7 @@ import (
 )
 
 // e2eScriptTimeout bounds one Node script (the proxy and Codex included).
-const e2eScriptTimeout = 150 * time.Second
+const e2eScriptTimeout = 90 * time.Second
 
 // TestNodeClient runs the real-client end-to-end tests of e2e/: the official
 // MCP TypeScript SDK (client.mjs) and a raw Content-Length client
@@ -241,7 +241,9 @@ func runNodeScript(t *testing.T, node, dir, script string, env []string) (string
 	cmd.Dir = dir
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// On timeout: SIGTERM to the group (node, the proxy), then the hard
+	// stop; whatever is left is killed below and by the leak check.
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
 	cmd.WaitDelay = 5 * time.Second
 	lw := &lineLogger{t: t, prefix: script + ": "}
 	cmd.Stdout = lw

@@ -23,7 +23,7 @@ watchdog(cfg.timeoutMs);
 
 const TOOLS = ['codex', 'codex-reply', 'atm_send', 'atm_read', 'atm_broadcast', 'atm_pending_count',
   'agent_sessions', 'agent_status', 'agent_close'];
-const CALL_TIMEOUT = 60000;
+const CALL_TIMEOUT = 30000;
 
 // The elicitation request as the proxy sends it: the standard form-mode
 // params plus the proxy's own fields (agent_id, identity, command, ...).
@@ -235,10 +235,11 @@ await step('codex-reply by agent_id', async () => {
 });
 
 let dev;
-await step('dev-1 started in parallel with a turn of arch', async () => {
+await step('dev-1 started while arch is in a slow turn (parallel sessions)', async () => {
+  const slow = `SLOW=1 parallel turn ${nonce}`;
   const [d, r] = await Promise.all([
     call(a, 'codex', { prompt: `start dev-1 ${nonce}`, identity: 'dev-1', cwd: cfg.work }),
-    call(a, 'codex-reply', { agent_id: arch.agent_id, prompt: `parallel turn ${nonce}` }),
+    call(a, 'codex-reply', { agent_id: arch.agent_id, prompt: slow }),
   ]);
   dev = sc(d, 'codex dev-1');
   const ar = sc(r, 'codex-reply arch');
@@ -246,8 +247,19 @@ await step('dev-1 started in parallel with a turn of arch', async () => {
   equal(dev.content, `MOCK_REPLY: start dev-1 ${nonce}`, 'dev-1 reply');
   check(dev.agent_id !== arch.agent_id, 'dev-1 got the agent_id of arch');
   check(dev.threadId !== arch.threadId, 'dev-1 got the thread of arch');
-  isReply(ar.content, `parallel turn ${nonce}`);
+  isReply(ar.content, slow);
   equal(ar.threadId, arch.threadId, 'arch threadId');
+  // Both requests were on the wire before either answer, and dev-1 was not
+  // held up behind arch's slow turn.
+  const at = (pred) => a.wire.findIndex(pred);
+  const reqAt = (name) => at((w) => w.dir === '->' && w.m.method === 'tools/call' && w.m.params?.name === name
+    && JSON.stringify(w.m.params.arguments).includes(nonce) && (name === 'codex' ? w.m.params.arguments.identity === 'dev-1' : w.m.params.arguments.prompt === slow));
+  const devReq = a.wire[reqAt('codex')].m.id;
+  const archReq = a.wire[reqAt('codex-reply')].m.id;
+  const respAt = (id) => at((w) => w.dir === '<-' && w.m.id === id && 'result' in w.m);
+  check(Math.max(reqAt('codex'), reqAt('codex-reply')) < Math.min(respAt(devReq), respAt(archReq)),
+    'the two calls were not in flight together');
+  check(respAt(devReq) < respAt(archReq), 'dev-1 answered only after the slow turn of arch ended');
 });
 
 await step('atm_send arch → dev-1: inbox file in ATM format, delivered to idle dev-1 as a turn', async () => {
@@ -266,9 +278,14 @@ await step('atm_send arch → dev-1: inbox file in ATM format, delivered to idle
   check(typeof m.timestamp === 'string' && !Number.isNaN(Date.parse(m.timestamp)), () => `bad timestamp ${m.timestamp}`);
   check(Math.abs(Date.now() - Date.parse(m.timestamp)) < 5 * 60 * 1000, () => `timestamp ${m.timestamp} is not now`);
   // dev-1 is idle: the mail becomes a turn at once.
-  const reqs = await waitFor('the model to get the mail as a <team-mail turn for dev-1',
-    () => { const q = requestsWith(cfg.modelLog, '<team-mail', text); return q.length ? q : null; }, 30000, 200);
+  const envelope = [`<team-mail count="1" team="${cfg.team}">`, `<message from="arch" team="${cfg.team}"`, `id="${r.message_id}"`, text];
+  const reqs = await waitFor('the model to get the mail as a <team-mail> turn',
+    () => { const q = requestsWith(cfg.modelLog, ...envelope); return q.length ? q : null; }, 30000, 100);
   check(reqs.length === 1, `the mail was delivered ${reqs.length} times`);
+  // On dev-1's thread: its history has dev-1's first prompt, not arch's.
+  check(requestsWith(cfg.modelLog, ...envelope, `start dev-1 ${nonce}`).length === 1
+    && requestsWith(cfg.modelLog, ...envelope, `hello from the node client ${nonce}`).length === 0,
+  'the mail turn did not run on the thread of dev-1');
   // Delivered mail is marked read in the file.
   await waitFor('the delivered message to be marked read', () => {
     const now = JSON.parse(readFileSync(inboxPath('dev-1'), 'utf8')).find((x) => x.message_id === r.message_id);
