@@ -101,10 +101,6 @@ func TestNodeClient(t *testing.T) {
 			for _, script := range []string{"client.mjs", "content_length.mjs"} {
 				out, err := runNodeScript(t, node, e2e, script, env)
 				if err != nil {
-					if tc.which == realcodex.AppServer && strings.Contains(out, "is not available in this build") {
-						t.Skipf("SKIP app-server: the proxy has no app-server backend yet (%s reported %q); this run turns on when codexchild's app-server backend is wired into serve",
-							script, "backend \"app-server\" is not available in this build")
-					}
 					dumpLogs(t, logDir)
 					t.Fatalf("node %s: %v", script, err)
 				}

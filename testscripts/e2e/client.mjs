@@ -92,9 +92,10 @@ async function connect(name, extraArgs) {
 
 /**
  * call makes one tools/call with a progress token (the SDK's onprogress)
- * and returns the result; isError results fail unless allowError.
+ * and returns the result, which must not be an error. The SDK itself checks
+ * structuredContent against the tool's outputSchema from tools/list.
  */
-async function call(s, name, args, { allowError = false } = {}) {
+async function call(s, name, args) {
   const seen = [];
   const result = await s.client.callTool({ name, arguments: args }, undefined, {
     timeout: CALL_TIMEOUT,
@@ -102,10 +103,11 @@ async function call(s, name, args, { allowError = false } = {}) {
   });
   // The request the SDK just sent for this call carries the progress token.
   const req = [...s.wire].reverse().find((w) => w.dir === '->' && w.m.method === 'tools/call' && w.m.params?.name === name
+    && JSON.stringify(w.m.params.arguments) === JSON.stringify(args)
     && w.m.params?._meta?.progressToken !== undefined && !s.progress.has(w.m.params._meta.progressToken));
   check(req, `no tools/call ${name} with a progress token on the wire`);
   s.progress.set(req.m.params._meta.progressToken, { name, seen, id: req.m.id });
-  if (!allowError) check(!result.isError, () => `${name} returned an error: ${textOf(result)}`);
+  check(!result.isError, () => `${name} returned an error: ${textOf(result)}`);
   return result;
 }
 
