@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -71,7 +72,7 @@ func mcpStateOf(ts *testscript.TestScript) *mcpState {
 //	mcp answer NAME METHOD RESULT              answer the server's METHOD requests with RESULT ("-": never)
 //	mcp requests NAME [METHOD]                 print the server's requests so far, then "requests: N"
 //	mcp notes NAME METHOD                      print the notifications of METHOD so far
-//	mcp wait-note NAME METHOD TEXT             wait for a notification of METHOD containing TEXT
+//	mcp wait-note NAME METHOD REGEXP           wait for a notification of METHOD matching REGEXP
 //	mcp until NAME METHOD PARAMS PATH VALUE    repeat a request until PATH of its response is VALUE
 //	mcp stop NAME                              close stdin; the program must exit 0 with pure stdout
 //	mcp signal NAME SIGNAL                     send SIGTERM, SIGINT or SIGKILL
@@ -183,9 +184,13 @@ func cmdMCP(ts *testscript.TestScript, neg bool, args []string) {
 		if len(rest) != 2 {
 			ts.Fatalf("usage: mcp wait-note NAME METHOD TEXT")
 		}
-		p.waitFor(ts, "a "+rest[0]+" notification containing "+rest[1], func() bool {
+		re, err := regexp.Compile(rest[1])
+		if err != nil {
+			ts.Fatalf("mcp wait-note: %v", err)
+		}
+		p.waitFor(ts, "a "+rest[0]+" notification matching "+rest[1], func() bool {
 			for _, m := range p.notes {
-				if m.Method == rest[0] && strings.Contains(mustMarshal(m), rest[1]) {
+				if m.Method == rest[0] && re.MatchString(mustMarshal(m)) {
 					fmt.Fprintln(ts.Stdout(), mustMarshal(m))
 					return true
 				}

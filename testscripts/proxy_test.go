@@ -1,6 +1,7 @@
 package testscripts
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -33,7 +34,33 @@ func proxyParams(t *testing.T, glob string) testscript.Params {
 }
 
 // TestProxy runs the proxy conversations testdata/proxy_*.txtar against
-// mockcodex.
+// mockcodex, once per Codex protocol: as codex mcp-server 0.153.4 and as
+// codex app-server 0.169.0 (the proxy's auto selection picks the backend by
+// the version mockcodex reports). Scenarios use the conditions [mcp] and
+// [app] where the protocols differ.
 func TestProxy(t *testing.T) {
-	testscript.Run(t, proxyParams(t, "proxy_*.txtar"))
+	for _, b := range []struct{ backend, version string }{{"mcp-server", "0.153.4"}, {"app-server", "0.169.0"}} {
+		t.Run(b.backend, func(t *testing.T) {
+			p := proxyParams(t, "proxy_*.txtar")
+			setup := p.Setup
+			p.Setup = func(env *testscript.Env) error {
+				if err := setup(env); err != nil {
+					return err
+				}
+				env.Setenv("BACKEND", b.backend)
+				env.Setenv("MOCKCODEX_VERSION", b.version)
+				return nil
+			}
+			p.Condition = func(cond string) (bool, error) {
+				switch cond {
+				case "mcp":
+					return b.backend == "mcp-server", nil
+				case "app":
+					return b.backend == "app-server", nil
+				}
+				return false, fmt.Errorf("unknown condition %q", cond)
+			}
+			testscript.Run(t, p)
+		})
+	}
 }

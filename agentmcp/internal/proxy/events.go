@@ -168,8 +168,6 @@ func progressMessage(e codexchild.Event) string {
 		return "waiting for approval"
 	case "mcp_tool_call_begin":
 		return "calling a tool"
-	case "agent_message":
-		return "agent: " + clip(p.Msg.Message, 80)
 	case "item/started":
 		switch p.Item.Type {
 		case "commandExecution":
@@ -179,9 +177,11 @@ func progressMessage(e codexchild.Event) string {
 		case "mcpToolCall":
 			return "calling " + p.Item.Tool
 		}
-	case "task_complete", "turn/completed":
-		return "turn complete"
 	}
+	// Nothing for the turn's last events (agent_message, task_complete,
+	// turn/completed): progress that arrives in the same read as the response
+	// trips the TypeScript SDK (typescript-sdk#2580), and Claude Code drops
+	// the connection on progress for a finished request.
 	return ""
 }
 
@@ -197,6 +197,13 @@ func plural(n int) string {
 func shortCommand(raw json.RawMessage) string {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
+		// app-server sends "/bin/bash -lc '<cmd>'" as one string.
+		for _, pre := range []string{"/bin/bash -lc '", "bash -lc '", "/bin/sh -c '"} {
+			if rest, ok := strings.CutPrefix(s, pre); ok && strings.HasSuffix(rest, "'") {
+				s = strings.ReplaceAll(strings.TrimSuffix(rest, "'"), `'\''`, "'")
+				break
+			}
+		}
 		return clip(s, 80)
 	}
 	var argv []string
