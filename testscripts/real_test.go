@@ -23,6 +23,7 @@ func TestRealCodex(t *testing.T) {
 		backend string
 	}{
 		{realcodex.MCPServer, "mcp-server"},
+		{realcodex.AppServer, "app-server"},
 	} {
 		t.Run(tc.backend, func(t *testing.T) {
 			bin := realcodex.Bin(t, tc.which)
