@@ -95,6 +95,7 @@ func proxyOptions(cfg *config.Config, logger *slog.Logger) (proxy.Options, error
 		AutoMail: cfg.AutoMail, AutoMailFor: cfg.AutoMailFor,
 		MailPollInterval: cfg.MailPollInterval, MaxMailMessages: cfg.MaxMailMessages, MaxMailMessageLength: cfg.MaxMailMessageLength,
 		ToolServer: toolServer, ToolServerEnv: map[string]string{"ATM_TEAM": cfg.Team},
+		MaxResultChars: cfg.MaxResultChars, EventRing: cfg.EventBufferSize,
 		Logger: logger,
 	}, nil
 }

@@ -17,6 +17,10 @@ func proxyParams(t *testing.T, glob string) testscript.Params {
 	if err != nil {
 		t.Fatal(err)
 	}
+	rollouts, err := filepath.Abs(filepath.Join("..", "agentmcp", "internal", "rollout", "testdata", "codexhome", "sessions"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	p := params(glob)
 	p.Dir = "" // only the files of glob
 	p.Cmds["mcp"] = cmdMCP
@@ -27,6 +31,7 @@ func proxyParams(t *testing.T, glob string) testscript.Params {
 		}
 		env.Setenv("PATH", mock+string(filepath.ListSeparator)+env.Getenv("PATH"))
 		env.Setenv("CODEX_HOME", filepath.Join(env.WorkDir, ".codex"))
+		env.Setenv("ROLLOUTS", rollouts)
 		env.Values["mcp"] = &mcpState{procs: map[string]*mcpProc{}}
 		return os.MkdirAll(filepath.Join(env.WorkDir, ".codex"), 0o700)
 	}

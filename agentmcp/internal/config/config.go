@@ -46,7 +46,12 @@ const (
 	DefaultMaxConcurrentThreads = 10
 	DefaultMaxMailMessages      = 10
 	DefaultMaxMailMessageLength = 4096
-	DefaultLogLevel             = "info"
+	// DefaultMaxResultChars caps a tool result's text (under Claude Code's
+	// 25k-token limit); the rest is paged with agent_status.
+	DefaultMaxResultChars = 80000
+	// DefaultEventBufferSize is the per-session event ring of agent_status.
+	DefaultEventBufferSize = 500
+	DefaultLogLevel        = "info"
 )
 
 // SubagentsFeature is the Codex config key that --subagents sets, passed as
@@ -178,6 +183,8 @@ type Config struct {
 	PerThreadAutoMail    map[string]bool
 	MaxMailMessages      int // messages per injected turn (FR-8.5)
 	MaxMailMessageLength int // characters per message before truncation
+	MaxResultChars       int // tool result text cap, in characters
+	EventBufferSize      int // events kept per session for agent_status
 
 	// ElicitationTimeout bounds the wait for the client's answer to an
 	// approval request (FR-18.4); then ApprovalFallback applies.

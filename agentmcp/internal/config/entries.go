@@ -71,6 +71,8 @@ func (c *Config) Entries() []Entry {
 		{Key: "max_mail_message_length", Value: c.MaxMailMessageLength},
 		{Key: "elicitation_timeout_secs", Value: secs(c.ElicitationTimeout)},
 		{Key: "approval_fallback", Value: c.ApprovalFallback},
+		{Key: "max_result_chars", Value: c.MaxResultChars},
+		{Key: "event_buffer_size", Value: c.EventBufferSize},
 		{Key: "log_level", Value: c.LogLevel},
 		{Key: "log_file", Value: none(c.LogFile)},
 	}

@@ -80,6 +80,7 @@ func TestDefaults(t *testing.T) {
 		MailPollInterval: 5 * time.Second, IdleTimeout: 5 * time.Minute, PersistThreads: true,
 		RequestTimeout: 300 * time.Second, MaxConcurrentThreads: 10, AutoMail: true,
 		MaxMailMessages: 10, MaxMailMessageLength: 4096, ElicitationTimeout: 300 * time.Second,
+		MaxResultChars: 80000, EventBufferSize: 500,
 		ApprovalFallback: "deny", LogLevel: "info", Roles: map[string]Role{},
 	}
 	if diff := cmp.Diff(want, c, cmpIgnoreSources); diff != "" {
@@ -195,6 +196,8 @@ max_mail_messages = 4
 max_mail_message_length = 100
 elicitation_timeout_secs = 7
 approval_fallback = "queue"
+max_result_chars = 5000
+event_buffer_size = 50
 log_level = "debug"
 log_file = "logs/proxy.log"
 
@@ -218,6 +221,7 @@ approval_policy = "on-request"
 		RequestTimeout: 42 * time.Second, MaxConcurrentThreads: 3, AutoMail: false,
 		PerThreadAutoMail: map[string]bool{"codex-reviewer": true},
 		MaxMailMessages:   4, MaxMailMessageLength: 100, ElicitationTimeout: 7 * time.Second,
+		MaxResultChars: 5000, EventBufferSize: 50,
 		ApprovalFallback: "queue", LogLevel: "debug", LogFile: filepath.Join(f.repo, "logs", "proxy.log"),
 		Roles: map[string]Role{"worker": {Model: "gpt-5.3-codex", ReasoningEffort: "low", Sandbox: "workspace-write", ApprovalPolicy: "on-request"}},
 	}
@@ -248,6 +252,7 @@ approval_policy = "on-request"
 		"ATM_AGENT_MCP_PER_THREAD_AUTO_MAIL": "codex-reviewer=false, codex-x=1",
 		"ATM_AGENT_MCP_MAX_MAIL_MESSAGES":    "2", "ATM_AGENT_MCP_MAX_MAIL_MESSAGE_LENGTH": "50",
 		"ATM_AGENT_MCP_ELICITATION_TIMEOUT_SECS": "9", "ATM_AGENT_MCP_APPROVAL_FALLBACK": "approve",
+		"ATM_AGENT_MCP_MAX_RESULT_CHARS": "3000", "ATM_AGENT_MCP_EVENT_BUFFER_SIZE": "20",
 		"ATM_AGENT_MCP_LOG_LEVEL": "warn", "ATM_AGENT_MCP_LOG_FILE": "/var/log/x.log",
 		"ATM_AGENT_MCP_ROLE": "worker",
 	}
@@ -266,6 +271,7 @@ approval_policy = "on-request"
 		RequestTimeout: 2 * time.Minute, MaxConcurrentThreads: 20, AutoMail: true,
 		PerThreadAutoMail: map[string]bool{"codex-reviewer": false, "codex-x": true},
 		MaxMailMessages:   2, MaxMailMessageLength: 50, ElicitationTimeout: 9 * time.Second,
+		MaxResultChars: 3000, EventBufferSize: 20,
 		ApprovalFallback: "approve", LogLevel: "warn", LogFile: "/var/log/x.log", Role: "worker",
 		Roles: map[string]Role{"worker": {Model: "gpt-5.3-codex", ReasoningEffort: "low", Sandbox: "workspace-write", ApprovalPolicy: "on-request"}},
 	}

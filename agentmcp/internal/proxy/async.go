@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -152,6 +153,10 @@ func (s *Server) toolAgentWait(ctx context.Context, c *toolCall) (*toolResult, e
 			select {
 			case <-done:
 				finished = true
+				// The outcome is recorded just before the job ends: let it.
+				idleCtx, cancel := context.WithTimeout(ctx, time.Second)
+				sess.waitIdle(idleCtx)
+				cancel()
 				break loop
 			case <-timer.C:
 				break loop
@@ -298,10 +303,8 @@ func (s *Server) toolListCodexSessions(_ context.Context, c *toolCall) (*toolRes
 	if !set {
 		limit = 50
 	}
-	if cwd != "" {
-		if cwd, err = s.resolveCwd(cwd); err != nil {
-			return nil, err
-		}
+	if cwd != "" && !filepath.IsAbs(cwd) {
+		cwd = filepath.Join(s.opts.Cwd, cwd) // it need not exist here: rollouts may come from elsewhere
 	}
 	list, err := rollout.List(s.codexHome(), rollout.Filter{Cwd: cwd, Limit: limit})
 	if err != nil {
