@@ -19,7 +19,7 @@ CODEX_MCP_VERSION ?= 0.153.4
 CODEX_APP_VERSION ?= 0.169.0
 CODEX_CACHE       := $(CURDIR)/.cache/codex
 
-.PHONY: all build test test-unit test-real real-codex lint bench fuzz demo clean
+.PHONY: all build test real-codex lint cross-vet bench fuzz demo clean
 
 all: build
 
@@ -29,8 +29,9 @@ build:
 	cd agentmcp && GOWORK=off $(GO) build -o $(BIN)/ ./cmd/...
 	cd codexchild && GOWORK=off $(GO) build -o $(BIN)/ ./cmd/...
 
-## test: every module with -race, the testscripts, and the real-Codex suite.
-test: build real-codex
+## test: lint, a macOS build check, every module with -race, the
+## testscripts, the real-Codex suite and the real-client (Node SDK) suite.
+test: build real-codex lint cross-vet
 	@for m in $(MODULES); do \
 	  echo "== go test -race $$m"; \
 	  (cd $$m && ATM_CODEX_MCP_BIN="$$(cat $(CODEX_CACHE)/mcp-bin 2>/dev/null || true)" \
@@ -48,6 +49,13 @@ lint:
 	@for m in $(MODULES); do \
 	  echo "== lint $$m"; \
 	  (cd $$m && GOWORK=off $(GO) vet ./... && $(STATICCHECK) ./...) || exit 1; \
+	done
+
+## cross-vet: every module compiles and vets for macOS (the tests run on Linux).
+cross-vet:
+	@for m in $(MODULES); do \
+	  echo "== vet GOOS=darwin $$m"; \
+	  (cd $$m && GOOS=darwin GOWORK=off $(GO) vet ./...) || exit 1; \
 	done
 
 ## bench: every benchmark, once.

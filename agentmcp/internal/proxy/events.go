@@ -134,11 +134,6 @@ func eventMessage(e codexchild.Event, agentID, identity string, reqID json.RawMe
 	return &jsonrpcframe.Message{Versioned: true, Method: "codex/event", Params: b}
 }
 
-func mustJSON(v any) json.RawMessage {
-	b, _ := json.Marshal(v)
-	return b
-}
-
 // progressMessage is a short human line for the events worth reporting as
 // progress ("running `go test`", "editing 3 files"), "" for the rest.
 func progressMessage(e codexchild.Event) string {
