@@ -107,6 +107,12 @@ func runServer(env *runEnv, cfg *config.Config, hook func(context.Context, *conf
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	// The first signal starts the graceful shutdown; a second one kills the
+	// process at once (the default action; what was persisted stays valid).
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	logger.Info("starting", "version", Version(), "team", cfg.Team, "identity", cfg.Identity, "backend", cfg.Backend)
 	return hook(ctx, cfg, env.stdin, env.stdout, logger)
 }
