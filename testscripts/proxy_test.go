@@ -24,6 +24,7 @@ func proxyParams(t *testing.T, glob string) testscript.Params {
 	p := params(glob)
 	p.Dir = "" // only the files of glob
 	p.Cmds["mcp"] = cmdMCP
+	p.Cmds["flock"] = cmdFlock
 	setup := p.Setup
 	p.Setup = func(env *testscript.Env) error {
 		if err := setup(env); err != nil {
@@ -33,6 +34,7 @@ func proxyParams(t *testing.T, glob string) testscript.Params {
 		env.Setenv("CODEX_HOME", filepath.Join(env.WorkDir, ".codex"))
 		env.Setenv("ROLLOUTS", rollouts)
 		env.Values["mcp"] = &mcpState{procs: map[string]*mcpProc{}}
+		env.Values["flocks"] = map[string]*os.File{}
 		return os.MkdirAll(filepath.Join(env.WorkDir, ".codex"), 0o700)
 	}
 	return p
