@@ -50,6 +50,9 @@ type mailbox struct {
 	inflight *batch   // delivered, waiting for done
 	acked    []*batch // sent (done(true)), waiting to be marked read
 	stats    Stats
+	// active is the last sign of life: Bind, Idle, mail seen or delivered.
+	// The poll skips the mailbox once it is older than Config.IdleTimeout.
+	active time.Time
 }
 
 // batch is one Deliver call's messages.
@@ -172,6 +175,7 @@ func (b *Bridge) Bind(identity string) error {
 		b.boxes[identity] = mb
 	}
 	mb.bound = true
+	mb.active = b.now()
 	b.kickLocked(mb)
 	return nil
 }
@@ -196,6 +200,7 @@ func (b *Bridge) Idle(identity string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if mb := b.boxes[identity]; mb != nil && mb.bound {
+		mb.active = b.now()
 		b.kickLocked(mb)
 	}
 }
@@ -231,6 +236,7 @@ func (b *Bridge) Stats(identity string) Stats {
 		for _, bt := range mb.acked {
 			s.InFlight += len(bt.keys)
 		}
+		s.Polling = mb.bound && b.pollingLocked(mb, b.now())
 	}
 	s.AutoMail = !b.cfg.Disabled && !b.off[identity]
 	return s
@@ -263,6 +269,26 @@ func (b *Bridge) kickAll() {
 			b.kickLocked(mb)
 		}
 	}
+}
+
+// kickPoll is the poll tick: like kickAll, but a bound mailbox quiet for
+// longer than Config.IdleTimeout is left to the watch and to Idle.
+func (b *Bridge) kickPoll() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.now()
+	for _, mb := range b.boxes {
+		busy := mb.inflight != nil || len(mb.acked) > 0
+		if !busy && (!mb.bound || !b.pollingLocked(mb, now)) {
+			continue
+		}
+		b.kickLocked(mb)
+	}
+}
+
+// pollingLocked reports whether the poll still covers mb; b.mu is held.
+func (b *Bridge) pollingLocked(mb *mailbox, now time.Time) bool {
+	return b.cfg.IdleTimeout <= 0 || now.Sub(mb.active) < b.cfg.IdleTimeout
 }
 
 // kickIdentity asks for a check of identity if it is bound.

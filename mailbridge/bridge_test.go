@@ -135,6 +135,31 @@ func TestPollSafetyNet(t *testing.T) {
 	}
 }
 
+// TestIdleTimeoutStopsPoll: after IdleTimeout without mail or activity the
+// poll no longer covers an identity (idle_timeout_ms); Idle starts it again.
+func TestIdleTimeoutStopsPoll(t *testing.T) {
+	c := newHome(t, "arch", "team-lead")
+	target := newFakeTarget(ackSent)
+	b := startBridge(t, Config{ATM: c, Target: target, PollInterval: 20 * time.Millisecond, IdleTimeout: 150 * time.Millisecond, DisableWatch: true})
+	if err := b.Bind("arch"); err != nil {
+		t.Fatal(err)
+	}
+	if !b.Stats("arch").Polling {
+		t.Fatal("not polling right after Bind")
+	}
+	waitFor(t, soon, "the poll to stop", func() bool { return !b.Stats("arch").Polling })
+	send(t, c, "arch", "after the idle timeout")
+	target.none(t, quiet)
+	b.Idle("arch") // activity: checked at once, and the poll resumes
+	d := target.next(t, soon)
+	if got := texts(t, d.prompt); !slices.Equal(got, []string{"after the idle timeout"}) {
+		t.Errorf("delivered %q", got)
+	}
+	if !b.Stats("arch").Polling {
+		t.Error("the poll did not resume after Idle")
+	}
+}
+
 // TestNoWatchNoPoll: with both the watch off and the poll an hour away a
 // new message is not delivered — so the two tests above can fail.
 func TestNoWatchNoPoll(t *testing.T) {

@@ -77,6 +77,12 @@ type Config struct {
 	// them read). Optional: 0 means DefaultAckTimeout.
 	AckTimeout time.Duration
 
+	// IdleTimeout stops the safety-net poll of an identity after this long
+	// without mail or activity (idle_timeout_ms); the file-system watch, a
+	// post-turn Idle and Bind keep working and start the poll again.
+	// Optional: 0 means the poll never stops.
+	IdleTimeout time.Duration
+
 	// Disabled turns auto-mail off globally (auto_mail = false, FR-8.8):
 	// bound inboxes are still watched and counted (Stats.Pending) but
 	// nothing is delivered. Optional: false means deliver.
@@ -122,4 +128,5 @@ type Stats struct {
 	LastDelivery time.Time // when the last batch was sent; zero if none
 	LastCheck    time.Time // when the inbox was last read; zero if never
 	LastError    string    // the last failed read or mark, cleared by a successful one
+	Polling      bool      // the safety-net poll still covers the identity (see Config.IdleTimeout)
 }

@@ -149,6 +149,9 @@ func (b *Bridge) check(mb *mailbox) {
 	mb.stats.LastCheck = now
 	mb.stats.LastError = ""
 	mb.stats.Pending = len(unread)
+	if len(unread) > 0 {
+		mb.active = now // mail keeps the poll going
+	}
 	deliver := mb.bound && mb.inflight == nil && !b.cfg.Disabled && !b.off[mb.id] && len(msgs) > 0 && b.ctx.Err() == nil
 	if !deliver {
 		b.mu.Unlock()

@@ -67,8 +67,10 @@ func (b *Bridge) loop(w *fsnotify.Watcher) {
 		case <-tick.C:
 			if w != nil && b.ensureWatch(w) {
 				b.log.Debug("inboxes directory appeared")
+				b.kickAll()
+				continue
 			}
-			b.kickAll()
+			b.kickPoll()
 		case ev, ok := <-events:
 			if !ok {
 				events = nil

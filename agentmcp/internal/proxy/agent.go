@@ -201,7 +201,7 @@ func (s *Server) sessionDetail(ctx context.Context, sess *session, offset int) m
 	v["events"] = map[string]any{"forwarded": sess.counters.forwarded.Load(), "dropped": sess.counters.dropped.Load()}
 	if s.mail != nil && live {
 		st := s.mail.Stats(identity)
-		mail := map[string]any{"auto_mail": st.AutoMail, "delivered": st.Delivered, "batches": st.Batches,
+		mail := map[string]any{"auto_mail": st.AutoMail, "polling": st.Polling, "delivered": st.Delivered, "batches": st.Batches,
 			"pending": st.Pending, "in_flight": st.InFlight}
 		if !st.LastDelivery.IsZero() {
 			mail["last_delivery"] = st.LastDelivery.UTC().Format(time.RFC3339Nano)

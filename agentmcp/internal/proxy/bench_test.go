@@ -102,7 +102,7 @@ func startDirect(tb testing.TB, bin, dir string) *rawClient {
 func startProxied(tb testing.TB, bin, home string) (*rawClient, *Server) {
 	writeTeam(tb, home, "dev", "arch")
 	backend := codexchild.NewMCPServer(codexchild.Config{Bin: bin, Dir: home, Env: []string{"CODEX_HOME=" + filepath.Join(home, ".codex")}})
-	srv, err := New(Options{Home: home, Team: "dev", Identity: "proxy", Backend: backend, Cwd: home, SummaryTimeout: time.Second})
+	srv, err := New(Options{Home: home, Team: "dev", Identity: "proxy", Backend: backend, Cwd: home, SummaryTimeout: time.Second, PersistThreads: true})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -155,7 +155,7 @@ func (s *Server) shutdown() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := s.closeSession(ctx, sess, true); err != nil {
+			if _, err := s.closeSession(ctx, sess, s.opts.PersistThreads); err != nil {
 				s.log.Warn("close on shutdown", "agent_id", sess.agentID(), "err", err)
 			}
 		}()

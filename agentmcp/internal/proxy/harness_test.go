@@ -71,7 +71,7 @@ func startProxyAt(t *testing.T, home string, ho harnessOpts) *testConn {
 		writeTeam(t, home, "dev", "team-lead", "arch", "dev-1", "codex", "proxy")
 	}
 	fb := newFakeBackend(ho.kind)
-	opts := Options{Home: home, Team: "dev", Identity: "proxy", Backend: fb, Cwd: home, AutoMail: true,
+	opts := Options{Home: home, Team: "dev", Identity: "proxy", Backend: fb, Cwd: home, AutoMail: true, PersistThreads: true,
 		SummaryTimeout: 2 * time.Second}
 	if ho.modify != nil {
 		ho.modify(&opts)

@@ -139,6 +139,13 @@ func New(opts Options) (*Server, error) {
 	}
 	s.atmTools = &atmTools{atm: atm, team: opts.Team, sender: s.sender, audit: s.auditATM, extraArgs: []string{"agent_id", "identity"}}
 	for _, rec := range reg.List(registry.Filter{}) {
+		if !opts.PersistThreads && !rec.Status.Live() {
+			// persist_threads = false: nothing is kept for resume.
+			if err := reg.Remove(rec.AgentID); err != nil {
+				s.log.Warn("cannot drop an old session", "agent_id", rec.AgentID, "err", err)
+			}
+			continue
+		}
 		s.sessions[rec.AgentID] = s.newSession(rec)
 	}
 	return s, nil

@@ -14,7 +14,7 @@ import (
 func (s *Server) startMail() error {
 	b, err := mailbridge.New(mailbridge.Config{
 		ATM: s.atm, Team: s.opts.Team, Target: s,
-		PollInterval: s.opts.MailPollInterval, MaxMessages: s.opts.MaxMailMessages, MaxMessageLength: s.opts.MaxMailMessageLength,
+		PollInterval: s.opts.MailPollInterval, IdleTimeout: s.opts.MailIdleTimeout, MaxMessages: s.opts.MaxMailMessages, MaxMessageLength: s.opts.MaxMailMessageLength,
 		OnBatch: s.auditBatch, Logger: s.log, Now: s.now,
 	})
 	if err != nil {

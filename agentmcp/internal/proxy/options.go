@@ -71,6 +71,13 @@ type Options struct {
 	AutoMailFor func(identity string) bool
 	// MailPollInterval is the safety-net poll of inboxes. optional: 0 means 5 s.
 	MailPollInterval time.Duration
+	// MailIdleTimeout stops the poll of an identity after this long without
+	// mail (idle_timeout_ms); the watch keeps working. optional: 0 never stops.
+	MailIdleTimeout time.Duration
+	// PersistThreads keeps sessions for resume across restarts
+	// (persist_threads). When false, sessions of earlier runs are dropped
+	// from the registry at start and no summaries are asked for at shutdown.
+	PersistThreads bool
 	// MaxMailMessages per injected turn. optional: 0 means 10.
 	MaxMailMessages int
 	// MaxMailMessageLength in characters per message. optional: 0 means 4096.
