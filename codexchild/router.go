@@ -243,10 +243,12 @@ func (b *MCPServer) handleResponse(m *jsonrpcframe.Message) {
 // drops it.
 func (b *MCPServer) handleEvent(m *jsonrpcframe.Message) {
 	var env eventEnvelope
-	if err := json.Unmarshal(m.Params, &env); err != nil {
-		b.log.Warn("codex: malformed codex/event", "err", err)
-		b.toOnEvent(Event{Method: m.Method, Params: m.Params})
-		return
+	if !env.scan(m.Params) {
+		if err := json.Unmarshal(m.Params, &env); err != nil {
+			b.log.Warn("codex: malformed codex/event", "err", err)
+			b.toOnEvent(Event{Method: m.Method, Params: m.Params})
+			return
+		}
 	}
 	var reqID jsonrpcframe.ID
 	if len(env.Meta.RequestID) > 0 {

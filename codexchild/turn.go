@@ -74,6 +74,46 @@ type eventEnvelope struct {
 	} `json:"msg"`
 }
 
+// scan fills the envelope from the event's params without decoding the
+// whole event: every event passes through here on the reader's critical
+// path, and most of an event's bytes (a turn's input, a command's output)
+// are of no interest to routing. It reports false when the params are not
+// an object.
+func (e *eventEnvelope) scan(params json.RawMessage) bool {
+	top, ok := jsonrpcframe.Members(params)
+	if !ok {
+		return false
+	}
+	if meta, ok := jsonrpcframe.Members(jsonrpcframe.Lookup(top, "_meta")); ok {
+		e.Meta.RequestID = jsonrpcframe.Lookup(meta, "requestId")
+		e.Meta.ThreadID, _ = jsonrpcframe.String(jsonrpcframe.Lookup(meta, "threadId"))
+	}
+	e.ID, _ = jsonrpcframe.String(jsonrpcframe.Lookup(top, "id"))
+	msg, ok := jsonrpcframe.Members(jsonrpcframe.Lookup(top, "msg"))
+	if !ok {
+		return true
+	}
+	str := func(name string) string {
+		s, _ := jsonrpcframe.String(jsonrpcframe.Lookup(msg, name))
+		return s
+	}
+	e.Msg.Type = str("type")
+	e.Msg.TurnID = str("turn_id")
+	switch e.Msg.Type {
+	case "agent_message_content_delta", "agent_message_delta":
+		e.Msg.Delta = str("delta")
+	case "agent_message":
+		e.Msg.Message = str("message")
+	case "exec_approval_request", "apply_patch_approval_request":
+		e.Msg.CallID = str("call_id")
+		e.Msg.Reason = str("reason")
+	case "error", "task_complete", "turn_aborted":
+		e.Msg.Message = str("message")
+		e.Msg.Reason = str("reason")
+	}
+	return true
+}
+
 // observe updates the turn's state from one of its events; t.mu is held.
 func (t *turn) observe(env *eventEnvelope) {
 	m := &env.Msg

@@ -124,3 +124,13 @@ func (w *autoWriter) Write(m *Message) error {
 	defer w.mu.Unlock()
 	return w.writeLocked(m, f)
 }
+
+func (w *autoWriter) WriteBatch(ms []*Message) error {
+	f := w.state.get()
+	if f == FramingUnknown {
+		f = FramingLine
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.writeBatchLocked(ms, f)
+}

@@ -45,3 +45,13 @@ this is not JSON
 	// {"jsonrpc":"2.0","id":"two","result":{}}
 	// framing: ndjson
 }
+
+// Read two fields of a large notification without decoding it.
+func ExampleMembers() {
+	m, _ := jsonrpcframe.Parse([]byte(`{"jsonrpc":"2.0","method":"codex/event","params":{"_meta":{"requestId":3},"msg":{"type":"task_complete","last_agent_message":"done"}}}`))
+	params, _ := jsonrpcframe.Members(m.Params)
+	msg, _ := jsonrpcframe.Members(jsonrpcframe.Lookup(params, "msg"))
+	typ, _ := jsonrpcframe.String(jsonrpcframe.Lookup(msg, "type"))
+	fmt.Println(typ)
+	// Output: task_complete
+}

@@ -32,6 +32,55 @@ func (w *writer) Write(m *Message) error {
 	return w.writeLocked(m, w.framing)
 }
 
+// A BatchWriter writes several messages with one Write call on the
+// underlying stream (fewer system calls and wake-ups for a burst of
+// notifications). The writers of this package implement it.
+type BatchWriter interface {
+	Writer
+	WriteBatch(ms []*Message) error
+}
+
+func (w *writer) WriteBatch(ms []*Message) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.writeBatchLocked(ms, w.framing)
+}
+
+// writeBatchLocked encodes every message into one buffer and writes it.
+func (w *writer) writeBatchLocked(ms []*Message, framing Framing) error {
+	if len(ms) == 1 {
+		return w.writeLocked(ms[0], framing)
+	}
+	var out []byte
+	for _, m := range ms {
+		b := w.buf[:0]
+		if framing == FramingHeader {
+			b = append(b, make([]byte, headerReserve)...)
+		}
+		b, err := m.AppendJSON(b)
+		if err != nil {
+			return err
+		}
+		if framing == FramingHeader {
+			body := len(b) - headerReserve
+			var hdr [headerReserve]byte
+			h := append(hdr[:0], "Content-Length: "...)
+			h = strconv.AppendInt(h, int64(body), 10)
+			h = append(h, "\r\n\r\n"...)
+			out = append(out, h...)
+			out = append(out, b[headerReserve:]...)
+		} else {
+			out = append(out, b...)
+			out = append(out, '\n')
+		}
+		if cap(b) <= 1<<20 {
+			w.buf = b[:0]
+		}
+	}
+	_, err := w.w.Write(out)
+	return err
+}
+
 const headerReserve = len("Content-Length: \r\n\r\n") + 20
 
 func (w *writer) writeLocked(m *Message, framing Framing) error {

@@ -100,3 +100,35 @@ func TestWriterErrors(t *testing.T) {
 		t.Error("Write of a message with empty raw params: no error")
 	}
 }
+
+// TestWriteBatch: a batch reads back as its messages, in both framings.
+func TestWriteBatch(t *testing.T) {
+	ms := []*Message{
+		{Versioned: true, Method: "a", Params: json.RawMessage(`{"x":1}`)},
+		{Versioned: true, ID: IntID(2), Result: json.RawMessage(`"<&>"`)},
+		{Method: "c"},
+	}
+	for _, framing := range []string{"line", "header"} {
+		var buf strings.Builder
+		var w BatchWriter = NewLineWriter(&buf).(BatchWriter)
+		if framing == "header" {
+			w = NewHeaderWriter(&buf).(BatchWriter)
+		}
+		if err := w.WriteBatch(ms); err != nil {
+			t.Fatal(err)
+		}
+		r, _ := NewAuto(strings.NewReader(buf.String()), io.Discard, nil)
+		for i, want := range ms {
+			got, err := r.Read()
+			if err != nil {
+				t.Fatalf("%s: message %d: %v", framing, i, err)
+			}
+			if diff := cmp.Diff(want, got, cmp.AllowUnexported(ID{})); diff != "" {
+				t.Errorf("%s: message %d (-want +got):\n%s", framing, i, diff)
+			}
+		}
+		if _, err := r.Read(); !errors.Is(err, io.EOF) {
+			t.Errorf("%s: after the batch: %v", framing, err)
+		}
+	}
+}

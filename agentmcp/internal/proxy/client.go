@@ -55,17 +55,42 @@ func newClient(w jsonrpcframe.Writer, queue int, log *slog.Logger) *client {
 	return c
 }
 
-// pump writes queued events until stop.
+// maxEventBatch bounds how many queued events the pump writes at once.
+const maxEventBatch = 64
+
+// pump writes queued events until stop. Events that are already queued go
+// out together, in one write, when the writer can batch.
 func (c *client) pump() {
 	defer close(c.pumpDone)
+	bw, canBatch := c.w.(jsonrpcframe.BatchWriter)
+	batch := make([]*jsonrpcframe.Message, 0, maxEventBatch)
 	for {
 		select {
 		case build := <-c.events:
-			m := build()
-			if m == nil {
-				continue
+			batch = batch[:0]
+			if m := build(); m != nil {
+				batch = append(batch, m)
 			}
-			if err := c.w.Write(m); err != nil {
+		drain:
+			for canBatch && len(batch) < maxEventBatch {
+				select {
+				case build := <-c.events:
+					if m := build(); m != nil {
+						batch = append(batch, m)
+					}
+				default:
+					break drain
+				}
+			}
+			var err error
+			switch {
+			case len(batch) == 0:
+			case canBatch:
+				err = bw.WriteBatch(batch)
+			default:
+				err = c.w.Write(batch[0])
+			}
+			if err != nil {
 				c.markGone(err)
 			}
 		case <-c.stopPump:

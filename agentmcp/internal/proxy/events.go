@@ -59,14 +59,21 @@ func (s *Server) forwardEvent(sess *session, call *toolCall, e codexchild.Event)
 	if call != nil {
 		reqID = call.id.Raw()
 	}
-	ok := s.client.event(func() *jsonrpcframe.Message { return eventMessage(e, agentID, identity, reqID) })
+	// The session's record is updated on the pump goroutine too, off the
+	// Codex reader's critical path (inline when the event is dropped).
+	ok := s.client.event(func() *jsonrpcframe.Message {
+		if sess != nil {
+			sess.recordEvent(e)
+		}
+		return eventMessage(e, agentID, identity, reqID)
+	})
 	if sess != nil {
 		if ok {
 			sess.counters.forwarded.Add(1)
 		} else {
 			sess.counters.dropped.Add(1)
+			sess.recordEvent(e)
 		}
-		sess.recordEvent(e)
 	}
 }
 
@@ -75,28 +82,24 @@ func (s *Server) forwardEvent(sess *session, call *toolCall, e codexchild.Event)
 // agent_id, agent_id and identity are added, every other byte is the
 // child's.
 func eventMessage(e codexchild.Event, agentID, identity string, reqID json.RawMessage) *jsonrpcframe.Message {
-	var orig []member
-	var meta []member
+	var orig []jsonrpcframe.Member
+	var meta []jsonrpcframe.Member
 	if e.Method == "codex/event" {
-		orig = members(e.Params)
-		if orig == nil && len(e.Params) > 0 {
-			orig = []member{{key: []byte(`"event"`), val: e.Params}}
+		var ok bool
+		if orig, ok = jsonrpcframe.Members(e.Params); !ok && len(e.Params) > 0 {
+			orig = []jsonrpcframe.Member{{Key: []byte(`"event"`), Value: e.Params}}
 		}
-		for _, m := range orig {
-			if string(m.key) == `"_meta"` {
-				meta = members(m.val)
-			}
-		}
+		meta, _ = jsonrpcframe.Members(jsonrpcframe.Lookup(orig, "_meta"))
 	} else {
-		orig = []member{{key: []byte(`"method"`), val: jsonString(e.Method)}}
+		orig = []jsonrpcframe.Member{{Key: []byte(`"method"`), Value: jsonString(e.Method)}}
 		if len(e.Params) > 0 {
-			orig = append(orig, member{key: []byte(`"params"`), val: e.Params})
+			orig = append(orig, jsonrpcframe.Member{Key: []byte(`"params"`), Value: e.Params})
 		}
 		if e.ThreadID != "" {
-			meta = append(meta, member{key: []byte(`"threadId"`), val: jsonString(e.ThreadID)})
+			meta = append(meta, jsonrpcframe.Member{Key: []byte(`"threadId"`), Value: jsonString(e.ThreadID)})
 		}
 		if e.TurnID != "" {
-			meta = append(meta, member{key: []byte(`"turnId"`), val: jsonString(e.TurnID)})
+			meta = append(meta, jsonrpcframe.Member{Key: []byte(`"turnId"`), Value: jsonString(e.TurnID)})
 		}
 	}
 	b := make([]byte, 0, len(e.Params)+160)
@@ -104,11 +107,11 @@ func eventMessage(e codexchild.Event, agentID, identity string, reqID json.RawMe
 	// _meta first: the child's members except requestId, then ours.
 	b = append(b, `"_meta":{`...)
 	for _, m := range meta {
-		switch string(m.key) {
+		switch string(m.Key) {
 		case `"requestId"`, `"agent_id"`:
 			continue
 		}
-		b = appendMember(b, string(m.key), m.val)
+		b = appendMember(b, string(m.Key), m.Value)
 	}
 	if reqID != nil {
 		b = appendMember(b, `"requestId"`, reqID)
@@ -124,11 +127,11 @@ func eventMessage(e codexchild.Event, agentID, identity string, reqID json.RawMe
 		b = appendMember(b, `"identity"`, ident)
 	}
 	for _, m := range orig {
-		switch string(m.key) {
+		switch string(m.Key) {
 		case `"_meta"`, `"agent_id"`, `"identity"`:
 			continue
 		}
-		b = appendMember(b, string(m.key), m.val)
+		b = appendMember(b, string(m.Key), m.Value)
 	}
 	b = append(b, '}')
 	return &jsonrpcframe.Message{Versioned: true, Method: "codex/event", Params: b}

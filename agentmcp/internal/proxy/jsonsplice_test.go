@@ -45,26 +45,3 @@ func TestEventMessage(t *testing.T) {
 		})
 	}
 }
-
-func FuzzMembers(f *testing.F) {
-	f.Add([]byte(`{"a":1,"b":{"c":[1,"]"]},"d":"x\"y"}`))
-	f.Add([]byte(` { } `))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		if !json.Valid(data) {
-			return
-		}
-		ms := members(data)
-		var obj map[string]json.RawMessage
-		if json.Unmarshal(data, &obj) != nil {
-			return
-		}
-		if len(ms) < len(obj) {
-			t.Fatalf("members found %d of %d", len(ms), len(obj))
-		}
-		for _, m := range ms {
-			if !json.Valid(m.val) || !json.Valid(m.key) {
-				t.Fatalf("bad member %q: %q", m.key, m.val)
-			}
-		}
-	})
-}

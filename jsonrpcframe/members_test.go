@@ -1,0 +1,75 @@
+package jsonrpcframe
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestMembers(t *testing.T) {
+	obj := json.RawMessage(` { "_meta" : {"requestId": 7, "threadId":"T"}, "id":"", "msg":{"type":"agent_message","message":"a \"quoted\" }text{"}, "n": -1.5e3, "l":[1,{"x":"]"}], "k\u0065y": null } `)
+	ms, ok := Members(obj)
+	if !ok {
+		t.Fatal("Members: not ok")
+	}
+	var names []string
+	for _, m := range ms {
+		names = append(names, m.Name())
+	}
+	if diff := cmp.Diff([]string{"_meta", "id", "msg", "n", "l", "key"}, names); diff != "" {
+		t.Errorf("names (-want +got):\n%s", diff)
+	}
+	msg, _ := Members(Lookup(ms, "msg"))
+	if s, ok := String(Lookup(msg, "message")); !ok || s != `a "quoted" }text{` {
+		t.Errorf("message = %q, %v", s, ok)
+	}
+	if got := string(Lookup(ms, "n")); got != "-1.5e3" {
+		t.Errorf("n = %s", got)
+	}
+	if got := string(Lookup(ms, "key")); got != "null" {
+		t.Errorf("escaped key lookup = %q", got)
+	}
+	if Lookup(ms, "missing") != nil {
+		t.Error("Lookup of a missing member is not nil")
+	}
+	for _, bad := range []string{`[1]`, `"s"`, ``, `{"a":1`} {
+		if _, ok := Members(json.RawMessage(bad)); ok {
+			t.Errorf("Members(%q) ok", bad)
+		}
+	}
+	if _, ok := String(json.RawMessage(`7`)); ok {
+		t.Error("String of a number ok")
+	}
+}
+
+// FuzzMembers: on any valid JSON object Members finds every member that
+// encoding/json finds, with valid keys and values.
+func FuzzMembers(f *testing.F) {
+	f.Add([]byte(`{"a":1,"b":{"c":[1,"]"]},"d":"x\"y"}`))
+	f.Add([]byte(` { } `))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !json.Valid(data) {
+			return
+		}
+		var obj map[string]json.RawMessage
+		trimmed := bytes.TrimSpace(data)
+		isObj := len(trimmed) > 0 && trimmed[0] == '{' && json.Unmarshal(data, &obj) == nil
+		ms, ok := Members(data)
+		if ok != isObj {
+			t.Fatalf("Members ok = %v, encoding/json object = %v", ok, isObj)
+		}
+		for _, m := range ms {
+			if !json.Valid(m.Value) || !json.Valid(m.Key) {
+				t.Fatalf("bad member %q: %q", m.Key, m.Value)
+			}
+			if _, found := obj[m.Name()]; !found {
+				t.Fatalf("member %q not in %v", m.Name(), obj)
+			}
+		}
+		if len(ms) < len(obj) {
+			t.Fatalf("found %d of %d members", len(ms), len(obj))
+		}
+	})
+}
