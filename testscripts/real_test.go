@@ -35,11 +35,11 @@ func TestRealCodex(t *testing.T) {
 			home := realcodex.NewHome(t, mock.URL(), nil)
 			p := proxyParams(t, "real_*.txtar")
 			setup := p.Setup
-			var names []string
-			p.Setup = func(env *testscript.Env) error {
+			p.Setup = func(env *testscript.Env) error { // runs once per script, in parallel
 				if err := setup(env); err != nil {
 					return err
 				}
+				var names []string
 				for _, kv := range home.Env() {
 					k, v, _ := strings.Cut(kv, "=")
 					switch k {
