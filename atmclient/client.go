@@ -58,6 +58,8 @@ type Client struct {
 	now         func() time.Time
 	lockTimeout time.Duration
 	cache       parseCache
+	journals    journalCache
+	journalNow  func() time.Time // stamps journal records; tests replace it
 }
 
 // New returns a Client for cfg.
@@ -75,6 +77,7 @@ func New(cfg Config) (*Client, error) {
 		log:         cfg.Logger,
 		now:         cfg.Now,
 		lockTimeout: cfg.LockTimeout,
+		journalNow:  time.Now,
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)

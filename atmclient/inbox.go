@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/atmclient/internal/jsonarray"
@@ -58,9 +59,24 @@ func entryFor(m Message) (*entry, error) {
 type snapshot struct {
 	data    []byte   // the bytes parsed
 	entries []*entry // one per array element, in file order
+	// root, when not 0, is the ident of a snapshot whose file this one's
+	// extends by appended elements; its entries are the first rootLen.
+	root    uint64
+	rootLen int
 
-	once sync.Once
-	idx  map[string]*entry // see index
+	once   sync.Once
+	idx    map[string]*entry // see index
+	idOnce sync.Once
+	id     uint64 // see ident
+}
+
+var snapshotIDs atomic.Uint64
+
+// ident returns a number that identifies s among the snapshots of this
+// process.
+func (s *snapshot) ident() uint64 {
+	s.idOnce.Do(func() { s.id = snapshotIDs.Add(1) })
+	return s.id
 }
 
 // invalid returns the index of the first element that is not valid JSON,
@@ -163,7 +179,11 @@ func parseFrom(prev *snapshot, data []byte) (*snapshot, error) {
 		if extends(prev, data) {
 			tail := append([]byte{'['}, data[len(prev.data)-1:]...)
 			if more, err := parseEntries(tail, nil); err == nil && len(more) > 0 {
-				return &snapshot{data: data, entries: slices.Concat(prev.entries, more)}, nil
+				root, rootLen := prev.root, prev.rootLen
+				if root == 0 {
+					root, rootLen = prev.ident(), len(prev.entries)
+				}
+				return &snapshot{data: data, entries: slices.Concat(prev.entries, more), root: root, rootLen: rootLen}, nil
 			}
 		}
 		known = prev.index()

@@ -195,8 +195,8 @@ func TestMergeEntries(t *testing.T) {
 		`{ "from": "b", "text": "2", "timestamp": "2026-01-01T00:00:02Z" }`,
 		`{ "from": "c", "text": "3", "timestamp": "2026-01-01T00:00:03Z" }`,
 	}
-	if added != 2 {
-		t.Errorf("added = %d, want 2", added)
+	if len(added) != 2 {
+		t.Errorf("added = %d entries, want 2", len(added))
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("merged mismatch (-want +got):\n%s", diff)

@@ -92,9 +92,8 @@ func (c *Client) MarkRead(ctx context.Context, team, agent string, keys ...strin
 		want[k] = true
 	}
 	marked := 0
-	err = c.update(ctx, path, func(cur []*entry) ([]*entry, bool, error) {
-		marked = 0
-		var next []*entry
+	_, err = c.update(ctx, path, func(cur []*entry) ([]*entry, []*entry, error) {
+		var next, written []*entry
 		for i, e := range cur {
 			if e.err != nil || e.msg.Read || !want[e.key] {
 				continue
@@ -104,12 +103,13 @@ func (c *Client) MarkRead(ctx context.Context, team, agent string, keys ...strin
 			}
 			ne, err := withRead(e)
 			if err != nil {
-				return nil, false, err
+				return nil, nil, err
 			}
 			next[i] = ne
-			marked++
+			written = append(written, ne)
 		}
-		return next, marked > 0, nil
+		marked = len(written)
+		return next, written, nil
 	})
 	if err != nil {
 		return 0, fmt.Errorf("mark read %s@%s: %w", agent, team, err)

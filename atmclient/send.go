@@ -194,14 +194,15 @@ func (c *Client) appendMessage(ctx context.Context, team, agent string, m Messag
 	if err != nil {
 		return err
 	}
-	return c.update(ctx, path, func(cur []*entry) ([]*entry, bool, error) {
+	_, err = c.update(ctx, path, func(cur []*entry) ([]*entry, []*entry, error) {
 		for _, x := range cur {
 			if x.err == nil && m.MessageID != "" && x.msg.MessageID == m.MessageID {
-				return nil, false, nil
+				return nil, nil, nil
 			}
 		}
-		return append(cur[:len(cur):len(cur)], e), true, nil
+		return append(cur[:len(cur):len(cur)], e), []*entry{e}, nil
 	})
+	return err
 }
 
 // newUUID returns a random (version 4) UUID.

@@ -81,64 +81,109 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 // mutation computes the new entries of an inbox from the current ones; it
-// must not modify cur. changed false means there is nothing to write.
-type mutation func(cur []*entry) (next []*entry, changed bool, err error)
+// must not modify cur. written lists the entries it added or changed (they
+// are recorded in the journal); none means there is nothing to write.
+type mutation func(cur []*entry) (next, written []*entry, err error)
 
 // update applies mutate to the inbox at path with the locking protocol of
-// the atm CLI (see the package documentation, "Design notes"):
+// the atm CLI (see the package documentation, "Design notes" and "The
+// journal"):
 //
-//  1. flock {agent}.lock, 2. read the inbox (missing = []), 3. mutate,
-//  4. write {agent}.tmp as a new file and fsync it, 5. exchange it with the
-//     inbox (rename when there was none), 6. compare the displaced file with
-//     what was read; if a writer that ignores the lock changed it, merge
-//     its messages and swap again, 7. remove the tmp file and unlock.
-func (c *Client) update(ctx context.Context, path string, mutate mutation) error {
+//  1. flock {agent}.lock;
+//  2. read the inbox (missing = []) and the journal, and put back what the
+//     journal says a lock-ignoring writer overwrote;
+//  3. mutate;
+//  4. record the restored and written messages in the journal, fsync it;
+//  5. write {agent}.tmp as a new file and fsync it;
+//  6. exchange it with the inbox (rename when there was none);
+//  7. compare the displaced file with what was read; if a writer that
+//     ignores the lock changed it, record its new messages in the journal,
+//     merge them and swap again;
+//  8. remove the tmp file and unlock.
+//
+// It returns how many messages step 2 restored.
+func (c *Client) update(ctx context.Context, path string, mutate mutation) (restored int, err error) {
 	dir := filepath.Dir(path)
 	base := strings.TrimSuffix(path, ".json")
 	lockPath, tmpPath := base+".lock", base+".tmp"
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("create inboxes directory: %w", err)
+		return 0, fmt.Errorf("create inboxes directory: %w", err)
 	}
 	lock, err := fsx.Lock(ctx, lockPath, c.lockTimeout)
 	if err != nil {
-		return fmt.Errorf("lock inbox: %w", err)
+		return 0, fmt.Errorf("lock inbox: %w", err)
 	}
 	defer lock.Close()
 
 	snap, exists, err := c.load(ctx, path)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if i := snap.invalid(); i >= 0 {
-		return fmt.Errorf("%w: %s: element %d is not valid JSON; not rewriting it", ErrCorruptInbox, path, i)
+		return 0, fmt.Errorf("%w: %s: element %d is not valid JSON; not rewriting it", ErrCorruptInbox, path, i)
 	}
-	next, changed, err := mutate(snap.entries)
-	if err != nil || !changed {
-		return err
+	var appended []*entry
+	if snap.root != 0 {
+		appended = snap.entries[snap.rootLen:]
 	}
+	jrn, err := c.openJournal(base+".journal", appended)
+	if err != nil {
+		c.log.Warn("cannot read the inbox journal; writing without repairing", "path", path, "err", err)
+	} else {
+		defer c.journals.put(jrn)
+	}
+	cur, fixed := snap.entries, []*entry(nil)
+	if jrn != nil {
+		cur, fixed = jrn.reconcile(snap, c.journalNow())
+	}
+	next, written, err := mutate(cur)
+	if err != nil {
+		return 0, err
+	}
+	if len(written) == 0 {
+		if len(fixed) == 0 {
+			if jrn != nil {
+				jrn.verify(snap)
+			}
+			return 0, nil
+		}
+		next = cur
+	}
+	if len(fixed) > 0 {
+		c.log.Info("restored messages a lock-ignoring writer overwrote", "path", path, "restored", len(fixed))
+	}
+	c.journal(jrn, path, slices.Concat(fixed, written))
 	out := encodeEntries(next)
+	// wrote notes that the inbox is out, which holds every journal record.
+	wrote := func() {
+		s := &snapshot{data: out, entries: next}
+		c.cache.put(path, s)
+		if jrn != nil {
+			jrn.verify(s)
+		}
+	}
 	// prev is what the exchange should displace; known is false when we
 	// did not read what is there (the inbox appeared after our read).
 	prev, known := snap, exists
 	defer os.Remove(tmpPath)
 	for round := 0; ; round++ {
 		if err := fsx.WriteNew(tmpPath, out); err != nil {
-			return fmt.Errorf("write inbox: %w", err)
+			return 0, fmt.Errorf("write inbox: %w", err)
 		}
 		if !exists {
 			hook("swap")
 			err := fsx.RenameNoReplace(tmpPath, path)
 			switch {
 			case err == nil:
-				c.cache.put(path, &snapshot{data: out, entries: next})
+				wrote()
 				if err := fsx.SyncDir(dir); err != nil {
 					c.log.Warn("inbox created but its directory was not synced", "path", path, "err", err)
 				}
-				return nil
+				return len(fixed), nil
 			case errors.Is(err, errors.ErrUnsupported):
-				return c.renameFallback(tmpPath, path, out, next)
+				return len(fixed), c.renameFallback(tmpPath, path, wrote)
 			case !errors.Is(err, fs.ErrExist):
-				return fmt.Errorf("write inbox: %w", err)
+				return 0, fmt.Errorf("write inbox: %w", err)
 			}
 			// A lock-ignoring writer created the inbox after we read it:
 			// swap, then merge what it wrote.
@@ -147,48 +192,63 @@ func (c *Client) update(ctx context.Context, path string, mutate mutation) error
 		hook("swap")
 		if err := fsx.Exchange(tmpPath, path); err != nil {
 			if errors.Is(err, errors.ErrUnsupported) {
-				return c.renameFallback(tmpPath, path, out, next)
+				return len(fixed), c.renameFallback(tmpPath, path, wrote)
 			}
-			return fmt.Errorf("write inbox: %w", err)
+			return 0, fmt.Errorf("write inbox: %w", err)
 		}
 		displaced, err := os.ReadFile(tmpPath)
 		hook("checked")
 		if err != nil {
-			return fmt.Errorf("write inbox: check displaced file: %w", err)
+			return 0, fmt.Errorf("write inbox: check displaced file: %w", err)
 		}
 		if known && bytes.Equal(displaced, prev.data) {
-			c.cache.put(path, &snapshot{data: out, entries: next})
-			return nil
+			wrote()
+			return len(fixed), nil
 		}
 		if !known {
 			prev = nil
 		}
 		theirs, ok := c.parseDisplaced(ctx, tmpPath, prev, displaced)
 		if !ok {
-			return nil
+			return len(fixed), nil
 		}
 		merged, added := mergeEntries(next, theirs)
-		if added == 0 {
-			c.cache.put(path, &snapshot{data: out, entries: next})
-			return nil
+		if len(added) == 0 {
+			wrote()
+			return len(fixed), nil
 		}
 		if round+1 == maxMergeRounds {
 			c.keepAside(tmpPath, "inbox keeps changing without the lock; kept the last concurrent write aside unmerged")
-			return nil
+			return len(fixed), nil
 		}
-		c.log.Info("merged messages written without the inbox lock", "path", path, "added", added, "round", round)
+		c.log.Info("merged messages written without the inbox lock", "path", path, "added", len(added), "round", round)
+		c.journal(jrn, path, added)
 		prev, known = &snapshot{data: out, entries: next}, true
 		next, out = merged, encodeEntries(merged)
 	}
 }
 
+// journal records entries in jrn (nil when the journal could not be read)
+// before they are written to the inbox at path. A journal that cannot be
+// written does not stop the write; the entries are only not protected.
+func (c *Client) journal(jrn *journal, path string, entries []*entry) {
+	if jrn == nil || len(entries) == 0 {
+		return
+	}
+	hook("journal")
+	if err := jrn.record(c.journalNow(), entries); err != nil {
+		c.log.Warn("cannot write the inbox journal; a lock-ignoring writer may overwrite these messages for good", "path", path, "err", err)
+	}
+	hook("journaled")
+}
+
 // renameFallback replaces the inbox by a plain rename on file systems that
 // cannot exchange; concurrent lock-ignoring writes cannot be merged there.
-func (c *Client) renameFallback(tmpPath, path string, out []byte, next []*entry) error {
+func (c *Client) renameFallback(tmpPath, path string, wrote func()) error {
 	if err := os.Rename(tmpPath, path); err != nil {
 		return fmt.Errorf("write inbox: %w", err)
 	}
-	c.cache.put(path, &snapshot{data: out, entries: next})
+	wrote()
 	c.log.Debug("file system cannot exchange files; replaced inbox by rename", "path", path)
 	return nil
 }
@@ -239,22 +299,21 @@ func (c *Client) keepAside(tmpPath, why string) {
 // mergeEntries returns ours plus every entry of theirs it lacks: messages by
 // Key (message_id, or from+timestamp+text for id-less ones), other elements
 // by their bytes. When something was added the result is sorted stably by
-// timestamp instant. It returns how many entries were added.
-func mergeEntries(ours, theirs []*entry) ([]*entry, int) {
+// timestamp instant. It also returns the entries it added.
+func mergeEntries(ours, theirs []*entry) (merged, added []*entry) {
 	seen := make(map[string]bool, len(ours))
 	for _, e := range ours {
 		seen[mergeKey(e)] = true
 	}
-	merged := slices.Clip(ours)
-	added := 0
+	merged = slices.Clip(ours)
 	for _, e := range theirs {
 		if k := mergeKey(e); !seen[k] {
 			seen[k] = true
 			merged = append(merged, e)
-			added++
+			added = append(added, e)
 		}
 	}
-	if added > 0 {
+	if len(added) > 0 {
 		slices.SortStableFunc(merged, func(a, b *entry) int { return a.at.Compare(b.at) })
 	}
 	return merged, added
