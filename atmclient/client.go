@@ -106,7 +106,9 @@ func (c *Client) TeamDir(team string) (string, error) {
 // InboxPath returns {home}/.claude/teams/{team}/inboxes/{agent}.json after
 // validating both names. The file may not exist yet; it is created by the
 // first message. Watchers should watch the inboxes directory: every write
-// replaces the file by a rename.
+// replaces the file by a rename. The directory also holds each inbox's
+// sidecars, {agent}.lock and {agent}.journal (see the package
+// documentation).
 func (c *Client) InboxPath(team, agent string) (string, error) {
 	dir, err := c.TeamDir(team)
 	if err != nil {

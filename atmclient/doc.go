@@ -12,9 +12,10 @@
 // A Client, built by New, does everything else: Send and Broadcast append
 // messages, Read lists them with filters, MarkRead marks them by Key,
 // Pending counts unread mail, Repair puts back what a writer that ignores
-// the lock overwrote (see "The journal"). Claude Code's protocol messages (idle
-// notifications and similar JSON-in-text messages, see Message.IsProtocol)
-// are not mail: Read and Pending leave them out unless asked.
+// the lock overwrote (see "The journal"). Claude Code's protocol messages
+// (idle notifications and similar JSON-in-text messages, see
+// Message.IsProtocol) are not mail: Read and Pending leave them out unless
+// asked.
 //
 // # File format
 //

@@ -115,7 +115,8 @@ func TestMergeUnparsableKeptAside(t *testing.T) {
 }
 
 // The documented window, case 3: a writer that read before our swap and
-// writes after it replaces our message with its stale copy.
+// writes after it replaces our message with its stale copy, until the next
+// locked write repairs it (TestRepairAfterWindow).
 func TestWindowStaleOverwriteLosesOurs(t *testing.T) {
 	c, _ := newTestHome(t, "a")
 	path := inboxPath(t, c, "dev", "a")
