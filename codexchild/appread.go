@@ -2,10 +2,7 @@ package codexchild
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"sync/atomic"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
@@ -24,34 +21,18 @@ type appApproval struct {
 	answered atomic.Bool
 }
 
-// readLoop reads the child's stdout until EOF. Bad lines are logged and
-// skipped.
-func (b *AppServer) readLoop(ch *child, r jsonrpcframe.Reader) {
-	defer ch.stdoutFinished()
-	for {
-		m, err := r.Read()
-		if err != nil {
-			var me *jsonrpcframe.MessageError
-			if errors.As(err, &me) {
-				b.log.Warn("codex child wrote a bad line on stdout; skipped", "err", me.Detail, "line", string(me.Raw))
-				continue
-			}
-			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
-				b.log.Warn("codex child stdout", "err", err)
-			}
-			return
-		}
-		if m.Versioned && !b.versioned.Load() {
-			b.versioned.Store(true)
-		}
-		switch {
-		case m.IsResponse():
-			b.handleResponse(m)
-		case m.IsRequest():
-			b.handleRequest(m)
-		case m.IsNotification():
-			b.handleNotification(m)
-		}
+// dispatch handles one message of the child, on the reader goroutine.
+func (b *AppServer) dispatch(m *jsonrpcframe.Message) {
+	if m.Versioned && !b.versioned.Load() {
+		b.versioned.Store(true)
+	}
+	switch {
+	case m.IsResponse():
+		b.handleResponse(m)
+	case m.IsRequest():
+		b.handleRequest(m)
+	case m.IsNotification():
+		b.handleNotification(m)
 	}
 }
 

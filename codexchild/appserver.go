@@ -3,11 +3,9 @@ package codexchild
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -50,13 +48,10 @@ type AppServer struct {
 	cfg Config
 	log *slog.Logger
 
+	lazyChild // mu guards it and the fields below
+
 	versioned atomic.Bool // the child sent "jsonrpc": answer in kind
 
-	mu          sync.Mutex
-	startDone   chan struct{} // closed when the start attempt is over; nil before
-	startErr    error
-	ch          *child
-	w           jsonrpcframe.Writer
 	version     string // from the initialize userAgent, else probed
 	nextID      int64
 	pending     map[jsonrpcframe.ID]*appCall
@@ -64,9 +59,6 @@ type AppServer struct {
 	loaded      map[string]bool     // threads this process started or resumed
 	approvals   map[*Approval]*appApproval
 	approvalSeq int64
-	exitErr     *ExitError
-	exitHandled chan struct{}
-	closed      bool
 }
 
 var _ Backend = (*AppServer)(nil)
@@ -109,80 +101,9 @@ type appReply struct {
 // ensureStarted starts the child and does the handshake, once; callers wait
 // for it until ctx ends.
 func (b *AppServer) ensureStarted(ctx context.Context) error {
-	b.mu.Lock()
-	if b.closed && b.startDone == nil {
-		b.mu.Unlock()
-		return ErrClosed
-	}
-	if b.startDone == nil {
-		if b.cfg.Bin == "" {
-			b.mu.Unlock()
-			return errors.New("codexchild: config has no Bin")
-		}
-		b.startDone = make(chan struct{})
-		go b.start()
-	}
-	done := b.startDone
-	b.mu.Unlock()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	switch {
-	case b.exitErr != nil:
-		return b.exitErr
-	case b.startErr != nil:
-		return b.startErr
-	}
-	return nil
-}
-
-// start runs the child and the handshake; it closes startDone.
-func (b *AppServer) start() {
-	defer close(b.startDone)
-	args := append(append([]string(nil), b.cfg.Args...), "app-server")
-	ch, err := startChild(childConfig{
-		Bin: b.cfg.Bin, Args: args, Env: b.cfg.env(), Dir: b.cfg.Dir,
-		Grace: b.cfg.grace(), Logger: b.log,
+	return b.lazyChild.ensureStarted(ctx, b.cfg, b.log, childHooks{
+		subcommand: "app-server", dispatch: b.dispatch, watchExit: b.watchExit, handshake: b.handshake,
 	})
-	if err != nil {
-		b.log.Error("codex child failed to start", "err", err)
-		b.mu.Lock()
-		b.startErr = err
-		b.mu.Unlock()
-		return
-	}
-	b.log.Info("codex child started", "pid", ch.cmd.Process.Pid, "bin", b.cfg.Bin, "args", args)
-	b.mu.Lock()
-	b.ch = ch
-	b.w = jsonrpcframe.NewLineWriter(ch)
-	b.exitHandled = make(chan struct{})
-	closed := b.closed
-	b.mu.Unlock()
-	go b.readLoop(ch, jsonrpcframe.NewLineReader(ch.stdout, nil))
-	go b.watchExit(ch)
-	if closed {
-		_ = ch.stop(context.Background())
-		<-b.exitHandled
-		return
-	}
-	if err := b.handshake(); err != nil {
-		b.log.Error("codex handshake failed", "err", err)
-		var ee *ExitError
-		if !errors.As(err, &ee) {
-			_ = ch.stop(context.Background())
-			<-b.exitHandled
-		}
-		b.mu.Lock()
-		b.startErr = fmt.Errorf("codexchild: app-server handshake: %w", err)
-		if b.exitErr != nil {
-			b.startErr = b.exitErr
-		}
-		b.mu.Unlock()
-	}
 }
 
 // handshake sends initialize and the initialized notification, and reads

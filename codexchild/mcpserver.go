@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
@@ -54,11 +53,8 @@ type MCPServer struct {
 	cfg Config
 	log *slog.Logger
 
-	mu          sync.Mutex
-	startDone   chan struct{} // closed when the start attempt is over; nil before
-	startErr    error         // a failed start (an *ExitError or a start error)
-	ch          *child
-	w           jsonrpcframe.Writer
+	lazyChild // mu guards it and the fields below
+
 	version     string
 	tools       json.RawMessage
 	nextID      int64
@@ -67,9 +63,6 @@ type MCPServer struct {
 	dead        map[jsonrpcframe.ID]deadCall   // abandoned request ids
 	approvals   map[*Approval]*pendingApproval // unanswered approvals
 	approvalSeq int64
-	exitErr     *ExitError    // set once the child has exited
-	exitHandled chan struct{} // closed when every pending call was failed and OnExit ran
-	closed      bool
 }
 
 var _ Backend = (*MCPServer)(nil)
@@ -93,81 +86,9 @@ func (b *MCPServer) Kind() Kind { return KindMCPServer }
 // ensureStarted starts the child and does the handshake, once; callers wait
 // for it until ctx ends.
 func (b *MCPServer) ensureStarted(ctx context.Context) error {
-	b.mu.Lock()
-	if b.closed && b.startDone == nil {
-		b.mu.Unlock()
-		return ErrClosed
-	}
-	if b.startDone == nil {
-		if b.cfg.Bin == "" {
-			b.mu.Unlock()
-			return errors.New("codexchild: config has no Bin")
-		}
-		b.startDone = make(chan struct{})
-		go b.start()
-	}
-	done := b.startDone
-	b.mu.Unlock()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	switch {
-	case b.exitErr != nil:
-		return b.exitErr
-	case b.startErr != nil:
-		return b.startErr
-	}
-	return nil
-}
-
-// start runs the child and the handshake; it closes startDone.
-func (b *MCPServer) start() {
-	defer close(b.startDone)
-	args := append(append([]string(nil), b.cfg.Args...), "mcp-server")
-	ch, err := startChild(childConfig{
-		Bin: b.cfg.Bin, Args: args, Env: b.cfg.env(), Dir: b.cfg.Dir,
-		Grace: b.cfg.grace(), Logger: b.log,
+	return b.lazyChild.ensureStarted(ctx, b.cfg, b.log, childHooks{
+		subcommand: "mcp-server", dispatch: b.dispatch, watchExit: b.watchExit, handshake: b.handshake,
 	})
-	if err != nil {
-		b.log.Error("codex child failed to start", "err", err)
-		b.mu.Lock()
-		b.startErr = err
-		b.mu.Unlock()
-		return
-	}
-	b.log.Info("codex child started", "pid", ch.cmd.Process.Pid, "bin", b.cfg.Bin, "args", args)
-	b.mu.Lock()
-	b.ch = ch
-	b.w = jsonrpcframe.NewLineWriter(ch)
-	b.exitHandled = make(chan struct{})
-	closed := b.closed
-	b.mu.Unlock()
-	go b.readLoop(ch, jsonrpcframe.NewLineReader(ch.stdout, nil))
-	go b.watchExit(ch)
-	if closed {
-		_ = ch.stop(context.Background())
-		<-b.exitHandled
-		return
-	}
-	if err := b.handshake(); err != nil {
-		b.log.Error("codex handshake failed", "err", err)
-		var ee *ExitError
-		if !errors.As(err, &ee) {
-			// A child that cannot do the handshake is of no use: stop it.
-			_ = ch.stop(context.Background())
-			<-b.exitHandled
-		}
-		b.mu.Lock()
-		b.startErr = fmt.Errorf("codexchild: mcp-server handshake: %w", err)
-		if b.exitErr != nil {
-			b.startErr = b.exitErr
-		}
-		b.mu.Unlock()
-	}
 }
 
 // handshake sends initialize (declaring the elicitation capability),

@@ -2,10 +2,7 @@ package codexchild
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strconv"
 	"sync/atomic"
 
@@ -28,27 +25,6 @@ type pendingApproval struct {
 	childID  jsonrpcframe.ID // the child's request id
 	owner    *call           // the turn it was delivered to
 	answered atomic.Bool
-}
-
-// readLoop reads the child's stdout until EOF. Bad lines are logged and
-// skipped.
-func (b *MCPServer) readLoop(ch *child, r jsonrpcframe.Reader) {
-	defer ch.stdoutFinished()
-	for {
-		m, err := r.Read()
-		if err != nil {
-			var me *jsonrpcframe.MessageError
-			if errors.As(err, &me) {
-				b.log.Warn("codex child wrote a bad line on stdout; skipped", "err", me.Detail, "line", string(me.Raw))
-				continue
-			}
-			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
-				b.log.Warn("codex child stdout", "err", err)
-			}
-			return
-		}
-		b.dispatch(m)
-	}
 }
 
 // watchExit fails every pending call when the child has exited.
