@@ -31,7 +31,8 @@
 // read ahead, so no buffered bytes are lost between messages. There is no
 // line-length cap: a message may be as large as [Options.MaxMessageSize]
 // (64 MiB by default); a larger one is skipped without being buffered and
-// reported as [ErrTooLarge]. A message is validated with json.Valid and then
-// split into its top-level members by a small scanner, which is what makes
-// reading small messages cheap.
+// reported as [ErrTooLarge]. A message is validated and split into its
+// top-level members in one pass by a small scanner that accepts exactly
+// what json.Valid accepts (checked by a fuzz test against it), several
+// times faster on long strings; that is what makes relaying messages cheap.
 package jsonrpcframe

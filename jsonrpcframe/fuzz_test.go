@@ -2,6 +2,7 @@ package jsonrpcframe
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"testing"
@@ -75,6 +76,21 @@ func FuzzRoundTrip(f *testing.F) {
 			if diff := cmp.Diff(m, back, cmp.AllowUnexported(ID{})); diff != "" {
 				t.Fatalf("%s: round trip (-want +got):\n%s", framing, diff)
 			}
+		}
+	})
+}
+
+// FuzzValid: the package's scanner accepts exactly what json.Valid accepts.
+func FuzzValid(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add([]byte(s))
+	}
+	for _, s := range validCases {
+		f.Add([]byte(s.in))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if got, want := validJSON(data), json.Valid(data); got != want {
+			t.Fatalf("validJSON(%q) = %v, json.Valid = %v", data, got, want)
 		}
 	})
 }

@@ -30,7 +30,7 @@ func ParseID(raw []byte) (ID, error) {
 	if len(raw) == 0 {
 		return ID{}, fmt.Errorf("jsonrpcframe: parse id: empty")
 	}
-	if !json.Valid(raw) {
+	if !validJSON(raw) {
 		return ID{}, fmt.Errorf("jsonrpcframe: parse id: %q is not JSON", raw)
 	}
 	switch c := raw[0]; {

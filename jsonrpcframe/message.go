@@ -140,7 +140,7 @@ func raw(v any) (json.RawMessage, error) {
 		if v == nil {
 			return nil, nil
 		}
-		if !json.Valid(v) {
+		if !validJSON(v) {
 			return nil, fmt.Errorf("raw value is not valid JSON")
 		}
 		return v, nil

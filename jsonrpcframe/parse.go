@@ -21,18 +21,27 @@ func parse(data []byte, owned bool) (*Message, error) {
 	if len(data) == 0 {
 		return nil, &MessageError{Err: ErrParse, Detail: "empty message"}
 	}
-	if !json.Valid(data) {
-		return nil, &MessageError{Err: ErrParse, Detail: "not valid JSON", Raw: cut(data), Size: int64(len(data))}
-	}
 	switch data[0] {
 	case '{':
 	case '[':
+		if !validJSON(data) {
+			return nil, notJSON(data)
+		}
 		var elems []json.RawMessage
 		_ = json.Unmarshal(data, &elems) // valid JSON array: cannot fail
 		return nil, &MessageError{Err: ErrBatch, Detail: fmt.Sprintf("batch of %d", len(elems)),
 			Raw: append([]byte(nil), data...), Elements: elems, Size: int64(len(data))}
 	default:
+		if !validJSON(data) {
+			return nil, notJSON(data)
+		}
 		return nil, &MessageError{Err: ErrInvalid, Detail: "not a JSON object", Raw: cut(data), Size: int64(len(data))}
+	}
+	// One pass checks the JSON and splits the object into its members.
+	var spanBuf [8]memberSpan
+	spans, ok := splitObject(data, spanBuf[:0])
+	if !ok {
+		return nil, notJSON(data)
 	}
 	buf := data
 	if !owned {
@@ -43,19 +52,13 @@ func parse(data []byte, owned bool) (*Message, error) {
 	invalid := func(format string, args ...any) error {
 		return &MessageError{Err: ErrInvalid, Detail: fmt.Sprintf(format, args...), ID: m.ID, Raw: cut(buf), Size: int64(len(buf))}
 	}
-	var problem string
-	i := skipWS(buf, 1)
-	if buf[i] == '}' {
+	if len(spans) == 0 {
 		return nil, invalid("empty object")
 	}
-	for {
-		// buf[i] == '"' (valid JSON object: a key follows)
-		kEnd := skipString(buf, i)
-		rawKey := buf[i:kEnd]
-		i = skipWS(buf, kEnd)
-		i = skipWS(buf, i+1) // ':'
-		vEnd := skipValue(buf, i)
-		val := json.RawMessage(buf[i:vEnd:vEnd])
+	var problem string
+	for _, sp := range spans {
+		rawKey := buf[sp.key:sp.keyEnd]
+		val := json.RawMessage(buf[sp.val:sp.valEnd:sp.valEnd])
 		key := keyString(rawKey)
 		switch key {
 		case "jsonrpc":
@@ -92,11 +95,6 @@ func parse(data []byte, owned bool) (*Message, error) {
 			}
 			m.Extra[key] = val
 		}
-		i = skipWS(buf, vEnd)
-		if buf[i] == '}' {
-			break
-		}
-		i = skipWS(buf, i+1) // ','
 	}
 	switch {
 	case problem != "":
@@ -183,4 +181,53 @@ func skipValue(b []byte, i int) int {
 		i++
 	}
 	return i
+}
+
+// memberSpan locates one member of an object: key token and value text.
+type memberSpan struct{ key, keyEnd, val, valEnd int }
+
+// splitObject checks that data (starting with '{') is one valid JSON object
+// with nothing after it but white space, and appends the spans of its
+// members to spans.
+func splitObject(data []byte, spans []memberSpan) ([]memberSpan, bool) {
+	i := skipWS(data, 1)
+	if i < len(data) && data[i] == '}' {
+		return spans, skipWS(data, i+1) == len(data)
+	}
+	for {
+		if i >= len(data) || data[i] != '"' {
+			return nil, false
+		}
+		kEnd := scanString(data, i)
+		if kEnd < 0 {
+			return nil, false
+		}
+		j := skipWS(data, kEnd)
+		if j >= len(data) || data[j] != ':' {
+			return nil, false
+		}
+		v := skipWS(data, j+1)
+		vEnd := scanValue(data, v)
+		if vEnd < 0 {
+			return nil, false
+		}
+		spans = append(spans, memberSpan{i, kEnd, v, vEnd})
+		i = skipWS(data, vEnd)
+		if i >= len(data) {
+			return nil, false
+		}
+		switch data[i] {
+		case '}':
+			return spans, skipWS(data, i+1) == len(data)
+		case ',':
+			i = skipWS(data, i+1)
+		default:
+			return nil, false
+		}
+	}
+}
+
+// notJSON is the error for data that is not valid JSON.
+func notJSON(data []byte) error {
+	return &MessageError{Err: ErrParse, Detail: "not valid JSON", Raw: cut(data), Size: int64(len(data))}
 }
