@@ -35,3 +35,12 @@ func benchmarkPersist(b *testing.B, n int) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/persist")
 }
+
+// BenchmarkRedactPrompt redacts a typical turn prompt (no secrets): every
+// turn's prompt goes through Redact into the audit log.
+func BenchmarkRedactPrompt(b *testing.B) {
+	prompt := "<session-context>\nIdentity:  arch\nTeam:      dev\nRepo:      app (/home/dev/app)\nBranch:    main\nCwd:       /home/dev/app\nAgent ID:  codex-arch-1\n</session-context>\nPlease fix the failing test in parser_test.go and run go test ./..."
+	for b.Loop() {
+		_ = Redact(prompt)
+	}
+}
