@@ -22,11 +22,19 @@ func (m Member) Name() string { return keyString(m.Key) }
 // other byte. obj must be valid JSON (a Message's Params, Result and Error
 // are); for anything that is not an object Members returns nil, false.
 func Members(obj json.RawMessage) ([]Member, bool) {
+	return AppendMembers(make([]Member, 0, 8), obj)
+}
+
+// AppendMembers is [Members] appending to dst, for a caller that splits
+// many messages and wants no allocation: with a dst backed by an array on
+// its stack, splitting an object of up to cap(dst) members allocates
+// nothing. On failure it returns nil, false.
+func AppendMembers(dst []Member, obj json.RawMessage) ([]Member, bool) {
 	i := skipWS(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return nil, false
 	}
-	out := make([]Member, 0, 8)
+	out := dst
 	i = skipWS(obj, i+1)
 	for i < len(obj) && obj[i] == '"' {
 		kEnd := skipString(obj, i)

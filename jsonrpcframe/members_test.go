@@ -73,3 +73,31 @@ func FuzzMembers(f *testing.F) {
 		}
 	})
 }
+
+// TestAppendMembersNoAlloc: splitting into a stack buffer allocates
+// nothing, and the result equals Members'.
+func TestAppendMembersNoAlloc(t *testing.T) {
+	obj := json.RawMessage(`{"_meta":{"requestId":7},"id":"x","msg":{"type":"agent_message","message":"hi"}}`)
+	want, _ := Members(obj)
+	var got []Member
+	allocs := testing.AllocsPerRun(100, func() {
+		var buf [8]Member
+		ms, ok := AppendMembers(buf[:0], obj)
+		if !ok || len(ms) != 3 {
+			t.Fatal("AppendMembers failed")
+		}
+		if string(Lookup(ms, "id")) != `"x"` {
+			t.Fatal("lookup failed")
+		}
+	})
+	got, _ = AppendMembers(nil, obj)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("AppendMembers differs from Members (-want +got):\n%s", diff)
+	}
+	if allocs != 0 {
+		t.Errorf("AppendMembers into a stack buffer allocated %v times", allocs)
+	}
+	if ms, ok := AppendMembers(nil, json.RawMessage(`[1]`)); ok || ms != nil {
+		t.Errorf("AppendMembers of an array = %v, %v", ms, ok)
+	}
+}
