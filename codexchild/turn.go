@@ -80,16 +80,17 @@ type eventEnvelope struct {
 // are of no interest to routing. It reports false when the params are not
 // an object.
 func (e *eventEnvelope) scan(params json.RawMessage) bool {
-	top, ok := jsonrpcframe.Members(params)
+	var topBuf, metaBuf, msgBuf [16]jsonrpcframe.Member // no allocation
+	top, ok := jsonrpcframe.AppendMembers(topBuf[:0], params)
 	if !ok {
 		return false
 	}
-	if meta, ok := jsonrpcframe.Members(jsonrpcframe.Lookup(top, "_meta")); ok {
+	if meta, ok := jsonrpcframe.AppendMembers(metaBuf[:0], jsonrpcframe.Lookup(top, "_meta")); ok {
 		e.Meta.RequestID = jsonrpcframe.Lookup(meta, "requestId")
 		e.Meta.ThreadID, _ = jsonrpcframe.String(jsonrpcframe.Lookup(meta, "threadId"))
 	}
 	e.ID, _ = jsonrpcframe.String(jsonrpcframe.Lookup(top, "id"))
-	msg, ok := jsonrpcframe.Members(jsonrpcframe.Lookup(top, "msg"))
+	msg, ok := jsonrpcframe.AppendMembers(msgBuf[:0], jsonrpcframe.Lookup(top, "msg"))
 	if !ok {
 		return true
 	}
