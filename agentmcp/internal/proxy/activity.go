@@ -3,10 +3,12 @@ package proxy
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
 // defaultEventRing is the per-session event ring size (agent_status).
@@ -110,27 +112,51 @@ func (a *activity) record(e codexchild.Event, now time.Time) {
 }
 
 func (a *activity) mcpEvent(e codexchild.Event) string {
-	var p struct {
-		Msg struct {
-			Type       string          `json:"type"`
-			Message    string          `json:"message"`
-			CallID     string          `json:"call_id"`
-			Command    json.RawMessage `json:"command"`
-			ExitCode   *int            `json:"exit_code"`
-			Changes    map[string]any  `json:"changes"`
-			Success    *bool           `json:"success"`
-			Invocation struct {
-				Server string `json:"server"`
-				Tool   string `json:"tool"`
-			} `json:"invocation"`
-			Info   json.RawMessage `json:"info"`
-			Reason string          `json:"reason"`
-		} `json:"msg"`
-	}
-	if json.Unmarshal(e.Params, &p) != nil {
+	// Read the few fields needed without decoding the event: this runs for
+	// every agent message and token count.
+	var topBuf, msgBuf [16]jsonrpcframe.Member
+	top, _ := jsonrpcframe.AppendMembers(topBuf[:0], e.Params)
+	msg, ok := jsonrpcframe.AppendMembers(msgBuf[:0], jsonrpcframe.Lookup(top, "msg"))
+	if !ok {
 		return ""
 	}
-	m := p.Msg
+	str := func(name string) string {
+		s, _ := jsonrpcframe.String(jsonrpcframe.Lookup(msg, name))
+		return s
+	}
+	var m struct {
+		Type, Message, CallID, Reason string
+		Command, Info                 json.RawMessage
+		ExitCode                      *int
+		Changes                       int
+		Success                       *bool
+		Invocation                    struct{ Server, Tool string }
+	}
+	m.Type = str("type")
+	switch m.Type {
+	case "agent_message", "error":
+		m.Message = str("message")
+	case "turn_aborted":
+		m.Reason = str("reason")
+	case "token_count":
+		m.Info = jsonrpcframe.Lookup(msg, "info")
+	default:
+		m.CallID = str("call_id")
+		m.Command = jsonrpcframe.Lookup(msg, "command")
+		if n, err := strconv.Atoi(string(jsonrpcframe.Lookup(msg, "exit_code"))); err == nil {
+			m.ExitCode = &n
+		}
+		if changes, ok := jsonrpcframe.Members(jsonrpcframe.Lookup(msg, "changes")); ok {
+			m.Changes = len(changes)
+		}
+		if b, err := strconv.ParseBool(string(jsonrpcframe.Lookup(msg, "success"))); err == nil {
+			m.Success = &b
+		}
+		if inv, ok := jsonrpcframe.Members(jsonrpcframe.Lookup(msg, "invocation")); ok {
+			m.Invocation.Server, _ = jsonrpcframe.String(jsonrpcframe.Lookup(inv, "server"))
+			m.Invocation.Tool, _ = jsonrpcframe.String(jsonrpcframe.Lookup(inv, "tool"))
+		}
+	}
 	switch m.Type {
 	case "agent_message":
 		a.message(m.Message)
@@ -151,7 +177,7 @@ func (a *activity) mcpEvent(e codexchild.Event) string {
 		return it.Summary + ": " + it.Status
 	case "patch_apply_begin":
 		it := a.item(m.CallID, "file_change")
-		it.Summary = fmt.Sprintf("%d file%s", len(m.Changes), plural(len(m.Changes)))
+		it.Summary = fmt.Sprintf("%d file%s", m.Changes, plural(m.Changes))
 		return "editing " + it.Summary
 	case "patch_apply_end":
 		it := a.item(m.CallID, "file_change")
@@ -170,7 +196,7 @@ func (a *activity) mcpEvent(e codexchild.Event) string {
 		return it.Summary + ": completed"
 	case "token_count":
 		if len(m.Info) > 0 && string(m.Info) != "null" {
-			a.tokens = m.Info
+			a.tokens = append(json.RawMessage(nil), m.Info...) // not the whole event
 		}
 	case "error":
 		return clip(m.Message, 200)

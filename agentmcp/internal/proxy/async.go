@@ -75,10 +75,11 @@ func (s *Server) capResult(agentID, text string) string {
 func (s *Server) runBackground(sess *session, src turnSource, fn func(context.Context) (*toolResult, error)) (*toolResult, error) {
 	j := &job{
 		source: src,
-		run: func(ctx context.Context) {
+		run: func(ctx context.Context) func() {
 			if _, err := fn(ctx); err != nil {
 				s.log.Info("background turn failed", "agent_id", sess.agentID(), "err", err)
 			}
+			return nil
 		},
 		discard: func(err error) {
 			sess.recordOutcome(&turnOutcome{status: "error", err: err, finished: s.now()}, "")

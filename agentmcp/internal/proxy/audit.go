@@ -5,8 +5,8 @@ import (
 )
 
 // auditTurn records a turn forwarded to Codex (FR-9.2) with its source.
-func (s *Server) auditTurn(rec registry.Session, in turnInput) {
-	s.appendAudit(registry.Entry{Event: "turn:" + in.source.String(), AgentID: rec.AgentID, Identity: rec.Identity, Summary: in.prompt, Outcome: "forwarded"})
+func (s *Server) auditTurn(rec registry.Session, in turnInput, outcome string) {
+	s.appendAudit(registry.Entry{Event: "turn:" + in.source.String(), AgentID: rec.AgentID, Identity: rec.Identity, Summary: in.prompt, Outcome: outcome})
 }
 
 // auditATM records an ATM tool call (FR-9.1).

@@ -106,8 +106,16 @@ func startProxied(tb testing.TB, bin, home string) (*rawClient, *Server) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
+	// OS pipes, as between Claude and the proxy (an io.Pipe would make
+	// every write wait for the reader).
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
 	done := make(chan struct{})
 	go func() {
 		_ = srv.Run(context.Background(), inR, outW)

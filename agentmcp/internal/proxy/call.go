@@ -51,19 +51,16 @@ func (s *Server) parseToolCall(m *jsonrpcframe.Message) (*toolCall, error) {
 	return c, nil
 }
 
-// startToolCall begins a tools/call from the router. Replies to a session
-// are queued right here, in the order they were read; everything else is
-// started on the returned function, which the caller runs on its own
-// goroutine.
-func (s *Server) startToolCall(ctx context.Context, c *toolCall) func() (*toolResult, error) {
+// startToolCall begins a tools/call from the router without blocking; done
+// is called exactly once with the outcome. Replies to a session are queued
+// right here, in the order they were read; every other tool runs on a
+// goroutine of its own.
+func (s *Server) startToolCall(ctx context.Context, c *toolCall, done func(*toolResult, error)) {
 	if c.name == "codex-reply" {
-		wait, err := s.startCodexReply(ctx, c)
-		if err != nil {
-			return func() (*toolResult, error) { return nil, err }
-		}
-		return wait
+		s.startCodexReply(ctx, c, done)
+		return
 	}
-	return func() (*toolResult, error) { return s.runTool(ctx, c) }
+	go func() { done(s.runTool(ctx, c)) }()
 }
 
 // runTool runs one tool.

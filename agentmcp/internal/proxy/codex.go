@@ -308,29 +308,28 @@ func (s *Server) isClosing() bool {
 // client cancels while the turn waits in the queue, the turn is skipped; if
 // it is running, the turn is interrupted.
 func (s *Server) runQueued(ctx context.Context, sess *session, src turnSource, fn func(context.Context) (*toolResult, error)) (*toolResult, error) {
-	wait, err := s.enqueue(ctx, sess, src, fn)
-	if err != nil {
-		return nil, err
-	}
-	return wait()
-}
-
-// enqueue queues a turn on the session at once (without blocking) and
-// returns a function that waits for its result. Calling enqueue from the
-// router keeps a client's requests to one session in the order they were
-// read.
-func (s *Server) enqueue(ctx context.Context, sess *session, src turnSource, fn func(context.Context) (*toolResult, error)) (func() (*toolResult, error), error) {
 	type outcome struct {
 		res *toolResult
 		err error
 	}
-	done := make(chan outcome, 1)
+	ch := make(chan outcome, 1)
+	s.enqueue(ctx, sess, src, fn, func(res *toolResult, err error) { ch <- outcome{res, err} })
+	o := <-ch
+	return o.res, o.err
+}
+
+// enqueue queues a turn on the session at once, without blocking, and
+// calls done exactly once with its outcome: on the session's goroutine
+// once the session has moved on, or at once when the session is closed.
+// Calling enqueue from the router keeps a client's requests to one session
+// in the order they were read; answering from the session's goroutine
+// spares the turn a hand-off to another goroutine on its way back.
+func (s *Server) enqueue(ctx context.Context, sess *session, src turnSource, fn func(context.Context) (*toolResult, error), done func(*toolResult, error)) {
 	j := &job{
 		source: src,
-		run: func(jobCtx context.Context) {
-			if ctx.Err() != nil {
-				done <- outcome{err: ctx.Err()}
-				return
+		run: func(jobCtx context.Context) func() {
+			if err := ctx.Err(); err != nil {
+				return func() { done(nil, err) }
 			}
 			runCtx, cancel := context.WithCancel(jobCtx)
 			defer cancel()
@@ -340,17 +339,13 @@ func (s *Server) enqueue(ctx context.Context, sess *session, src turnSource, fn 
 			if err != nil && ctx.Err() != nil {
 				err = ctx.Err()
 			}
-			done <- outcome{res, err}
+			return func() { done(res, err) }
 		},
-		discard: func(err error) { done <- outcome{err: err} },
+		discard: func(err error) { done(nil, err) },
 	}
 	if err := sess.submit(j); err != nil {
-		return nil, err
+		done(nil, err)
 	}
-	return func() (*toolResult, error) {
-		o := <-done
-		return o.res, o.err
-	}, nil
 }
 
 // turnInput is one turn to run on a session.
@@ -426,9 +421,20 @@ func (s *Server) turn(ctx context.Context, sess *session, in turnInput) (*toolRe
 		b.WriteString(in.prompt)
 		req.Prompt = b.String()
 	}
-	req.OnSent = in.onSent
-	s.auditTurn(rec, in)
+	// The turn is audited once it is on its way to Codex, while Codex
+	// works on it; a turn that never reached Codex is audited with why.
+	var sent bool
+	req.OnSent = func() {
+		sent = true
+		s.auditTurn(rec, in, "forwarded")
+		if in.onSent != nil {
+			in.onSent()
+		}
+	}
 	res, err := s.backend.Turn(ctx, req)
+	if err != nil && !sent {
+		s.auditTurn(rec, in, "not forwarded: "+err.Error())
+	}
 	if err != nil && res != nil && errors.Is(err, context.Canceled) {
 		err = nil // interrupted (agent_interrupt, close): report the interrupted result
 	}

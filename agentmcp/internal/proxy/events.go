@@ -82,16 +82,16 @@ func (s *Server) forwardEvent(sess *session, call *toolCall, e codexchild.Event)
 // agent_id, agent_id and identity are added, every other byte is the
 // child's.
 func eventMessage(e codexchild.Event, agentID, identity string, reqID json.RawMessage) *jsonrpcframe.Message {
-	var orig []jsonrpcframe.Member
-	var meta []jsonrpcframe.Member
+	var origBuf, metaBuf [16]jsonrpcframe.Member // no allocation for the split
+	orig, meta := origBuf[:0], metaBuf[:0]
 	if e.Method == "codex/event" {
 		var ok bool
-		if orig, ok = jsonrpcframe.Members(e.Params); !ok && len(e.Params) > 0 {
-			orig = []jsonrpcframe.Member{{Key: []byte(`"event"`), Value: e.Params}}
+		if orig, ok = jsonrpcframe.AppendMembers(origBuf[:0], e.Params); !ok && len(e.Params) > 0 {
+			orig = append(origBuf[:0], jsonrpcframe.Member{Key: []byte(`"event"`), Value: e.Params})
 		}
-		meta, _ = jsonrpcframe.Members(jsonrpcframe.Lookup(orig, "_meta"))
+		meta, _ = jsonrpcframe.AppendMembers(metaBuf[:0], jsonrpcframe.Lookup(orig, "_meta"))
 	} else {
-		orig = []jsonrpcframe.Member{{Key: []byte(`"method"`), Value: jsonString(e.Method)}}
+		orig = append(orig, jsonrpcframe.Member{Key: []byte(`"method"`), Value: jsonString(e.Method)})
 		if len(e.Params) > 0 {
 			orig = append(orig, jsonrpcframe.Member{Key: []byte(`"params"`), Value: e.Params})
 		}

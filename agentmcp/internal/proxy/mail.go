@@ -67,12 +67,13 @@ func (s *Server) Deliver(identity, prompt string, done func(sent bool)) bool {
 	report := func(sent bool) { once.Do(func() { done(sent) }) }
 	j := &job{
 		source: sourceMail,
-		run: func(ctx context.Context) {
+		run: func(ctx context.Context) func() {
 			_, err := s.turn(ctx, sess, turnInput{prompt: prompt, source: sourceMail, onSent: func() { report(true) }})
 			report(false)
 			if err != nil {
 				s.log.Warn("auto-mail turn failed", "agent_id", sess.agentID(), "identity", identity, "err", err)
 			}
+			return nil
 		},
 		discard: func(error) { report(false) },
 	}

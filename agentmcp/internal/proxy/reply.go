@@ -14,18 +14,36 @@ import (
 // (threadId / conversationId). A thread id no session knows is passed to
 // Codex as it is, without context (Codex decides whether it exists).
 func (s *Server) toolCodexReply(ctx context.Context, c *toolCall) (*toolResult, error) {
-	wait, err := s.startCodexReply(ctx, c)
-	if err != nil {
-		return nil, err
+	type outcome struct {
+		res *toolResult
+		err error
 	}
-	return wait()
+	ch := make(chan outcome, 1)
+	s.startCodexReply(ctx, c, func(res *toolResult, err error) { ch <- outcome{res, err} })
+	o := <-ch
+	return o.res, o.err
 }
 
 // startCodexReply checks a codex-reply and queues its turn without
 // blocking; the router calls it so that replies to one session keep the
-// order the client sent them in. It returns a function that waits for the
-// result.
-func (s *Server) startCodexReply(ctx context.Context, c *toolCall) (func() (*toolResult, error), error) {
+// order the client sent them in. done is called exactly once with the
+// outcome (at once for a bad request).
+func (s *Server) startCodexReply(ctx context.Context, c *toolCall, done func(*toolResult, error)) {
+	wait, err := s.checkCodexReply(ctx, c, done)
+	if err != nil {
+		done(nil, err)
+		return
+	}
+	if wait != nil {
+		go func() { done(wait()) }()
+	}
+}
+
+// checkCodexReply does the work of startCodexReply. It returns an error for
+// a bad request, a function to run on a goroutine of its own (a reply to a
+// thread without a session), or neither when it has handed the turn to
+// done itself.
+func (s *Server) checkCodexReply(ctx context.Context, c *toolCall, done func(*toolResult, error)) (func() (*toolResult, error), error) {
 	a := c.args
 	if err := a.checkUnknown("codex-reply", "prompt", "agent_id", "threadId", "conversationId", "cwd", "background"); err != nil {
 		return nil, err
@@ -95,10 +113,11 @@ func (s *Server) startCodexReply(ctx context.Context, c *toolCall) (func() (*too
 		return s.turn(ctx, sess, turnInput{prompt: prompt, call: c, source: sourceClaude})
 	}
 	if background {
-		res, err := s.runBackground(sess, sourceClaude, run)
-		return func() (*toolResult, error) { return res, err }, nil
+		done(s.runBackground(sess, sourceClaude, run))
+		return nil, nil
 	}
-	return s.enqueue(ctx, sess, sourceClaude, run)
+	s.enqueue(ctx, sess, sourceClaude, run, done)
+	return nil, nil
 }
 
 // sessionByThread finds the session bound to a Codex thread id.

@@ -125,12 +125,11 @@ func (s *Server) request(m *jsonrpcframe.Message) {
 		s.untrack(m.ID)
 		return
 	}
-	run := s.startToolCall(ctx, c) // queues replies in read order; never blocks
-	go func() {
-		defer s.untrack(m.ID)
-		res, err := run()
+	// Replies to a session are queued in read order; nothing blocks here.
+	s.startToolCall(ctx, c, func(res *toolResult, err error) {
 		s.finishToolCall(ctx, c, res, err)
-	}()
+		s.untrack(m.ID)
+	})
 }
 
 // track registers an in-flight client request; it reports false during

@@ -40,11 +40,14 @@ func (s turnSource) String() string {
 	return "unknown"
 }
 
-// job is one queued turn. run executes it with the session marked busy;
-// discard fails it when the session closes before it ran.
+// job is one queued turn. run executes it with the session marked busy
+// and may return a function to call once the session has moved on (idle,
+// or its next job started): the answer to the client, which therefore never
+// arrives before the session state it implies. discard fails the job when
+// the session closes before it ran.
 type job struct {
 	source  turnSource
-	run     func(ctx context.Context)
+	run     func(ctx context.Context) (after func())
 	discard func(err error)
 }
 
@@ -147,8 +150,11 @@ func (s *session) startLocked(j *job) {
 	go func() {
 		defer s.srv.wg.Done()
 		defer cancel()
-		j.run(ctx)
+		after := j.run(ctx)
 		s.finish(j)
+		if after != nil {
+			after()
+		}
 	}()
 }
 
