@@ -14,9 +14,11 @@ import (
 
 // client is the upstream MCP connection (Claude). It owns the only writer
 // to stdout: responses, server→client requests and progress are written
-// directly (the writer serialises them); events go through a bounded queue
-// drained by one goroutine, so a slow client never delays request/response
-// traffic and a full queue drops events instead of blocking Codex.
+// directly (the writer serialises them). Events never wait for the client
+// (FR-19.3): the goroutine that has one (the Codex reader) writes it itself
+// when the client's pipe has room for it and no other event is waiting,
+// else it goes to a bounded queue that one goroutine drains, and a full
+// queue drops events instead of blocking Codex (FR-19.4).
 type client struct {
 	w   jsonrpcframe.Writer
 	log *slog.Logger
@@ -26,7 +28,15 @@ type client struct {
 	pending map[jsonrpcframe.ID]chan *jsonrpcframe.Message
 	gone    bool // stdin closed or stdout broken: drop events, fail requests
 
-	events   chan func() *jsonrpcframe.Message
+	// gauge tells whether the client's pipe takes an event without
+	// blocking (nil when that cannot be known: every event is queued).
+	gauge *pipeGauge
+
+	emu      sync.Mutex
+	queue    []func() *jsonrpcframe.Message // events waiting for the pump, in order
+	queueMax int
+	writing  bool          // an event write is in progress (pump or inline)
+	wake     chan struct{} // tells the pump there is work
 	stopPump chan struct{}
 	pumpDone chan struct{}
 	dropped  atomic.Int64
@@ -39,7 +49,9 @@ type client struct {
 // errClientGone reports that the client has disconnected.
 var errClientGone = errors.New("mcp client disconnected")
 
-func newClient(w jsonrpcframe.Writer, queue int, log *slog.Logger) *client {
+// newClient returns the client writing to w; gauge (nil when unknown)
+// measures the pipe w writes to. queue bounds the event queue.
+func newClient(w jsonrpcframe.Writer, gauge *pipeGauge, queue int, log *slog.Logger) *client {
 	if queue <= 0 {
 		queue = 1024
 	}
@@ -47,7 +59,9 @@ func newClient(w jsonrpcframe.Writer, queue int, log *slog.Logger) *client {
 		w:        w,
 		log:      log,
 		pending:  map[jsonrpcframe.ID]chan *jsonrpcframe.Message{},
-		events:   make(chan func() *jsonrpcframe.Message, queue),
+		gauge:    gauge,
+		queueMax: queue,
+		wake:     make(chan struct{}, 1),
 		stopPump: make(chan struct{}),
 		pumpDone: make(chan struct{}),
 	}
@@ -58,30 +72,55 @@ func newClient(w jsonrpcframe.Writer, queue int, log *slog.Logger) *client {
 // maxEventBatch bounds how many queued events the pump writes at once.
 const maxEventBatch = 64
 
+// inlineSlack is the room an inline event write leaves in the client's
+// pipe beyond the event itself: a framing header and the pipe's partly
+// read page, with a margin for a response written at the same moment.
+const inlineSlack = 16 << 10
+
+// signalLocked wakes the pump; c.emu is held.
+func (c *client) signalLocked() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
 // pump writes queued events until stop. Events that are already queued go
 // out together, in one write, when the writer can batch.
 func (c *client) pump() {
 	defer close(c.pumpDone)
 	bw, canBatch := c.w.(jsonrpcframe.BatchWriter)
+	limit := 1
+	if canBatch {
+		limit = maxEventBatch
+	}
+	builds := make([]func() *jsonrpcframe.Message, 0, maxEventBatch)
 	batch := make([]*jsonrpcframe.Message, 0, maxEventBatch)
 	for {
 		select {
-		case build := <-c.events:
-			batch = batch[:0]
-			if m := build(); m != nil {
-				batch = append(batch, m)
+		case <-c.wake:
+		case <-c.stopPump:
+			return
+		}
+		for {
+			c.emu.Lock()
+			if c.writing || len(c.queue) == 0 {
+				c.emu.Unlock()
+				break
 			}
-		drain:
-			for canBatch && len(batch) < maxEventBatch {
-				select {
-				case build := <-c.events:
-					if m := build(); m != nil {
-						batch = append(batch, m)
-					}
-				default:
-					break drain
+			n := min(len(c.queue), limit)
+			builds = append(builds[:0], c.queue[:n]...)
+			c.queue = c.queue[:copy(c.queue, c.queue[n:])]
+			c.writing = true
+			c.emu.Unlock()
+
+			batch = batch[:0]
+			for _, build := range builds {
+				if m := build(); m != nil {
+					batch = append(batch, m)
 				}
 			}
+			clear(builds)
 			var err error
 			switch {
 			case len(batch) == 0:
@@ -90,11 +129,13 @@ func (c *client) pump() {
 			default:
 				err = c.w.Write(batch[0])
 			}
+			clear(batch)
 			if err != nil {
 				c.markGone(err)
 			}
-		case <-c.stopPump:
-			return
+			c.emu.Lock()
+			c.writing = false
+			c.emu.Unlock()
 		}
 	}
 }
@@ -102,7 +143,6 @@ func (c *client) pump() {
 // markGone records that the client cannot be written to any more.
 func (c *client) markGone(err error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if !c.gone {
 		c.gone = true
 		if err != nil {
@@ -113,6 +153,11 @@ func (c *client) markGone(err error) {
 			delete(c.pending, id)
 		}
 	}
+	c.mu.Unlock()
+	c.emu.Lock()
+	clear(c.queue) // queued events are dropped
+	c.queue = c.queue[:0]
+	c.emu.Unlock()
 }
 
 // isGone reports whether the client has disconnected.
@@ -179,21 +224,64 @@ func (c *client) notify(method string, params any) error {
 	return c.write(m)
 }
 
-// event queues a notification, built by build on the pump goroutine (so
-// that encoding events costs the Codex reader nothing); it never blocks. It
-// reports false when the event was dropped (queue full or client gone).
+// event sends a notification built by build, without ever waiting for the
+// client: it is written at once, by the caller, when nothing is queued and
+// the client's pipe has room for it; else it is queued and built by the
+// pump. It reports false when the event was dropped (queue full or client
+// gone).
 func (c *client) event(build func() *jsonrpcframe.Message) bool {
 	if c.isGone() {
 		c.dropped.Add(1)
 		return false
 	}
-	select {
-	case c.events <- build:
-		return true
-	default:
+	c.emu.Lock()
+	if c.gauge == nil || c.writing || len(c.queue) > 0 {
+		defer c.emu.Unlock()
+		return c.enqueueLocked(build)
+	}
+	c.writing = true
+	c.emu.Unlock()
+
+	m := build()
+	inline := m == nil
+	if m != nil {
+		if c.gauge.has(len(m.Params) + inlineSlack) {
+			inline = true
+			if err := c.w.Write(m); err != nil {
+				c.markGone(err)
+			}
+		}
+	}
+	c.emu.Lock()
+	defer c.emu.Unlock()
+	c.writing = false
+	if !inline {
+		// No room: the client is behind. The pump waits for it.
+		c.queue = append(c.queue, func() *jsonrpcframe.Message { return m })
+		c.signalLocked()
+	} else if len(c.queue) > 0 {
+		c.signalLocked()
+	}
+	return true
+}
+
+// queued returns how many events wait for the pump.
+func (c *client) queued() int {
+	c.emu.Lock()
+	defer c.emu.Unlock()
+	return len(c.queue)
+}
+
+// enqueueLocked queues an event for the pump, or drops it when the queue is
+// full; c.emu is held.
+func (c *client) enqueueLocked(build func() *jsonrpcframe.Message) bool {
+	if len(c.queue) >= c.queueMax {
 		c.dropped.Add(1)
 		return false
 	}
+	c.queue = append(c.queue, build)
+	c.signalLocked()
+	return true
 }
 
 // request sends a server→client request with the proxy's own id and waits

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +25,8 @@ type testConn struct {
 	fb   *fakeBackend
 	home string
 
+	stalled atomic.Bool // set: the client stops reading the proxy's output
+
 	mu          sync.Mutex
 	next        int64
 	waiting     map[jsonrpcframe.ID]chan *jsonrpcframe.Message
@@ -37,6 +40,9 @@ type harnessOpts struct {
 	kind   codexchild.Kind
 	modify func(*Options)
 	resume *string
+	// osPipe: the proxy writes to an OS pipe (as to Claude) instead of an
+	// in-memory one, and the client's reading can be stalled.
+	osPipe bool
 }
 
 // writeTeam creates a team config with the given members.
@@ -86,7 +92,17 @@ func startProxyAt(t *testing.T, home string, ho harnessOpts) *testConn {
 		}
 	}
 	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
+	var outR io.ReadCloser
+	var outW io.WriteCloser
+	if ho.osPipe {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		outR, outW = r, w
+	} else {
+		outR, outW = io.Pipe()
+	}
 	c := &testConn{t: t, in: inW, w: jsonrpcframe.NewLineWriter(inW), srv: srv, fb: fb, home: home,
 		waiting: map[jsonrpcframe.ID]chan *jsonrpcframe.Message{}, runErr: make(chan error, 1)}
 	go func() {
@@ -94,9 +110,22 @@ func startProxyAt(t *testing.T, home string, ho harnessOpts) *testConn {
 		outW.Close()
 		c.runErr <- err
 	}()
-	go c.readLoop(outR)
+	go c.readLoop(stallReader{c, outR})
 	t.Cleanup(func() { c.close() })
 	return c
+}
+
+// stallReader reads only while the client is not stalled.
+type stallReader struct {
+	c *testConn
+	r io.Reader
+}
+
+func (s stallReader) Read(p []byte) (int, error) {
+	for s.c.stalled.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	return s.r.Read(p)
 }
 
 func (c *testConn) readLoop(r io.Reader) {

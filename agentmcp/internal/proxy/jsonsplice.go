@@ -12,8 +12,18 @@ func appendMember(b []byte, quotedKey string, val []byte) []byte {
 	return append(b, val...)
 }
 
-// jsonString returns s as a JSON string.
+// jsonString returns s as a JSON string, as json.Marshal writes it. Agent
+// ids and identities (printable ASCII that needs no escape) are quoted as
+// they are: this runs for every event.
 func jsonString(s string) []byte {
-	b, _ := json.Marshal(s)
-	return b
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			b, _ := json.Marshal(s)
+			return b
+		}
+	}
+	b := make([]byte, 0, len(s)+2)
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }

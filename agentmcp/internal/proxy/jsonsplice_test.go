@@ -45,3 +45,13 @@ func TestEventMessage(t *testing.T) {
 		})
 	}
 }
+
+// TestJSONString: the quick path quotes exactly as json.Marshal does.
+func TestJSONString(t *testing.T) {
+	for _, s := range []string{"", "codex-01m803zbygy38qtcn7r2wceh1c", "arch", "a b~", `q"uote`, `back\slash`, "<tag>&", "tab\t", "é", "\u2028", "\xff", "\x7f"} {
+		want, _ := json.Marshal(s)
+		if got := jsonString(s); string(got) != string(want) {
+			t.Errorf("jsonString(%q) = %s, want %s", s, got, want)
+		}
+	}
+}

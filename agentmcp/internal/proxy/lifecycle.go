@@ -155,10 +155,14 @@ func New(opts Options) (*Server, error) {
 // cancelled (SIGTERM/SIGINT), then shuts down gracefully (FR-7): summaries,
 // registry, identities, child. It returns nil after a graceful shutdown.
 func (s *Server) Run(ctx context.Context, r io.Reader, w io.Writer) error {
+	gauge := newPipeGauge(w)
+	if gauge != nil {
+		w = gauge
+	}
 	reader, writer := jsonrpcframe.NewAuto(r, w, nil)
 	s.started = s.now()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.client = newClient(writer, s.opts.EventQueue, s.log)
+	s.client = newClient(writer, gauge, s.opts.EventQueue, s.log)
 	go s.persister()
 	if err := s.startMail(); err != nil {
 		s.log.Error("mail delivery disabled", "err", err)

@@ -472,7 +472,69 @@ func TestEventsDroppedWhenClientGone(t *testing.T) {
 	if got := sess.counters.dropped.Load() - before; got < 25 {
 		t.Errorf("dropped %d events, want at least 25", got)
 	}
-	if n := len(c.srv.client.events); n != 0 {
+	if n := c.srv.client.queued(); n != 0 {
 		t.Errorf("%d events queued for a gone client", n)
+	}
+}
+
+// TestEventsNeverWaitForAStalledClient: the proxy writes to an OS pipe the
+// client stops reading. Events are written directly while the pipe has room,
+// then queued and, once the queue is full, dropped (FR-19.3, FR-19.4): the
+// Codex side never waits, the turn ends in Codex, and when the client reads
+// again its answer arrives after the events that were kept, in order.
+func TestEventsNeverWaitForAStalledClient(t *testing.T) {
+	c := startProxy(t, harnessOpts{osPipe: true, modify: func(o *Options) { o.EventQueue = 50 }})
+	c.initialize(false)
+	res := c.structured(c.tool("codex", map[string]any{"prompt": "start", "identity": "arch"}))
+	sess := c.srv.sessions[res["agent_id"].(string)]
+	if c.srv.client.gauge == nil {
+		t.Fatal("no pipe gauge for an OS pipe")
+	}
+
+	c.stalled.Store(true) // the client stops reading
+	// Enough events to fill the pipe (64 KiB) many times over.
+	turnDone := make(chan error, 1)
+	go func() {
+		_, err := c.srv.turn(context.Background(), sess, turnInput{prompt: "EVENTS=3000", source: sourceMail})
+		turnDone <- err
+	}()
+	select {
+	case err := <-turnDone:
+		if err != nil {
+			t.Fatalf("turn: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the turn waited for a client that does not read")
+	}
+	forwarded, dropped := sess.counters.forwarded.Load(), sess.counters.dropped.Load()
+	if dropped == 0 || forwarded == 0 {
+		t.Errorf("forwarded %d, dropped %d: want some of each", forwarded, dropped)
+	}
+	if n := c.srv.client.queued(); n > 50 {
+		t.Errorf("%d events queued, the bound is 50", n)
+	}
+
+	// The client reads again: every event that was kept arrives, and the
+	// proxy answers.
+	c.stalled.Store(false)
+	got := c.structured(c.tool("agent_sessions", map[string]any{}))
+	if got["sessions"] == nil {
+		t.Fatalf("agent_sessions after the stall: %v", got)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n := 0
+		for _, m := range c.notifications("codex/event") {
+			if strings.Contains(string(m.Params), `"agent_id":"`+sess.agentID()+`"`) {
+				n++
+			}
+		}
+		if int64(n) >= forwarded {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("client got %d events of the session, the proxy forwarded %d", n, forwarded)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

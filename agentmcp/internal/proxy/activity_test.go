@@ -1,0 +1,160 @@
+package proxy
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/google/go-cmp/cmp"
+)
+
+// mcpEvent is a codex/event of mcp-server with msg as recorded from Codex
+// 0.153.4 (../shared/notes/codex-wire/transcripts/mcp-0.153.4).
+func mcpEvent(msg string) codexchild.Event {
+	var m struct {
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal([]byte(msg), &m)
+	params := `{"_meta": {"requestId": 3, "threadId": "T"}, "id": "turn-1", "msg": ` + msg + `}`
+	return codexchild.Event{Method: "codex/event", Type: m.Type, Params: json.RawMessage(params)}
+}
+
+// appEvent is an app-server notification.
+func appEvent(method, params string) codexchild.Event {
+	return codexchild.Event{Method: method, Type: method, Params: json.RawMessage(params)}
+}
+
+// TestActivityRecord: what agent_status reports of a turn's events — the
+// summary of each event, the turn's items, agent messages and token usage —
+// for both protocols' event shapes.
+func TestActivityRecord(t *testing.T) {
+	type want struct {
+		summaries []string
+		items     []turnItem
+		messages  []string
+		tokens    string
+	}
+	tests := []struct {
+		name   string
+		events []codexchild.Event
+		want   want
+	}{
+		{
+			name: "command that fails",
+			events: []codexchild.Event{
+				mcpEvent(`{"type": "task_started", "turn_id": "turn-1"}`),
+				mcpEvent(`{"type": "exec_command_begin", "call_id": "call_1", "turn_id": "turn-1", "command": ["/bin/bash", "-lc", "go test ./..."], "cwd": "/w"}`),
+				mcpEvent(`{"type": "exec_command_end", "call_id": "call_1", "command": ["/bin/bash", "-lc", "go test ./..."], "stdout": "FAIL", "exit_code": 1, "status": "completed"}`),
+			},
+			want: want{
+				summaries: []string{"", "go test ./...", "go test ./...: failed (exit 1)"},
+				items:     []turnItem{{ID: "call_1", Type: "command", Status: "failed (exit 1)", Summary: "go test ./..."}},
+			},
+		},
+		{
+			name: "command that succeeds, seen only at its end",
+			events: []codexchild.Event{
+				mcpEvent(`{"type": "exec_command_end", "call_id": "call_26", "process_id": "5143", "command": ["/bin/bash", "-lc", "touch probe.txt"], "exit_code": 0, "duration": {"secs": 0, "nanos": 55245201}, "status": "completed"}`),
+			},
+			want: want{
+				summaries: []string{"touch probe.txt: completed"},
+				items:     []turnItem{{ID: "call_26", Type: "command", Status: "completed", Summary: "touch probe.txt"}},
+			},
+		},
+		{
+			name: "patch that fails",
+			events: []codexchild.Event{
+				mcpEvent(`{"type": "patch_apply_begin", "call_id": "call_44", "auto_approved": false, "changes": {"/w/a.txt": {"type": "add", "content": "hello\n"}, "/w/b.txt": {"type": "delete"}}}`),
+				mcpEvent(`{"type": "patch_apply_end", "call_id": "call_44", "stdout": "", "stderr": "conflict", "success": false, "changes": {}}`),
+			},
+			want: want{
+				summaries: []string{"editing 2 files", "patch failed"},
+				items:     []turnItem{{ID: "call_44", Type: "file_change", Status: "failed", Summary: "2 files"}},
+			},
+		},
+		{
+			name: "tool call, approval, messages, tokens, error, abort",
+			events: []codexchild.Event{
+				mcpEvent(`{"type": "mcp_tool_call_begin", "call_id": "call_7", "invocation": {"server": "atm", "tool": "atm_send", "arguments": {"to": "qa"}}}`),
+				mcpEvent(`{"type": "mcp_tool_call_end", "call_id": "call_7", "result": {"Ok": {}}}`),
+				mcpEvent(`{"type": "exec_approval_request", "call_id": "call_8", "command": "rm -rf build", "reason": "outside the sandbox"}`),
+				mcpEvent(`{"type": "agent_message", "message": "  Done: sent the report.  ", "phase": null}`),
+				mcpEvent(`{"type": "token_count", "info": null}`),
+				mcpEvent(`{"type": "token_count", "info": {"total_token_usage": {"input_tokens": 120, "total_tokens": 132}}}`),
+				mcpEvent(`{"type": "error", "message": "stream disconnected"}`),
+				mcpEvent(`{"type": "turn_aborted", "reason": "interrupted"}`),
+			},
+			want: want{
+				summaries: []string{"atm.atm_send", "atm.atm_send: completed", "approval: rm -rf build", "Done: sent the report.", "", "", "stream disconnected", "interrupted"},
+				items:     []turnItem{{ID: "call_7", Type: "tool_call", Status: "completed", Summary: "atm.atm_send"}},
+				messages:  []string{"Done: sent the report."},
+				tokens:    `{"total_token_usage": {"input_tokens": 120, "total_tokens": 132}}`,
+			},
+		},
+		{
+			name: "message with escapes",
+			events: []codexchild.Event{
+				mcpEvent(`{"type": "agent_message", "message": "line one\nsaid \"hi\" \u00e9"}`),
+			},
+			want: want{
+				summaries: []string{"line one\nsaid \"hi\" é"},
+				messages:  []string{"line one\nsaid \"hi\" é"},
+			},
+		},
+		{
+			name: "app-server items",
+			events: []codexchild.Event{
+				appEvent("turn/started", `{"threadId": "T", "turn": {"id": "turn-1"}}`),
+				appEvent("item/started", `{"threadId": "T", "item": {"id": "i1", "type": "commandExecution", "command": "/bin/bash -lc 'make test'", "status": "inProgress"}}`),
+				appEvent("item/completed", `{"threadId": "T", "item": {"id": "i1", "type": "commandExecution", "command": "/bin/bash -lc 'make test'", "status": "completed"}}`),
+				appEvent("item/completed", `{"threadId": "T", "item": {"id": "i2", "type": "agentMessage", "text": "all green"}}`),
+				appEvent("thread/tokenUsage/updated", `{"threadId": "T", "tokenUsage": {"total": {"totalTokens": 9}}}`),
+			},
+			want: want{
+				summaries: []string{"", "make test: inProgress", "make test: completed", "all green", ""},
+				items:     []turnItem{{ID: "i1", Type: "command", Status: "completed", Summary: "make test"}},
+				messages:  []string{"all green"},
+				tokens:    `{"total": {"totalTokens": 9}}`,
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var a activity
+			for _, e := range tt.events {
+				a.record(e, time.Unix(0, 0))
+			}
+			var got want
+			for _, r := range a.events(0) {
+				got.summaries = append(got.summaries, r.Summary)
+			}
+			for _, it := range a.items {
+				got.items = append(got.items, *it)
+			}
+			got.messages = a.messages
+			got.tokens = string(a.tokens)
+			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(want{})); diff != "" {
+				t.Errorf("activity (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// BenchmarkActivityRecord records a turn's worth of mcp-server events.
+func BenchmarkActivityRecord(b *testing.B) {
+	events := []codexchild.Event{
+		mcpEvent(`{"type": "task_started", "turn_id": "turn-1"}`),
+		mcpEvent(`{"type": "agent_message_content_delta", "delta": "MOCK_REPLY"}`),
+		mcpEvent(`{"type": "agent_message", "message": "MOCK_REPLY: bench", "phase": null}`),
+		mcpEvent(`{"type": "token_count", "info": {"total_token_usage": {"input_tokens": 120, "total_tokens": 132}}, "rate_limits": {"primary": null}}`),
+		mcpEvent(`{"type": "task_complete", "turn_id": "turn-1", "last_agent_message": "MOCK_REPLY: bench"}`),
+	}
+	var a activity
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, e := range events {
+			a.record(e, time.Time{})
+		}
+	}
+}
