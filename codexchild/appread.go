@@ -215,6 +215,7 @@ func (b *AppServer) handleNotification(m *jsonrpcframe.Message) {
 	if completed {
 		b.answerLeftovers(t, Decision{Kind: Deny, Reason: "the turn ended"})
 		t.finish()
+		handOver()
 	}
 }
 

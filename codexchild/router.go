@@ -3,6 +3,7 @@ package codexchild
 import (
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"strconv"
 	"sync/atomic"
 
@@ -213,7 +214,14 @@ func (b *MCPServer) handleResponse(m *jsonrpcframe.Message) {
 	}
 	b.denyLeftovers(target, "the turn ended")
 	target.reply <- reply{msg: m}
+	handOver()
 }
+
+// handOver lets the goroutine just woken with a turn's end run at once, on
+// this goroutine's processor, instead of after this reader's next read
+// (a system call, then a wait in the poller): it is what the caller of the
+// turn waits for, and a turn ends once per many messages.
+func handOver() { runtime.Gosched() }
 
 // handleEvent delivers a codex/event to its turn's handler, to OnEvent, or
 // drops it.

@@ -162,18 +162,11 @@ type toolResult struct {
 // resultThread returns structuredContent.threadId of a tools/call response,
 // or "".
 func resultThread(m *jsonrpcframe.Message) string {
-	if len(m.Result) == 0 {
-		return ""
-	}
-	var r struct {
-		SC *struct {
-			ThreadID string `json:"threadId"`
-		} `json:"structuredContent"`
-	}
-	if json.Unmarshal(m.Result, &r) != nil || r.SC == nil {
-		return ""
-	}
-	return r.SC.ThreadID
+	var topBuf, scBuf [8]jsonrpcframe.Member // read on the reader's path: no decoding
+	top, _ := jsonrpcframe.AppendMembers(topBuf[:0], m.Result)
+	sc, _ := jsonrpcframe.AppendMembers(scBuf[:0], jsonrpcframe.Lookup(top, "structuredContent"))
+	id, _ := jsonrpcframe.String(jsonrpcframe.Lookup(sc, "threadId"))
+	return id
 }
 
 // parseResult turns a tools/call result into a Result. threadID is the
