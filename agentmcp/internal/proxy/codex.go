@@ -400,7 +400,12 @@ func (s *Server) turn(ctx context.Context, sess *session, in turnInput) (*toolRe
 	req := codexchild.TurnRequest{
 		Timeout: timeout,
 		Handler: &turnHandler{s: s, sess: sess, call: in.call},
-		Params:  s.threadParams(rec, settings, sc.render(), note),
+	}
+	if newThread || kind != codexchild.KindMCPServer {
+		// codex-reply takes a prompt and nothing else: a thread's
+		// parameters are built only where they go (a new thread; resume
+		// and turns on app-server).
+		req.Params = s.threadParams(rec, settings, sc.render(), note)
 	}
 	if newThread {
 		req.Prompt = in.prompt

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
@@ -130,6 +131,9 @@ func (s *Server) request(m *jsonrpcframe.Message) {
 		s.finishToolCall(ctx, c, res, err)
 		s.untrack(m.ID)
 	})
+	// Let the goroutine just started for the call run now, on this
+	// processor, rather than after the router's next read of stdin.
+	runtime.Gosched()
 }
 
 // track registers an in-flight client request; it reports false during
