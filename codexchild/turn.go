@@ -2,6 +2,7 @@ package codexchild
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -146,19 +147,6 @@ func (t *turn) partial() string {
 	return strings.Join(parts, "\n")
 }
 
-// toolResult is the part of a codex tools/call result the backend reads.
-type toolResult struct {
-	Content []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	} `json:"content"`
-	StructuredContent *struct {
-		ThreadID string `json:"threadId"`
-		Content  string `json:"content"`
-	} `json:"structuredContent"`
-	IsError bool `json:"isError"`
-}
-
 // resultThread returns structuredContent.threadId of a tools/call response,
 // or "".
 func resultThread(m *jsonrpcframe.Message) string {
@@ -172,28 +160,39 @@ func resultThread(m *jsonrpcframe.Message) string {
 // parseResult turns a tools/call result into a Result. threadID is the
 // turn's thread as far as the backend knows it.
 func parseResult(raw json.RawMessage, threadID, turnID string) (*Result, error) {
-	var tr toolResult
-	if err := json.Unmarshal(raw, &tr); err != nil {
-		return nil, err
+	var topBuf, scBuf [8]jsonrpcframe.Member
+	top, ok := jsonrpcframe.AppendMembers(topBuf[:0], raw)
+	if !ok && strings.TrimSpace(string(raw)) != "null" {
+		return nil, fmt.Errorf("result is not an object: %.100s", raw)
 	}
-	res := &Result{ThreadID: threadID, TurnID: turnID, IsError: tr.IsError, Raw: raw, Status: "completed"}
-	if tr.IsError {
+	isErr := string(jsonrpcframe.Lookup(top, "isError")) == "true"
+	res := &Result{ThreadID: threadID, TurnID: turnID, IsError: isErr, Raw: raw, Status: "completed"}
+	if isErr {
 		res.Status = "failed"
 	}
-	if sc := tr.StructuredContent; sc != nil {
-		if sc.ThreadID != "" {
-			res.ThreadID = sc.ThreadID
+	if sc, ok := jsonrpcframe.AppendMembers(scBuf[:0], jsonrpcframe.Lookup(top, "structuredContent")); ok {
+		if id, _ := jsonrpcframe.String(jsonrpcframe.Lookup(sc, "threadId")); id != "" {
+			res.ThreadID = id
 		}
-		res.Text = sc.Content
-	} else {
-		var texts []string
-		for _, c := range tr.Content {
-			if c.Type == "text" {
-				texts = append(texts, c.Text)
-			}
-		}
-		res.Text = strings.Join(texts, "\n")
+		res.Text, _ = jsonrpcframe.String(jsonrpcframe.Lookup(sc, "content"))
+		return res, nil
 	}
+	var content []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if c := jsonrpcframe.Lookup(top, "content"); len(c) > 0 && string(c) != "null" {
+		if err := json.Unmarshal(c, &content); err != nil {
+			return nil, err
+		}
+	}
+	var texts []string
+	for _, c := range content {
+		if c.Type == "text" {
+			texts = append(texts, c.Text)
+		}
+	}
+	res.Text = strings.Join(texts, "\n")
 	return res, nil
 }
 

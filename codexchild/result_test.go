@@ -1,0 +1,53 @@
+package codexchild
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+// TestParseResult: a codex tools/call result as Codex 0.153.4 writes it
+// (structuredContent with threadId and content), as older versions did (text
+// content only), failures, and results that are not results.
+func TestParseResult(t *testing.T) {
+	tests := []struct {
+		name    string
+		raw     string
+		want    Result
+		wantErr bool
+	}{
+		{"structured", `{"structuredContent": {"threadId": "T2", "content": "done \"ok\""}, "content": [{"type": "text", "text": "ignored"}]}`,
+			Result{ThreadID: "T2", Text: `done "ok"`, Status: "completed"}, false},
+		{"text content only", `{"content": [{"type": "text", "text": "one"}, {"type": "image", "data": "x"}, {"type": "text", "text": "two"}]}`,
+			Result{ThreadID: "T", Text: "one\ntwo", Status: "completed"}, false},
+		{"tool failure", `{"content": [{"type": "text", "text": "Session not found"}], "isError": true}`,
+			Result{ThreadID: "T", Text: "Session not found", IsError: true, Status: "failed"}, false},
+		{"structured without thread", `{"structuredContent": {"content": "x"}, "isError": false}`,
+			Result{ThreadID: "T", Text: "x", Status: "completed"}, false},
+		{"structured null", `{"structuredContent": null, "content": [{"type": "text", "text": "t"}]}`,
+			Result{ThreadID: "T", Text: "t", Status: "completed"}, false},
+		{"null", `null`, Result{ThreadID: "T", Status: "completed"}, false},
+		{"content not a list", `{"content": "x"}`, Result{}, true},
+		{"not an object", `[1]`, Result{}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseResult(json.RawMessage(tt.raw), "T", "U")
+			if tt.wantErr {
+				if err == nil {
+					t.Fatalf("parseResult(%s) = %+v, want an error", tt.raw, got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.want.TurnID = "U"
+			if diff := cmp.Diff(tt.want, *got, cmpopts.IgnoreFields(Result{}, "Raw")); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
