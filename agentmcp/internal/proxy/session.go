@@ -151,16 +151,19 @@ func (s *session) startLocked(j *job) {
 		defer s.srv.wg.Done()
 		defer cancel()
 		after := j.run(ctx)
-		s.finish(j)
+		idle := s.finish(j)
 		if after != nil {
 			after()
+		}
+		if idle {
+			s.srv.sessionIdle(s) // the mail check, after the answer is out
 		}
 	}()
 }
 
 // finish runs after a job: the next Claude job starts, else the session
-// becomes idle and the mail layer is told.
-func (s *session) finish(j *job) {
+// becomes idle; it reports whether the mail layer should be told.
+func (s *session) finish(j *job) bool {
 	s.mu.Lock()
 	if s.running == j {
 		s.running, s.runCancel = nil, nil
@@ -170,14 +173,14 @@ func (s *session) finish(j *job) {
 		s.idleCh = make(chan struct{})
 		s.mu.Unlock()
 		close(idle)
-		return
+		return false
 	}
 	if len(s.queue) > 0 {
 		next := s.queue[0]
 		s.queue = s.queue[1:]
 		s.startLocked(next)
 		s.mu.Unlock()
-		return
+		return false
 	}
 	s.setStateLocked(stateIdle)
 	s.srv.persistAsync(s)
@@ -185,7 +188,7 @@ func (s *session) finish(j *job) {
 	s.idleCh = make(chan struct{})
 	s.mu.Unlock()
 	close(idle)
-	s.srv.sessionIdle(s)
+	return true
 }
 
 // setStateLocked records a state change; s.mu is held.
