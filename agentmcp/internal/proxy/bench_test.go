@@ -165,7 +165,9 @@ func BenchmarkToolsCallOverhead(b *testing.B) {
 	home := b.TempDir()
 	direct := startDirect(b, bin, home)
 	proxied, srv := startProxied(b, bin, home)
+	// One thread per path: each has as many turns as the proxied one.
 	thread := structuredOf(b, direct.call(b, "tools/call", map[string]any{"name": "codex", "arguments": map[string]any{"prompt": "start", "cwd": home}}))["threadId"]
+	bareThread := structuredOf(b, direct.call(b, "tools/call", map[string]any{"name": "codex", "arguments": map[string]any{"prompt": "start", "cwd": home}}))["threadId"]
 	agent := structuredOf(b, proxied.call(b, "tools/call", map[string]any{"name": "codex", "arguments": map[string]any{"prompt": "start", "identity": "arch"}}))["agent_id"].(string)
 	// The prompt the proxy sends for "bench": its context block first.
 	rec := srv.sessions[agent].snapshot()
@@ -178,7 +180,7 @@ func BenchmarkToolsCallOverhead(b *testing.B) {
 		t1 := time.Now()
 		proxied.call(b, "tools/call", map[string]any{"name": "codex-reply", "arguments": map[string]any{"agent_id": agent, "prompt": "bench"}})
 		t2 := time.Now()
-		direct.call(b, "tools/call", map[string]any{"name": "codex-reply", "arguments": map[string]any{"threadId": thread, "prompt": "bench"}})
+		direct.call(b, "tools/call", map[string]any{"name": "codex-reply", "arguments": map[string]any{"threadId": bareThread, "prompt": "bench"}})
 		t3 := time.Now()
 		same, prox, bare = append(same, t1.Sub(t0)), append(prox, t2.Sub(t1)), append(bare, t3.Sub(t2))
 	}

@@ -7,6 +7,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 )
 
 // repoFacts are the git facts of a directory, refreshed on every turn.
@@ -31,36 +33,119 @@ func gitFacts(_ context.Context, dir string) repoFacts {
 		return f
 	}
 	f.Root = &root
-	name := filepath.Base(root)
-	common := gitDir
-	if b, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
-		c := strings.TrimSpace(string(b))
-		if !filepath.IsAbs(c) {
-			c = filepath.Join(gitDir, c)
-		}
-		common = filepath.Clean(c)
+	name, branch := repoCache.lookup(root, gitDir)
+	f.Name = &name
+	if branch != "" {
+		f.Branch = &branch
 	}
-	if url := originURL(filepath.Join(common, "config")); url != "" {
+	return f
+}
+
+// repoCache keeps what was read of a repository's files (its name from the
+// origin URL, its branch from HEAD) with the files' stamps: on a later turn
+// three stats tell whether a file changed (a checkout rewrites HEAD) before
+// anything is read again. As git does with its index ("racy git"), a file
+// modified shortly before it was read is read again every time: the clock
+// that stamps files is coarse, and a rewrite of the same size within one
+// tick would not show.
+var repoCache = &repoInfoCache{entries: map[string]repoInfo{}}
+
+type repoInfoCache struct {
+	mu      sync.Mutex
+	entries map[string]repoInfo // by git directory and root
+}
+
+type repoInfo struct {
+	stamps       [3]fileStamp // commondir, HEAD, config
+	read         int64        // when the files were read (Unix ns)
+	name, branch string
+}
+
+// racyWindow is how much older than its reading a file must be for its
+// stamp to be trusted.
+const racyWindow = int64(100 * time.Millisecond)
+
+// trusted reports whether e still describes files with these stamps.
+func (e repoInfo) trusted(stamps [3]fileStamp) bool {
+	if e.stamps != stamps {
+		return false
+	}
+	for _, st := range stamps {
+		if st.present && st.mtime > e.read-racyWindow {
+			return false
+		}
+	}
+	return true
+}
+
+// fileStamp is what a stat says of a file's content: absent, or its size
+// and modification time.
+type fileStamp struct {
+	present bool
+	size    int64
+	mtime   int64
+}
+
+func stampOf(path string) fileStamp {
+	st, err := os.Stat(path)
+	if err != nil {
+		return fileStamp{}
+	}
+	return fileStamp{present: true, size: st.Size(), mtime: st.ModTime().UnixNano()}
+}
+
+// maxRepoCache bounds the cache: a proxy's sessions work in a few
+// repositories.
+const maxRepoCache = 256
+
+func (c *repoInfoCache) lookup(root, gitDir string) (name, branch string) {
+	now := time.Now().UnixNano()
+	commondir := filepath.Join(gitDir, "commondir")
+	stamps := [3]fileStamp{stampOf(commondir), stampOf(filepath.Join(gitDir, "HEAD")), {}}
+	common := gitDir
+	if stamps[0].present {
+		if b, err := os.ReadFile(commondir); err == nil {
+			c := strings.TrimSpace(string(b))
+			if !filepath.IsAbs(c) {
+				c = filepath.Join(gitDir, c)
+			}
+			common = filepath.Clean(c)
+		}
+	}
+	config := filepath.Join(common, "config")
+	stamps[2] = stampOf(config)
+	key := gitDir + "\x00" + root
+	c.mu.Lock()
+	e, ok := c.entries[key]
+	c.mu.Unlock()
+	if ok && e.trusted(stamps) {
+		return e.name, e.branch
+	}
+	e = repoInfo{stamps: stamps, read: now, name: filepath.Base(root)}
+	if url := originURL(config); url != "" {
 		u := strings.TrimSuffix(strings.TrimRight(url, "/"), ".git")
 		if i := strings.LastIndexAny(u, "/:"); i >= 0 {
 			u = u[i+1:]
 		}
 		if u != "" {
-			name = path.Base(u)
+			e.name = path.Base(u)
 		}
 	}
-	f.Name = &name
 	if b, err := os.ReadFile(filepath.Join(gitDir, "HEAD")); err == nil {
 		head := strings.TrimSpace(string(b))
 		if ref, ok := strings.CutPrefix(head, "ref: "); ok {
-			br := strings.TrimPrefix(ref, "refs/heads/")
-			f.Branch = &br
+			e.branch = strings.TrimPrefix(ref, "refs/heads/")
 		} else if len(head) >= 7 {
-			d := "detached@" + head[:7]
-			f.Branch = &d
+			e.branch = "detached@" + head[:7]
 		}
 	}
-	return f
+	c.mu.Lock()
+	if len(c.entries) >= maxRepoCache {
+		clear(c.entries)
+	}
+	c.entries[key] = e
+	c.mu.Unlock()
+	return e.name, e.branch
 }
 
 // findGitDir walks up from dir to the nearest .git and returns the work

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -60,5 +61,76 @@ func TestGitFacts(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestGitFactsFollowChanges: the facts are cached between turns, yet a
+// checkout (HEAD rewritten), a new origin and a removed repository show at
+// once.
+func TestGitFactsFollowChanges(t *testing.T) {
+	root := t.TempDir()
+	gitDir := filepath.Join(root, ".git")
+	write := func(name, content string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(gitDir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(gitDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write("HEAD", "ref: refs/heads/main\n")
+	facts := func() (name, branch string) {
+		f := gitFacts(context.Background(), root)
+		if f.Root == nil {
+			return "", ""
+		}
+		return *f.Name, *f.Branch
+	}
+	steps := []struct {
+		change     func()
+		name, want string
+	}{
+		{func() {}, filepath.Base(root), "main"},
+		{func() {}, filepath.Base(root), "main"}, // cached
+		{func() { write("HEAD", "ref: refs/heads/feature/login\n") }, filepath.Base(root), "feature/login"},
+		{func() { write("HEAD", "ref: refs/heads/feature/logon\n") }, filepath.Base(root), "feature/logon"}, // same size
+		{func() { write("config", "[remote \"origin\"]\n\turl = https://example.com/acme/gadgets.git\n") }, "gadgets", "feature/logon"},
+		{func() { _ = os.RemoveAll(gitDir) }, "", ""},
+	}
+	for i, st := range steps {
+		st.change()
+		name, branch := facts()
+		if name != st.name || branch != st.want {
+			t.Errorf("step %d: name %q branch %q, want %q %q", i, name, branch, st.name, st.want)
+		}
+	}
+}
+
+// BenchmarkGitFacts reads the facts of a repository whose files did not
+// change, as on every turn of a session (from a subdirectory).
+func BenchmarkGitFacts(b *testing.B) {
+	root := b.TempDir()
+	sub := filepath.Join(root, "cmd", "tool")
+	old := time.Now().Add(-time.Hour)
+	for name, content := range map[string]string{"HEAD": "ref: refs/heads/main\n", "config": "[remote \"origin\"]\n\turl = git@github.com:acme/widgets.git\n"} {
+		p := filepath.Join(root, ".git", name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.Chtimes(p, old, old); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if f := gitFacts(context.Background(), sub); f.Branch == nil || *f.Branch != "main" {
+			b.Fatal("no branch")
+		}
 	}
 }
