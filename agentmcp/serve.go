@@ -35,7 +35,9 @@ func serve(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout io.W
 			logger.Warn("nothing resumed", "err", err)
 		}
 	}
-	return srv.Run(ctx, stdin, stdout)
+	in, out, release := pollableStdio(stdin, stdout)
+	defer release()
+	return srv.Run(ctx, in, out)
 }
 
 // tools runs the per-thread tools-only server.

@@ -1,0 +1,59 @@
+package agentmcp
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// pollableStdio gives serve its own non-blocking handles on stdin and
+// stdout when they are pipes (as when Claude starts the proxy), so that
+// reading the client and writing to it go through Go's poller instead of
+// blocking system calls, and so that the proxy can tell how much the
+// client's pipe takes before it writes an event (events never wait for the
+// client). Opening /proc/self/fd/N opens the pipe anew: the non-blocking
+// flag is set on the proxy's own open file, never on the one it shares with
+// its parent. Anything that is not a pipe, or cannot be reopened, is used
+// as it is. close releases the new handles.
+func pollableStdio(stdin io.Reader, stdout io.Writer) (io.Reader, io.Writer, func()) {
+	var closers []*os.File
+	in, out := stdin, stdout
+	if f := reopenPipe(stdin, os.O_RDONLY); f != nil {
+		in = f
+		closers = append(closers, f)
+	}
+	if f := reopenPipe(stdout, os.O_WRONLY); f != nil {
+		out = f
+		closers = append(closers, f)
+	}
+	return in, out, func() {
+		for _, f := range closers {
+			f.Close()
+		}
+	}
+}
+
+// reopenPipe reopens v's pipe with flag, or returns nil.
+func reopenPipe(v any, flag int) *os.File {
+	f, ok := v.(*os.File)
+	if !ok {
+		return nil
+	}
+	st, err := f.Stat()
+	if err != nil || st.Mode()&os.ModeNamedPipe == 0 {
+		return nil
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	var fd uintptr
+	if rc.Control(func(d uintptr) { fd = d }) != nil {
+		return nil
+	}
+	nf, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", fd), flag, 0)
+	if err != nil {
+		return nil
+	}
+	return nf
+}
