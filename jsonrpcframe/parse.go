@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Parse parses one JSON-RPC message from data, which may be surrounded by
@@ -59,8 +60,7 @@ func parse(data []byte, owned bool) (*Message, error) {
 	for _, sp := range spans {
 		rawKey := buf[sp.key:sp.keyEnd]
 		val := json.RawMessage(buf[sp.val:sp.valEnd:sp.valEnd])
-		key := keyString(rawKey)
-		switch key {
+		switch memberName(rawKey) {
 		case "jsonrpc":
 			if string(val) != `"2.0"` {
 				problem = fmt.Sprintf(`jsonrpc member is %s, not "2.0"`, val)
@@ -79,7 +79,7 @@ func parse(data []byte, owned bool) (*Message, error) {
 				problem = "method is not a string"
 				break
 			}
-			m.Method = keyString(val)
+			m.Method = methodName(val)
 			if m.Method == "" {
 				problem = "method is empty"
 			}
@@ -93,7 +93,7 @@ func parse(data []byte, owned bool) (*Message, error) {
 			if m.Extra == nil {
 				m.Extra = make(map[string]json.RawMessage)
 			}
-			m.Extra[key] = val
+			m.Extra[keyString(rawKey)] = val
 		}
 	}
 	switch {
@@ -109,6 +109,39 @@ func parse(data []byte, owned bool) (*Message, error) {
 		return nil, invalid("params is neither an object nor an array")
 	}
 	return m, nil
+}
+
+// memberName returns the name of a member's key token for matching it
+// against the JSON-RPC member names: the raw text between the quotes when
+// it has no escape (no copy is made: the result must not be kept), else the
+// decoded key.
+func memberName(tok []byte) string {
+	inner := tok[1 : len(tok)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		return unsafeString(inner)
+	}
+	return keyString(tok)
+}
+
+// commonMethods are returned without allocating: every message of a Codex
+// session carries one of them.
+var commonMethods = map[string]string{}
+
+func init() {
+	for _, m := range []string{"codex/event", "tools/call", "tools/list", "initialize", "notifications/initialized",
+		"notifications/progress", "notifications/cancelled", "notifications/message", "elicitation/create", "ping",
+		"item/started", "item/completed", "item/agentMessage/delta", "turn/started", "turn/completed",
+		"thread/started", "thread/tokenUsage/updated", "account/rateLimits/updated", "turn/start", "thread/start"} {
+		commonMethods[m] = m
+	}
+}
+
+// methodName returns the method of a message, shared when it is a common one.
+func methodName(tok []byte) string {
+	if m, ok := commonMethods[unsafeString(tok[1:len(tok)-1])]; ok {
+		return m
+	}
+	return keyString(tok)
 }
 
 // keyString returns the Go string of a JSON string token; invalid UTF-8
@@ -230,4 +263,10 @@ func splitObject(data []byte, spans []memberSpan) ([]memberSpan, bool) {
 // notJSON is the error for data that is not valid JSON.
 func notJSON(data []byte) error {
 	return &MessageError{Err: ErrParse, Detail: "not valid JSON", Raw: cut(data), Size: int64(len(data))}
+}
+
+// unsafeString views b as a string without copying; the string must not
+// outlive b or be kept.
+func unsafeString(b []byte) string {
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
