@@ -63,6 +63,8 @@ type MCPServer struct {
 	dead        map[jsonrpcframe.ID]deadCall   // abandoned request ids
 	approvals   map[*Approval]*pendingApproval // unanswered approvals
 	approvalSeq int64
+
+	ids interner // strings of the events' envelopes; the reader's own
 }
 
 var _ Backend = (*MCPServer)(nil)

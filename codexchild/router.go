@@ -227,7 +227,7 @@ func handOver() { runtime.Gosched() }
 // drops it.
 func (b *MCPServer) handleEvent(m *jsonrpcframe.Message) {
 	var env eventEnvelope
-	if !env.scan(m.Params) {
+	if !env.scan(m.Params, &b.ids) {
 		if err := json.Unmarshal(m.Params, &env); err != nil {
 			b.log.Warn("codex: malformed codex/event", "err", err)
 			b.toOnEvent(Event{Method: m.Method, Params: m.Params})

@@ -1,6 +1,7 @@
 package codexchild
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -80,7 +81,7 @@ type eventEnvelope struct {
 // path, and most of an event's bytes (a turn's input, a command's output)
 // are of no interest to routing. It reports false when the params are not
 // an object.
-func (e *eventEnvelope) scan(params json.RawMessage) bool {
+func (e *eventEnvelope) scan(params json.RawMessage, ids *interner) bool {
 	var topBuf, metaBuf, msgBuf [16]jsonrpcframe.Member // no allocation
 	top, ok := jsonrpcframe.AppendMembers(topBuf[:0], params)
 	if !ok {
@@ -88,9 +89,9 @@ func (e *eventEnvelope) scan(params json.RawMessage) bool {
 	}
 	if meta, ok := jsonrpcframe.AppendMembers(metaBuf[:0], jsonrpcframe.Lookup(top, "_meta")); ok {
 		e.Meta.RequestID = jsonrpcframe.Lookup(meta, "requestId")
-		e.Meta.ThreadID, _ = jsonrpcframe.String(jsonrpcframe.Lookup(meta, "threadId"))
+		e.Meta.ThreadID = ids.str(jsonrpcframe.Lookup(meta, "threadId"))
 	}
-	e.ID, _ = jsonrpcframe.String(jsonrpcframe.Lookup(top, "id"))
+	e.ID = ids.str(jsonrpcframe.Lookup(top, "id"))
 	msg, ok := jsonrpcframe.AppendMembers(msgBuf[:0], jsonrpcframe.Lookup(top, "msg"))
 	if !ok {
 		return true
@@ -99,8 +100,8 @@ func (e *eventEnvelope) scan(params json.RawMessage) bool {
 		s, _ := jsonrpcframe.String(jsonrpcframe.Lookup(msg, name))
 		return s
 	}
-	e.Msg.Type = str("type")
-	e.Msg.TurnID = str("turn_id")
+	e.Msg.Type = ids.str(jsonrpcframe.Lookup(msg, "type"))
+	e.Msg.TurnID = ids.str(jsonrpcframe.Lookup(msg, "turn_id"))
 	switch e.Msg.Type {
 	case "agent_message_content_delta", "agent_message_delta":
 		e.Msg.Delta = str("delta")
@@ -222,4 +223,31 @@ func toolArguments(req TurnRequest) (name string, args map[string]any) {
 		args["config"] = p.Config
 	}
 	return "codex", args
+}
+
+// interner returns the Go string of a JSON string token, reusing one of the
+// strings it returned lately when the text is the same: the thread id, turn
+// id and type of a turn's events repeat from one event to the next, and
+// every event passes through the reader. Its zero value is ready; it is not
+// safe for concurrent use.
+type interner struct {
+	recent [8]string
+	next   int
+}
+
+func (in *interner) str(tok json.RawMessage) string {
+	if len(tok) < 2 || tok[0] != '"' || bytes.IndexByte(tok, '\\') >= 0 {
+		s, _ := jsonrpcframe.String(tok)
+		return s
+	}
+	inner := tok[1 : len(tok)-1]
+	for _, s := range in.recent {
+		if s == string(inner) { // no allocation for the comparison
+			return s
+		}
+	}
+	s, _ := jsonrpcframe.String(tok)
+	in.recent[in.next] = s
+	in.next = (in.next + 1) % len(in.recent)
+	return s
 }

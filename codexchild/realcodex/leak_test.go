@@ -50,7 +50,16 @@ func TestLeakCheck(t *testing.T) {
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
 
-	if procs := h.Processes(); len(procs) != 1 || !strings.HasPrefix(procs[0], fmt.Sprintf("%d: sleep 60", cmd.Process.Pid)) {
+	// The new process shows once its exec is done (until then /proc has
+	// the environment and command line of the forked test).
+	want := fmt.Sprintf("%d: sleep 60", cmd.Process.Pid)
+	var procs []string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if procs = h.Processes(); len(procs) == 1 && strings.HasPrefix(procs[0], want) {
+			break
+		}
+	}
+	if len(procs) != 1 || !strings.HasPrefix(procs[0], want) {
 		t.Errorf("Processes = %q", procs)
 	}
 	fake.runCleanups()
