@@ -10,10 +10,11 @@ import (
 
 // toolCall is one tools/call request from the client.
 type toolCall struct {
-	id   jsonrpcframe.ID
-	name string
-	args args
-	prog *progress
+	id    jsonrpcframe.ID
+	rawID json.RawMessage // id's JSON, for every event of the call
+	name  string
+	args  args
+	prog  *progress
 }
 
 // toolResult is a tool's answer: text content, structuredContent and the
@@ -44,7 +45,7 @@ func (s *Server) parseToolCall(m *jsonrpcframe.Message) (*toolCall, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &toolCall{id: m.ID, name: p.Name, args: a}
+	c := &toolCall{id: m.ID, rawID: m.ID.Raw(), name: p.Name, args: a}
 	if tok := p.Meta.ProgressToken; len(tok) > 0 && string(tok) != "null" {
 		c.prog = &progress{c: s.client, token: tok}
 	}

@@ -49,15 +49,13 @@ type sessionCounters struct {
 // {"_meta":{threadId,turnId},"agent_id","identity","method","params"}.
 // Events are queued and dropped when the queue is full or the client is gone.
 func (s *Server) forwardEvent(sess *session, call *toolCall, e codexchild.Event) {
-	var agentID, identity string
+	var ids quotedIDs
 	if sess != nil {
-		sess.mu.Lock()
-		agentID, identity = sess.rec.AgentID, sess.rec.Identity
-		sess.mu.Unlock()
+		ids = sess.quoted()
 	}
 	var reqID json.RawMessage
 	if call != nil {
-		reqID = call.id.Raw()
+		reqID = call.rawID
 	}
 	// The session's record is updated on the pump goroutine too, off the
 	// Codex reader's critical path (inline when the event is dropped).
@@ -65,7 +63,7 @@ func (s *Server) forwardEvent(sess *session, call *toolCall, e codexchild.Event)
 		if sess != nil {
 			sess.recordEvent(e)
 		}
-		return eventMessage(e, agentID, identity, reqID)
+		return eventMessage(e, ids, reqID)
 	})
 	if sess != nil {
 		if ok {
@@ -81,7 +79,7 @@ func (s *Server) forwardEvent(sess *session, call *toolCall, e codexchild.Event)
 // child's params: _meta gets the client's requestId (or none) and the
 // agent_id, agent_id and identity are added, every other byte is the
 // child's.
-func eventMessage(e codexchild.Event, agentID, identity string, reqID json.RawMessage) *jsonrpcframe.Message {
+func eventMessage(e codexchild.Event, ids quotedIDs, reqID json.RawMessage) *jsonrpcframe.Message {
 	var origBuf, metaBuf [16]jsonrpcframe.Member // no allocation for the split
 	orig, meta := origBuf[:0], metaBuf[:0]
 	if e.Method == "codex/event" {
@@ -116,15 +114,13 @@ func eventMessage(e codexchild.Event, agentID, identity string, reqID json.RawMe
 	if reqID != nil {
 		b = appendMember(b, `"requestId"`, reqID)
 	}
-	var aid, ident []byte
-	if agentID != "" {
-		aid, ident = jsonString(agentID), jsonString(identity)
-		b = appendMember(b, `"agent_id"`, aid)
+	if ids.agentID != nil {
+		b = appendMember(b, `"agent_id"`, ids.agentID)
 	}
 	b = append(b, '}')
-	if agentID != "" {
-		b = appendMember(b, `"agent_id"`, aid)
-		b = appendMember(b, `"identity"`, ident)
+	if ids.agentID != nil {
+		b = appendMember(b, `"agent_id"`, ids.agentID)
+		b = appendMember(b, `"identity"`, ids.identity)
 	}
 	for _, m := range orig {
 		switch string(m.Key) {
@@ -222,4 +218,21 @@ func clip(s string, n int) string {
 		return s
 	}
 	return string(r[:n]) + "…"
+}
+
+// quotedIDs are a session's agent_id and identity as JSON strings (nil
+// without a session).
+type quotedIDs struct {
+	agentID, identity []byte
+}
+
+// quoted returns the session's quotedIDs, encoded once for all its events.
+func (s *session) quoted() quotedIDs {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.quotedFor != [2]string{s.rec.AgentID, s.rec.Identity} || s.quotedIDs.agentID == nil {
+		s.quotedFor = [2]string{s.rec.AgentID, s.rec.Identity}
+		s.quotedIDs = quotedIDs{jsonString(s.rec.AgentID), jsonString(s.rec.Identity)}
+	}
+	return s.quotedIDs
 }

@@ -32,7 +32,11 @@ func TestEventMessage(t *testing.T) {
 			if tt.reqID != "" {
 				req = json.RawMessage(tt.reqID)
 			}
-			m := eventMessage(tt.e, tt.agent, "arch", req)
+			var ids quotedIDs
+			if tt.agent != "" {
+				ids = quotedIDs{jsonString(tt.agent), jsonString("arch")}
+			}
+			m := eventMessage(tt.e, ids, req)
 			if !json.Valid(m.Params) {
 				t.Fatalf("invalid JSON: %s", m.Params)
 			}

@@ -77,6 +77,8 @@ type session struct {
 	last       *turnOutcome  // how the last turn ended (agent_status, agent_wait)
 	fullResult string        // the last result's text before the result cap
 	turnDone   chan struct{} // closed (and replaced) whenever a turn ends
+	quotedFor  [2]string     // the agent_id and identity quotedIDs encode
+	quotedIDs  quotedIDs
 }
 
 // recordEvent keeps what the event says in the session's activity.

@@ -157,7 +157,7 @@ func ServeTools(ctx context.Context, opts ToolsOptions, r io.Reader, w io.Writer
 					reply(m.ID, nil, err)
 					return
 				}
-				c := &toolCall{id: m.ID, name: p.Name, args: a}
+				c := &toolCall{id: m.ID, rawID: m.ID.Raw(), name: p.Name, args: a}
 				var res *toolResult
 				switch p.Name {
 				case "atm_send":
