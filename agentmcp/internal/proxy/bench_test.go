@@ -88,6 +88,8 @@ func startDirect(tb testing.TB, bin, dir string) *rawClient {
 	cmd.Env = append(os.Environ(), "CODEX_HOME="+filepath.Join(dir, ".codex"))
 	in, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
+	stderr, _ := cmd.StderrPipe() // read, as the proxy and MCP clients do
+	go func() { _, _ = io.Copy(io.Discard, stderr) }()
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
