@@ -194,6 +194,78 @@ func BenchmarkToolsCallOverhead(b *testing.B) {
 	b.ReportMetric(us(quantile(prox, 0.5)-quantile(bare, 0.5)), "p50-overhead-with-context-µs")
 }
 
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// proxyBin builds cmd/atm-agent-mcp once.
+func proxyBin(tb testing.TB) string {
+	tb.Helper()
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "proxy-bench-bin-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "atm-agent-mcp")
+		out, err := exec.Command("go", "build", "-o", binPath, "github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/cmd/atm-agent-mcp").CombinedOutput()
+		if err != nil {
+			binErr = &buildError{out: string(out), err: err}
+		}
+	})
+	if binErr != nil {
+		tb.Fatalf("build atm-agent-mcp: %v", binErr)
+	}
+	return binPath
+}
+
+// BenchmarkToolsCallOverheadProcess is BenchmarkToolsCallOverhead with the
+// proxy as Claude runs it: the atm-agent-mcp binary (`serve`, with its
+// per-thread tool server, audit log and mail polling) in a process of its
+// own on stdio pipes, in front of its own mockcodex. Every event then
+// crosses one more process boundary than on the direct path.
+func BenchmarkToolsCallOverheadProcess(b *testing.B) {
+	bin := mockcodexBin(b)
+	home := b.TempDir()
+	writeTeam(b, home, "dev", "arch")
+	direct := startDirect(b, bin, home)
+	cmd := exec.Command(proxyBin(b), "serve", "--team", "dev", "--identity", "proxy", "--codex-bin", bin)
+	cmd.Dir = home
+	cmd.Env = append(os.Environ(), "ATM_HOME="+home, "HOME="+home, "CODEX_HOME="+filepath.Join(home, ".codex"))
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	stderr, _ := cmd.StderrPipe()
+	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { in.Close(); _ = cmd.Wait() })
+	proxied := &rawClient{w: jsonrpcframe.NewLineWriter(in), r: jsonrpcframe.NewLineReader(bufio.NewReaderSize(out, 1<<20), nil)}
+	proxied.call(b, "initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}})
+
+	thread := structuredOf(b, direct.call(b, "tools/call", map[string]any{"name": "codex", "arguments": map[string]any{"prompt": "start", "cwd": home}}))["threadId"]
+	agent := structuredOf(b, proxied.call(b, "tools/call", map[string]any{"name": "codex", "arguments": map[string]any{"prompt": "start", "identity": "arch"}}))["agent_id"].(string)
+	// The proxy's prompt for "bench": its context block first (its cwd is
+	// home, outside git).
+	block := sessionContext{AgentID: agent, Identity: "arch", Team: "dev", Cwd: home, Repo: gitFacts(context.Background(), home)}.contextBlock()
+	var same, prox []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		direct.call(b, "tools/call", map[string]any{"name": "codex-reply", "arguments": map[string]any{"threadId": thread, "prompt": block + "\nbench"}})
+		t1 := time.Now()
+		proxied.call(b, "tools/call", map[string]any{"name": "codex-reply", "arguments": map[string]any{"agent_id": agent, "prompt": "bench"}})
+		t2 := time.Now()
+		same, prox = append(same, t1.Sub(t0)), append(prox, t2.Sub(t1))
+	}
+	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+	b.ReportMetric(us(quantile(same, 0.5)), "p50-direct-µs")
+	b.ReportMetric(us(quantile(prox, 0.5)), "p50-proxy-µs")
+	b.ReportMetric(us(quantile(prox, 0.5)-quantile(same, 0.5)), "p50-overhead-µs")
+	b.ReportMetric(us(quantile(prox, 0.99)-quantile(same, 0.99)), "p99-overhead-µs")
+}
+
 // BenchmarkInitialize measures the time from New to the initialize answer:
 // no child is started for it (target: 10 ms).
 func BenchmarkInitialize(b *testing.B) {
