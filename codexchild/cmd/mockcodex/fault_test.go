@@ -37,7 +37,9 @@ func TestCLI(t *testing.T) {
 
 func TestStartFail(t *testing.T) {
 	c := startBin(t, testEnv(t, "MOCKCODEX_START_FAIL", "7"), nil, "mcp-server")
-	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`)
+	// The mock may be gone before the request is written (EPIPE): either
+	// way it must not answer.
+	_, _ = c.stdin.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}` + "\n"))
 	<-c.exited
 	if c.code != 7 {
 		t.Errorf("exit code = %d, want 7", c.code)
