@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -18,39 +19,44 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
-var (
-	mockOnce sync.Once
-	mockPath string
-	mockErr  error
-)
+// built holds the binaries the benchmarks build, once each per process.
+var built struct {
+	mu    sync.Mutex
+	paths map[string]string
+}
+
+// buildBin builds the Go package pkg once and returns the binary's path.
+func buildBin(tb testing.TB, pkg string) string {
+	tb.Helper()
+	built.mu.Lock()
+	defer built.mu.Unlock()
+	if p, ok := built.paths[pkg]; ok {
+		return p
+	}
+	dir, err := os.MkdirTemp("", "proxy-bench-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p := filepath.Join(dir, path.Base(pkg))
+	if out, err := exec.Command("go", "build", "-o", p, pkg).CombinedOutput(); err != nil {
+		tb.Fatalf("build %s: %v\n%s", pkg, err, out)
+	}
+	if built.paths == nil {
+		built.paths = map[string]string{}
+	}
+	built.paths[pkg] = p
+	return p
+}
 
 // mockcodexBin builds codexchild/cmd/mockcodex once.
 func mockcodexBin(tb testing.TB) string {
-	tb.Helper()
-	mockOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "proxy-bench-")
-		if err != nil {
-			mockErr = err
-			return
-		}
-		mockPath = filepath.Join(dir, "mockcodex")
-		out, err := exec.Command("go", "build", "-o", mockPath, "github.com/atm-agent-mcp/atm-agent-mcp/codexchild/cmd/mockcodex").CombinedOutput()
-		if err != nil {
-			mockErr = &buildError{out: string(out), err: err}
-		}
-	})
-	if mockErr != nil {
-		tb.Fatalf("build mockcodex: %v", mockErr)
-	}
-	return mockPath
+	return buildBin(tb, "github.com/atm-agent-mcp/atm-agent-mcp/codexchild/cmd/mockcodex")
 }
 
-type buildError struct {
-	out string
-	err error
+// proxyBin builds cmd/atm-agent-mcp once.
+func proxyBin(tb testing.TB) string {
+	return buildBin(tb, "github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/cmd/atm-agent-mcp")
 }
-
-func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
 
 // rawClient speaks NDJSON to an MCP server and waits for responses,
 // skipping notifications.
@@ -192,33 +198,6 @@ func BenchmarkToolsCallOverhead(b *testing.B) {
 	b.ReportMetric(us(quantile(prox, 0.5)-quantile(same, 0.5)), "p50-overhead-µs")
 	b.ReportMetric(us(quantile(prox, 0.99)-quantile(same, 0.99)), "p99-overhead-µs")
 	b.ReportMetric(us(quantile(prox, 0.5)-quantile(bare, 0.5)), "p50-overhead-with-context-µs")
-}
-
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
-
-// proxyBin builds cmd/atm-agent-mcp once.
-func proxyBin(tb testing.TB) string {
-	tb.Helper()
-	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "proxy-bench-bin-")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "atm-agent-mcp")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/cmd/atm-agent-mcp").CombinedOutput()
-		if err != nil {
-			binErr = &buildError{out: string(out), err: err}
-		}
-	})
-	if binErr != nil {
-		tb.Fatalf("build atm-agent-mcp: %v", binErr)
-	}
-	return binPath
 }
 
 // BenchmarkToolsCallOverheadProcess is BenchmarkToolsCallOverhead with the
