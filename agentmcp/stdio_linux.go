@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 )
 
 // pollableStdio gives serve its own non-blocking handles on stdin and
@@ -51,7 +52,10 @@ func reopenPipe(v any, flag int) *os.File {
 	if rc.Control(func(d uintptr) { fd = d }) != nil {
 		return nil
 	}
-	nf, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", fd), flag, 0)
+	// O_NONBLOCK also keeps the open itself from waiting: a named FIFO
+	// whose other end is gone would block it (then the handle is used as
+	// it is).
+	nf, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", fd), flag|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil
 	}

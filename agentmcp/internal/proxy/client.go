@@ -256,8 +256,9 @@ func (c *client) event(build func() *jsonrpcframe.Message) bool {
 	defer c.emu.Unlock()
 	c.writing = false
 	if !inline {
-		// No room: the client is behind. The pump waits for it.
-		c.queue = append(c.queue, func() *jsonrpcframe.Message { return m })
+		// No room: the client is behind. The pump waits for it; the event
+		// goes before any queued while it was being built.
+		c.queue = append([]func() *jsonrpcframe.Message{func() *jsonrpcframe.Message { return m }}, c.queue...)
 		c.signalLocked()
 	} else if len(c.queue) > 0 {
 		c.signalLocked()

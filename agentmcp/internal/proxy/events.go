@@ -57,8 +57,9 @@ func (s *Server) forwardEvent(sess *session, call *toolCall, e codexchild.Event)
 	if call != nil {
 		reqID = call.rawID
 	}
-	// The session's record is updated on the pump goroutine too, off the
-	// Codex reader's critical path (inline when the event is dropped).
+	// The session's record is updated where the event is built: by the
+	// Codex reader when it writes the event itself, by the pump when the
+	// event waits in the queue, here when it is dropped.
 	ok := s.client.event(func() *jsonrpcframe.Message {
 		if sess != nil {
 			sess.recordEvent(e)
