@@ -4,9 +4,10 @@ import "unicode/utf8"
 
 const hexDigits = "0123456789abcdef"
 
-// appendString appends s as a JSON string. Unlike encoding/json it does not
-// escape <, > and &; invalid UTF-8 becomes U+FFFD.
-func appendString(b []byte, s string) []byte {
+// AppendString appends s to b as a JSON string, for callers that write JSON
+// by hand. Unlike encoding/json it does not escape <, > and & (the peers
+// write them as they are); invalid UTF-8 becomes U+FFFD.
+func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {

@@ -55,3 +55,12 @@ func ExampleMembers() {
 	fmt.Println(typ)
 	// Output: task_complete
 }
+
+// Write a small JSON value by hand, with strings quoted as JSON.
+func ExampleAppendString() {
+	b := []byte(`{"prompt":`)
+	b = jsonrpcframe.AppendString(b, "say \"hi\"\n<then stop>")
+	b = append(b, '}')
+	fmt.Println(string(b))
+	// Output: {"prompt":"say \"hi\"\n<then stop>"}
+}

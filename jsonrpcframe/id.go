@@ -18,7 +18,7 @@ type ID struct {
 func IntID(n int64) ID { return ID{raw: strconv.FormatInt(n, 10)} }
 
 // StringID returns the id for the string s.
-func StringID(s string) ID { return ID{raw: string(appendString(nil, s))} }
+func StringID(s string) ID { return ID{raw: string(AppendString(nil, s))} }
 
 // NullID returns the null id, used in error responses when the request id
 // could not be determined.

@@ -170,7 +170,7 @@ func (m *Message) AppendJSON(b []byte) ([]byte, error) {
 			b = append(b, ',')
 		}
 		first = false
-		b = appendString(b, name)
+		b = AppendString(b, name)
 		b = append(b, ':')
 	}
 	if m.Versioned {
@@ -183,7 +183,7 @@ func (m *Message) AppendJSON(b []byte) ([]byte, error) {
 	}
 	if m.Method != "" {
 		member("method")
-		b = appendString(b, m.Method)
+		b = AppendString(b, m.Method)
 	}
 	for _, f := range [...]struct {
 		name string
