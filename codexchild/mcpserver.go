@@ -198,9 +198,9 @@ func (b *MCPServer) Turn(ctx context.Context, req TurnRequest) (*Result, error) 
 	if err := b.ensureStarted(ctx); err != nil {
 		return nil, err
 	}
-	name, args := toolArguments(req)
+	name, params := toolCallParams(req)
 	t := &turn{handler: req.Handler, threadID: req.ThreadID}
-	c, err := b.send("tools/call", map[string]any{"name": name, "arguments": args}, t)
+	c, err := b.send("tools/call", params, t)
 	if err != nil {
 		return nil, err
 	}

@@ -51,3 +51,37 @@ func TestParseResult(t *testing.T) {
 		})
 	}
 }
+
+// TestToolCallParams: a reply's hand-written params are the JSON
+// encoding/json writes for the same map (prompts with quotes, newlines,
+// markup and non-ASCII text), and a new thread gets the codex tool with only
+// the parameters that are set.
+func TestToolCallParams(t *testing.T) {
+	for _, prompt := range []string{"", "go on", "say \"hi\"\\n", "<session-context>\n  identity: arch\n</session-context>\n\nnext", "héllo ✓\ttab"} {
+		name, params := toolCallParams(TurnRequest{ThreadID: "019a-thread", Prompt: prompt})
+		if name != "codex-reply" {
+			t.Errorf("name = %q, want codex-reply", name)
+		}
+		want := map[string]any{"name": "codex-reply", "arguments": map[string]any{"threadId": "019a-thread", "prompt": prompt}}
+		raw, ok := params.(json.RawMessage)
+		if !ok {
+			t.Fatalf("reply params are %T, want json.RawMessage", params)
+		}
+		var got map[string]any
+		if err := json.Unmarshal(raw, &got); err != nil {
+			t.Fatalf("prompt %q: params %s: %v", prompt, raw, err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("prompt %q: params (-want +got):\n%s", prompt, diff)
+		}
+	}
+
+	name, params := toolCallParams(TurnRequest{Prompt: "start", Params: ThreadParams{Cwd: "/w", Sandbox: "read-only", Config: map[string]any{"k": 1}}})
+	want := map[string]any{"name": "codex", "arguments": map[string]any{"prompt": "start", "cwd": "/w", "sandbox": "read-only", "config": map[string]any{"k": 1}}}
+	if name != "codex" {
+		t.Errorf("name = %q, want codex", name)
+	}
+	if diff := cmp.Diff(want, params); diff != "" {
+		t.Errorf("new thread params (-want +got):\n%s", diff)
+	}
+}

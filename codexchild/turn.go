@@ -197,13 +197,21 @@ func parseResult(raw json.RawMessage, threadID, turnID string) (*Result, error) 
 	return res, nil
 }
 
-// toolArguments returns the arguments of the codex tool (a new thread) or
-// of codex-reply.
-func toolArguments(req TurnRequest) (name string, args map[string]any) {
+// toolCallParams returns the tools/call params of a turn: the codex tool
+// (a new thread) or codex-reply. A reply, the common turn, is written by
+// hand: {"arguments":{"prompt":…,"threadId":…},"name":"codex-reply"}, the
+// bytes encoding/json would write for the map.
+func toolCallParams(req TurnRequest) (name string, params any) {
 	if req.ThreadID != "" {
-		return "codex-reply", map[string]any{"threadId": req.ThreadID, "prompt": req.Prompt}
+		b := make([]byte, 0, len(req.Prompt)+len(req.ThreadID)+64)
+		b = append(b, `{"arguments":{"prompt":`...)
+		b = jsonrpcframe.AppendString(b, req.Prompt)
+		b = append(b, `,"threadId":`...)
+		b = jsonrpcframe.AppendString(b, req.ThreadID)
+		b = append(b, `},"name":"codex-reply"}`...)
+		return "codex-reply", json.RawMessage(b)
 	}
-	args = map[string]any{"prompt": req.Prompt}
+	args := map[string]any{"prompt": req.Prompt}
 	p := req.Params
 	for k, v := range map[string]string{
 		"cwd":                    p.Cwd,
@@ -222,7 +230,7 @@ func toolArguments(req TurnRequest) (name string, args map[string]any) {
 	if len(p.Config) > 0 {
 		args["config"] = p.Config
 	}
-	return "codex", args
+	return "codex", map[string]any{"name": "codex", "arguments": args}
 }
 
 // interner returns the Go string of a JSON string token, reusing one of the
