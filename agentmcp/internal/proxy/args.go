@@ -5,19 +5,29 @@ import (
 	"encoding/json"
 	"sort"
 	"strings"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
 // args are a tool call's arguments. Accessors fail with -32602 naming the
 // argument when its type is wrong.
 type args map[string]json.RawMessage
 
+// parseArgs splits the arguments object (valid JSON, from a parsed
+// message) into its members; a repeated name keeps its last value, as
+// encoding/json does.
 func parseArgs(raw json.RawMessage) (args, error) {
-	a := args{}
 	if len(raw) == 0 || string(raw) == "null" {
-		return a, nil
+		return args{}, nil
 	}
-	if err := json.Unmarshal(raw, &a); err != nil {
+	var buf [16]jsonrpcframe.Member
+	members, ok := jsonrpcframe.AppendMembers(buf[:0], raw)
+	if !ok {
 		return nil, newError(ErrInvalidParams, nil, "arguments must be a JSON object")
+	}
+	a := make(args, len(members))
+	for _, m := range members {
+		a[m.Name()] = json.RawMessage(m.Value)
 	}
 	return a, nil
 }
@@ -36,8 +46,8 @@ func (a args) str(name string) (string, error) {
 	if !a.has(name) {
 		return "", nil
 	}
-	var s string
-	if err := json.Unmarshal(a[name], &s); err != nil {
+	s, ok := jsonrpcframe.String(a[name])
+	if !ok {
 		return "", typeError(name, "a string")
 	}
 	return s, nil

@@ -1,8 +1,11 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
@@ -31,23 +34,24 @@ var toolNames = []string{"codex", "codex-reply", "atm_send", "atm_read", "atm_br
 
 // parseToolCall reads a tools/call request.
 func (s *Server) parseToolCall(m *jsonrpcframe.Message) (*toolCall, error) {
-	var p struct {
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-		Meta      struct {
-			ProgressToken json.RawMessage `json:"progressToken"`
-		} `json:"_meta"`
-	}
-	if err := json.Unmarshal(m.Params, &p); err != nil || p.Name == "" {
+	// The params are split, not decoded: a reader's message is valid JSON.
+	var buf [8]jsonrpcframe.Member
+	p, ok := jsonrpcframe.AppendMembers(buf[:0], m.Params)
+	name, _ := jsonrpcframe.String(jsonrpcframe.Lookup(p, "name"))
+	if !ok || name == "" {
 		return nil, newError(ErrInvalidParams, nil, "tools/call needs params {name, arguments}")
 	}
-	a, err := parseArgs(p.Arguments)
+	a, err := parseArgs(jsonrpcframe.Lookup(p, "arguments"))
 	if err != nil {
 		return nil, err
 	}
-	c := &toolCall{id: m.ID, rawID: m.ID.Raw(), name: p.Name, args: a}
-	if tok := p.Meta.ProgressToken; len(tok) > 0 && string(tok) != "null" {
-		c.prog = &progress{c: s.client, token: tok}
+	c := &toolCall{id: m.ID, rawID: m.ID.Raw(), name: name, args: a}
+	if meta := jsonrpcframe.Lookup(p, "_meta"); len(meta) > 0 {
+		var mbuf [4]jsonrpcframe.Member
+		mm, _ := jsonrpcframe.AppendMembers(mbuf[:0], meta)
+		if tok := jsonrpcframe.Lookup(mm, "progressToken"); len(tok) > 0 && string(tok) != "null" {
+			c.prog = &progress{c: s.client, token: tok}
+		}
 	}
 	return c, nil
 }
@@ -113,16 +117,78 @@ func (s *Server) finishToolCall(ctx context.Context, c *toolCall, res *toolResul
 	s.client.reply(c.id, resultJSON(res))
 }
 
-// resultJSON renders a tool result: text content plus structuredContent.
-func resultJSON(r *toolResult) map[string]any {
-	out := map[string]any{"content": []any{map[string]any{"type": "text", "text": r.Text}}}
-	if r.Structured != nil {
-		out["structuredContent"] = r.Structured
-	}
+// resultJSON renders a tool result: text content, the isError flag,
+// structuredContent; {"content":[{"type":"text","text":…}],"isError":true,
+// "structuredContent":{…}}, the bytes encoding/json would write for the
+// same map (without HTML escapes, as jsonrpcframe writes). Every turn's
+// answer goes through here, so a flat structuredContent (strings, numbers,
+// booleans) is written by hand; anything else is encoded by encoding/json.
+func resultJSON(r *toolResult) json.RawMessage {
+	b := make([]byte, 0, 2*len(r.Text)+256)
+	b = append(b, `{"content":[{"text":`...)
+	b = jsonrpcframe.AppendString(b, r.Text)
+	b = append(b, `,"type":"text"}]`...)
 	if r.IsError {
-		out["isError"] = true
+		b = append(b, `,"isError":true`...)
 	}
-	return out
+	if r.Structured != nil {
+		b = append(b, `,"structuredContent":`...)
+		b = appendValue(b, r.Structured)
+	}
+	return append(b, '}')
+}
+
+// appendValue appends v as JSON: a map of scalars by hand, with its keys
+// sorted as encoding/json sorts them; anything else through encoding/json.
+func appendValue(b []byte, v any) []byte {
+	if m, ok := v.(map[string]any); ok && len(m) <= 16 {
+		var keyBuf [16]string
+		keys := keyBuf[:0]
+		for k, x := range m {
+			switch x.(type) {
+			case string, bool, int, int64, nil:
+			default:
+				return appendEncoded(b, v)
+			}
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b = append(b, '{')
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = jsonrpcframe.AppendString(b, k)
+			b = append(b, ':')
+			switch x := m[k].(type) {
+			case string:
+				b = jsonrpcframe.AppendString(b, x)
+			case bool:
+				b = strconv.AppendBool(b, x)
+			case int:
+				b = strconv.AppendInt(b, int64(x), 10)
+			case int64:
+				b = strconv.AppendInt(b, x, 10)
+			case nil:
+				b = append(b, "null"...)
+			}
+		}
+		return append(b, '}')
+	}
+	return appendEncoded(b, v)
+}
+
+// appendEncoded appends v encoded by encoding/json, without HTML escapes;
+// a value it cannot encode becomes null (tool results are built from
+// plain data: it does not happen).
+func appendEncoded(b []byte, v any) []byte {
+	buf := bytes.NewBuffer(b)
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return append(b, "null"...)
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n")
 }
 
 // jsonText renders v as indented JSON for a text content block.
