@@ -2,6 +2,7 @@ package jsonrpcframe
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -100,4 +101,30 @@ func BenchmarkWrite(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkString decodes a 1 KiB agent message with escapes (newlines,
+// quotes), as a turn's result text is read.
+func BenchmarkString(b *testing.B) {
+	text := strings.Repeat("Ran `go test ./...`: \"ok\".\nNext line é ✓\n", 24)
+	tok, _ := json.Marshal(text)
+	b.Run("String", func(b *testing.B) {
+		b.SetBytes(int64(len(tok)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if s, ok := String(tok); !ok || len(s) != len(text) {
+				b.Fatal("bad decode")
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.SetBytes(int64(len(tok)))
+		b.ReportAllocs()
+		for b.Loop() {
+			var s string
+			if err := json.Unmarshal(tok, &s); err != nil || len(s) != len(text) {
+				b.Fatal("bad decode")
+			}
+		}
+	})
 }

@@ -3,6 +3,7 @@ package jsonrpcframe
 import (
 	"bytes"
 	"encoding/json"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -79,12 +80,103 @@ func String(v json.RawMessage) (string, bool) {
 		return "", false
 	}
 	inner := v[1 : len(v)-1]
-	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+	for _, c := range inner {
+		if c < 0x20 || c == '"' || c == '\\' {
+			return unquote(inner)
+		}
+	}
+	if utf8.Valid(inner) {
 		return string(inner), true
 	}
-	var s string
-	if err := json.Unmarshal(v, &s); err != nil {
-		return "", false
+	return unquote(inner)
+}
+
+// unquote decodes the inside of a JSON string token as encoding/json does:
+// escapes resolved, a surrogate pair joined, a lone surrogate and each
+// invalid UTF-8 byte replaced by U+FFFD. It reports false for text that is
+// not the inside of a JSON string.
+func unquote(s []byte) (string, bool) {
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '\\':
+			if i+1 >= len(s) {
+				return "", false
+			}
+			switch e := s[i+1]; e {
+			case '"', '\\', '/':
+				b = append(b, e)
+			case 'b':
+				b = append(b, '\b')
+			case 'f':
+				b = append(b, '\f')
+			case 'n':
+				b = append(b, '\n')
+			case 'r':
+				b = append(b, '\r')
+			case 't':
+				b = append(b, '\t')
+			case 'u':
+				r := hex4(s[i:])
+				if r < 0 {
+					return "", false
+				}
+				i += 6
+				if utf16.IsSurrogate(r) {
+					if d := utf16.DecodeRune(r, hex4(s[i:])); d != utf8.RuneError {
+						b = utf8.AppendRune(b, d)
+						i += 6
+						continue
+					}
+					r = utf8.RuneError
+				}
+				b = utf8.AppendRune(b, r)
+				continue
+			default:
+				return "", false
+			}
+			i += 2
+		case c == '"' || c < 0x20:
+			return "", false
+		case c < utf8.RuneSelf:
+			j := i + 1 // the run of plain ASCII goes in one copy
+			for j < len(s) && s[j] >= 0x20 && s[j] < utf8.RuneSelf && s[j] != '\\' && s[j] != '"' {
+				j++
+			}
+			b = append(b, s[i:j]...)
+			i = j
+		default:
+			r, n := utf8.DecodeRune(s[i:])
+			if r == utf8.RuneError && n == 1 {
+				b = utf8.AppendRune(b, utf8.RuneError)
+			} else {
+				b = append(b, s[i:i+n]...)
+			}
+			i += n
+		}
 	}
-	return s, true
+	return string(b), true
+}
+
+// hex4 reads the rune of a \uXXXX escape at the start of s, or -1.
+func hex4(s []byte) rune {
+	if len(s) < 6 || s[0] != '\\' || s[1] != 'u' {
+		return -1
+	}
+	var r rune
+	for _, c := range s[2:6] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return -1
+		}
+		r = r*16 + rune(c)
+	}
+	return r
 }

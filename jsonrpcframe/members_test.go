@@ -101,3 +101,49 @@ func TestAppendMembersNoAlloc(t *testing.T) {
 		t.Errorf("AppendMembers of an array = %v, %v", ms, ok)
 	}
 }
+
+// TestString: JSON string values decode as encoding/json decodes them;
+// anything else is not a string.
+func TestString(t *testing.T) {
+	tests := []struct {
+		in     string
+		want   string
+		wantOK bool
+	}{
+		{`"plain"`, "plain", true},
+		{`""`, "", true},
+		{`"line\nnext\t\"q\" \\ \/ \b\f\r"`, "line\nnext\t\"q\" \\ / \b\f\r", true},
+		{`"\u00e9\u2713 and \uD83D\uDE00"`, "é✓ and 😀", true},
+		{`"lone \uD83D high"`, "lone \uFFFD high", true},
+		{`"lone \uDE00 low"`, "lone \uFFFD low", true},
+		{`"high then escape \uD83D\n"`, "high then escape \uFFFD\n", true},
+		{"\"bad \xff byte\"", "bad \uFFFD byte", true},
+		{`"bad escape \q"`, "", false},
+		{`"short \u12"`, "", false},
+		{`5`, "", false},
+		{`null`, "", false},
+		{`"unterminated`, "", false},
+	}
+	for _, tt := range tests {
+		got, ok := String([]byte(tt.in))
+		if got != tt.want || ok != tt.wantOK {
+			t.Errorf("String(%s) = %q, %v; want %q, %v", tt.in, got, ok, tt.want, tt.wantOK)
+		}
+	}
+}
+
+// FuzzString checks String against encoding/json on every quoted input.
+func FuzzString(f *testing.F) {
+	for _, s := range []string{"a", `\n`, `\u0041`, `\uD83D\uDE00`, `\uD83D`, `\uDE00\uD83D`, "\xff", `\"`, `\x`, "\x01"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		tok := []byte(`"` + s + `"`)
+		var want string
+		err := json.Unmarshal(tok, &want)
+		got, ok := String(tok)
+		if ok != (err == nil) || got != want {
+			t.Fatalf("String(%q) = %q, %v; encoding/json: %q, %v", tok, got, ok, want, err)
+		}
+	})
+}
