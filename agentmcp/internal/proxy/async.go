@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/rollout"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
@@ -61,11 +62,11 @@ func (s *Server) maxResultChars() int {
 // capResult cuts a result text over the cap with a marker that says how to
 // get the rest (agent_status with an offset).
 func (s *Server) capResult(agentID, text string) string {
-	r := []rune(text)
 	n := s.maxResultChars()
-	if len(r) <= n {
-		return text
+	if len(text) <= n || utf8.RuneCountInString(text) <= n {
+		return text // every turn's result: counted, not copied
 	}
+	r := []rune(text)
 	return string(r[:n]) + fmt.Sprintf("\n\n[… truncated: %d of %d characters shown. Get the rest with agent_status "+
 		"{\"agent_id\": %q, \"offset\": %d}.]", n, len(r), agentID, n)
 }
