@@ -26,25 +26,39 @@ type repoFacts struct {
 // file pointing to one as in worktrees and submodules); the branch comes
 // from HEAD ("detached@<sha>" when detached); the name is the last path
 // element of the origin remote's URL, else the root's directory name.
+//
+// Where the system can tell when files change (inotify on Linux), the facts
+// of a directory are kept until a file they come from changes; a turn then
+// costs one system call instead of a stat per directory up to the root.
 func gitFacts(_ context.Context, dir string) repoFacts {
-	var f repoFacts
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	return factsCache.facts(dir)
+}
+
+// readGitFacts reads the facts of dir (absolute) from the files, with the
+// git directory and the common directory (where config is) they came from
+// ("" outside git).
+func readGitFacts(dir string) (f repoFacts, gitDir, common string) {
 	root, gitDir := findGitDir(dir)
 	if root == "" {
-		return f
+		return f, "", ""
 	}
 	f.Root = &root
-	name, branch := repoCache.lookup(root, gitDir)
+	name, branch, common := repoCache.lookup(root, gitDir)
 	f.Name = &name
 	if branch != "" {
 		f.Branch = &branch
 	}
-	return f
+	return f, gitDir, common
 }
 
 // repoCache keeps what was read of a repository's files (its name from the
-// origin URL, its branch from HEAD) with the files' stamps: on a later turn
-// three stats tell whether a file changed (a checkout rewrites HEAD) before
-// anything is read again. As git does with its index ("racy git"), a file
+// origin URL, its branch from HEAD) with the files' stamps: when the facts
+// are read again (every turn where nothing reports changes, see
+// factsWatcher) three stats tell whether a file changed (a checkout
+// rewrites HEAD) before anything is read again. As git does with its index ("racy git"), a file
 // modified shortly before it was read is read again every time: the clock
 // that stamps files is coarse, and a rewrite of the same size within one
 // tick would not show.
@@ -98,11 +112,11 @@ func stampOf(path string) fileStamp {
 // repositories.
 const maxRepoCache = 256
 
-func (c *repoInfoCache) lookup(root, gitDir string) (name, branch string) {
+func (c *repoInfoCache) lookup(root, gitDir string) (name, branch, common string) {
 	now := time.Now().UnixNano()
 	commondir := filepath.Join(gitDir, "commondir")
 	stamps := [3]fileStamp{stampOf(commondir), stampOf(filepath.Join(gitDir, "HEAD")), {}}
-	common := gitDir
+	common = gitDir
 	if stamps[0].present {
 		if b, err := os.ReadFile(commondir); err == nil {
 			c := strings.TrimSpace(string(b))
@@ -119,7 +133,7 @@ func (c *repoInfoCache) lookup(root, gitDir string) (name, branch string) {
 	e, ok := c.entries[key]
 	c.mu.Unlock()
 	if ok && e.trusted(stamps) {
-		return e.name, e.branch
+		return e.name, e.branch, common
 	}
 	e = repoInfo{stamps: stamps, read: now, name: filepath.Base(root)}
 	if url := originURL(config); url != "" {
@@ -145,16 +159,13 @@ func (c *repoInfoCache) lookup(root, gitDir string) (name, branch string) {
 	}
 	c.entries[key] = e
 	c.mu.Unlock()
-	return e.name, e.branch
+	return e.name, e.branch, common
 }
 
-// findGitDir walks up from dir to the nearest .git and returns the work
-// tree root and the git directory.
+// findGitDir walks up from dir (absolute) to the nearest .git and returns
+// the work tree root and the git directory.
 func findGitDir(dir string) (root, gitDir string) {
-	d, err := filepath.Abs(dir)
-	if err != nil {
-		return "", ""
-	}
+	d := dir
 	for {
 		p := filepath.Join(d, ".git")
 		if st, err := os.Stat(p); err == nil {

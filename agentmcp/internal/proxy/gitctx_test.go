@@ -67,7 +67,11 @@ func TestGitFacts(t *testing.T) {
 // TestGitFactsFollowChanges: the facts are cached between turns, yet a
 // checkout (HEAD rewritten), a new origin and a removed repository show at
 // once.
-func TestGitFactsFollowChanges(t *testing.T) {
+func TestGitFactsFollowChanges(t *testing.T) { followChanges(t) }
+
+// followChanges runs the steps of TestGitFactsFollowChanges and returns how
+// many times it asked for the facts.
+func followChanges(t *testing.T) int {
 	root := t.TempDir()
 	gitDir := filepath.Join(root, ".git")
 	write := func(name, content string) {
@@ -105,6 +109,7 @@ func TestGitFactsFollowChanges(t *testing.T) {
 			t.Errorf("step %d: name %q branch %q, want %q %q", i, name, branch, st.name, st.want)
 		}
 	}
+	return len(steps)
 }
 
 // BenchmarkGitFacts reads the facts of a repository whose files did not

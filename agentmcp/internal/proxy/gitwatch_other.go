@@ -1,0 +1,21 @@
+//go:build !linux
+
+package proxy
+
+import "sync/atomic"
+
+// factsCache reads the git facts of a directory on every call.
+var factsCache = &factsWatcher{}
+
+// factsWatcher reads the facts from the files on every call: without
+// inotify nothing tells that they changed (repoCache's stamps spare reading
+// the files again, not the stats).
+type factsWatcher struct {
+	reads atomic.Int64 // facts read from the files (tests)
+}
+
+func (w *factsWatcher) facts(dir string) repoFacts {
+	w.reads.Add(1)
+	f, _, _ := readGitFacts(dir)
+	return f
+}
