@@ -213,7 +213,10 @@ func (b *MCPServer) Turn(ctx context.Context, req TurnRequest) (*Result, error) 
 	// Barrier: after this no callback of this turn runs.
 	t.closed.Store(true)
 	t.mu.Lock()
-	partial, turnID := t.partial(), t.turnID
+	turnID, partial := t.turnID, ""
+	if r.abandoned != notAbandoned {
+		partial = t.partial() // the text so far, for a turn that did not end
+	}
 	t.mu.Unlock()
 	b.mu.Lock()
 	threadID := t.threadID
