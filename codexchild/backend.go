@@ -93,6 +93,15 @@ type TurnRequest struct {
 	// turn's events arrive (the mail layer marks mail read then, FR-8.12).
 	// It is not called when the write fails. optional.
 	OnSent func()
+	// OnResult, when set, is called with the result Codex sent for the
+	// turn (an IsError one included) on the backend's reader goroutine as
+	// soon as it arrives, before Turn returns that same result: a caller
+	// can answer its own client at once, without waiting for the goroutine
+	// blocked in Turn to be scheduled. It must not block (Codex's output
+	// waits meanwhile). It is not called for a turn that ends otherwise
+	// (timeout, interrupt, the child's death, a JSON-RPC error). optional;
+	// the mcp-server backend calls it, app-server does not.
+	OnResult func(*Result)
 }
 
 // ThreadParams are the Codex parameters of a thread, named as the codex

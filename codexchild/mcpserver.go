@@ -199,7 +199,7 @@ func (b *MCPServer) Turn(ctx context.Context, req TurnRequest) (*Result, error) 
 		return nil, err
 	}
 	name, params := toolCallParams(req)
-	t := &turn{handler: req.Handler, threadID: req.ThreadID}
+	t := &turn{handler: req.Handler, threadID: req.ThreadID, onResult: req.OnResult}
 	c, err := b.send("tools/call", params, t)
 	if err != nil {
 		return nil, err
@@ -240,6 +240,9 @@ func (b *MCPServer) Turn(ctx context.Context, req TurnRequest) (*Result, error) 
 	}
 	if e := r.msg.Err(); e != nil {
 		return nil, fmt.Errorf("codexchild: tools/call %s: %w", name, e)
+	}
+	if r.res != nil {
+		return r.res, nil // read by the reader for OnResult
 	}
 	res, err := parseResult(r.msg.Result, threadID, turnID)
 	if err != nil {

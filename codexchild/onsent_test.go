@@ -1,6 +1,9 @@
 package codexchild
 
 import (
+	"context"
+	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -42,5 +45,73 @@ func TestOnSentNotCalledOnFailure(t *testing.T) {
 	}
 	if deadSent.Load() != 0 {
 		t.Error("OnSent called although nothing was written")
+	}
+}
+
+// TestOnResult: OnResult gets the result Codex sent (an IsError one too),
+// once, on the reader, before Turn returns that same result; a turn that
+// ends otherwise (timeout, interrupt) never calls it.
+func TestOnResult(t *testing.T) {
+	cfg, cwd := setupMock(t)
+	b := newBackend(t, cfg)
+	type seen struct {
+		res      *Result
+		returned bool // Turn had returned when OnResult ran
+	}
+	turn := func(req TurnRequest) (*Result, []seen, error) {
+		t.Helper()
+		var mu sync.Mutex
+		var calls []seen
+		var returned atomic.Bool
+		req.OnResult = func(r *Result) {
+			mu.Lock()
+			calls = append(calls, seen{r, returned.Load()})
+			mu.Unlock()
+		}
+		res, err := b.Turn(ctxFor(t, 30*time.Second), req)
+		returned.Store(true)
+		mu.Lock()
+		defer mu.Unlock()
+		return res, calls, err
+	}
+	check := func(name string, res *Result, err error, calls []seen) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(calls) != 1 || calls[0].res != res || calls[0].returned {
+			t.Errorf("%s: OnResult calls %+v, want one with Turn's result %+v before Turn returned", name, calls, res)
+		}
+	}
+
+	res, calls, err := turn(TurnRequest{Prompt: "hello", Params: ThreadParams{Cwd: cwd}})
+	check("new thread", res, err, calls)
+	if res.Text != "MOCK_REPLY: hello" || res.ThreadID == "" {
+		t.Fatalf("new thread: %+v", res)
+	}
+	thread := res.ThreadID
+	res, calls, err = turn(TurnRequest{ThreadID: thread, Prompt: "again"})
+	check("reply", res, err, calls)
+	res, calls, err = turn(TurnRequest{ThreadID: "019a0000-0000-7000-8000-000000000000", Prompt: "lost"})
+	check("IsError result", res, err, calls)
+	if !res.IsError {
+		t.Errorf("reply to an unknown thread: %+v, want an IsError result", res)
+	}
+
+	_, calls, err = turn(TurnRequest{ThreadID: thread, Prompt: "HANG", Timeout: 300 * time.Millisecond})
+	var te *TimeoutError
+	if !errors.As(err, &te) || len(calls) != 0 {
+		t.Errorf("timed out turn: err %v, OnResult calls %+v; want a TimeoutError and none", err, calls)
+	}
+	res, calls, err = turn(TurnRequest{Prompt: "fresh", Params: ThreadParams{Cwd: cwd}})
+	check("new thread after a timeout", res, err, calls)
+	fresh := res.ThreadID
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		_ = b.Interrupt(context.Background(), fresh)
+	}()
+	res, calls, err = turn(TurnRequest{ThreadID: fresh, Prompt: "HANG"})
+	if err != nil || res.Status != "interrupted" || len(calls) != 0 {
+		t.Errorf("interrupted turn: %+v, %v, OnResult calls %+v; want interrupted and none", res, err, calls)
 	}
 }

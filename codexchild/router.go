@@ -213,7 +213,21 @@ func (b *MCPServer) handleResponse(m *jsonrpcframe.Message) {
 		b.log.Info("codex: result under a stale request id routed to the thread's running turn", "id", m.ID.String(), "thread", rt, "turn_id", target.id.String())
 	}
 	b.denyLeftovers(target, "the turn ended")
-	target.reply <- reply{msg: m}
+	r := reply{msg: m}
+	if t := target.turn; t != nil && t.onResult != nil && m.Err() == nil {
+		// The result as Turn would read it, given to OnResult here.
+		b.mu.Lock()
+		threadID := t.threadID
+		b.mu.Unlock()
+		t.mu.Lock()
+		turnID := t.turnID
+		t.mu.Unlock()
+		if res, err := parseResult(m.Result, threadID, turnID); err == nil {
+			r.res = res
+			t.onResult(res)
+		}
+	}
+	target.reply <- r
 	handOver()
 }
 

@@ -34,6 +34,7 @@ type call struct {
 // reply is how a call ended.
 type reply struct {
 	msg       *jsonrpcframe.Message // the child's response
+	res       *Result               // msg read as a turn's result (turns with OnResult)
 	err       error                 // the child died, or writing failed
 	abandoned abandonKind           // ended by the backend itself
 }
@@ -48,6 +49,7 @@ type reply struct {
 // inside a callback.
 type turn struct {
 	handler   Handler
+	onResult  func(*Result)
 	threadID  string // guarded by MCPServer.mu
 	codexTurn string // the Codex turn id seen under the call's own id; guarded by MCPServer.mu
 
