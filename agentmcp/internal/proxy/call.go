@@ -18,6 +18,9 @@ type toolCall struct {
 	name  string
 	args  args
 	prog  *progress
+	// answer is the response answerEarly encoded, with the client's pipe
+	// reserved for it.
+	answer *jsonrpcframe.Message
 }
 
 // toolResult is a tool's answer: text content, structuredContent and the
@@ -107,7 +110,14 @@ func (s *Server) runTool(ctx context.Context, c *toolCall) (*toolResult, error) 
 func (s *Server) finishToolCall(ctx context.Context, c *toolCall, res *toolResult, err error) {
 	c.prog.finish() // no progress after the response
 	if ctx.Err() != nil {
+		if c.answer != nil {
+			s.client.release()
+		}
 		s.log.Info("request cancelled by the client; no response sent", "id", c.id.String(), "tool", c.name)
+		return
+	}
+	if c.answer != nil {
+		s.client.writeReserved(c.answer)
 		return
 	}
 	if err != nil {

@@ -266,6 +266,41 @@ func (c *client) event(build func() *jsonrpcframe.Message) bool {
 	return true
 }
 
+// reserve claims the client's pipe for one message of about n bytes if it
+// takes it at once: no event is queued or being written, and the pipe has
+// room. The caller then calls writeReserved or release; events meanwhile
+// go to the queue.
+func (c *client) reserve(n int) bool {
+	if c.isGone() {
+		return false
+	}
+	c.emu.Lock()
+	defer c.emu.Unlock()
+	if c.gauge == nil || c.writing || len(c.queue) > 0 || !c.gauge.has(n+inlineSlack) {
+		return false
+	}
+	c.writing = true
+	return true
+}
+
+// writeReserved writes m in the room reserve claimed, then releases it.
+func (c *client) writeReserved(m *jsonrpcframe.Message) {
+	if err := c.write(m); err != nil {
+		c.log.Debug("reply not delivered", "id", m.ID.String(), "err", err)
+	}
+	c.release()
+}
+
+// release gives up a reservation.
+func (c *client) release() {
+	c.emu.Lock()
+	defer c.emu.Unlock()
+	c.writing = false
+	if len(c.queue) > 0 {
+		c.signalLocked()
+	}
+}
+
 // queued returns how many events wait for the pump.
 func (c *client) queued() int {
 	c.emu.Lock()

@@ -313,7 +313,7 @@ func (s *Server) runQueued(ctx context.Context, sess *session, src turnSource, f
 		err error
 	}
 	ch := make(chan outcome, 1)
-	s.enqueue(ctx, sess, src, fn, func(res *toolResult, err error) { ch <- outcome{res, err} })
+	s.enqueue(ctx, sess, src, fn, func(res *toolResult, err error) { ch <- outcome{res, err} }, nil)
 	o := <-ch
 	return o.res, o.err
 }
@@ -323,9 +323,12 @@ func (s *Server) runQueued(ctx context.Context, sess *session, src turnSource, f
 // once the session has moved on, or at once when the session is closed.
 // Calling enqueue from the router keeps a client's requests to one session
 // in the order they were read; answering from the session's goroutine
-// spares the turn a hand-off to another goroutine on its way back.
-func (s *Server) enqueue(ctx context.Context, sess *session, src turnSource, fn func(context.Context) (*toolResult, error), done func(*toolResult, error)) {
+// spares the turn a hand-off to another goroutine on its way back. With
+// early (optional, given to fn's turn), done may be called on the Codex
+// reader instead, once the session has moved on (answerEarly).
+func (s *Server) enqueue(ctx context.Context, sess *session, src turnSource, fn func(context.Context) (*toolResult, error), done func(*toolResult, error), early *earlyAnswer) {
 	j := &job{
+		early:  early,
 		source: src,
 		run: func(jobCtx context.Context) func() {
 			if err := ctx.Err(); err != nil {
@@ -342,6 +345,9 @@ func (s *Server) enqueue(ctx context.Context, sess *session, src turnSource, fn 
 			return func() { done(res, err) }
 		},
 		discard: func(err error) { done(nil, err) },
+	}
+	if early != nil {
+		early.ctx, early.j, early.done = ctx, j, done
 	}
 	if err := sess.submit(j); err != nil {
 		done(nil, err)
@@ -361,6 +367,8 @@ type turnInput struct {
 	// onSent is called once the turn's request is written to the child
 	// (the mail layer's delivery acknowledgement, FR-8.12). optional.
 	onSent func()
+	// early lets the turn be answered from the Codex reader. optional.
+	early *earlyAnswer
 }
 
 // turn runs one Codex turn for the session: refreshed context, a new or
@@ -436,7 +444,13 @@ func (s *Server) turn(ctx context.Context, sess *session, in turnInput) (*toolRe
 			in.onSent()
 		}
 	}
+	if e := in.early; e != nil && !newThread {
+		req.OnResult = func(r *codexchild.Result) { s.answerEarly(e, sess, kind, in, r) }
+	}
 	res, err := s.backend.Turn(ctx, req)
+	if in.early != nil && in.early.answered.Load() {
+		return nil, nil // recorded and answered on the Codex reader (answerEarly)
+	}
 	if err != nil && !sent {
 		s.auditTurn(rec, in, "not forwarded: "+err.Error())
 	}
@@ -450,6 +464,15 @@ func (s *Server) turn(ctx context.Context, sess *session, in turnInput) (*toolRe
 		}
 		return nil, err
 	}
+	text := s.capResult(rec.AgentID, res.Text)
+	return turnResult(s.recordTurn(sess, kind, newThread, in, res, text), res, text), nil
+}
+
+// recordTurn records a turn's result in the session (its thread id, the
+// taint of an interrupted thread, the count, the outcome agent_status
+// reports) and returns the session's record. text is the result's text as
+// capped for the answer.
+func (s *Server) recordTurn(sess *session, kind codexchild.Kind, newThread bool, in turnInput, res *codexchild.Result, text string) registry.Session {
 	sess.mu.Lock()
 	newID := res.ThreadID != "" && res.ThreadID != sess.rec.BackendID
 	if res.ThreadID != "" {
@@ -462,7 +485,7 @@ func (s *Server) turn(ctx context.Context, sess *session, in turnInput) (*toolRe
 	}
 	sess.turns++
 	sess.lastResult = res.Text
-	rec = sess.rec
+	rec := sess.rec
 	sess.mu.Unlock()
 	if newID {
 		s.persistNow(sess) // resume depends on it: not left to the persister
@@ -474,19 +497,24 @@ func (s *Server) turn(ctx context.Context, sess *session, in turnInput) (*toolRe
 		s.knownThreads[res.ThreadID] = true
 		s.smu.Unlock()
 	}
-	text := s.capResult(rec.AgentID, res.Text)
-	status := firstNonEmpty(res.Status, "completed")
 	if in.source != sourceSummary {
-		sess.recordOutcome(&turnOutcome{status: status, text: text, isError: res.IsError, threadID: rec.BackendID, finished: s.now()}, res.Text)
+		sess.recordOutcome(&turnOutcome{status: firstNonEmpty(res.Status, "completed"), text: text, isError: res.IsError,
+			threadID: rec.BackendID, finished: s.now()}, res.Text)
 	}
+	return rec
+}
+
+// turnResult is the answer to a turn: the (capped) text, and in
+// structuredContent the session's ids with the text and the status.
+func turnResult(rec registry.Session, res *codexchild.Result, text string) *toolResult {
 	return &toolResult{
 		Text:    text,
 		IsError: res.IsError,
 		Structured: map[string]any{
 			"agent_id": rec.AgentID, "threadId": rec.BackendID, "identity": rec.Identity,
-			"content": text, "status": status,
+			"content": text, "status": firstNonEmpty(res.Status, "completed"),
 		},
-	}, nil
+	}
 }
 
 // threadParams builds the Codex parameters of a thread: settings, the

@@ -51,6 +51,16 @@ func (f *fakeBackend) Turn(ctx context.Context, req codexchild.TurnRequest) (*co
 		return nil, &codexchild.ExitError{Status: st}
 	}
 	f.requests = append(f.requests, req)
+	// Codex's own results go to OnResult first, on another goroutine (the
+	// reader in codexchild), as the mcp-server backend does.
+	result := func(r *codexchild.Result) (*codexchild.Result, error) {
+		if req.OnResult != nil && f.kind == codexchild.KindMCPServer {
+			done := make(chan struct{})
+			go func() { req.OnResult(r); close(done) }()
+			<-done
+		}
+		return r, nil
+	}
 	thread := req.ThreadID
 	if thread == "" {
 		f.nextID++
@@ -58,10 +68,11 @@ func (f *fakeBackend) Turn(ctx context.Context, req codexchild.TurnRequest) (*co
 		f.threads[thread] = true
 	} else if !f.threads[thread] && !(req.Resume && f.kind == codexchild.KindAppServer) {
 		f.mu.Unlock()
-		return &codexchild.Result{ThreadID: thread, Text: "Session not found for thread_id: " + thread, IsError: true, Status: "failed"}, nil
+		return result(&codexchild.Result{ThreadID: thread, Text: "Session not found for thread_id: " + thread, IsError: true, Status: "failed"})
 	}
 	f.threads[thread] = true
 	intr := make(chan struct{})
+
 	f.running[thread] = intr
 	f.mu.Unlock()
 	defer func() {
@@ -120,17 +131,17 @@ func (f *fakeBackend) Turn(ctx context.Context, req codexchild.TurnRequest) (*co
 		select {
 		case d := <-dec:
 			event("task_complete")
-			return &codexchild.Result{ThreadID: thread, Text: "decision: " + string(d.Kind) + " " + d.Reason, Status: "completed"}, nil
+			return result(&codexchild.Result{ThreadID: thread, Text: "decision: " + string(d.Kind) + " " + d.Reason, Status: "completed"})
 		case <-intr:
 			return &codexchild.Result{ThreadID: thread, Text: "interrupted", IsError: true, Status: "interrupted"}, nil
 		case <-ctx.Done():
 			return &codexchild.Result{ThreadID: thread, Text: "interrupted", IsError: true, Status: "interrupted"}, ctx.Err()
 		}
 	case last == "FAIL":
-		return &codexchild.Result{ThreadID: thread, Text: "model error", IsError: true, Status: "failed"}, nil
+		return result(&codexchild.Result{ThreadID: thread, Text: "model error", IsError: true, Status: "failed"})
 	}
 	event("task_complete")
-	return &codexchild.Result{ThreadID: thread, Text: "MOCK_REPLY: " + last, Status: "completed"}, nil
+	return result(&codexchild.Result{ThreadID: thread, Text: "MOCK_REPLY: " + last, Status: "completed"})
 }
 
 func (f *fakeBackend) Interrupt(_ context.Context, threadID string) error {

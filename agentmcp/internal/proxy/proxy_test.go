@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -536,5 +537,78 @@ func TestEventsNeverWaitForAStalledClient(t *testing.T) {
 			t.Fatalf("client got %d events of the session, the proxy forwarded %d", n, forwarded)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestRepliesAnsweredOnTheReader: on mcp-server a codex-reply is answered
+// from the Codex reader once the session has recorded the turn (agent_status
+// right after the answer shows it, the session idle); replies queued behind
+// one another are answered in order. A client whose pipe is full gets its
+// answer from the turn's goroutine instead. app-server turns are answered
+// from their goroutine.
+func TestRepliesAnsweredOnTheReader(t *testing.T) {
+	for _, kind := range []codexchild.Kind{codexchild.KindMCPServer, codexchild.KindAppServer} {
+		t.Run(string(kind), func(t *testing.T) {
+			c := startProxy(t, harnessOpts{kind: kind, osPipe: true})
+			c.initialize(false)
+			res := c.structured(c.tool("codex", map[string]any{"prompt": "start", "identity": "arch"}))
+			agent := res["agent_id"].(string)
+			before := earlyAnswers.Load()
+			for i := range 5 {
+				prompt := fmt.Sprintf("turn %d", i)
+				got := c.structured(c.tool("codex-reply", map[string]any{"agent_id": agent, "prompt": prompt}))
+				if got["content"] != "MOCK_REPLY: "+prompt || got["agent_id"] != agent || got["threadId"] != res["threadId"] || got["status"] != "completed" {
+					t.Errorf("reply %d = %v", i, got)
+				}
+				st := c.structured(c.tool("agent_status", map[string]any{"agent_id": agent}))
+				last, _ := st["last_result"].(map[string]any)
+				if st["status"] != "idle" || st["turns"] != float64(i+2) || last["content"] != "MOCK_REPLY: "+prompt {
+					t.Errorf("agent_status right after reply %d: status %v turns %v last %v", i, st["status"], st["turns"], last)
+				}
+			}
+			want := int64(5)
+			if kind != codexchild.KindMCPServer {
+				want = 0
+			}
+			if n := earlyAnswers.Load() - before; n != want {
+				t.Errorf("%d replies answered on the reader, want %d", n, want)
+			}
+			// The first of two replies sent at once is answered on the reader;
+			// the second may be too, unless the client is busy with an event
+			// at that moment (the fake emits events from each turn's goroutine).
+			before = earlyAnswers.Load()
+			_, a := c.send("tools/call", map[string]any{"name": "codex-reply", "arguments": map[string]any{"agent_id": agent, "prompt": "A"}})
+			_, b := c.send("tools/call", map[string]any{"name": "codex-reply", "arguments": map[string]any{"agent_id": agent, "prompt": "B"}})
+			for _, q := range []struct {
+				ch   chan *jsonrpcframe.Message
+				want string
+			}{{a, "MOCK_REPLY: A"}, {b, "MOCK_REPLY: B"}} {
+				if got := c.structured(c.wait(q.ch))["content"]; got != q.want {
+					t.Errorf("queued reply = %v, want %s", got, q.want)
+				}
+			}
+			if n := earlyAnswers.Load() - before; kind == codexchild.KindMCPServer && (n < 1 || n > 2) || kind != codexchild.KindMCPServer && n != 0 {
+				t.Errorf("%d of the two queued replies answered on the reader", n)
+			}
+
+			// The client stops reading while a turn floods it: the answer
+			// waits for the client on the turn's goroutine.
+			before = earlyAnswers.Load()
+			sess := c.srv.sessions[agent]
+			c.stalled.Store(true)
+			_, flood := c.send("tools/call", map[string]any{"name": "codex-reply", "arguments": map[string]any{"agent_id": agent, "prompt": "EVENTS=3000"}})
+			waitFor(t, "the flooding turn's end", func() bool {
+				sess.mu.Lock()
+				defer sess.mu.Unlock()
+				return sess.turns == 9
+			})
+			c.stalled.Store(false)
+			if got := c.structured(c.wait(flood))["content"]; got != "MOCK_REPLY: EVENTS=3000" {
+				t.Errorf("reply after the stall = %v", got)
+			}
+			if n := earlyAnswers.Load() - before; n != 0 {
+				t.Errorf("%d replies answered on the reader into a full pipe", n)
+			}
+		})
 	}
 }

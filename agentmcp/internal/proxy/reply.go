@@ -109,14 +109,18 @@ func (s *Server) checkCodexReply(ctx context.Context, c *toolCall, done func(*to
 		sess.rec.Cwd = cwd
 		sess.mu.Unlock()
 	}
+	var early *earlyAnswer
+	if !background {
+		early = &earlyAnswer{call: c}
+	}
 	run := func(ctx context.Context) (*toolResult, error) {
-		return s.turn(ctx, sess, turnInput{prompt: prompt, call: c, source: sourceClaude})
+		return s.turn(ctx, sess, turnInput{prompt: prompt, call: c, source: sourceClaude, early: early})
 	}
 	if background {
 		done(s.runBackground(sess, sourceClaude, run))
 		return nil, nil
 	}
-	s.enqueue(ctx, sess, sourceClaude, run, done)
+	s.enqueue(ctx, sess, sourceClaude, run, done, early)
 	return nil, nil
 }
 

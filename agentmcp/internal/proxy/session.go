@@ -49,6 +49,7 @@ type job struct {
 	source  turnSource
 	run     func(ctx context.Context) (after func())
 	discard func(err error)
+	early   *earlyAnswer // optional: the job may be finished on the Codex reader
 }
 
 // session is one Codex agent session. Its queue enforces the single-flight
@@ -153,9 +154,14 @@ func (s *session) startLocked(j *job) {
 		defer s.srv.wg.Done()
 		defer cancel()
 		after := j.run(ctx)
-		idle := s.finish(j)
-		if after != nil {
-			after()
+		var idle bool
+		if e := j.early; e != nil && e.answered.Load() {
+			idle = e.idle // finished and answered on the Codex reader
+		} else {
+			idle = s.finish(j)
+			if after != nil {
+				after()
+			}
 		}
 		if idle {
 			s.srv.sessionIdle(s) // the mail check, after the answer is out
