@@ -22,11 +22,23 @@ import (
 // runs) with no separate build step. Scenarios must call them with exec
 // (Params.RequireExplicitExec).
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
+	testscript.Main(removeBuilt{m}, map[string]func(){
 		"atm-agent-mcp": func() {
 			os.Exit(agentmcp.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
 		},
 	})
+}
+
+// removeBuilt runs the tests, then removes the mockcodex binary built for
+// them (testscript.Main exits when they are done).
+type removeBuilt struct{ m *testing.M }
+
+func (r removeBuilt) Run() int {
+	code := r.m.Run()
+	if mockDir != "" {
+		os.RemoveAll(mockDir)
+	}
+	return code
 }
 
 // params returns the strict Params shared by every scenario of dir

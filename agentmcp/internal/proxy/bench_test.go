@@ -48,6 +48,15 @@ func buildBin(tb testing.TB, pkg string) string {
 	return p
 }
 
+// TestMain removes the binaries the benchmarks built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, p := range built.paths {
+		os.RemoveAll(filepath.Dir(p))
+	}
+	os.Exit(code)
+}
+
 // mockcodexBin builds codexchild/cmd/mockcodex once.
 func mockcodexBin(tb testing.TB) string {
 	return buildBin(tb, "github.com/atm-agent-mcp/atm-agent-mcp/codexchild/cmd/mockcodex")
