@@ -3,7 +3,11 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
+	"strings"
 	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
 // obj is a JSON object that keeps its key order, so the mock writes members
@@ -45,35 +49,67 @@ func (m obj) with(pairs ...any) obj {
 }
 
 // MarshalJSON writes the members in order, without HTML escaping.
-func (m obj) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, e := range m {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		kb, _ := marshal(e.k)
-		b.Write(kb)
-		b.WriteByte(':')
-		vb, err := marshal(e.v)
-		if err != nil {
-			return nil, err
-		}
-		b.Write(vb)
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
-}
+func (m obj) MarshalJSON() ([]byte, error) { return appendJSON(nil, m) }
 
 // marshal is json.Marshal without HTML escaping and without the newline.
-func marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
+func marshal(v any) ([]byte, error) { return appendJSON(nil, v) }
+
+// appendJSON appends v as marshal writes it. Objects, lists, strings,
+// integers, booleans and null are written here: every event goes through
+// it, and encoding/json would compact the output of each nested obj's
+// MarshalJSON again, level by level. Anything else is encoding/json's.
+func appendJSON(b []byte, v any) ([]byte, error) {
+	var err error
+	switch x := v.(type) {
+	case obj:
+		b = append(b, '{')
+		for i, e := range x {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = appendJSON(b, e.k); err != nil {
+				return nil, err
+			}
+			b = append(b, ':')
+			if b, err = appendJSON(b, e.v); err != nil {
+				return nil, err
+			}
+		}
+		return append(b, '}'), nil
+	case []any:
+		if x == nil {
+			return append(b, "null"...), nil
+		}
+		b = append(b, '[')
+		for i, e := range x {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = appendJSON(b, e); err != nil {
+				return nil, err
+			}
+		}
+		return append(b, ']'), nil
+	case string:
+		if !strings.ContainsAny(x, "\u2028\u2029") { // encoding/json escapes these two
+			return jsonrpcframe.AppendString(b, x), nil
+		}
+	case nil:
+		return append(b, "null"...), nil
+	case bool:
+		return strconv.AppendBool(b, x), nil
+	case int:
+		return strconv.AppendInt(b, int64(x), 10), nil
+	case int64:
+		return strconv.AppendInt(b, x, 10), nil
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...), nil
 }
 
 func mustMarshal(v any) json.RawMessage {

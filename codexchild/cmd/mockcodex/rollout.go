@@ -20,6 +20,7 @@ type rollout struct {
 	app     bool
 	mu      sync.Mutex
 	ordinal int
+	f       *os.File // open for appending from the first line on, as Codex's recorder keeps it
 }
 
 const baseInstructions = "You are a coding agent running in the Codex CLI (mockcodex)."
@@ -68,12 +69,13 @@ func (r *rollout) add(typ string, payload any) {
 	if err != nil {
 		return
 	}
-	f, err := os.OpenFile(r.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return
+	if r.f == nil {
+		if r.f, err = os.OpenFile(r.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err != nil {
+			r.f = nil
+			return
+		}
 	}
-	defer f.Close()
-	_, _ = f.Write(append(b, '\n'))
+	_, _ = r.f.Write(append(b, '\n'))
 }
 
 // event appends an event_msg line.
