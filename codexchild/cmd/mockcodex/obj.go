@@ -91,7 +91,7 @@ func appendJSON(b []byte, v any) ([]byte, error) {
 		}
 		return append(b, ']'), nil
 	case string:
-		if !strings.ContainsAny(x, "\u2028\u2029") { // encoding/json escapes these two
+		if !strings.Contains(x, "\u2028") && !strings.Contains(x, "\u2029") { // encoding/json escapes these two
 			return jsonrpcframe.AppendString(b, x), nil
 		}
 	case nil:
