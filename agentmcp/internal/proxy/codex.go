@@ -425,7 +425,7 @@ func (s *Server) turn(ctx context.Context, sess *session, in turnInput) (*toolRe
 		req.ThreadID = rec.BackendID
 		req.Resume = !known
 		var b strings.Builder
-		b.WriteString(sc.contextBlock())
+		b.WriteString(sess.contextBlock(sc))
 		b.WriteString("\n")
 		if note != "" {
 			b.WriteString(note)

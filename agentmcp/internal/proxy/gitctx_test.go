@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -136,6 +137,35 @@ func BenchmarkGitFacts(b *testing.B) {
 	for b.Loop() {
 		if f := gitFacts(context.Background(), sub); f.Branch == nil || *f.Branch != "main" {
 			b.Fatal("no branch")
+		}
+	}
+}
+
+// TestSessionContextBlock: a session renders its <session-context> block
+// again only when something in it changed: the same turn after turn, the
+// new branch after a checkout, the repository gone.
+func TestSessionContextBlock(t *testing.T) {
+	str := func(s string) *string { return &s }
+	sc := sessionContext{AgentID: "codex-1", Identity: "arch", Team: "dev", Cwd: "/w/repo",
+		Repo: repoFacts{Root: str("/w/repo"), Name: str("widgets"), Branch: str("main")}}
+	sess := &session{}
+	first := sess.contextBlock(sc)
+	if first != sc.contextBlock() {
+		t.Fatalf("block = %q, want %q", first, sc.contextBlock())
+	}
+	sc.Repo = repoFacts{Root: str("/w/repo"), Name: str("widgets"), Branch: str("main")} // equal, not the same pointers
+	if again := sess.contextBlock(sc); unsafe.StringData(again) != unsafe.StringData(first) {
+		t.Error("the block was rendered again although nothing changed")
+	}
+	for _, change := range []func(){
+		func() { sc.Repo.Branch = str("feature/auth") },
+		func() { sc.Cwd = "/w/repo/cmd" },
+		func() { sc.Repo = repoFacts{} },
+		func() { sc.Identity = "dev-1" },
+	} {
+		change()
+		if got, want := sess.contextBlock(sc), sc.contextBlock(); got != want {
+			t.Errorf("after a change: block %q, want %q", got, want)
 		}
 	}
 }

@@ -80,6 +80,20 @@ type session struct {
 	turnDone   chan struct{} // closed (and replaced) whenever a turn ends
 	quotedFor  [2]string     // the agent_id and identity quotedIDs encode
 	quotedIDs  quotedIDs
+	blockKey   [7]string // what block was rendered from
+	block      string    // the last <session-context> block
+}
+
+// contextBlock returns sc's <session-context> block, rendered again only
+// when something in it changed since the session's last turn.
+func (s *session) contextBlock(sc sessionContext) string {
+	key := [...]string{sc.AgentID, sc.Identity, sc.Team, sc.Cwd, orNull(sc.Repo.Root), orNull(sc.Repo.Name), orNull(sc.Repo.Branch)}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.blockKey != key || s.block == "" {
+		s.blockKey, s.block = key, sc.contextBlock()
+	}
+	return s.block
 }
 
 // recordEvent keeps what the event says in the session's activity.
