@@ -73,6 +73,9 @@ type rawClient struct {
 	w    jsonrpcframe.Writer
 	r    jsonrpcframe.Reader
 	next int64
+	// first is when the last call's first notification arrived (zero
+	// without one).
+	first time.Time
 }
 
 func (c *rawClient) call(tb testing.TB, method string, params any) *jsonrpcframe.Message {
@@ -85,6 +88,7 @@ func (c *rawClient) call(tb testing.TB, method string, params any) *jsonrpcframe
 	if err := c.w.Write(m); err != nil {
 		tb.Fatal(err)
 	}
+	c.first = time.Time{}
 	for {
 		resp, err := c.r.Read()
 		if err != nil {
@@ -92,6 +96,9 @@ func (c *rawClient) call(tb testing.TB, method string, params any) *jsonrpcframe
 		}
 		if resp.IsResponse() && resp.ID == id {
 			return resp
+		}
+		if c.first.IsZero() {
+			c.first = time.Now()
 		}
 	}
 }
@@ -168,7 +175,10 @@ func quantile(d []time.Duration, q float64) time.Duration {
 // BenchmarkToolsCallOverhead runs codex-reply round trips (a whole Codex
 // turn: ~16 codex/event notifications, then the result) straight to
 // mockcodex and through the proxy side by side, alternating, and reports
-// what the proxy adds (targets: p50 100 µs, p99 1 ms):
+// what the proxy adds (targets: p50 100 µs, p99 1 ms). Each of the three
+// paths has a mockcodex of its own, so that every call finds its child
+// idle since its previous turn, two calls back (a child that has just
+// answered the call before answers faster):
 //
 //   - p50-overhead-µs, p99-overhead-µs: against a direct call that sends
 //     Codex the same prompt the proxy sends, i.e. with the <session-context>
@@ -177,27 +187,34 @@ func quantile(d []time.Duration, q float64) time.Duration {
 //   - p50-overhead-with-context-µs: against a direct call with the bare
 //     prompt. It adds the child's cost of the longer prompt, which mockcodex
 //     echoes into about a dozen copies (events, its reply, the result).
+//   - p50-first-event-overhead-µs: what the proxy adds before the turn's
+//     first event reaches the client (the request's way in, the first
+//     event's way out); the rest of the overhead comes with the events and
+//     the result.
 func BenchmarkToolsCallOverhead(b *testing.B) {
 	bin := mockcodexBin(b)
 	home := b.TempDir()
 	direct := startDirect(b, bin, home)
+	directBare := startDirect(b, bin, home)
 	proxied, srv := startProxied(b, bin, home)
 	// One thread per path: each has as many turns as the proxied one.
 	thread := structuredOf(b, direct.call(b, "tools/call", map[string]any{"name": "codex", "arguments": map[string]any{"prompt": "start", "cwd": home}}))["threadId"]
-	bareThread := structuredOf(b, direct.call(b, "tools/call", map[string]any{"name": "codex", "arguments": map[string]any{"prompt": "start", "cwd": home}}))["threadId"]
+	bareThread := structuredOf(b, directBare.call(b, "tools/call", map[string]any{"name": "codex", "arguments": map[string]any{"prompt": "start", "cwd": home}}))["threadId"]
 	agent := structuredOf(b, proxied.call(b, "tools/call", map[string]any{"name": "codex", "arguments": map[string]any{"prompt": "start", "identity": "arch"}}))["agent_id"].(string)
 	// The prompt the proxy sends for "bench": its context block first.
 	rec := srv.sessions[agent].snapshot()
 	block := sessionContext{AgentID: rec.AgentID, Identity: rec.Identity, Team: srv.opts.Team, Cwd: rec.Cwd,
 		Repo: gitFacts(context.Background(), rec.Cwd)}.contextBlock()
-	var bare, same, prox []time.Duration
+	var bare, same, prox, sameFirst, proxFirst []time.Duration
 	for b.Loop() {
 		t0 := time.Now()
 		direct.call(b, "tools/call", map[string]any{"name": "codex-reply", "arguments": map[string]any{"threadId": thread, "prompt": block + "\nbench"}})
 		t1 := time.Now()
+		sameFirst = append(sameFirst, direct.first.Sub(t0))
 		proxied.call(b, "tools/call", map[string]any{"name": "codex-reply", "arguments": map[string]any{"agent_id": agent, "prompt": "bench"}})
 		t2 := time.Now()
-		direct.call(b, "tools/call", map[string]any{"name": "codex-reply", "arguments": map[string]any{"threadId": bareThread, "prompt": "bench"}})
+		proxFirst = append(proxFirst, proxied.first.Sub(t1))
+		directBare.call(b, "tools/call", map[string]any{"name": "codex-reply", "arguments": map[string]any{"threadId": bareThread, "prompt": "bench"}})
 		t3 := time.Now()
 		same, prox, bare = append(same, t1.Sub(t0)), append(prox, t2.Sub(t1)), append(bare, t3.Sub(t2))
 	}
@@ -207,6 +224,7 @@ func BenchmarkToolsCallOverhead(b *testing.B) {
 	b.ReportMetric(us(quantile(prox, 0.5)-quantile(same, 0.5)), "p50-overhead-µs")
 	b.ReportMetric(us(quantile(prox, 0.99)-quantile(same, 0.99)), "p99-overhead-µs")
 	b.ReportMetric(us(quantile(prox, 0.5)-quantile(bare, 0.5)), "p50-overhead-with-context-µs")
+	b.ReportMetric(us(quantile(proxFirst, 0.5)-quantile(sameFirst, 0.5)), "p50-first-event-overhead-µs")
 }
 
 // BenchmarkToolsCallOverheadProcess is BenchmarkToolsCallOverhead with the
