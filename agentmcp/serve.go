@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/cli"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/config"
@@ -20,8 +21,25 @@ func init() {
 	cli.Tools = tools
 }
 
+// serveProcs is how many processors serve runs Go code on (0: leave the
+// runtime's choice): one, unless GOMAXPROCS is set. The proxy's work is
+// serial (one router, one Codex reader that also answers replies) and
+// mostly waiting; on one processor a message passes from goroutine to
+// goroutine without waking another thread. On a 2-core machine the p50 of
+// BenchmarkToolsCallOverheadProcess is about 30 µs lower (10 of 11
+// interleaved pairs). The Codex child is not affected.
+func serveProcs(getenv func(string) string) int {
+	if getenv("GOMAXPROCS") != "" {
+		return 0 // the runtime applied it
+	}
+	return 1
+}
+
 // serve runs the MCP proxy with the resolved configuration.
 func serve(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout io.Writer, logger *slog.Logger) error {
+	if n := serveProcs(os.Getenv); n > 0 {
+		runtime.GOMAXPROCS(n)
+	}
 	opts, err := proxyOptions(cfg, logger)
 	if err != nil {
 		return err
