@@ -12,14 +12,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestGitFacts compares the file-based facts with what git itself says, in
-// a repository, a worktree, a detached HEAD, a subdirectory and outside git.
-func TestGitFacts(t *testing.T) {
+// gitIn returns a runner of git commands in dir (with a committer set),
+// failing the test when one fails; it skips the test without git.
+func gitIn(t *testing.T, dir string) func(args ...string) {
+	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not installed")
 	}
-	dir := t.TempDir()
-	git := func(args ...string) {
+	return func(args ...string) {
 		t.Helper()
 		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
 		cmd.Dir = dir
@@ -27,6 +27,13 @@ func TestGitFacts(t *testing.T) {
 			t.Fatalf("git %v: %v\n%s", args, err, out)
 		}
 	}
+}
+
+// TestGitFacts compares the file-based facts with what git itself says, in
+// a repository, a worktree, a detached HEAD, a subdirectory and outside git.
+func TestGitFacts(t *testing.T) {
+	dir := t.TempDir()
+	git := gitIn(t, dir)
 	git("init", "-q", "-b", "main", "repo")
 	git("-C", "repo", "commit", "-q", "--allow-empty", "-m", "one")
 	git("-C", "repo", "remote", "add", "origin", "git@github.com:acme/widgets.git")

@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -91,18 +90,8 @@ func TestGitFactsWatched(t *testing.T) {
 // TestGitFactsWatchedWorktree: a worktree's branch lives in its own git
 // directory (under the main repository's), its origin in the main config.
 func TestGitFactsWatchedWorktree(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git not installed")
-	}
 	dir := t.TempDir()
-	git := func(args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	git := gitIn(t, dir)
 	git("init", "-q", "-b", "main", "repo")
 	git("-C", "repo", "commit", "-q", "--allow-empty", "-m", "one")
 	git("-C", "repo", "worktree", "add", "-q", "-b", "feature/x", "../wt")
