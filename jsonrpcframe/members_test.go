@@ -147,3 +147,26 @@ func FuzzString(f *testing.F) {
 		}
 	})
 }
+
+func TestSkipString(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int // index just past the string; len(in) when it does not end
+	}{
+		{`""`, 2},
+		{`"abc",`, 5},
+		{`"a\"b"x`, 6},
+		{`"a\\"x`, 5},
+		{`"a\\\"b"x`, 8},
+		{`"\\\\"x`, 6},
+		{`"é ✓ \n"`, len(`"é ✓ \n"`)},
+		{`"abc`, 4},
+		{`"abc\"`, 6},
+		{`"abc\`, 5},
+	}
+	for _, tt := range tests {
+		if got := skipString([]byte(tt.in), 0); got != tt.want {
+			t.Errorf("skipString(%s) = %d, want %d", tt.in, got, tt.want)
+		}
+	}
+}

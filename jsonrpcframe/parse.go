@@ -168,17 +168,28 @@ func skipWS(b []byte, i int) int {
 	return i
 }
 
-// skipString returns the index just past the JSON string starting at b[i].
+// skipString returns the index just past the JSON string starting at b[i]
+// (len(b) when it does not end). It jumps from quote to quote with
+// bytes.IndexByte, which is vectorised: Codex events are mostly long
+// strings, and every split of a message skips them.
 func skipString(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
+	first := i + 1
+	for i = first; ; i++ {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 {
+			return len(b)
+		}
+		i += j
+		// The quote ends the string unless it is escaped: preceded by an
+		// odd number of backslashes (each pair is one escaped backslash).
+		k := i
+		for k > first && b[k-1] == '\\' {
+			k--
+		}
+		if (i-k)%2 == 0 {
 			return i + 1
 		}
 	}
-	return i
 }
 
 // skipValue returns the index just past the JSON value starting at b[i]; b
