@@ -284,7 +284,14 @@ func BenchmarkRelayFloor(b *testing.B) {
 	}
 	go relay(cin, inR)
 	go relay(outW, cout)
-	b.Cleanup(func() { cin.Close(); inW.Close(); _ = cmd.Wait(); outW.Close(); inR.Close(); outR.Close() })
+	b.Cleanup(func() {
+		cin.Close()
+		inW.Close()
+		_ = cmd.Wait()
+		outW.Close()
+		inR.Close()
+		outR.Close()
+	})
 	relayed := &rawClient{w: jsonrpcframe.NewLineWriter(inW), r: jsonrpcframe.NewLineReader(bufio.NewReaderSize(outR, 1<<20), nil)}
 	relayed.call(b, "initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}})
 	thread := structuredOf(b, direct.call(b, "tools/call", map[string]any{"name": "codex", "arguments": map[string]any{"prompt": "start", "cwd": home}}))["threadId"]
