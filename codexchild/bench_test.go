@@ -2,6 +2,7 @@ package codexchild
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
@@ -79,4 +80,75 @@ func BenchmarkAppServerTurn(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/call")
+}
+
+// captureHandler keeps a turn's events.
+type captureHandler struct{ events []Event }
+
+func (h *captureHandler) Event(e Event)        { h.events = append(h.events, e) }
+func (h *captureHandler) Approval(a *Approval) { _ = a.Respond(Decision{Kind: Deny}) }
+
+// nopHandler drops a turn's events.
+type nopHandler struct{}
+
+func (nopHandler) Event(Event)          {}
+func (nopHandler) Approval(a *Approval) { _ = a.Respond(Decision{Kind: Deny}) }
+
+// BenchmarkDispatchEvent replays the codex/event lines of a mockcodex turn
+// through the reader's path with no I/O: parsing the line, reading the
+// envelope, routing it to its turn, the turn's bookkeeping and its handler
+// (which does nothing). It is the backend's CPU per event (ns/op is per
+// event).
+func BenchmarkDispatchEvent(b *testing.B) {
+	be, dir := benchBackend(b)
+	ctx := context.Background()
+	first, err := be.Turn(ctx, TurnRequest{Prompt: "start", Params: ThreadParams{Cwd: dir}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := &captureHandler{}
+	if _, err := be.Turn(ctx, TurnRequest{ThreadID: first.ThreadID, Prompt: "bench", Handler: h}); err != nil {
+		b.Fatal(err)
+	}
+	var lines [][]byte
+	for _, e := range h.events {
+		lines = append(lines, fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"codex/event","params":%s}`, e.Params))
+	}
+	if len(lines) < 5 {
+		b.Fatalf("only %d events", len(lines))
+	}
+	// A backend with no child, and the turn the events belong to pending
+	// under the request id they carry.
+	m, err := jsonrpcframe.Parse(lines[0])
+	if err != nil {
+		b.Fatal(err)
+	}
+	var env eventEnvelope
+	if !env.scan(m.Params, &interner{}) {
+		b.Fatal("no envelope")
+	}
+	reqID, _ := jsonrpcframe.ParseID(env.Meta.RequestID)
+	rb := NewMCPServer(Config{Logger: slog.New(slog.DiscardHandler)})
+	t := &turn{handler: nopHandler{}, threadID: first.ThreadID}
+	rb.pending[reqID] = &call{id: reqID, method: "tools/call", reply: make(chan reply, 1), turn: t}
+	rb.threads[first.ThreadID] = rb.pending[reqID]
+	var size int
+	for _, l := range lines {
+		size += len(l)
+	}
+	b.SetBytes(int64(size / len(lines)))
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		m, err := jsonrpcframe.Parse(lines[i])
+		if err != nil {
+			b.Fatal(err)
+		}
+		rb.dispatch(m)
+		if i++; i == len(lines) {
+			i = 0
+			t.texts = t.texts[:0]
+		}
+	}
+	b.ReportMetric(float64(len(lines)), "events/turn")
 }

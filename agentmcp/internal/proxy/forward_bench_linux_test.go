@@ -1,0 +1,107 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
+	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
+)
+
+// threadCPU returns the CPU time of the calling thread (zero when it cannot
+// be read); the caller locks its goroutine to the thread.
+func threadCPU() time.Duration {
+	const clockThreadCPUTimeID = 3
+	var ts syscall.Timespec
+	if _, _, errno := syscall.Syscall(syscall.SYS_CLOCK_GETTIME, clockThreadCPUTimeID, uintptr(unsafe.Pointer(&ts)), 0); errno != 0 {
+		return 0
+	}
+	return time.Duration(ts.Nano())
+}
+
+// captureEvents keeps a turn's events.
+type captureEvents struct{ events []codexchild.Event }
+
+func (h *captureEvents) Event(e codexchild.Event) { h.events = append(h.events, e) }
+func (h *captureEvents) Approval(a *codexchild.Approval) {
+	_ = a.Respond(codexchild.Decision{Kind: codexchild.Deny})
+}
+
+// BenchmarkForwardEvent is the proxy's side of one Codex event: the
+// events of a mockcodex turn, as the backend hands them over, tagged and
+// written to the client's pipe (drained by a goroutine) with the session's
+// record updated. ns/op is per event.
+func BenchmarkForwardEvent(b *testing.B) {
+	bin := mockcodexBin(b)
+	home := b.TempDir()
+	ctx := context.Background()
+	be := codexchild.NewMCPServer(codexchild.Config{Bin: bin, Dir: home, Env: []string{"CODEX_HOME=" + filepath.Join(home, ".codex")}})
+	first, err := be.Turn(ctx, codexchild.TurnRequest{Prompt: "start", Params: codexchild.ThreadParams{Cwd: home}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := &captureEvents{}
+	if _, err := be.Turn(ctx, codexchild.TurnRequest{ThreadID: first.ThreadID, Prompt: "bench", Handler: h}); err != nil {
+		b.Fatal(err)
+	}
+	_ = be.Close(ctx)
+
+	srv, err := New(Options{Home: home, Team: "dev", Identity: "proxy", Backend: newFakeBackend(codexchild.KindMCPServer), Cwd: home})
+	if err != nil {
+		b.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, outR) }()
+	b.Cleanup(func() { outW.Close(); outR.Close() })
+	gauge := newPipeGauge(outW)
+	srv.client = newClient(jsonrpcframe.NewLineWriter(gauge), gauge, 0, srv.log)
+	sess := srv.newSession(registry.Session{AgentID: "arch-0001", Identity: "arch", Team: "dev"})
+	call := &toolCall{id: jsonrpcframe.IntID(7), rawID: json.RawMessage("7"), name: "codex-reply"}
+	hd := &turnHandler{s: srv, sess: sess, call: call}
+	var size int
+	for _, e := range h.events {
+		size += len(e.Params)
+	}
+	b.SetBytes(int64(size / len(h.events)))
+	b.ReportAllocs()
+	// The events go out a turn at a time, then the client catches up (as
+	// between turns) so that every event is written inline, as in a real
+	// turn. ns/op includes that wait; cpu-ns/event is this thread's CPU
+	// time in the events alone.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var cpu time.Duration
+	i := 0
+	for b.Loop() {
+		if i == 0 {
+			for srv.client.queued() > 0 || !gauge.has(gauge.capacity-inlineSlack) {
+				runtime.Gosched()
+			}
+			cpu -= threadCPU()
+		}
+		hd.Event(h.events[i])
+		if i++; i == len(h.events) {
+			cpu += threadCPU()
+			i = 0
+		}
+	}
+	if i != 0 {
+		cpu += threadCPU()
+	}
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/event")
+	if n := srv.client.dropped.Load(); n > 0 {
+		b.Fatalf("%d events dropped", n)
+	}
+}
