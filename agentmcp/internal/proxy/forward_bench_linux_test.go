@@ -45,20 +45,21 @@ func BenchmarkForwardEvent(b *testing.B) {
 	home := b.TempDir()
 	ctx := context.Background()
 	be := codexchild.NewMCPServer(codexchild.Config{Bin: bin, Dir: home, Env: []string{"CODEX_HOME=" + filepath.Join(home, ".codex")}})
+	h := &captureEvents{}
 	first, err := be.Turn(ctx, codexchild.TurnRequest{Prompt: "start", Params: codexchild.ThreadParams{Cwd: home}})
+	if err == nil {
+		_, err = be.Turn(ctx, codexchild.TurnRequest{ThreadID: first.ThreadID, Prompt: "bench", Handler: h})
+	}
+	_ = be.Close(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
-	h := &captureEvents{}
-	if _, err := be.Turn(ctx, codexchild.TurnRequest{ThreadID: first.ThreadID, Prompt: "bench", Handler: h}); err != nil {
-		b.Fatal(err)
-	}
-	_ = be.Close(ctx)
 
 	srv, err := New(Options{Home: home, Team: "dev", Identity: "proxy", Backend: newFakeBackend(codexchild.KindMCPServer), Cwd: home})
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(func() { srv.audit.Close(); srv.reg.Close() })
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		b.Fatal(err)
@@ -67,6 +68,7 @@ func BenchmarkForwardEvent(b *testing.B) {
 	b.Cleanup(func() { outW.Close(); outR.Close() })
 	gauge := newPipeGauge(outW)
 	srv.client = newClient(jsonrpcframe.NewLineWriter(gauge), gauge, 0, srv.log)
+	b.Cleanup(srv.client.close)
 	sess := srv.newSession(registry.Session{AgentID: "arch-0001", Identity: "arch", Team: "dev"})
 	call := &toolCall{id: jsonrpcframe.IntID(7), rawID: json.RawMessage("7"), name: "codex-reply"}
 	hd := &turnHandler{s: srv, sess: sess, call: call}
