@@ -15,7 +15,7 @@ import (
 // client). Opening /proc/self/fd/N opens the pipe anew: the non-blocking
 // flag is set on the proxy's own open file, never on the one it shares with
 // its parent. Anything that is not a pipe, or cannot be reopened, is used
-// as it is. close releases the new handles.
+// as it is. The returned function closes the new handles.
 func pollableStdio(stdin io.Reader, stdout io.Writer) (io.Reader, io.Writer, func()) {
 	var closers []*os.File
 	in, out := stdin, stdout
