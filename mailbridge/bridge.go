@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/atmclient"
@@ -21,6 +22,9 @@ type Bridge struct {
 	now      func() time.Time
 	teamDir  string
 	inboxDir string
+	// watching: the watch covers the inboxes directory, so every change
+	// of an inbox file reaches kickIdentity (Idle relies on it).
+	watching atomic.Bool
 
 	mu      sync.Mutex
 	state   bridgeState
@@ -53,6 +57,13 @@ type mailbox struct {
 	// active is the last sign of life: Bind, Idle, mail seen or delivered.
 	// The poll skips the mailbox once it is older than Config.IdleTimeout.
 	active time.Time
+	// changes counts the watch's reports of a change to the inbox file
+	// (and everything else that voids quiet).
+	changes uint64
+	// quiet: the last read found no mail to deliver, nothing was in
+	// flight, the watch covered the inbox throughout, and it has reported
+	// no change since that read began. Idle then has nothing to read.
+	quiet bool
 }
 
 // batch is one Deliver call's messages.
@@ -176,6 +187,7 @@ func (b *Bridge) Bind(identity string) error {
 	}
 	mb.bound = true
 	mb.active = b.now()
+	mb.quiet = false
 	b.kickLocked(mb)
 	return nil
 }
@@ -196,11 +208,24 @@ func (b *Bridge) Unbind(identity string) {
 // became idle (the post-turn check, FR-8.1). Calls for identities that are
 // not bound are ignored; calls made while a check runs are coalesced into
 // one more check.
+//
+// The check is left out when it could find nothing: the last read found no
+// mail to deliver and the file-system watch, which covered the inbox all
+// along, has reported no change to it since that read began. Mail that
+// arrived during the turn changed the file, so its event voided that, and
+// the check it triggered found the mail pending (the session was busy);
+// either way Idle reads. A change whose event is still on its way when Idle
+// comes is checked when the event arrives. Without a working watch (it is
+// disabled, unavailable, or lost the directory) Idle always reads.
 func (b *Bridge) Idle(identity string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if mb := b.boxes[identity]; mb != nil && mb.bound {
 		mb.active = b.now()
+		if mb.quiet && b.watching.Load() && mb.inflight == nil && len(mb.acked) == 0 {
+			mb.stats.IdleSkips++
+			return
+		}
 		b.kickLocked(mb)
 	}
 }
@@ -265,6 +290,8 @@ func (b *Bridge) kickAll() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, mb := range b.boxes {
+		mb.changes++
+		mb.quiet = false
 		if mb.bound || mb.inflight != nil || len(mb.acked) > 0 {
 			b.kickLocked(mb)
 		}
@@ -291,7 +318,20 @@ func (b *Bridge) pollingLocked(mb *mailbox, now time.Time) bool {
 	return b.cfg.IdleTimeout <= 0 || now.Sub(mb.active) < b.cfg.IdleTimeout
 }
 
-// kickIdentity asks for a check of identity if it is bound.
+// kickIdentity is the watch's report of a change to identity's inbox: it
+// asks for a check if identity is bound, and voids what the last read
+// found.
 func (b *Bridge) kickIdentity(identity string) {
-	b.Idle(identity)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	mb := b.boxes[identity]
+	if mb == nil {
+		return
+	}
+	mb.changes++
+	mb.quiet = false
+	if mb.bound {
+		mb.active = b.now()
+		b.kickLocked(mb)
+	}
 }

@@ -174,6 +174,64 @@ func TestNoWatchNoPoll(t *testing.T) {
 	target.none(t, quiet)
 	b.Idle("arch") // the post-turn check still works
 	target.next(t, soon)
+	if st := b.Stats("arch"); st.IdleSkips != 0 {
+		t.Errorf("IdleSkips = %d without a watch, want 0", st.IdleSkips)
+	}
+}
+
+// TestIdleSkipsUnchangedInbox: with the watch on, Idle reads nothing while
+// the inbox is unchanged since a read that found no mail; mail that arrives
+// during a turn (atm's exchange, or Claude Code's write in place) is still
+// delivered by the Idle at the end of the turn.
+func TestIdleSkipsUnchangedInbox(t *testing.T) {
+	c := newHome(t, "arch", "team-lead")
+	target := newFakeTarget(ackSent)
+	b := startBridge(t, Config{ATM: c, Target: target, PollInterval: hour})
+	if err := b.Bind("arch"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, soon, "the first check", func() bool { return !b.Stats("arch").LastCheck.IsZero() })
+	checked := b.Stats("arch").LastCheck
+	b.Idle("arch")
+	target.none(t, quiet)
+	if st := b.Stats("arch"); st.IdleSkips != 1 || !st.LastCheck.Equal(checked) {
+		t.Fatalf("after Idle on an unchanged empty inbox: IdleSkips = %d, LastCheck moved %v, want 1 and no read",
+			st.IdleSkips, st.LastCheck.Sub(checked))
+	}
+
+	writes := []struct {
+		name  string
+		write func(text string)
+	}{
+		{"atm send", func(text string) { send(t, c, "arch", text) }},
+		{"written in place", func(text string) {
+			appendRaw(t, c, "arch", map[string]any{"from": "team-lead", "text": text, "timestamp": time.Now().UTC().Format(time.RFC3339Nano), "read": false})
+		}},
+	}
+	for _, w := range writes {
+		target.setBusy("arch", true) // a turn runs
+		w.write("during the turn: " + w.name)
+		waitFor(t, soon, "the watch's check to find the mail", func() bool { return b.Stats("arch").Pending == 1 })
+		skips := b.Stats("arch").IdleSkips
+		target.setBusy("arch", false)
+		b.Idle("arch") // the turn ended
+		d := target.next(t, soon)
+		if got := texts(t, d.prompt); !slices.Equal(got, []string{"during the turn: " + w.name}) {
+			t.Errorf("%s: delivered %q", w.name, got)
+		}
+		if got := b.Stats("arch").IdleSkips; got != skips {
+			t.Errorf("%s: Idle skipped the read of an inbox with mail", w.name)
+		}
+		waitFor(t, soon, "the mail marked read", func() bool { return len(unread(t, c, "arch")) == 0 })
+		target.setBusy("arch", false) // the mail turn ended
+		// The mark changed the file; the watch's check after it found
+		// nothing, so Idle has nothing to read again.
+		waitFor(t, soon, "Idle to skip again", func() bool {
+			b.Idle("arch")
+			return b.Stats("arch").IdleSkips > skips
+		})
+	}
+	target.none(t, quiet)
 }
 
 // TestBurst: 15 messages go out as 10, then 5 after the mail turn ends.

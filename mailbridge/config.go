@@ -129,4 +129,5 @@ type Stats struct {
 	LastCheck    time.Time // when the inbox was last read; zero if never
 	LastError    string    // the last failed read or mark, cleared by a successful one
 	Polling      bool      // the safety-net poll still covers the identity (see Config.IdleTimeout)
+	IdleSkips    int       // Idle calls that read nothing: the watch saw no change since a read that found no mail
 }

@@ -109,6 +109,8 @@ func (b *Bridge) check(mb *mailbox) {
 		b.mu.Unlock()
 		return
 	}
+	changes, watched := mb.changes, b.watching.Load()
+	mb.quiet = false
 	skip := map[string]bool{}
 	if mb.inflight != nil {
 		for _, k := range mb.inflight.keys {
@@ -152,6 +154,8 @@ func (b *Bridge) check(mb *mailbox) {
 	if len(unread) > 0 {
 		mb.active = now // mail keeps the poll going
 	}
+	mb.quiet = len(unread) == 0 && watched && b.watching.Load() && mb.changes == changes &&
+		mb.inflight == nil && len(mb.acked) == 0
 	deliver := mb.bound && mb.inflight == nil && !b.cfg.Disabled && !b.off[mb.id] && len(msgs) > 0 && b.ctx.Err() == nil
 	if !deliver {
 		b.mu.Unlock()

@@ -35,7 +35,13 @@
 // SetAutoMail all do the same thing: they ask for a check of the identity.
 // Asking never blocks: it is a send on a one-slot channel, so a burst of
 // events while a check runs collapses into one more check, and a request
-// made during a check is never lost.
+// made during a check is never lost. Idle alone may find that there is
+// nothing to check: when the last read found no mail and the watch, which
+// covered the inbox throughout, has reported no change to it since that
+// read began, the file still holds no mail and Idle reads nothing (a
+// session's every turn ends with an Idle; most find an unchanged inbox).
+// Mail that arrived during the turn changed the file, and the check its
+// event triggered found it pending, so the Idle after the turn reads it.
 //
 // Ordering. Each bound identity has one worker goroutine that does every
 // inbox read and write for it, so checks of one identity never overlap and

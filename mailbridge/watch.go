@@ -33,11 +33,14 @@ func (b *Bridge) newWatcher() *fsnotify.Watcher {
 // added.
 func (b *Bridge) ensureWatch(w *fsnotify.Watcher) bool {
 	if slices.Contains(w.WatchList(), b.inboxDir) {
+		b.watching.Store(true)
 		return false
 	}
+	b.watching.Store(false)
 	err := w.Add(b.inboxDir)
 	if err == nil {
 		b.log.Debug("watching inboxes", "dir", b.inboxDir)
+		b.watching.Store(true)
 		return true
 	}
 	if !slices.Contains(w.WatchList(), b.teamDir) {
@@ -82,11 +85,10 @@ func (b *Bridge) loop(w *fsnotify.Watcher) {
 				errs = nil
 				continue
 			}
-			// An overflow means events were dropped: check everything.
+			// Events may have been dropped (an overflow says so): check
+			// everything, and let Idle read again.
 			b.log.Warn("file-system watch error", "err", err)
-			if errors.Is(err, fsnotify.ErrEventOverflow) {
-				b.kickAll()
-			}
+			b.kickAll()
 		}
 	}
 }
