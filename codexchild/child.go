@@ -61,6 +61,11 @@ type child struct {
 	cmd    *exec.Cmd
 	stdin  *os.File
 	stdout *os.File // read end; the owner reads it until EOF
+	// in writes stdin and out reads stdout without the runtime's blocking
+	// system calls where the pipes allow it (pipeIO); out is the owner's
+	// reader of stdout.
+	in     *pipeIO
+	out    io.Reader
 	log    *slog.Logger
 	grace  time.Duration
 	cancel context.CancelFunc // makes exec send SIGTERM to the group
@@ -125,6 +130,8 @@ func startChild(cfg childConfig) (*child, error) {
 		cmd:        cmd,
 		stdin:      inW,
 		stdout:     outR,
+		in:         newPipeIO(inW),
+		out:        pipeReader(outR),
 		log:        log.With("pid", cmd.Process.Pid),
 		grace:      cfg.Grace,
 		cancel:     cancel,
@@ -171,10 +178,21 @@ func (c *child) supervise(stderrDone <-chan struct{}) {
 
 // Write writes p to the child's stdin. A write still blocked after
 // stdinWriteTimeout kills the child's process group: a message may have been
-// cut, so the stream is lost anyway.
+// cut, so the stream is lost anyway. What the pipe takes at once is written
+// without a deadline (the common case: Codex reads its stdin all the time).
 func (c *child) Write(p []byte) (int, error) {
+	var n int
+	if c.in != nil {
+		m, blocked, err := c.in.TryWrite(p)
+		if err != nil || !blocked {
+			return m, err
+		}
+		n = m
+	}
 	_ = c.stdin.SetWriteDeadline(time.Now().Add(stdinWriteTimeout))
-	n, err := c.stdin.Write(p)
+	m, err := c.stdin.Write(p[n:])
+	n += m
+	_ = c.stdin.SetWriteDeadline(time.Time{})
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		c.log.Error("codex child has not read its stdin for too long; killing it", "timeout", stdinWriteTimeout)
 		_ = signalGroup(c.cmd, syscall.SIGKILL)
@@ -195,7 +213,7 @@ func (c *child) stdoutFinished() {
 // reading before EOF, so the child cannot block on a full stderr pipe.
 func (c *child) drainStderr(r *os.File) {
 	defer r.Close()
-	br := bufio.NewReaderSize(r, 16<<10)
+	br := bufio.NewReaderSize(pipeReader(r), 16<<10)
 	var long []byte // a line longer than the buffer, cut to maxStderrLine
 	for {
 		frag, err := br.ReadSlice('\n')

@@ -90,7 +90,7 @@ func (l *lazyChild) start(cfg Config, log *slog.Logger, h childHooks) {
 	l.exitHandled = make(chan struct{})
 	closed := l.closed
 	l.mu.Unlock()
-	go readLoop(ch, jsonrpcframe.NewLineReader(ch.stdout, nil), log, h.dispatch)
+	go readLoop(ch, jsonrpcframe.NewLineReader(ch.out, nil), log, h.dispatch)
 	go h.watchExit(ch)
 	if closed {
 		_ = ch.stop(context.Background())
