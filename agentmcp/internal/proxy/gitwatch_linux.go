@@ -178,12 +178,15 @@ func (w *factsWatcher) watchLocked(d string, mask uint32, dir string, names ...s
 // drainLocked reads every queued event and drops the entries they touch.
 func (w *factsWatcher) drainLocked() {
 	for w.fd >= 0 {
-		n, err := syscall.Read(w.fd, w.buf)
-		if err == syscall.EINTR {
+		// Raw: the descriptor is non-blocking, and this runs at the start
+		// of every turn (see pipeIO for what a plain read costs).
+		r, _, errno := syscall.RawSyscall(syscall.SYS_READ, uintptr(w.fd), uintptr(unsafe.Pointer(&w.buf[0])), uintptr(len(w.buf)))
+		n := int(r)
+		if errno == syscall.EINTR {
 			continue
 		}
-		if err != nil || n <= 0 {
-			if err != syscall.EAGAIN {
+		if errno != 0 || n <= 0 {
+			if errno != syscall.EAGAIN {
 				w.resetLocked() // unexpected: start afresh on the next call
 			}
 			return

@@ -159,7 +159,7 @@ func (s *Server) Run(ctx context.Context, r io.Reader, w io.Writer) error {
 	if gauge != nil {
 		w = gauge
 	}
-	reader, writer := jsonrpcframe.NewAuto(r, w, nil)
+	reader, writer := jsonrpcframe.NewAuto(pipeReader(r), w, nil)
 	s.started = s.now()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.client = newClient(writer, gauge, s.opts.EventQueue, s.log)

@@ -17,7 +17,7 @@ const fGetPipeSz = 1032
 // (FIONREAD), measured now and then and lowered by every byte written since
 // (counted before the write, so the estimate only errs low).
 type pipeGauge struct {
-	f        *os.File
+	w        io.Writer // the pipe, or its pipeIO
 	rc       syscall.RawConn
 	capacity int
 	written  atomic.Int64 // bytes handed to the pipe so far
@@ -50,12 +50,16 @@ func newPipeGauge(w io.Writer) *pipeGauge {
 	if err != nil || capacity <= 0 {
 		return nil
 	}
-	return &pipeGauge{f: f, rc: rc, capacity: capacity}
+	g := &pipeGauge{w: f, rc: rc, capacity: capacity}
+	if p := newPipeIO(f); p != nil {
+		g.w = p
+	}
+	return g
 }
 
 func (g *pipeGauge) Write(p []byte) (int, error) {
 	g.written.Add(int64(len(p)))
-	return g.f.Write(p)
+	return g.w.Write(p)
 }
 
 // has reports whether the pipe surely takes n more bytes without blocking.
@@ -69,7 +73,8 @@ func (g *pipeGauge) has(n int) bool {
 	var unread int32
 	var errno syscall.Errno
 	if err := g.rc.Control(func(fd uintptr) {
-		_, _, errno = syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TIOCINQ, uintptr(unsafe.Pointer(&unread)))
+		// Raw: the ioctl never blocks (see pipeIO).
+		_, _, errno = syscall.RawSyscall(syscall.SYS_IOCTL, fd, syscall.TIOCINQ, uintptr(unsafe.Pointer(&unread)))
 	}); err != nil || errno != 0 {
 		return false
 	}
