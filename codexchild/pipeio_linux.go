@@ -3,6 +3,7 @@ package codexchild
 import (
 	"io"
 	"os"
+	"sync"
 	"syscall"
 	"unsafe"
 )
@@ -20,6 +21,22 @@ import (
 type pipeIO struct {
 	f  *os.File
 	rc syscall.RawConn
+
+	// The state of the read and of the write in progress, and the
+	// functions RawConn calls with the descriptor, bound once: a closure
+	// per call would be allocated on every read and write.
+	rmu    sync.Mutex
+	rb     []byte
+	rn     int
+	rerr   error
+	readFn func(fd uintptr) bool
+
+	wmu     sync.Mutex
+	wb      []byte
+	wn      int
+	blocked bool
+	werr    error
+	writeFn func(fd uintptr) bool
 }
 
 // newPipeIO returns a pipeIO for f, or nil when f is not in non-blocking
@@ -36,7 +53,9 @@ func newPipeIO(f *os.File) *pipeIO {
 	}) != nil || !nonblocking {
 		return nil
 	}
-	return &pipeIO{f: f, rc: rc}
+	p := &pipeIO{f: f, rc: rc}
+	p.readFn, p.writeFn = p.read, p.write
+	return p
 }
 
 // pipeReader returns a pipeIO reading f, or f itself when it has none.
@@ -52,26 +71,12 @@ func (p *pipeIO) Read(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
-	var n int
-	var rerr error
-	err := p.rc.Read(func(fd uintptr) bool {
-		for {
-			r, _, errno := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-			switch errno {
-			case 0:
-				if n = int(r); n == 0 {
-					rerr = io.EOF
-				}
-				return true
-			case syscall.EINTR:
-				continue
-			case syscall.EAGAIN:
-				return false // wait in the poller
-			}
-			rerr = &os.PathError{Op: "read", Path: p.f.Name(), Err: errno}
-			return true
-		}
-	})
+	p.rmu.Lock()
+	defer p.rmu.Unlock()
+	p.rb, p.rn, p.rerr = b, 0, nil
+	err := p.rc.Read(p.readFn)
+	n, rerr := p.rn, p.rerr
+	p.rb, p.rerr = nil, nil
 	if err != nil {
 		// Closed: os.File reports it in its own words.
 		return p.f.Read(b)
@@ -79,33 +84,60 @@ func (p *pipeIO) Read(b []byte) (int, error) {
 	return n, rerr
 }
 
+// read is one attempt of Read; false means wait in the poller.
+func (p *pipeIO) read(fd uintptr) bool {
+	for {
+		r, _, errno := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p.rb[0])), uintptr(len(p.rb)))
+		switch errno {
+		case 0:
+			if p.rn = int(r); p.rn == 0 {
+				p.rerr = io.EOF
+			}
+			return true
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return false
+		}
+		p.rerr = &os.PathError{Op: "read", Path: p.f.Name(), Err: errno}
+		return true
+	}
+}
+
 // TryWrite writes what the pipe takes now, without waiting; blocked
 // reports that the pipe was full before all of b was written. Errors are
 // os.File's.
 func (p *pipeIO) TryWrite(b []byte) (n int, blocked bool, err error) {
-	var werr error
-	rerr := p.rc.Write(func(fd uintptr) bool {
-		for n < len(b) {
-			r, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[n])), uintptr(len(b)-n))
-			switch errno {
-			case 0:
-				n += int(r)
-				continue
-			case syscall.EINTR:
-				continue
-			case syscall.EAGAIN:
-				blocked = true
-				return true
-			}
-			werr = &os.PathError{Op: "write", Path: p.f.Name(), Err: errno}
-			return true
-		}
-		return true
-	})
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	p.wb, p.wn, p.blocked, p.werr = b, 0, false, nil
+	rerr := p.rc.Write(p.writeFn)
+	n, blocked, err = p.wn, p.blocked, p.werr
+	p.wb, p.werr = nil, nil
 	if rerr != nil {
 		// Closed: os.File reports it in its own words, without waiting.
 		m, err := p.f.Write(b[n:])
 		return n + m, false, err
 	}
-	return n, blocked, werr
+	return n, blocked, err
+}
+
+// write is one attempt of TryWrite; it never waits.
+func (p *pipeIO) write(fd uintptr) bool {
+	for p.wn < len(p.wb) {
+		r, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p.wb[p.wn])), uintptr(len(p.wb)-p.wn))
+		switch errno {
+		case 0:
+			p.wn += int(r)
+			continue
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			p.blocked = true
+			return true
+		}
+		p.werr = &os.PathError{Op: "write", Path: p.f.Name(), Err: errno}
+		return true
+	}
+	return true
 }

@@ -132,3 +132,22 @@ func TestChildWriteWaits(t *testing.T) {
 		t.Errorf("the reader got %d bytes, want %d", got, len(big)+6)
 	}
 }
+
+// TestPipeIONoAllocs: the reader and the writer of every line allocate
+// nothing per call.
+func TestPipeIONoAllocs(t *testing.T) {
+	r, w := newPipe(t)
+	pr, pw := newPipeIO(r), newPipeIO(w)
+	line, buf := []byte(`{"jsonrpc":"2.0","method":"codex/event"}`+"\n"), make([]byte, 256)
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, blocked, err := pw.TryWrite(line); blocked || err != nil {
+			t.Fatal(blocked, err)
+		}
+		if n, err := pr.Read(buf); n != len(line) || err != nil {
+			t.Fatal(n, err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per line, want 0", allocs)
+	}
+}

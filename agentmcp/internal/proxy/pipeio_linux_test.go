@@ -68,3 +68,27 @@ func TestPipeIO(t *testing.T) {
 		t.Error("a blocking pipe got a pipeIO")
 	}
 }
+
+// TestPipeIONoAllocs: the client's reader and writer allocate nothing per
+// call.
+func TestPipeIONoAllocs(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	pr, pw := newPipeIO(r), newPipeIO(w)
+	line, buf := []byte(`{"jsonrpc":"2.0","method":"codex/event"}`+"\n"), make([]byte, 256)
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := pw.Write(line); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := pr.Read(buf); n != len(line) || err != nil {
+			t.Fatal(n, err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per line, want 0", allocs)
+	}
+}
