@@ -40,7 +40,8 @@ type pipeIO struct {
 }
 
 // newPipeIO returns a pipeIO for f, or nil when f is not in non-blocking
-// mode (a raw call could then block the processor).
+// mode (a raw call could then block the processor). Nothing may call f.Fd()
+// afterwards: it puts the file in blocking mode.
 func newPipeIO(f *os.File) *pipeIO {
 	rc, err := f.SyscallConn()
 	if err != nil {
