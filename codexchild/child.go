@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
 // stderrTailLines is how many of the child's last stderr lines an
@@ -61,10 +63,10 @@ type child struct {
 	cmd    *exec.Cmd
 	stdin  *os.File
 	stdout *os.File // read end; the owner reads it until EOF
-	// in writes stdin and out reads stdout without the runtime's blocking
-	// system calls where the pipes allow it (pipeIO); out is the owner's
-	// reader of stdout.
-	in     *pipeIO
+	// in writes stdin and out reads stdout with raw system calls where
+	// the pipes allow it (jsonrpcframe.Pipe; in is nil where they do not);
+	// out is the owner's reader of stdout.
+	in     *jsonrpcframe.Pipe
 	out    io.Reader
 	log    *slog.Logger
 	grace  time.Duration
@@ -130,8 +132,8 @@ func startChild(cfg childConfig) (*child, error) {
 		cmd:        cmd,
 		stdin:      inW,
 		stdout:     outR,
-		in:         newPipeIO(inW),
-		out:        pipeReader(outR),
+		in:         jsonrpcframe.NewPipe(inW),
+		out:        jsonrpcframe.PipeReader(outR),
 		log:        log.With("pid", cmd.Process.Pid),
 		grace:      cfg.Grace,
 		cancel:     cancel,
@@ -213,7 +215,7 @@ func (c *child) stdoutFinished() {
 // reading before EOF, so the child cannot block on a full stderr pipe.
 func (c *child) drainStderr(r *os.File) {
 	defer r.Close()
-	br := bufio.NewReaderSize(pipeReader(r), 16<<10)
+	br := bufio.NewReaderSize(jsonrpcframe.PipeReader(r), 16<<10)
 	var long []byte // a line longer than the buffer, cut to maxStderrLine
 	for {
 		frag, err := br.ReadSlice('\n')

@@ -13,7 +13,9 @@
 // call and is safe for concurrent use. [NewLineReader], [NewHeaderReader],
 // [NewLineWriter] and [NewHeaderWriter] build one framing each; [NewAuto]
 // detects the framing from the first non-whitespace byte of the stream and
-// returns a writer that answers in the same framing.
+// returns a writer that answers in the same framing. Over OS pipes (stdio),
+// [NewPipe] and [PipeReader] give the reader and writer a cheaper way to
+// the pipe than *os.File (raw system calls on Linux).
 //
 // # Bad input
 //

@@ -64,3 +64,24 @@ func ExampleAppendString() {
 	fmt.Println(string(b))
 	// Output: {"prompt":"say \"hi\"\n<then stop>"}
 }
+
+// A Pipe in place of an *os.File: messages over an OS pipe, as between an
+// MCP client and a server on stdio.
+func ExampleNewPipe() {
+	r, w, err := os.Pipe()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer r.Close()
+	go func() {
+		defer w.Close()
+		out := jsonrpcframe.NewLineWriter(jsonrpcframe.NewPipe(w))
+		ping, _ := jsonrpcframe.NewRequest(jsonrpcframe.IntID(1), "ping", nil)
+		_ = out.Write(ping)
+	}()
+	in := jsonrpcframe.NewLineReader(jsonrpcframe.PipeReader(r), nil)
+	m, err := in.Read()
+	fmt.Println(m.Method, m.ID.String(), err)
+	// Output: ping 1 <nil>
+}

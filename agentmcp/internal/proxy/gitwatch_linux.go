@@ -179,7 +179,7 @@ func (w *factsWatcher) watchLocked(d string, mask uint32, dir string, names ...s
 func (w *factsWatcher) drainLocked() {
 	for w.fd >= 0 {
 		// Raw: the descriptor is non-blocking, and this runs at the start
-		// of every turn (see pipeIO for what a plain read costs).
+		// of every turn (see jsonrpcframe.Pipe for what a plain read costs).
 		r, _, errno := syscall.RawSyscall(syscall.SYS_READ, uintptr(w.fd), uintptr(unsafe.Pointer(&w.buf[0])), uintptr(len(w.buf)))
 		n := int(r)
 		if errno == syscall.EINTR {

@@ -159,7 +159,10 @@ func (s *Server) Run(ctx context.Context, r io.Reader, w io.Writer) error {
 	if gauge != nil {
 		w = gauge
 	}
-	reader, writer := jsonrpcframe.NewAuto(pipeReader(r), w, nil)
+	if f, ok := r.(*os.File); ok {
+		r = jsonrpcframe.PipeReader(f) // raw reads where the pipe allows them
+	}
+	reader, writer := jsonrpcframe.NewAuto(r, w, nil)
 	s.started = s.now()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.client = newClient(writer, gauge, s.opts.EventQueue, s.log)

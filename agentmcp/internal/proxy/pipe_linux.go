@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"unsafe"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
 // fGetPipeSz is F_GETPIPE_SZ: a pipe's capacity (Linux 2.6.35+).
@@ -17,7 +19,7 @@ const fGetPipeSz = 1032
 // (FIONREAD), measured now and then and lowered by every byte written since
 // (counted before the write, so the estimate only errs low).
 type pipeGauge struct {
-	w        io.Writer // the pipe, or its pipeIO
+	w        io.Writer // the pipe, or its jsonrpcframe.Pipe
 	rc       syscall.RawConn
 	capacity int
 	written  atomic.Int64 // bytes handed to the pipe so far
@@ -51,7 +53,7 @@ func newPipeGauge(w io.Writer) *pipeGauge {
 		return nil
 	}
 	g := &pipeGauge{w: f, rc: rc, capacity: capacity}
-	if p := newPipeIO(f); p != nil {
+	if p := jsonrpcframe.NewPipe(f); p != nil {
 		g.w = p
 	}
 	return g
@@ -73,7 +75,7 @@ func (g *pipeGauge) has(n int) bool {
 	var unread int32
 	var errno syscall.Errno
 	if err := g.rc.Control(func(fd uintptr) {
-		// Raw: the ioctl never blocks (see pipeIO).
+		// Raw: the ioctl never blocks (see jsonrpcframe.Pipe).
 		_, _, errno = syscall.RawSyscall(syscall.SYS_IOCTL, fd, syscall.TIOCINQ, uintptr(unsafe.Pointer(&unread)))
 	}); err != nil || errno != 0 {
 		return false

@@ -11,6 +11,3 @@ type pipeGauge struct{ io.Writer }
 func newPipeGauge(io.Writer) *pipeGauge { return nil }
 
 func (g *pipeGauge) has(int) bool { return false }
-
-// pipeReader returns r: outside Linux pipes are read through os.File.
-func pipeReader(r io.Reader) io.Reader { return r }
