@@ -284,14 +284,23 @@ func (b *Bridge) kickLocked(mb *mailbox) {
 	}
 }
 
-// kickAll asks for a check of every mailbox that is bound or has batches
-// to settle.
-func (b *Bridge) kickAll() {
+// forgetQuiet makes the next Idle of every mailbox read.
+func (b *Bridge) forgetQuiet() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, mb := range b.boxes {
 		mb.changes++
 		mb.quiet = false
+	}
+}
+
+// kickAll asks for a check of every mailbox that is bound or has batches
+// to settle.
+func (b *Bridge) kickAll() {
+	b.forgetQuiet()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, mb := range b.boxes {
 		if mb.bound || mb.inflight != nil || len(mb.acked) > 0 {
 			b.kickLocked(mb)
 		}

@@ -102,6 +102,7 @@ func (b *Bridge) onEvent(w *fsnotify.Watcher, ev fsnotify.Event) {
 	}
 	name := filepath.Clean(ev.Name)
 	if name == b.inboxDir {
+		b.forgetQuiet() // the directory changed: trust no earlier read
 		if b.ensureWatch(w) {
 			b.kickAll()
 		}
