@@ -338,6 +338,9 @@ func (s *Server) enqueue(ctx context.Context, sess *session, src turnSource, fn 
 			defer cancel()
 			stop := context.AfterFunc(ctx, cancel)
 			defer stop()
+			if early != nil {
+				early.stopCancel = stop
+			}
 			res, err := fn(runCtx)
 			if err != nil && ctx.Err() != nil {
 				err = ctx.Err()

@@ -26,6 +26,11 @@ type earlyAnswer struct {
 	ctx  context.Context // the client's request
 	j    *job
 	done func(*toolResult, error)
+	// stopCancel unhooks the turn from the client's request (set by the
+	// job before the turn starts). The request ends once it is answered;
+	// the hook would then start a goroutine only to cancel a turn that has
+	// already finished.
+	stopCancel func() bool
 
 	answered atomic.Bool // the job is finished and the answer out
 	idle     bool        // what finishing the job reported; read after answered
@@ -53,6 +58,9 @@ func (s *Server) answerEarly(e *earlyAnswer, sess *session, kind codexchild.Kind
 	s.recordTurn(sess, kind, false, in, res, text)
 	e.idle = sess.finish(e.j)
 	e.call.answer = m
+	if e.stopCancel != nil {
+		e.stopCancel()
+	}
 	earlyAnswers.Add(1)
 	e.done(tr, nil) // finishToolCall writes the answer
 	e.answered.Store(true)

@@ -28,7 +28,11 @@ type fakeBackend struct {
 	running  map[string]chan struct{} // thread → interrupt
 	nextID   int
 	closed   bool
-	exit     *codexchild.ExitStatus
+	// watchAnswered: after OnResult, watch the turn's context for a while
+	// and count in cancelledAfterAnswer the turns cancelled meanwhile.
+	watchAnswered        bool
+	cancelledAfterAnswer int
+	exit                 *codexchild.ExitStatus
 }
 
 func newFakeBackend(kind codexchild.Kind) *fakeBackend {
@@ -58,6 +62,22 @@ func (f *fakeBackend) Turn(ctx context.Context, req codexchild.TurnRequest) (*co
 			done := make(chan struct{})
 			go func() { req.OnResult(r); close(done) }()
 			<-done
+			f.mu.Lock()
+			watch := f.watchAnswered
+			f.mu.Unlock()
+			if watch {
+				// An answered turn is over: the end of the client's
+				// request must not cancel it.
+				for range 20 {
+					if ctx.Err() != nil {
+						f.mu.Lock()
+						f.cancelledAfterAnswer++
+						f.mu.Unlock()
+						break
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}
 		}
 		return r, nil
 	}

@@ -554,6 +554,9 @@ func TestRepliesAnsweredOnTheReader(t *testing.T) {
 			res := c.structured(c.tool("codex", map[string]any{"prompt": "start", "identity": "arch"}))
 			agent := res["agent_id"].(string)
 			before := earlyAnswers.Load()
+			c.fb.mu.Lock()
+			c.fb.watchAnswered = true
+			c.fb.mu.Unlock()
 			for i := range 5 {
 				prompt := fmt.Sprintf("turn %d", i)
 				got := c.structured(c.tool("codex-reply", map[string]any{"agent_id": agent, "prompt": prompt}))
@@ -573,6 +576,12 @@ func TestRepliesAnsweredOnTheReader(t *testing.T) {
 			if n := earlyAnswers.Load() - before; n != want {
 				t.Errorf("%d replies answered on the reader, want %d", n, want)
 			}
+			c.fb.mu.Lock()
+			c.fb.watchAnswered = false
+			if n := c.fb.cancelledAfterAnswer; n != 0 {
+				t.Errorf("%d turns cancelled after their answer (the request's end reached the turn)", n)
+			}
+			c.fb.mu.Unlock()
 			// The first of two replies sent at once is answered on the reader;
 			// the second may be too, unless the client is busy with an event
 			// at that moment (the fake emits events from each turn's goroutine).
