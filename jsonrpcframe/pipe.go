@@ -32,6 +32,7 @@ type Pipe struct {
 	rn     int
 	rerr   error
 	readFn func(fd uintptr) bool
+	empty  func() // OnEmpty's function, or nil
 
 	wmu     sync.Mutex
 	wb      []byte
@@ -55,6 +56,15 @@ func (p *Pipe) Write(b []byte) (int, error) {
 func (p *Pipe) TryWrite(b []byte) (n int, blocked bool, err error) {
 	return p.write(b, false)
 }
+
+// OnEmpty makes Read call fn whenever it finds the pipe empty, before it
+// waits for data; outside Linux, where that cannot be told without
+// waiting, before every read. A reader that passes on what it reads in
+// batches (one write for several messages) flushes them in fn: it then
+// holds nothing back while there is nothing more to read. fn runs on the
+// goroutine calling Read, while Read holds the pipe; it must not use p. Set
+// it before the first Read.
+func (p *Pipe) OnEmpty(fn func()) { p.empty = fn }
 
 // PipeReader returns a Pipe reading f when [NewPipe] gives one, else f.
 func PipeReader(f *os.File) io.Reader {

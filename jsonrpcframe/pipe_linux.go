@@ -59,6 +59,9 @@ func (p *Pipe) readOnce(fd uintptr) bool {
 		case syscall.EINTR:
 			continue
 		case syscall.EAGAIN:
+			if p.empty != nil {
+				p.empty()
+			}
 			return false
 		}
 		p.rerr = &os.PathError{Op: "read", Path: p.f.Name(), Err: errno}

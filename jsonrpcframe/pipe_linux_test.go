@@ -97,6 +97,37 @@ func TestPipeReadWrite(t *testing.T) {
 
 // TestPipeTryWriteFull: TryWrite fills the pipe and reports the rest
 // blocked without waiting; with the reader gone it reports EPIPE.
+// TestPipeOnEmpty: Read calls the OnEmpty function only when it finds the
+// pipe empty, before it waits; data written there ends the wait.
+func TestPipeOnEmpty(t *testing.T) {
+	r, w := newOSPipe(t)
+	pr := NewPipe(r)
+	var calls int
+	pr.OnEmpty(func() {
+		calls++
+		if _, err := w.Write([]byte("later")); err != nil {
+			t.Error(err)
+		}
+	})
+	if _, err := w.Write([]byte("now")); err != nil {
+		t.Fatal(err)
+	}
+	// Without the call, the second Read fails here instead of hanging.
+	if err := r.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 16)
+	for _, want := range []struct {
+		data  string
+		calls int
+	}{{"now", 0}, {"later", 1}} {
+		n, err := pr.Read(buf)
+		if got := string(buf[:n]); got != want.data || err != nil || calls != want.calls {
+			t.Errorf("Read = %q, %v with %d OnEmpty calls; want %q with %d", got, err, calls, want.data, want.calls)
+		}
+	}
+}
+
 func TestPipeTryWriteFull(t *testing.T) {
 	r, w := newOSPipe(t)
 	pw := NewPipe(w)

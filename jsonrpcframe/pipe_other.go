@@ -8,7 +8,12 @@ import "os"
 func NewPipe(f *os.File) *Pipe { return &Pipe{f: f} }
 
 // Read reads like os.File.Read.
-func (p *Pipe) Read(b []byte) (int, error) { return p.f.Read(b) }
+func (p *Pipe) Read(b []byte) (int, error) {
+	if p.empty != nil {
+		p.empty()
+	}
+	return p.f.Read(b)
+}
 
 func (p *Pipe) write(b []byte, wait bool) (int, bool, error) {
 	if !wait {
