@@ -209,6 +209,7 @@ func (b *AppServer) handleNotification(m *jsonrpcframe.Message) {
 		t.observe(m.Method, m.Params)
 		if t.handler != nil {
 			t.handler.Event(ev)
+			b.flushes.note(t, t.handler)
 		}
 		t.mu.Unlock()
 	}

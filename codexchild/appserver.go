@@ -48,6 +48,8 @@ type AppServer struct {
 	cfg Config
 	log *slog.Logger
 
+	flushes flushSet // the reader goroutine's own
+
 	lazyChild // mu guards it and the fields below
 
 	versioned atomic.Bool // the child sent "jsonrpc": answer in kind
@@ -102,7 +104,7 @@ type appReply struct {
 // for it until ctx ends.
 func (b *AppServer) ensureStarted(ctx context.Context) error {
 	return b.lazyChild.ensureStarted(ctx, b.cfg, b.log, childHooks{
-		subcommand: "app-server", dispatch: b.dispatch, watchExit: b.watchExit, handshake: b.handshake,
+		subcommand: "app-server", dispatch: b.dispatch, idle: b.flushes.flush, watchExit: b.watchExit, handshake: b.handshake,
 	})
 }
 

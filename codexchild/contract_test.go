@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -69,6 +70,7 @@ var contractCases = []struct {
 }{
 	{"handshake", contractHandshake},
 	{"turn_and_reply", contractTurnAndReply},
+	{"events_flushed", contractEventsFlushed},
 	{"resume_in_new_process", contractResume},
 	{"approval_approved", contractApprovalApproved},
 	{"approval_denied", contractApprovalDenied},
@@ -222,6 +224,60 @@ func contractTurnAndReply(t *testing.T, b Backend, e *contractEnv) {
 		t.Errorf("reply (-want +got):\n%s", diff)
 	}
 	checkEvents(t, rec2, e, res.ThreadID)
+}
+
+// flushRecorder is a recorder that is also a Flusher; log has an 'E' for
+// every event and an 'F' for every Flush, in order.
+type flushRecorder struct {
+	*recorder
+	lmu sync.Mutex
+	log []byte
+}
+
+func (f *flushRecorder) Event(e Event) {
+	f.recorder.Event(e)
+	f.lmu.Lock()
+	f.log = append(f.log, 'E')
+	f.lmu.Unlock()
+}
+
+func (f *flushRecorder) Flush() {
+	f.lmu.Lock()
+	f.log = append(f.log, 'F')
+	f.lmu.Unlock()
+}
+
+func (f *flushRecorder) logged() string {
+	f.lmu.Lock()
+	defer f.lmu.Unlock()
+	return string(f.log)
+}
+
+// contractEventsFlushed: a Handler that is a Flusher gets a Flush after its
+// events once the reader has nothing more to read, and none without an event
+// since the last one; on a new thread and on a reply.
+func contractEventsFlushed(t *testing.T, b Backend, e *contractEnv) {
+	thread := ""
+	for _, prompt := range []string{"flush one", "flush two"} {
+		fr := &flushRecorder{recorder: newRecorder(nil)}
+		res, err := b.Turn(ctxFor(t, 60*time.Second), TurnRequest{ThreadID: thread, Prompt: prompt, Params: ThreadParams{Cwd: e.cwd}, Handler: fr})
+		if err != nil || res.IsError {
+			t.Fatalf("Turn = %+v, %v", res, err)
+		}
+		thread = res.ThreadID
+		// The last Flush may follow the result: the reader flushes when it
+		// runs out of output.
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.HasSuffix(fr.logged(), "F") && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		log := fr.logged()
+		events, _ := fr.snapshot()
+		if !strings.HasPrefix(log, "E") || !strings.HasSuffix(log, "F") || strings.Contains(log, "FF") ||
+			strings.Count(log, "E") != len(events) || len(events) == 0 {
+			t.Errorf("%q: events and flushes %q (%d events), want each run of events followed by one flush", prompt, log, len(events))
+		}
+	}
 }
 
 // contractResume: a thread of a child that has exited is continued by a new

@@ -20,6 +20,10 @@
 // previous process ran, item/*/requestApproval) behind the same interface,
 // and answers every other server request itself (see otherRequestAnswer).
 //
+// A turn's events reach its [Handler] on the backend's reader goroutine. A
+// Handler that is also a [Flusher] can pass them on in batches: the reader
+// calls Flush whenever it has nothing more of the child's output to read.
+//
 // [New] picks the backend by Config.Kind; the default, "auto", probes the
 // binary at first use (`codex --version`, else the usage line of `codex
 // mcp-server --help`) and logs its choice.
@@ -31,8 +35,8 @@
 // of a turn, approval.go the mapping of decisions and approval requests,
 // config.go the Config; appserver.go is the app-server backend's API and
 // lifecycle, appturn.go its turns, appread.go its reader and routing,
-// appapproval.go its approval and server-request answers; select.go is New
-// and the auto selection.
+// appapproval.go its approval and server-request answers; flush.go is the
+// Flusher calls of both readers; select.go is New and the auto selection.
 //
 // Subpackages: modelmock (a loopback mock of the Responses API for the real
 // Codex), realcodex (test helpers that run the real Codex offline) and

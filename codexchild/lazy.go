@@ -30,8 +30,12 @@ type lazyChild struct {
 type childHooks struct {
 	subcommand string
 	dispatch   func(*jsonrpcframe.Message) // one message of the child, on the reader goroutine
-	watchExit  func(*child)
-	handshake  func() error
+	// idle is called on the reader goroutine when it has dispatched all
+	// the child has written so far, before it waits for more, and at the
+	// end of the child's output. optional.
+	idle      func()
+	watchExit func(*child)
+	handshake func() error
 }
 
 // ensureStarted starts the child and does the handshake, once; callers wait
@@ -90,7 +94,7 @@ func (l *lazyChild) start(cfg Config, log *slog.Logger, h childHooks) {
 	l.exitHandled = make(chan struct{})
 	closed := l.closed
 	l.mu.Unlock()
-	go readLoop(ch, jsonrpcframe.NewLineReader(ch.out, nil), log, h.dispatch)
+	go readLoop(ch, jsonrpcframe.NewLineReader(idleReader(ch.out, h.idle), nil), log, h.dispatch, h.idle)
 	go h.watchExit(ch)
 	if closed {
 		_ = ch.stop(context.Background())
@@ -114,10 +118,39 @@ func (l *lazyChild) start(cfg Config, log *slog.Logger, h childHooks) {
 	}
 }
 
+// idleReader returns r reading the child's stdout with idle (optional)
+// called whenever r is about to wait for the child's output: from a
+// jsonrpcframe.Pipe when it finds the pipe empty, else before every read.
+func idleReader(r io.Reader, idle func()) io.Reader {
+	if idle == nil {
+		return r
+	}
+	if p, ok := r.(*jsonrpcframe.Pipe); ok {
+		p.OnEmpty(idle)
+		return p
+	}
+	return &beforeRead{r: r, fn: idle}
+}
+
+// beforeRead calls fn before every Read of r.
+type beforeRead struct {
+	r  io.Reader
+	fn func()
+}
+
+func (b *beforeRead) Read(p []byte) (int, error) {
+	b.fn()
+	return b.r.Read(p)
+}
+
 // readLoop reads the child's stdout until EOF and hands every message to
-// dispatch. Bad lines are logged and skipped.
-func readLoop(ch *child, r jsonrpcframe.Reader, log *slog.Logger, dispatch func(*jsonrpcframe.Message)) {
+// dispatch. Bad lines are logged and skipped. idle (optional) is called
+// when the output ends.
+func readLoop(ch *child, r jsonrpcframe.Reader, log *slog.Logger, dispatch func(*jsonrpcframe.Message), idle func()) {
 	defer ch.stdoutFinished()
+	if idle != nil {
+		defer idle()
+	}
 	for {
 		m, err := r.Read()
 		if err != nil {

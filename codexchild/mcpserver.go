@@ -53,6 +53,8 @@ type MCPServer struct {
 	cfg Config
 	log *slog.Logger
 
+	flushes flushSet // the reader goroutine's own
+
 	lazyChild // mu guards it and the fields below
 
 	version     string
@@ -89,7 +91,7 @@ func (b *MCPServer) Kind() Kind { return KindMCPServer }
 // for it until ctx ends.
 func (b *MCPServer) ensureStarted(ctx context.Context) error {
 	return b.lazyChild.ensureStarted(ctx, b.cfg, b.log, childHooks{
-		subcommand: "mcp-server", dispatch: b.dispatch, watchExit: b.watchExit, handshake: b.handshake,
+		subcommand: "mcp-server", dispatch: b.dispatch, idle: b.flushes.flush, watchExit: b.watchExit, handshake: b.handshake,
 	})
 }
 

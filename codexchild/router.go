@@ -280,6 +280,7 @@ func (b *MCPServer) handleEvent(m *jsonrpcframe.Message) {
 	t.observe(&env)
 	if t.handler != nil {
 		t.handler.Event(ev)
+		b.flushes.note(t, t.handler)
 	}
 }
 
