@@ -19,6 +19,14 @@ import (
 // when the client's pipe has room for it and no other event is waiting,
 // else it goes to a bounded queue that one goroutine drains, and a full
 // queue drops events instead of blocking Codex (FR-19.4).
+//
+// The Codex reader may hold its events back instead (event with hold) and
+// write those it has in one write once it has read all Codex has written
+// so far (flushHeld, from codexchild's Flusher call): a burst of events
+// costs one system call and one wake-up of the client, not one each, and no
+// event waits while the reader has nothing else to do. Held events go out
+// before anything else: other events queue behind them, and a direct write
+// (a response) takes them along, in front of itself, in the same write.
 type client struct {
 	w   jsonrpcframe.Writer
 	log *slog.Logger
@@ -35,7 +43,16 @@ type client struct {
 	emu      sync.Mutex
 	queue    []func() *jsonrpcframe.Message // events waiting for the pump, in order
 	queueMax int
-	writing  bool          // an event write is in progress (pump or inline)
+	writing  bool // an event write is in progress (pump or inline)
+	held     []*jsonrpcframe.Message
+	heldSize int                     // what the held events take in the pipe, about
+	spare    []*jsonrpcframe.Message // the last written held slice, for reuse
+	// bw writes held events in one write (nil when the writer cannot:
+	// events are then never held).
+	bw jsonrpcframe.BatchWriter
+	// omu orders writes that take held events along against each other,
+	// so that no response overtakes events held before it.
+	omu      sync.Mutex
 	wake     chan struct{} // tells the pump there is work
 	stopPump chan struct{}
 	pumpDone chan struct{}
@@ -65,12 +82,18 @@ func newClient(w jsonrpcframe.Writer, gauge *pipeGauge, queue int, log *slog.Log
 		stopPump: make(chan struct{}),
 		pumpDone: make(chan struct{}),
 	}
+	c.bw, _ = w.(jsonrpcframe.BatchWriter)
 	go c.pump()
 	return c
 }
 
 // maxEventBatch bounds how many queued events the pump writes at once.
 const maxEventBatch = 64
+
+// heldOverhead is what an event takes in the pipe beyond its params, at
+// most (method, _meta, framing), for counting held events against the
+// pipe's room.
+const heldOverhead = 256
 
 // inlineSlack is the room an inline event write leaves in the client's
 // pipe beyond the event itself: a framing header and the pipe's partly
@@ -104,7 +127,7 @@ func (c *client) pump() {
 		}
 		for {
 			c.emu.Lock()
-			if c.writing || len(c.queue) == 0 {
+			if c.writing || len(c.held) > 0 || len(c.queue) == 0 {
 				c.emu.Unlock()
 				break
 			}
@@ -155,8 +178,10 @@ func (c *client) markGone(err error) {
 	}
 	c.mu.Unlock()
 	c.emu.Lock()
-	clear(c.queue) // queued events are dropped
+	clear(c.queue) // queued and held events are dropped
 	c.queue = c.queue[:0]
+	clear(c.held)
+	c.held, c.heldSize = c.held[:0], 0
 	c.emu.Unlock()
 }
 
@@ -184,15 +209,73 @@ func (c *client) close() {
 	}
 }
 
+// write writes m directly, after any held events (in the same write).
 func (c *client) write(m *jsonrpcframe.Message) error {
 	if c.isGone() {
 		return errClientGone
 	}
-	if err := c.w.Write(m); err != nil {
+	c.omu.Lock()
+	defer c.omu.Unlock()
+	c.emu.Lock()
+	held := c.takeHeldLocked()
+	c.emu.Unlock()
+	var err error
+	if len(held) > 0 {
+		err = c.writeHeld(held, m)
+	} else {
+		err = c.w.Write(m)
+	}
+	if err != nil {
 		c.markGone(err)
 		return err
 	}
 	return nil
+}
+
+// flushHeld writes the held events, if any, in one write. The Codex reader
+// calls it when it has read all Codex has written so far.
+func (c *client) flushHeld() {
+	c.omu.Lock()
+	defer c.omu.Unlock()
+	c.emu.Lock()
+	held := c.takeHeldLocked()
+	c.emu.Unlock()
+	if len(held) == 0 {
+		return
+	}
+	if err := c.writeHeld(held, nil); err != nil {
+		c.markGone(err)
+	}
+}
+
+// takeHeldLocked takes the held events for writing; c.emu is held.
+func (c *client) takeHeldLocked() []*jsonrpcframe.Message {
+	if len(c.held) == 0 {
+		return nil
+	}
+	held := c.held
+	c.held, c.spare, c.heldSize = c.spare[:0], nil, 0
+	return held
+}
+
+// writeHeld writes held events taken by takeHeldLocked, and m after them
+// when not nil, in one write; c.omu is held. Then events queued behind the
+// held ones may go.
+func (c *client) writeHeld(held []*jsonrpcframe.Message, m *jsonrpcframe.Message) error {
+	if m != nil {
+		held = append(held, m)
+	}
+	err := c.bw.WriteBatch(held)
+	clear(held)
+	c.emu.Lock()
+	defer c.emu.Unlock()
+	if c.spare == nil {
+		c.spare = held[:0]
+	}
+	if len(c.queue) > 0 {
+		c.signalLocked()
+	}
+	return err
 }
 
 // reply sends a successful response.
@@ -227,38 +310,58 @@ func (c *client) notify(method string, params any) error {
 // event sends a notification built by build, without ever waiting for the
 // client: it is written at once, by the caller, when nothing is queued and
 // the client's pipe has room for it; else it is queued and built by the
-// pump. It reports false when the event was dropped (queue full or client
-// gone).
-func (c *client) event(build func() *jsonrpcframe.Message) bool {
+// pump. With hold (the Codex reader, which calls flushHeld when it runs out
+// of output) an event that would be written at once is held instead, to go
+// out with the events after it. It reports false when the event was dropped
+// (queue full or client gone).
+func (c *client) event(build func() *jsonrpcframe.Message, hold bool) bool {
 	if c.isGone() {
 		c.dropped.Add(1)
 		return false
 	}
+	hold = hold && c.bw != nil
 	c.emu.Lock()
-	if c.gauge == nil || c.writing || len(c.queue) > 0 {
+	if c.gauge == nil || c.writing || len(c.queue) > 0 || !hold && len(c.held) > 0 {
 		defer c.emu.Unlock()
 		return c.enqueueLocked(build)
 	}
 	c.writing = true
+	heldSize := c.heldSize
 	c.emu.Unlock()
 
 	m := build()
 	inline := m == nil
-	if m != nil {
-		if c.gauge.has(len(m.Params) + inlineSlack) {
-			inline = true
-			if err := c.w.Write(m); err != nil {
-				c.markGone(err)
+	if m != nil && c.gauge.has(heldSize+len(m.Params)+heldOverhead+inlineSlack) {
+		inline = true
+		if hold {
+			c.emu.Lock()
+			c.held = append(c.held, m)
+			c.heldSize += len(m.Params) + heldOverhead
+			c.writing = false
+			full := len(c.held) >= maxEventBatch
+			c.emu.Unlock()
+			if full {
+				c.flushHeld()
 			}
+			return true
+		}
+		if err := c.w.Write(m); err != nil {
+			c.markGone(err)
 		}
 	}
 	c.emu.Lock()
 	defer c.emu.Unlock()
 	c.writing = false
 	if !inline {
-		// No room: the client is behind. The pump waits for it; the event
-		// goes before any queued while it was being built.
-		c.queue = append([]func() *jsonrpcframe.Message{func() *jsonrpcframe.Message { return m }}, c.queue...)
+		// No room: the client is behind. The pump waits for it; the held
+		// events and this one go before any queued while it was being
+		// built.
+		front := make([]func() *jsonrpcframe.Message, 0, len(c.held)+1+len(c.queue))
+		for _, h := range c.takeHeldLocked() {
+			front = append(front, func() *jsonrpcframe.Message { return h })
+		}
+		front = append(front, func() *jsonrpcframe.Message { return m })
+		c.queue = append(front, c.queue...)
 		c.signalLocked()
 	} else if len(c.queue) > 0 {
 		c.signalLocked()
@@ -268,15 +371,16 @@ func (c *client) event(build func() *jsonrpcframe.Message) bool {
 
 // reserve claims the client's pipe for one message of about n bytes if it
 // takes it at once: no event is queued or being written, and the pipe has
-// room. The caller then calls writeReserved or release; events meanwhile
-// go to the queue.
+// room for it after the held events. The caller then calls writeReserved
+// (which writes the held events first) or release; events meanwhile go to
+// the queue.
 func (c *client) reserve(n int) bool {
 	if c.isGone() {
 		return false
 	}
 	c.emu.Lock()
 	defer c.emu.Unlock()
-	if c.gauge == nil || c.writing || len(c.queue) > 0 || !c.gauge.has(n+inlineSlack) {
+	if c.gauge == nil || c.writing || len(c.queue) > 0 || !c.gauge.has(c.heldSize+n+inlineSlack) {
 		return false
 	}
 	c.writing = true

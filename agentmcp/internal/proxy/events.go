@@ -27,6 +27,10 @@ func (h *turnHandler) Event(e codexchild.Event) {
 	}
 }
 
+// Flush writes the events held back since Codex's output last ran dry
+// (codexchild.Flusher).
+func (h *turnHandler) Flush() { h.s.client.flushHeld() }
+
 func (h *turnHandler) Approval(a *codexchild.Approval) {
 	h.s.wg.Add(1)
 	go func() {
@@ -47,7 +51,8 @@ type sessionCounters struct {
 // nothing to the client; turns the proxy starts itself carry none). On
 // app-server the original method and params are wrapped:
 // {"_meta":{threadId,turnId},"agent_id","identity","method","params"}.
-// Events are queued and dropped when the queue is full or the client is gone.
+// Events are held back until the Codex reader runs dry (turnHandler.Flush),
+// queued, or dropped when the queue is full or the client is gone.
 func (s *Server) forwardEvent(sess *session, call *toolCall, e codexchild.Event) {
 	var ids quotedIDs
 	if sess != nil {
@@ -65,7 +70,7 @@ func (s *Server) forwardEvent(sess *session, call *toolCall, e codexchild.Event)
 			sess.recordEvent(e)
 		}
 		return eventMessage(e, ids, reqID)
-	})
+	}, true)
 	if sess != nil {
 		if ok {
 			sess.counters.forwarded.Add(1)

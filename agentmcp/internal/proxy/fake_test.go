@@ -117,6 +117,10 @@ func (f *fakeBackend) Turn(ctx context.Context, req codexchild.TurnRequest) (*co
 			event("agent_message_content_delta")
 		}
 	}
+	// The burst is over: a Flusher hears so, as from codexchild's reader.
+	if f, ok := h.(codexchild.Flusher); ok {
+		f.Flush()
+	}
 	timeout := req.Timeout
 	if timeout == 0 {
 		timeout = 300 * time.Second

@@ -95,6 +95,7 @@ func BenchmarkForwardEvent(b *testing.B) {
 		}
 		hd.Event(h.events[i])
 		if i++; i == len(h.events) {
+			hd.Flush() // the turn's events are all read
 			cpu += threadCPU()
 			i = 0
 		}
