@@ -95,6 +95,9 @@ func (t *appTurn) partial() string {
 // turn is still running fails with ErrThreadBusy; one whose previous turn
 // was just interrupted first waits (briefly) for Codex to end it.
 func (b *AppServer) Turn(ctx context.Context, req TurnRequest) (*Result, error) {
+	if req.Yield != nil {
+		req.Yield() // a turn here starts with a round trip or two
+	}
 	if err := b.ensureStarted(ctx); err != nil {
 		return nil, err
 	}

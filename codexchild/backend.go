@@ -93,6 +93,16 @@ type TurnRequest struct {
 	// turn's events arrive (the mail layer marks mail read then, FR-8.12).
 	// It is not called when the write fails. optional.
 	OnSent func()
+	// Yield, when set, is called once, on the goroutine calling Turn,
+	// before Turn first waits for anything: the child's start, room in its
+	// stdin, or (at the latest, once the request is written and before
+	// OnSent) the turn's result. A caller that starts a turn where it must
+	// not wait, such as the goroutine reading its own client, hands that
+	// role on to another goroutine there and keeps the turn; the turn's
+	// request then reaches Codex without a hand-off between goroutines.
+	// It is called even when Turn fails before it would wait. optional;
+	// the app-server backend calls it before anything else.
+	Yield func()
 	// OnResult, when set, is called with the result Codex sent for the
 	// turn (an IsError one included) on the backend's reader goroutine as
 	// soon as it arrives, before Turn returns that same result: a caller

@@ -62,16 +62,28 @@ func (b *MCPServer) roundTrip(ctx context.Context, method string, params any, ti
 
 // send registers a call for a new request and writes it.
 func (b *MCPServer) send(method string, params any, t *turn) (*call, error) {
+	return b.sendHook(method, params, t, nil)
+}
+
+// sendHook is send with blocked (optional) called before the write waits
+// for room in the child's stdin.
+func (b *MCPServer) sendHook(method string, params any, t *turn, blocked func()) (*call, error) {
 	m, err := jsonrpcframe.NewRequest(jsonrpcframe.ID{}, method, params)
 	if err != nil {
 		return nil, fmt.Errorf("codexchild: %s: %w", method, err)
 	}
-	return b.sendMessage(m, jsonrpcframe.ID{}, t)
+	return b.sendMessageHook(m, jsonrpcframe.ID{}, t, blocked)
 }
 
 // sendMessage gives m the backend's next id, registers the call and writes
 // m.
 func (b *MCPServer) sendMessage(m *jsonrpcframe.Message, origID jsonrpcframe.ID, t *turn) (*call, error) {
+	return b.sendMessageHook(m, origID, t, nil)
+}
+
+// sendMessageHook is sendMessage with blocked (optional) called before the
+// write waits for room in the child's stdin.
+func (b *MCPServer) sendMessageHook(m *jsonrpcframe.Message, origID jsonrpcframe.ID, t *turn, blocked func()) (*call, error) {
 	b.mu.Lock()
 	if b.exitErr != nil {
 		defer b.mu.Unlock()
@@ -95,11 +107,14 @@ func (b *MCPServer) sendMessage(m *jsonrpcframe.Message, origID jsonrpcframe.ID,
 		b.threads[t.threadID] = c
 	}
 	b.mu.Unlock()
-	if err := b.write(m); err != nil {
+	if err := b.writeHook(m, blocked); err != nil {
 		if b.take(c) {
 			return nil, err
 		}
 		// The exit handler (or the reader) got there first.
+		if blocked != nil {
+			blocked()
+		}
 		r := <-c.reply
 		if r.err != nil {
 			return nil, r.err
@@ -112,15 +127,29 @@ func (b *MCPServer) sendMessage(m *jsonrpcframe.Message, origID jsonrpcframe.ID,
 // write writes one message to the child. A failed write to a child that is
 // dying reports the *ExitError.
 func (b *MCPServer) write(m *jsonrpcframe.Message) error {
+	return b.writeHook(m, nil)
+}
+
+// writeHook is write with blocked (optional) called before the write waits
+// for room in the child's stdin. Writes are serialised here, so that the
+// child calls the hook of the write it is doing.
+func (b *MCPServer) writeHook(m *jsonrpcframe.Message, blocked func()) error {
 	b.mu.Lock()
 	w, ch := b.w, b.ch
 	b.mu.Unlock()
 	if w == nil {
 		return ErrClosed
 	}
+	b.wmu.Lock()
+	ch.blocked = blocked
 	err := w.Write(m)
+	ch.blocked = nil
+	b.wmu.Unlock()
 	if err == nil {
 		return nil
+	}
+	if blocked != nil {
+		blocked() // waits below for the child's exit
 	}
 	select {
 	case <-ch.done:

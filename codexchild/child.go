@@ -66,11 +66,14 @@ type child struct {
 	// in writes stdin and out reads stdout with raw system calls where
 	// the pipes allow it (jsonrpcframe.Pipe; in is nil where they do not);
 	// out is the owner's reader of stdout.
-	in     *jsonrpcframe.Pipe
-	out    io.Reader
-	log    *slog.Logger
-	grace  time.Duration
-	cancel context.CancelFunc // makes exec send SIGTERM to the group
+	in *jsonrpcframe.Pipe
+	// blocked, when set, is called before a Write waits for room in
+	// stdin; the owner sets it around one write at a time.
+	blocked func()
+	out     io.Reader
+	log     *slog.Logger
+	grace   time.Duration
+	cancel  context.CancelFunc // makes exec send SIGTERM to the group
 
 	stdoutDone chan struct{} // closed by the owner when it stops reading stdout
 	stdoutOnce sync.Once
@@ -190,6 +193,9 @@ func (c *child) Write(p []byte) (int, error) {
 			return m, err
 		}
 		n = m
+	}
+	if c.blocked != nil {
+		c.blocked()
 	}
 	_ = c.stdin.SetWriteDeadline(time.Now().Add(stdinWriteTimeout))
 	m, err := c.stdin.Write(p[n:])

@@ -73,6 +73,31 @@ func (l *lazyChild) ensureStarted(ctx context.Context, cfg Config, log *slog.Log
 }
 
 // start runs the child and the handshake; it closes startDone.
+// startedOK reports, without waiting, whether the child's start and
+// handshake are over (ensureStarted then returns at once).
+func (l *lazyChild) startedOK() bool {
+	l.mu.Lock()
+	done := l.startDone
+	l.mu.Unlock()
+	if done == nil {
+		return false
+	}
+	select {
+	case <-done:
+		return true
+	default:
+		return false
+	}
+}
+
+// onceFunc returns a function that calls f (optional) the first time only.
+func onceFunc(f func()) func() {
+	if f == nil {
+		return func() {}
+	}
+	return sync.OnceFunc(f)
+}
+
 func (l *lazyChild) start(cfg Config, log *slog.Logger, h childHooks) {
 	defer close(l.startDone)
 	args := append(append([]string(nil), cfg.Args...), h.subcommand)

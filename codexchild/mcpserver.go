@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
@@ -53,7 +54,8 @@ type MCPServer struct {
 	cfg Config
 	log *slog.Logger
 
-	flushes flushSet // the reader goroutine's own
+	flushes flushSet   // the reader goroutine's own
+	wmu     sync.Mutex // serialises writes to the child (writeHook)
 
 	lazyChild // mu guards it and the fields below
 
@@ -197,15 +199,21 @@ func (b *MCPServer) Steer(ctx context.Context, threadID, text string) error {
 // "Session not found for thread_id: ...". A second turn on a thread whose
 // turn is still running fails with ErrThreadBusy.
 func (b *MCPServer) Turn(ctx context.Context, req TurnRequest) (*Result, error) {
+	yield := onceFunc(req.Yield)
+	defer yield()
+	if !b.startedOK() {
+		yield() // the start and the handshake take a while
+	}
 	if err := b.ensureStarted(ctx); err != nil {
 		return nil, err
 	}
 	name, params := toolCallParams(req)
 	t := &turn{handler: req.Handler, threadID: req.ThreadID, onResult: req.OnResult}
-	c, err := b.send("tools/call", params, t)
+	c, err := b.sendHook("tools/call", params, t, yield)
 	if err != nil {
 		return nil, err
 	}
+	yield()
 	if req.OnSent != nil {
 		req.OnSent()
 	}
