@@ -110,6 +110,14 @@ func (a *autoBackend) Kind() Kind {
 }
 
 func (a *autoBackend) Turn(ctx context.Context, req TurnRequest) (*Result, error) {
+	a.mu.Lock()
+	chosen := a.b != nil
+	a.mu.Unlock()
+	if !chosen && req.Yield != nil {
+		y := req.Yield
+		req.Yield = nil
+		y() // the probe takes a while
+	}
 	b, err := a.backend(ctx)
 	if err != nil {
 		return nil, err

@@ -18,6 +18,7 @@ type yieldLog struct {
 	started bool // Status().Started at the Yield
 	alive   bool // Status().Running at the Yield
 	at      time.Time
+	version string // Status().Version at the Yield
 }
 
 func (l *yieldLog) request(b Backend, req TurnRequest) TurnRequest {
@@ -26,7 +27,7 @@ func (l *yieldLog) request(b Backend, req TurnRequest) TurnRequest {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		l.calls = append(l.calls, "yield")
-		l.started, l.alive, l.at = st.Started, st.Running, time.Now()
+		l.started, l.alive, l.at, l.version = st.Started, st.Running, time.Now(), st.Version
 	}
 	req.OnSent = func() {
 		l.mu.Lock()
@@ -87,6 +88,23 @@ func TestYield(t *testing.T) {
 		if diff := cmp.Diff([]string{"yield"}, l.got()); diff != "" || !l.alive || l.at.Sub(start) > stdinWriteTimeout/2 {
 			t.Errorf("calls (-want +got):\n%s; child running at the yield: %v (want true); yield after %s (want before the write's %s wait)",
 				diff, l.alive, l.at.Sub(start), stdinWriteTimeout)
+		}
+	})
+	t.Run("auto", func(t *testing.T) {
+		cfg, cwd := setupMock(t)
+		cfg.Kind = ""
+		b, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = b.Close(ctxFor(t, 10*time.Second)) })
+		var l yieldLog
+		if res, err := b.Turn(ctxFor(t, 30*time.Second), l.request(b, TurnRequest{Prompt: "hello", Params: ThreadParams{Cwd: cwd}})); err != nil || res.IsError {
+			t.Fatalf("Turn = %+v, %v", res, err)
+		}
+		// Before the probe: no backend was chosen (no version known).
+		if diff := cmp.Diff([]string{"yield", "sent"}, l.got()); diff != "" || l.version != "" {
+			t.Errorf("calls (-want +got):\n%s; version known at the yield: %q (want none: before the probe)", diff, l.version)
 		}
 	})
 	t.Run("app-server", func(t *testing.T) {
