@@ -21,6 +21,8 @@ type toolCall struct {
 	// answer is the response answerEarly encoded, with the client's pipe
 	// reserved for it.
 	answer *jsonrpcframe.Message
+	// router read the call (nil for calls made otherwise).
+	router *router
 }
 
 // toolResult is a tool's answer: text content, structuredContent and the

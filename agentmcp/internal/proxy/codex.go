@@ -351,6 +351,7 @@ func (s *Server) enqueue(ctx context.Context, sess *session, src turnSource, fn 
 	}
 	if early != nil {
 		early.ctx, early.j, early.done = ctx, j, done
+		j.router = early.call.router
 	}
 	if err := sess.submit(j); err != nil {
 		done(nil, err)
@@ -377,6 +378,9 @@ type turnInput struct {
 // turn runs one Codex turn for the session: refreshed context, a new or
 // continued thread, events and approvals bridged, the result recorded.
 func (s *Server) turn(ctx context.Context, sess *session, in turnInput) (*toolResult, error) {
+	// On the router's goroutine (see router) the turn hands the router on
+	// before anything that may wait.
+	rt := routerOf(ctx)
 	sess.mu.Lock()
 	rec := sess.rec
 	settings := sess.params
@@ -385,7 +389,11 @@ func (s *Server) turn(ctx context.Context, sess *session, in turnInput) (*toolRe
 	tainted := sess.tainted
 	sess.mu.Unlock()
 
-	facts := gitFacts(ctx, rec.Cwd)
+	facts, ok := cachedGitFacts(rec.Cwd)
+	if !ok {
+		rt.handOff() // files to read
+		facts = gitFacts(ctx, rec.Cwd)
+	}
 	sess.mu.Lock()
 	sess.rec.RepoRoot, sess.rec.RepoName, sess.rec.Branch = deref(facts.Root), deref(facts.Name), deref(facts.Branch)
 	s.persistAsync(sess)
@@ -393,11 +401,19 @@ func (s *Server) turn(ctx context.Context, sess *session, in turnInput) (*toolRe
 
 	sc := sessionContext{AgentID: rec.AgentID, Identity: rec.Identity, Team: s.opts.Team, Cwd: rec.Cwd, Repo: facts,
 		Tools: len(s.opts.ToolServer) > 0, Extra: s.opts.ExtraInstructions}
-	kind := s.backend.Kind()
 	s.smu.Lock()
 	known := rec.BackendID != "" && s.knownThreads[rec.BackendID]
 	s.smu.Unlock()
+	if !known {
+		// Not the common case, no need to hurry: a thread this child has
+		// not run (the backend's Kind may even probe the binary first).
+		rt.handOff()
+	}
+	kind := s.backend.Kind()
 	newThread := rec.BackendID == "" || (kind == codexchild.KindMCPServer && (!known || tainted && !in.sameThread))
+	if newThread {
+		rt.handOff()
+	}
 	if newThread && tainted && note == "" {
 		sess.mu.Lock()
 		note = interruptedNote(rec, sess.act.messages)
@@ -411,6 +427,9 @@ func (s *Server) turn(ctx context.Context, sess *session, in turnInput) (*toolRe
 	req := codexchild.TurnRequest{
 		Timeout: timeout,
 		Handler: &turnHandler{s: s, sess: sess, call: in.call},
+	}
+	if rt != nil {
+		req.Yield = rt.handOff
 	}
 	if newThread || kind != codexchild.KindMCPServer {
 		// codex-reply takes a prompt and nothing else: a thread's
@@ -451,6 +470,7 @@ func (s *Server) turn(ctx context.Context, sess *session, in turnInput) (*toolRe
 		req.OnResult = func(r *codexchild.Result) { s.answerEarly(e, sess, kind, in, r) }
 	}
 	res, err := s.backend.Turn(ctx, req)
+	rt.handOff() // done by the backend's Yield already; what follows may wait on files
 	if in.early != nil && in.early.answered.Load() {
 		return nil, nil // recorded and answered on the Codex reader (answerEarly)
 	}

@@ -48,6 +48,9 @@ func (f *fakeBackend) turns() []codexchild.TurnRequest {
 }
 
 func (f *fakeBackend) Turn(ctx context.Context, req codexchild.TurnRequest) (*codexchild.Result, error) {
+	if req.Yield != nil {
+		req.Yield() // before anything waits, as codexchild's backends do
+	}
 	f.mu.Lock()
 	if f.exit != nil {
 		st := *f.exit

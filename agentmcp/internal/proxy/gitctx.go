@@ -37,6 +37,15 @@ func gitFacts(_ context.Context, dir string) repoFacts {
 	return factsCache.facts(dir)
 }
 
+// cachedGitFacts returns the facts of dir when they are known without
+// reading any file (the watch has seen no change since they were read).
+func cachedGitFacts(dir string) (repoFacts, bool) {
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	return factsCache.cached(dir)
+}
+
 // readGitFacts reads the facts of dir (absolute) from the files, with the
 // git directory and the common directory (where config is) they came from
 // ("" outside git).

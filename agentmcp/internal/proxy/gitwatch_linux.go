@@ -69,6 +69,20 @@ func (w *factsWatcher) facts(dir string) repoFacts {
 	return w.fillLocked(dir)
 }
 
+// cached returns the facts of dir (absolute) if they are kept and still
+// valid: it reads the watch's pending events (a non-blocking read) and no
+// file.
+func (w *factsWatcher) cached(dir string) (repoFacts, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.fd < 0 || w.broken {
+		return repoFacts{}, false
+	}
+	w.drainLocked()
+	f, ok := w.entries[dir]
+	return f, ok
+}
+
 // startLocked opens the inotify instance on first use; it reports whether
 // one is usable.
 func (w *factsWatcher) startLocked() bool {

@@ -154,3 +154,48 @@ func TestGitFactsFollowChangesUnwatched(t *testing.T) {
 		t.Errorf("%d reads of the files for %d calls, want one per call", n, calls)
 	}
 }
+
+// TestCachedGitFacts: cachedGitFacts answers from the watch's cache only:
+// nothing before the facts were read, the kept facts while nothing changed,
+// nothing again after a change (a checkout), until they are read anew.
+func TestCachedGitFacts(t *testing.T) {
+	root := t.TempDir()
+	head := filepath.Join(root, ".git", "HEAD")
+	if err := os.MkdirAll(filepath.Dir(head), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	checkout := func(branch string) {
+		t.Helper()
+		if err := os.WriteFile(head, []byte("ref: refs/heads/"+branch+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkout("main")
+	cached := func() string {
+		t.Helper()
+		before := factsCache.reads.Load()
+		f, ok := cachedGitFacts(root)
+		if n := factsCache.reads.Load() - before; n != 0 {
+			t.Errorf("cachedGitFacts read the files %d times", n)
+		}
+		if !ok {
+			return "(not cached)"
+		}
+		return orNull(f.Branch)
+	}
+	if got := cached(); got != "(not cached)" {
+		t.Errorf("before the first read: %s", got)
+	}
+	gitFacts(context.Background(), root)
+	if got := cached(); got != "main" {
+		t.Errorf("after the read: %s, want main", got)
+	}
+	checkout("next")
+	if got := cached(); got != "(not cached)" {
+		t.Errorf("after a checkout: %s, want nothing", got)
+	}
+	gitFacts(context.Background(), root)
+	if got := cached(); got != "next" {
+		t.Errorf("after reading again: %s, want next", got)
+	}
+}

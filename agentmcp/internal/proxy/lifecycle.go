@@ -172,7 +172,8 @@ func (s *Server) Run(ctx context.Context, r io.Reader, w io.Writer) error {
 	}
 
 	readErr := make(chan error, 1)
-	go func() { readErr <- s.serveLoop(reader) }()
+	rt := &router{s: s, r: reader, done: readErr}
+	go rt.serve()
 	var err error
 	select {
 	case err = <-readErr:

@@ -205,6 +205,51 @@ func TestReplyWaitsForBusySession(t *testing.T) {
 	})
 }
 
+// TestRepliesStartOnTheRouter: a reply to an idle session starts on the
+// goroutine that read it, which hands the reading of the client on before
+// the turn waits (the backend's Yield); a reply queued behind a busy turn
+// starts where that turn ends, with no hand-off. The client is served all
+// along.
+func TestRepliesStartOnTheRouter(t *testing.T) {
+	c := startProxy(t, harnessOpts{})
+	c.initialize(false)
+	res := c.structured(c.tool("codex", map[string]any{"prompt": "start", "identity": "dev-1"}))
+	agentID := res["agent_id"].(string)
+	before := routerHandOffs.Load()
+	for i := range 3 {
+		if got := c.structured(c.tool("codex-reply", map[string]any{"agent_id": agentID, "prompt": fmt.Sprint("r", i)})); got["content"] != fmt.Sprint("MOCK_REPLY: r", i) {
+			t.Fatalf("reply %d = %v", i, got)
+		}
+	}
+	if n := routerHandOffs.Load() - before; n != 3 {
+		t.Errorf("%d hand-offs for 3 replies to an idle session, want 3", n)
+	}
+	before = routerHandOffs.Load()
+	_, slow := c.send("tools/call", map[string]any{"name": "codex-reply", "arguments": map[string]any{"agent_id": agentID, "prompt": "SLOW"}})
+	waitFor(t, "the slow turn", func() bool { return len(c.fb.turns()) == 5 })
+	_, queued := c.send("tools/call", map[string]any{"name": "codex-reply", "arguments": map[string]any{"agent_id": agentID, "prompt": "queued"}})
+	if got := c.call("tools/list", nil); got.Error != nil { // the router reads on
+		t.Fatalf("tools/list during the slow turn: %v", got.Error)
+	}
+	if err := c.fb.Interrupt(context.TODO(), res["threadId"].(string)); err != nil {
+		t.Fatal(err)
+	}
+	c.wait(slow)
+	if got := c.structured(c.wait(queued)); got["content"] != "MOCK_REPLY: queued" {
+		t.Errorf("queued reply = %v", got)
+	}
+	if n := routerHandOffs.Load() - before; n != 1 {
+		t.Errorf("%d hand-offs for a reply and one queued behind it, want 1", n)
+	}
+	var onRouter []bool
+	for _, r := range c.fb.turns()[1:] {
+		onRouter = append(onRouter, r.Yield != nil)
+	}
+	if diff := cmp.Diff([]bool{true, true, true, true, false}, onRouter); diff != "" {
+		t.Errorf("turns started on the router (-want +got):\n%s", diff)
+	}
+}
+
 func TestCloseBusySessionFailsQueued(t *testing.T) {
 	c := startProxy(t, harnessOpts{})
 	c.initialize(false)

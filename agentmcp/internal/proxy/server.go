@@ -32,7 +32,7 @@ func SetVersion(v string) {
 // dispatch routes one inbound message. It never blocks on Codex or on files:
 // requests that take time run on their own goroutine, tracked for shutdown
 // and for cancellation by the client.
-func (s *Server) dispatch(m *jsonrpcframe.Message) {
+func (s *Server) dispatch(m *jsonrpcframe.Message, rt *router) {
 	switch m.Kind() {
 	case jsonrpcframe.KindResponse:
 		if !s.client.deliver(m) {
@@ -41,7 +41,7 @@ func (s *Server) dispatch(m *jsonrpcframe.Message) {
 	case jsonrpcframe.KindNotification:
 		s.notification(m)
 	case jsonrpcframe.KindRequest:
-		s.request(m)
+		s.request(m, rt)
 	}
 }
 
@@ -79,7 +79,7 @@ func (s *Server) notification(m *jsonrpcframe.Message) {
 	}
 }
 
-func (s *Server) request(m *jsonrpcframe.Message) {
+func (s *Server) request(m *jsonrpcframe.Message, rt *router) {
 	switch m.Method {
 	case "initialize":
 		s.initialize(m)
@@ -126,11 +126,16 @@ func (s *Server) request(m *jsonrpcframe.Message) {
 		s.untrack(m.ID)
 		return
 	}
-	// Replies to a session are queued in read order; nothing blocks here.
+	// Replies to a session are queued in read order; nothing blocks here
+	// (a reply to an idle session may start on this goroutine, see router).
+	c.router = rt
 	s.startToolCall(ctx, c, func(res *toolResult, err error) {
 		s.finishToolCall(ctx, c, res, err)
 		s.untrack(m.ID)
 	})
+	if rt.gone {
+		return
+	}
 	// Let the goroutine just started for the call run now, on this
 	// processor, rather than after the router's next read of stdin.
 	runtime.Gosched()
@@ -237,10 +242,11 @@ func (s *Server) forward(ctx context.Context, m *jsonrpcframe.Message) {
 	}
 }
 
-// serveLoop reads the client until EOF, a read error or ctx's end.
-func (s *Server) serveLoop(r jsonrpcframe.Reader) error {
+// serveLoop reads the client for rt until EOF, a read error or ctx's end,
+// or until a turn keeps rt's goroutine (the role went to another).
+func (s *Server) serveLoop(rt *router) error {
 	for {
-		m, err := r.Read()
+		m, err := rt.r.Read()
 		if err != nil {
 			var bad *jsonrpcframe.MessageError
 			switch {
@@ -262,6 +268,9 @@ func (s *Server) serveLoop(r jsonrpcframe.Reader) error {
 				return fmt.Errorf("read mcp client: %w", err)
 			}
 		}
-		s.dispatch(m)
+		s.dispatch(m, rt)
+		if rt.gone {
+			return nil
+		}
 	}
 }

@@ -50,6 +50,9 @@ type job struct {
 	run     func(ctx context.Context) (after func())
 	discard func(err error)
 	early   *earlyAnswer // optional: the job may be finished on the Codex reader
+	// router, when set, is the router submitting the job: started at once,
+	// the job runs on its goroutine (see router).
+	router *router
 }
 
 // session is one Codex agent session. Its queue enforces the single-flight
@@ -140,8 +143,13 @@ func (s *session) submit(j *job) error {
 		s.mu.Unlock()
 		return nil
 	}
-	s.startLocked(j)
+	run := s.startLocked(j, j.router)
 	s.mu.Unlock()
+	if j.router != nil {
+		run()
+	} else {
+		go run()
+	}
 	return nil
 }
 
@@ -153,18 +161,23 @@ func (s *session) tryMail(j *job) bool {
 	if s.closing || s.rec.ThreadState != stateIdle || s.running != nil || len(s.queue) > 0 || !s.autoMail {
 		return false
 	}
-	s.startLocked(j)
+	go s.startLocked(j, nil)()
 	return true
 }
 
-// startLocked runs j; s.mu is held.
-func (s *session) startLocked(j *job) {
+// startLocked makes j the running job and returns the function that runs
+// it, for the caller to call on a goroutine of its own or, with rt, on the
+// router's (the job's context tells the turn so); s.mu is held.
+func (s *session) startLocked(j *job, rt *router) (run func()) {
 	ctx, cancel := context.WithCancel(s.srv.ctx)
 	s.running, s.runCancel = j, cancel
 	s.setStateLocked(stateBusy)
 	s.srv.persistAsync(s)
 	s.srv.wg.Add(1)
-	go func() {
+	if rt != nil {
+		ctx = context.WithValue(ctx, routerKey{}, rt)
+	}
+	return func() {
 		defer s.srv.wg.Done()
 		defer cancel()
 		after := j.run(ctx)
@@ -180,7 +193,7 @@ func (s *session) startLocked(j *job) {
 		if idle {
 			s.srv.sessionIdle(s) // the mail check, after the answer is out
 		}
-	}()
+	}
 }
 
 // finish runs after a job: the next Claude job starts, else the session
@@ -200,7 +213,7 @@ func (s *session) finish(j *job) bool {
 	if len(s.queue) > 0 {
 		next := s.queue[0]
 		s.queue = s.queue[1:]
-		s.startLocked(next)
+		go s.startLocked(next, nil)()
 		s.mu.Unlock()
 		return false
 	}
