@@ -250,6 +250,33 @@ func TestRepliesStartOnTheRouter(t *testing.T) {
 	}
 }
 
+// TestReplyOffTheRouterKeepsIt: codex-reply run as a plain tool (off the
+// router's goroutine) never hands the router on, even for a call the router
+// read.
+func TestReplyOffTheRouterKeepsIt(t *testing.T) {
+	c := startProxy(t, harnessOpts{})
+	c.initialize(false)
+	agentID := c.structured(c.tool("codex", map[string]any{"prompt": "start", "identity": "dev-1"}))["agent_id"].(string)
+	m, err := jsonrpcframe.NewRequest(jsonrpcframe.IntID(99), "tools/call", map[string]any{"name": "codex-reply", "arguments": map[string]any{"agent_id": agentID, "prompt": "off"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call, err := c.srv.parseToolCall(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &router{s: c.srv}
+	call.router = rt
+	before := routerHandOffs.Load()
+	res, err := c.srv.runTool(context.Background(), call)
+	if err != nil || res.Text != "MOCK_REPLY: off" {
+		t.Fatalf("runTool = %+v, %v", res, err)
+	}
+	if rt.gone || routerHandOffs.Load() != before {
+		t.Error("a reply run off the router handed the router on")
+	}
+}
+
 func TestCloseBusySessionFailsQueued(t *testing.T) {
 	c := startProxy(t, harnessOpts{})
 	c.initialize(false)

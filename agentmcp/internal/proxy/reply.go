@@ -19,6 +19,7 @@ func (s *Server) toolCodexReply(ctx context.Context, c *toolCall) (*toolResult, 
 		err error
 	}
 	ch := make(chan outcome, 1)
+	c.router = nil // not on the router's goroutine: the turn must not hand it on
 	s.startCodexReply(ctx, c, func(res *toolResult, err error) { ch <- outcome{res, err} })
 	o := <-ch
 	return o.res, o.err
