@@ -103,6 +103,31 @@ func BenchmarkWrite(b *testing.B) {
 	}
 }
 
+// BenchmarkWriteBatch writes 16 messages of 300 bytes (a turn's burst of
+// Codex events) with one WriteBatch.
+func BenchmarkWriteBatch(b *testing.B) {
+	ms := make([]*Message, 16)
+	for i := range ms {
+		ms[i] = benchMessage(300)
+	}
+	for _, framing := range []string{"line", "header"} {
+		b.Run(framing, func(b *testing.B) {
+			var w Writer = NewLineWriter(io.Discard)
+			if framing == "header" {
+				w = NewHeaderWriter(io.Discard)
+			}
+			bw := w.(BatchWriter)
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := bw.WriteBatch(ms); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*len(ms))/b.Elapsed().Seconds(), "msgs/s")
+		})
+	}
+}
+
 // BenchmarkString decodes a 1 KiB agent message with escapes (newlines,
 // quotes), as a turn's result text is read.
 func BenchmarkString(b *testing.B) {

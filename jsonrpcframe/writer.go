@@ -46,43 +46,28 @@ func (w *writer) WriteBatch(ms []*Message) error {
 	return w.writeBatchLocked(ms, w.framing)
 }
 
-// writeBatchLocked encodes every message into one buffer and writes it.
+// writeBatchLocked encodes every message, framed, into the writer's buffer
+// and writes it with one Write.
 func (w *writer) writeBatchLocked(ms []*Message, framing Framing) error {
 	if len(ms) == 1 {
 		return w.writeLocked(ms[0], framing)
 	}
-	var out []byte
+	out := w.buf[:0]
 	for _, m := range ms {
-		b := w.buf[:0]
-		if framing == FramingHeader {
-			b = append(b, make([]byte, headerReserve)...)
-		}
-		b, err := m.AppendJSON(b)
-		if err != nil {
+		var err error
+		if out, err = appendFramed(out, m, framing); err != nil {
 			return err
 		}
-		if framing == FramingHeader {
-			body := len(b) - headerReserve
-			var hdr [headerReserve]byte
-			h := append(hdr[:0], "Content-Length: "...)
-			h = strconv.AppendInt(h, int64(body), 10)
-			h = append(h, "\r\n\r\n"...)
-			out = append(out, h...)
-			out = append(out, b[headerReserve:]...)
-		} else {
-			out = append(out, b...)
-			out = append(out, '\n')
-		}
-		if cap(b) <= 1<<20 {
-			w.buf = b[:0]
-		}
+	}
+	if cap(out) <= 1<<20 { // keep a buffer for small writes only
+		w.buf = out[:0]
 	}
 	_, err := w.w.Write(out)
 	return err
 }
 
-const headerReserve = len("Content-Length: \r\n\r\n") + 20
-
+// writeLocked writes one message; a header goes right before the body
+// encoded behind the room for it, so nothing is moved.
 func (w *writer) writeLocked(m *Message, framing Framing) error {
 	b := w.buf[:0]
 	if framing == FramingHeader {
@@ -110,4 +95,30 @@ func (w *writer) writeLocked(m *Message, framing Framing) error {
 	}
 	_, err = w.w.Write(out)
 	return err
+}
+
+const headerReserve = len("Content-Length: \r\n\r\n") + 20
+
+// appendFramed appends m's compact JSON to b, framed: followed by "\n", or
+// after its Content-Length header. The body is encoded in place behind room
+// for the longest header, then moved up against the header.
+func appendFramed(b []byte, m *Message, framing Framing) ([]byte, error) {
+	if framing != FramingHeader {
+		b, err := m.AppendJSON(b)
+		return append(b, '\n'), err
+	}
+	start := len(b)
+	b = append(b, make([]byte, headerReserve)...)
+	b, err := m.AppendJSON(b)
+	if err != nil {
+		return b, err
+	}
+	body := len(b) - start - headerReserve
+	var hdr [headerReserve]byte
+	h := append(hdr[:0], "Content-Length: "...)
+	h = strconv.AppendInt(h, int64(body), 10)
+	h = append(h, "\r\n\r\n"...)
+	copy(b[start:], h)
+	copy(b[start+len(h):], b[start+headerReserve:])
+	return b[:start+len(h)+body], nil
 }

@@ -101,21 +101,28 @@ func TestWriterErrors(t *testing.T) {
 	}
 }
 
-// TestWriteBatch: a batch reads back as its messages, in both framings.
+// TestWriteBatch: a batch is one Write and reads back as its messages, in
+// both framings, with bodies whose Content-Length headers differ in width.
 func TestWriteBatch(t *testing.T) {
 	ms := []*Message{
 		{Versioned: true, Method: "a", Params: json.RawMessage(`{"x":1}`)},
 		{Versioned: true, ID: IntID(2), Result: json.RawMessage(`"<&>"`)},
 		{Method: "c"},
+		{Versioned: true, Method: "long", Params: json.RawMessage(`{"text":"` + strings.Repeat("x", 12345) + `"}`)},
+		{Versioned: true, ID: IntID(3), Result: json.RawMessage(`{}`)},
 	}
 	for _, framing := range []string{"line", "header"} {
 		var buf strings.Builder
-		var w BatchWriter = NewLineWriter(&buf).(BatchWriter)
+		cw := &countWriter{w: &buf}
+		var w BatchWriter = NewLineWriter(cw).(BatchWriter)
 		if framing == "header" {
-			w = NewHeaderWriter(&buf).(BatchWriter)
+			w = NewHeaderWriter(cw).(BatchWriter)
 		}
 		if err := w.WriteBatch(ms); err != nil {
 			t.Fatal(err)
+		}
+		if cw.writes != 1 {
+			t.Errorf("%s: %d writes for a batch, want 1", framing, cw.writes)
 		}
 		r, _ := NewAuto(strings.NewReader(buf.String()), io.Discard, nil)
 		for i, want := range ms {
@@ -131,4 +138,47 @@ func TestWriteBatch(t *testing.T) {
 			t.Errorf("%s: after the batch: %v", framing, err)
 		}
 	}
+}
+
+// TestWriteBatchBad: a batch with a message that cannot be encoded writes
+// nothing and says why.
+func TestWriteBatchBad(t *testing.T) {
+	cw := &countWriter{w: io.Discard}
+	w := NewLineWriter(cw).(BatchWriter)
+	bad := &Message{Method: "n", Params: json.RawMessage{}}
+	if err := w.WriteBatch([]*Message{{Method: "ok"}, bad}); err == nil {
+		t.Error("WriteBatch with a bad message: no error")
+	}
+	if cw.writes != 0 {
+		t.Errorf("%d writes for a batch that failed, want 0", cw.writes)
+	}
+}
+
+// TestWriteBatchAllocs: a writer reuses its buffer, so a batch of small
+// messages costs no allocation once the buffer has grown.
+func TestWriteBatchAllocs(t *testing.T) {
+	ms := make([]*Message, 16)
+	for i := range ms {
+		ms[i] = benchMessage(300)
+	}
+	for _, w := range []BatchWriter{NewLineWriter(io.Discard).(BatchWriter), NewHeaderWriter(io.Discard).(BatchWriter)} {
+		if n := testing.AllocsPerRun(100, func() {
+			if err := w.WriteBatch(ms); err != nil {
+				t.Fatal(err)
+			}
+		}); n != 0 {
+			t.Errorf("%v allocations per batch, want 0", n)
+		}
+	}
+}
+
+// countWriter counts the Write calls it passes on.
+type countWriter struct {
+	w      io.Writer
+	writes int
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	c.writes++
+	return c.w.Write(p)
 }
