@@ -190,6 +190,7 @@ func (s *Server) shutdown() {
 		s.log.Warn("some requests were still running at shutdown")
 	}
 	s.client.close()
+	s.routers.close()
 	if err := s.audit.Close(); err != nil {
 		s.log.Warn("closing the audit log", "err", err)
 	}

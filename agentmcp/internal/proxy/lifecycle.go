@@ -61,6 +61,8 @@ type Server struct {
 	persistWrite sync.Mutex
 	persistWake  chan struct{}
 	persistDone  chan struct{}
+
+	routers routerPool // goroutines for the router role, kept between turns
 }
 
 // New opens the instance registry (claiming the instance identity) and the

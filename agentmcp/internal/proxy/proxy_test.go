@@ -250,6 +250,72 @@ func TestRepliesStartOnTheRouter(t *testing.T) {
 	}
 }
 
+// TestRouterGoroutinesReused: a goroutine that handed the router role on
+// waits, once its turn is done, for the next hand-off, so replies to an
+// idle session start no goroutine (none that would grow its stack in the
+// middle of the next request). The server's end ends the waiting ones.
+func TestRouterGoroutinesReused(t *testing.T) {
+	c := startProxy(t, harnessOpts{})
+	c.initialize(false)
+	agentID := c.structured(c.tool("codex", map[string]any{"prompt": "start", "identity": "dev-1"}))["agent_id"].(string)
+	reply := func(i int) {
+		t.Helper()
+		if got := c.structured(c.tool("codex-reply", map[string]any{"agent_id": agentID, "prompt": fmt.Sprint("r", i)})); got["content"] != fmt.Sprint("MOCK_REPLY: r", i) {
+			t.Fatalf("reply %d = %v", i, got)
+		}
+	}
+	reply(0)
+	handOffs, starts := routerHandOffs.Load(), routerStarts.Load()
+	for i := 1; i <= 3; i++ {
+		// The reply is answered on the Codex reader; the goroutine that ran
+		// its turn parks right after.
+		waitFor(t, "a parked router goroutine", func() bool { return c.srv.routers.parked() > 0 })
+		reply(i)
+	}
+	if n := routerHandOffs.Load() - handOffs; n != 3 {
+		t.Errorf("%d hand-offs for 3 replies, want 3", n)
+	}
+	if n := routerStarts.Load() - starts; n != 0 {
+		t.Errorf("%d goroutines started for 3 hand-offs with one parked, want 0", n)
+	}
+	c.close()
+	if n := c.srv.routers.parked(); n != 0 {
+		t.Errorf("%d router goroutines still parked after the server's end", n)
+	}
+}
+
+// TestRouterPool: parked wake-ups are taken last in, first out; the pool
+// holds at most maxIdleRouters; close wakes every parked goroutine with a
+// closed channel, refuses later parks, and a wake-up taken before close is
+// still the taker's to send on.
+func TestRouterPool(t *testing.T) {
+	var p routerPool
+	if p.take() != nil {
+		t.Fatal("take from an empty pool")
+	}
+	wakes := make([]chan *router, maxIdleRouters+1)
+	for i := range wakes {
+		wakes[i] = make(chan *router, 1)
+		if got, want := p.park(wakes[i]), i < maxIdleRouters; got != want {
+			t.Errorf("park %d = %v, want %v", i, got, want)
+		}
+	}
+	if got := p.take(); got != wakes[maxIdleRouters-1] {
+		t.Error("take did not return the last parked")
+	}
+	taken := p.take()
+	p.close()
+	for _, w := range wakes[:maxIdleRouters-2] {
+		if _, ok := <-w; ok {
+			t.Error("a parked wake-up was not closed")
+		}
+	}
+	taken <- &router{} // not closed: its taker sends the role
+	if p.park(make(chan *router, 1)) || p.take() != nil || p.parked() != 0 {
+		t.Error("the pool works after close")
+	}
+}
+
 // TestReplyOffTheRouterKeepsIt: codex-reply run as a plain tool (off the
 // router's goroutine) never hands the router on, even for a call the router
 // read.
