@@ -13,6 +13,7 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/cli"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/config"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxy"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/stdio"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
 )
 
@@ -53,7 +54,7 @@ func serve(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout io.W
 			logger.Warn("nothing resumed", "err", err)
 		}
 	}
-	in, out, release := pollableStdio(stdin, stdout)
+	in, out, release := stdio.Pollable(stdin, stdout)
 	defer release()
 	return srv.Run(ctx, in, out)
 }

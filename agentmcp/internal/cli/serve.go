@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/config"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/stdio"
 )
 
 // Serve runs the MCP proxy: JSON-RPC from Claude on stdin, to Claude on
@@ -124,13 +125,14 @@ func newLogger(cfg *config.Config, stderr io.Writer) (*slog.Logger, func(), erro
 	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
 		return nil, nil, fmt.Errorf("log level %q: %w", cfg.LogLevel, err)
 	}
-	w, closeFn := stderr, func() {}
+	opts := &slog.HandlerOptions{Level: level}
 	if cfg.LogFile != "" {
 		f, err := os.OpenFile(cfg.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
 			return nil, nil, fmt.Errorf("open log file: %w", err)
 		}
-		w, closeFn = f, func() { f.Close() }
+		return slog.New(slog.NewTextHandler(f, opts)), func() { f.Close() }, nil
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})), closeFn, nil
+	w, closeFn := stdio.LogWriter(stderr) // raw writes to a stderr pipe
+	return slog.New(slog.NewTextHandler(w, opts)), closeFn, nil
 }

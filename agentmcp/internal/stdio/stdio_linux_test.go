@@ -1,10 +1,13 @@
-package agentmcp
+package stdio
 
 import (
 	"io"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
 // nonblocking reports whether f's open file has O_NONBLOCK.
@@ -23,10 +26,10 @@ func nonblocking(t *testing.T, f *os.File) bool {
 	return flags&syscall.O_NONBLOCK != 0
 }
 
-// TestPollableStdio: blocking stdio pipes (as a parent hands them over) are
+// TestPollable: blocking stdio pipes (as a parent hands them over) are
 // reopened non-blocking for the proxy alone; data and end of input pass as
 // before; what is not a pipe is left alone.
-func TestPollableStdio(t *testing.T) {
+func TestPollable(t *testing.T) {
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +40,7 @@ func TestPollableStdio(t *testing.T) {
 	}
 	inR.Fd() // blocking, like a real stdin
 	outW.Fd()
-	in, out, release := pollableStdio(inR, outW)
+	in, out, release := Pollable(inR, outW)
 	defer release()
 	fin, ok1 := in.(*os.File)
 	fout, ok2 := out.(*os.File)
@@ -74,9 +77,54 @@ func TestPollableStdio(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	in2, out2, release2 := pollableStdio(io.MultiReader(), f)
+	in2, out2, release2 := Pollable(io.MultiReader(), f)
 	defer release2()
 	if out2 != io.Writer(f) || in2 == nil {
 		t.Error("a regular file was reopened")
+	}
+}
+
+// TestLogWriter: a blocking stderr pipe gets a raw-writing Pipe on a
+// non-blocking handle of the logger's own; lines arrive whole and in order;
+// what is not a pipe is written to as it is.
+func TestLogWriter(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	w.Fd() // blocking, like a real stderr
+	lw, release := LogWriter(w)
+	if _, ok := lw.(*jsonrpcframe.Pipe); !ok {
+		t.Fatalf("LogWriter(stderr pipe) = %T, want a *jsonrpcframe.Pipe", lw)
+	}
+	if nonblocking(t, w) {
+		t.Error("the parent's open file was made non-blocking")
+	}
+	lines := []string{"time=1 level=INFO msg=one\n", "time=2 level=INFO msg=two\n"}
+	for _, l := range lines {
+		if _, err := lw.Write([]byte(l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	release()
+	w.Close()
+	got, err := io.ReadAll(r)
+	if err != nil || string(got) != strings.Join(lines, "") {
+		t.Errorf("read %q, %v; want %q", got, err, strings.Join(lines, ""))
+	}
+
+	f, err := os.CreateTemp(t.TempDir(), "log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var buf strings.Builder
+	for _, plain := range []io.Writer{f, &buf} {
+		got, release := LogWriter(plain)
+		release()
+		if got != plain {
+			t.Errorf("LogWriter(%T) = %T, want it as it is", plain, got)
+		}
 	}
 }

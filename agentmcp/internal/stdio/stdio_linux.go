@@ -1,13 +1,15 @@
-package agentmcp
+package stdio
 
 import (
 	"fmt"
 	"io"
 	"os"
 	"syscall"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
-// pollableStdio gives serve its own non-blocking handles on stdin and
+// Pollable gives serve its own non-blocking handles on stdin and
 // stdout when they are pipes (as when Claude starts the proxy), so that
 // reading the client and writing to it go through Go's poller instead of
 // blocking system calls, and so that the proxy can tell how much the
@@ -16,7 +18,7 @@ import (
 // flag is set on the proxy's own open file, never on the one it shares with
 // its parent. Anything that is not a pipe, or cannot be reopened, is used
 // as it is. The returned function closes the new handles.
-func pollableStdio(stdin io.Reader, stdout io.Writer) (io.Reader, io.Writer, func()) {
+func Pollable(stdin io.Reader, stdout io.Writer) (io.Reader, io.Writer, func()) {
 	var closers []*os.File
 	in, out := stdin, stdout
 	if f := reopenPipe(stdin, os.O_RDONLY); f != nil {
@@ -60,4 +62,24 @@ func reopenPipe(v any, flag int) *os.File {
 		return nil
 	}
 	return nf
+}
+
+// LogWriter returns what a logger writing to w (stderr) should write to:
+// when w is a pipe, a [jsonrpcframe.Pipe] on a non-blocking handle of its
+// own, so that a log line is a raw system call. A plain one (os.File's) wakes
+// the Go runtime's monitor thread after an idle spell, which then polls
+// every 20 µs while the process is busy; serve logs a line for every line
+// of Codex's stderr, several per turn. The returned function closes the
+// handle. Anything else is returned as it is.
+func LogWriter(w io.Writer) (io.Writer, func()) {
+	f := reopenPipe(w, os.O_WRONLY)
+	if f == nil {
+		return w, func() {}
+	}
+	p := jsonrpcframe.NewPipe(f)
+	if p == nil {
+		f.Close()
+		return w, func() {}
+	}
+	return p, func() { f.Close() }
 }
