@@ -1,6 +1,7 @@
 package stdio
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -70,7 +71,8 @@ func reopenPipe(v any, flag int) *os.File {
 // the Go runtime's monitor thread after an idle spell, which then polls
 // every 20 µs while the process is busy; serve logs a line for every line
 // of Codex's stderr, several per turn. The returned function closes the
-// handle. Anything else is returned as it is.
+// handle; a line written after it (a goroutine logging on its way out)
+// goes to w as before, so none is lost. Anything else is returned as it is.
 func LogWriter(w io.Writer) (io.Writer, func()) {
 	f := reopenPipe(w, os.O_WRONLY)
 	if f == nil {
@@ -81,5 +83,20 @@ func LogWriter(w io.Writer) (io.Writer, func()) {
 		f.Close()
 		return w, func() {}
 	}
-	return p, func() { f.Close() }
+	return logPipe{p: p, w: w}, func() { f.Close() }
+}
+
+// logPipe writes through p, and to w once p's handle is closed.
+type logPipe struct {
+	p *jsonrpcframe.Pipe
+	w io.Writer
+}
+
+func (l logPipe) Write(b []byte) (int, error) {
+	n, err := l.p.Write(b)
+	if errors.Is(err, os.ErrClosed) {
+		m, err := l.w.Write(b[n:])
+		return n + m, err
+	}
+	return n, err
 }

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-
-	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
 // nonblocking reports whether f's open file has O_NONBLOCK.
@@ -85,8 +83,9 @@ func TestPollable(t *testing.T) {
 }
 
 // TestLogWriter: a blocking stderr pipe gets a raw-writing Pipe on a
-// non-blocking handle of the logger's own; lines arrive whole and in order;
-// what is not a pipe is written to as it is.
+// non-blocking handle of the logger's own; lines arrive whole and in order,
+// also one written after the handle is closed; what is not a pipe is
+// written to as it is.
 func TestLogWriter(t *testing.T) {
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -95,19 +94,21 @@ func TestLogWriter(t *testing.T) {
 	defer r.Close()
 	w.Fd() // blocking, like a real stderr
 	lw, release := LogWriter(w)
-	if _, ok := lw.(*jsonrpcframe.Pipe); !ok {
-		t.Fatalf("LogWriter(stderr pipe) = %T, want a *jsonrpcframe.Pipe", lw)
+	if lp, ok := lw.(logPipe); !ok || lp.p == nil {
+		t.Fatalf("LogWriter(stderr pipe) = %T, want a logPipe on a *jsonrpcframe.Pipe", lw)
 	}
 	if nonblocking(t, w) {
 		t.Error("the parent's open file was made non-blocking")
 	}
-	lines := []string{"time=1 level=INFO msg=one\n", "time=2 level=INFO msg=two\n"}
-	for _, l := range lines {
+	lines := []string{"time=1 level=INFO msg=one\n", "time=2 level=INFO msg=two\n", "time=3 level=INFO msg=late\n"}
+	for i, l := range lines {
+		if i == len(lines)-1 {
+			release() // the last line comes after serve has returned
+		}
 		if _, err := lw.Write([]byte(l)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	release()
 	w.Close()
 	got, err := io.ReadAll(r)
 	if err != nil || string(got) != strings.Join(lines, "") {
