@@ -43,7 +43,9 @@ func (r removeBuilt) Run() int {
 
 // params returns the strict Params shared by every scenario of dir
 // matching glob: explicit exec, unique archive names, ATM_HOME and HOME set
-// to the work directory, and the helper commands below.
+// to the work directory, git's search for a repository (and the proxy's)
+// kept inside it — the machine's temporary directory may itself lie in a
+// git work tree — and the helper commands below.
 func params(glob string) testscript.Params {
 	return testscript.Params{
 		Files:               mustGlob(filepath.Join("testdata", glob)),
@@ -52,6 +54,7 @@ func params(glob string) testscript.Params {
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("ATM_HOME", env.WorkDir)
 			env.Setenv("HOME", env.WorkDir)
+			env.Setenv("GIT_CEILING_DIRECTORIES", filepath.Dir(env.WorkDir))
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){

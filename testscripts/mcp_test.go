@@ -27,7 +27,7 @@ const mcpTimeout = 40 * time.Second
 
 // mcpEnvKeys are the variables of the scenario passed to a started program
 // (testscript does not expose its whole environment); MCP_ENV may name more.
-var mcpEnvKeys = []string{"PATH", "HOME", "ATM_HOME", "WORK", "TMPDIR", "CODEX_HOME", "ATM_TEAM", "ATM_IDENTITY",
+var mcpEnvKeys = []string{"PATH", "HOME", "ATM_HOME", "WORK", "TMPDIR", "GIT_CEILING_DIRECTORIES", "CODEX_HOME", "ATM_TEAM", "ATM_IDENTITY",
 	"ATM_CONFIG", "MOCKCODEX_LOG", "MOCKCODEX_VERSION", "MOCKCODEX_STALE_LISTENER", "MOCKCODEX_DELAY_MS", "MOCKCODEX_START_FAIL"}
 
 // mcpState holds the programs one scenario started.

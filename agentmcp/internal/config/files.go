@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/gitwalk"
 )
 
 const (
@@ -105,10 +107,15 @@ func tomlText(v any) string {
 // FindRepoFile returns the nearest .atm.toml for cwd: it looks in cwd and
 // then in each parent up to and including the git root (the first directory,
 // from cwd upwards, that holds a .git entry — a directory, or a file in
-// worktrees and submodules). Outside a git work tree only cwd is searched.
-// ok is false when there is no such file.
+// worktrees and submodules — looking where git itself would: not into a
+// directory named in GIT_CEILING_DIRECTORIES above cwd). Outside a git work
+// tree only cwd is searched. ok is false when there is no such file.
 func FindRepoFile(cwd string) (path string, ok bool) {
-	root, inGit := GitRoot(cwd)
+	return findRepoFile(cwd, gitwalk.Ceilings(os.Getenv(gitwalk.CeilingEnv)))
+}
+
+func findRepoFile(cwd string, ceilings []string) (path string, ok bool) {
+	root, inGit := gitRoot(cwd, ceilings)
 	dir := cwd
 	for {
 		p := filepath.Join(dir, RepoFileName)
@@ -127,16 +134,17 @@ func FindRepoFile(cwd string) (path string, ok bool) {
 }
 
 // GitRoot returns the first directory from dir upwards that holds a .git
-// entry.
+// entry, looking where git itself would (not into a directory named in
+// GIT_CEILING_DIRECTORIES above dir).
 func GitRoot(dir string) (string, bool) {
-	for {
-		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
-			return dir, true
+	return gitRoot(dir, gitwalk.Ceilings(os.Getenv(gitwalk.CeilingEnv)))
+}
+
+func gitRoot(dir string, ceilings []string) (string, bool) {
+	for d := range gitwalk.UpTo(dir, ceilings) {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return d, true
 		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", false
-		}
-		dir = parent
 	}
+	return "", false
 }

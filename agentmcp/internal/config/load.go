@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/gitwalk"
 )
 
 // Flags are the command-line values that were given. A nil field was not
@@ -132,7 +134,8 @@ func Load(opts LoadOptions) (*Config, error) {
 	if cfg.ConfigFile != "" {
 		paths = append(paths, cfg.ConfigFile)
 	}
-	if p, ok := FindRepoFile(cwd); ok {
+	ceilings, _ := env(gitwalk.CeilingEnv)
+	if p, ok := findRepoFile(cwd, gitwalk.Ceilings(ceilings)); ok {
 		paths = append(paths, p)
 	}
 	paths = append(paths, GlobalFile(cfg.Home))

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/gitwalk"
 )
 
 // fixture is a home, a git repository and a working directory inside it.
@@ -30,7 +32,9 @@ func newFixture(t *testing.T) *fixture {
 			t.Fatal(err)
 		}
 	}
-	f.env = map[string]string{"ATM_HOME": f.home, "HOME": f.home}
+	// Git looks no higher than root: the machine's temporary directory
+	// may itself lie in a git work tree.
+	f.env = map[string]string{"ATM_HOME": f.home, "HOME": f.home, gitwalk.CeilingEnv: root}
 	return f
 }
 
@@ -412,6 +416,20 @@ func TestRepoFileSearch(t *testing.T) {
 		write(t, f.repoFile(), "[plugins.atm-agent-mcp]\nmodel = \"root\"\n")
 		if c := f.load(t, Flags{}); c.Model != "root" {
 			t.Errorf("model %q, want the worktree root's", c.Model)
+		}
+	})
+	t.Run("no search past a git ceiling", func(t *testing.T) {
+		f := newFixture(t)
+		// The work tree's root is the ceiling itself: git does not look
+		// into it from below, so cwd is outside git.
+		f.env[gitwalk.CeilingEnv] = f.repo
+		write(t, f.repoFile(), "[plugins.atm-agent-mcp]\nmodel = \"root\"\n")
+		if c := f.load(t, Flags{}); c.Model != "" {
+			t.Errorf("model %q: searched into the ceiling", c.Model)
+		}
+		f.env[gitwalk.CeilingEnv] = filepath.Dir(f.repo)
+		if c := f.load(t, Flags{}); c.Model != "root" {
+			t.Errorf("model %q, want the root's file below the ceiling", c.Model)
 		}
 	})
 	t.Run("outside git only cwd", func(t *testing.T) {

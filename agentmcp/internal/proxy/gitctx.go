@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/gitwalk"
 )
 
 // repoFacts are the git facts of a directory, refreshed on every turn.
@@ -171,11 +173,11 @@ func (c *repoInfoCache) lookup(root, gitDir string) (name, branch, common string
 	return e.name, e.branch, common
 }
 
-// findGitDir walks up from dir (absolute) to the nearest .git and returns
-// the work tree root and the git directory.
+// findGitDir walks up from dir (absolute) to the nearest .git, where git
+// itself would look (gitwalk.Up), and returns the work tree root and the
+// git directory.
 func findGitDir(dir string) (root, gitDir string) {
-	d := dir
-	for {
+	for d := range gitwalk.Up(dir) {
 		p := filepath.Join(d, ".git")
 		if st, err := os.Stat(p); err == nil {
 			if st.IsDir() {
@@ -191,12 +193,8 @@ func findGitDir(dir string) (root, gitDir string) {
 				}
 			}
 		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			return "", ""
-		}
-		d = parent
 	}
+	return "", ""
 }
 
 // originURL returns remote.origin.url from a git config file, or "".

@@ -10,6 +10,8 @@ import (
 	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/gitwalk"
 )
 
 // gitIn returns a runner of git commands in dir (with a committer set),
@@ -29,16 +31,25 @@ func gitIn(t *testing.T, dir string) func(args ...string) {
 	}
 }
 
+// noGitAbove keeps git's search, and ours, at dir and below for the rest
+// of the test (GIT_CEILING_DIRECTORIES): the machine's temporary directory
+// may itself lie in a git work tree.
+func noGitAbove(t *testing.T, dir string) {
+	t.Helper()
+	t.Setenv(gitwalk.CeilingEnv, filepath.Dir(dir))
+}
+
 // TestGitFacts compares the file-based facts with what git itself says, in
 // a repository, a worktree, a detached HEAD, a subdirectory and outside git.
 func TestGitFacts(t *testing.T) {
 	dir := t.TempDir()
+	noGitAbove(t, dir)
 	git := gitIn(t, dir)
 	git("init", "-q", "-b", "main", "repo")
 	git("-C", "repo", "commit", "-q", "--allow-empty", "-m", "one")
 	git("-C", "repo", "remote", "add", "origin", "git@github.com:acme/widgets.git")
 	git("-C", "repo", "worktree", "add", "-q", "-b", "feature/x", "../wt")
-	if err := os.MkdirAll(filepath.Join(dir, "repo", "a", "b"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, "repo", "a", "b", "c"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	git("init", "-q", "-b", "trunk", "detached")
@@ -52,18 +63,24 @@ func TestGitFacts(t *testing.T) {
 	}
 	str := func(s string) *string { return &s }
 	tests := []struct {
-		name string
-		dir  string
-		want repoFacts
+		name    string
+		dir     string
+		ceiling string // GIT_CEILING_DIRECTORIES, relative to dir
+		want    repoFacts
 	}{
-		{"repo with origin", "repo", repoFacts{Root: str(filepath.Join(dir, "repo")), Name: str("widgets"), Branch: str("main")}},
-		{"subdirectory", "repo/a/b", repoFacts{Root: str(filepath.Join(dir, "repo")), Name: str("widgets"), Branch: str("main")}},
-		{"worktree", "wt", repoFacts{Root: str(filepath.Join(dir, "wt")), Name: str("widgets"), Branch: str("feature/x")}},
-		{"detached", "detached", repoFacts{Root: str(filepath.Join(dir, "detached")), Name: str("detached"), Branch: str("detached@" + sha)}},
-		{"outside git", "plain", repoFacts{}},
+		{"repo with origin", "repo", "", repoFacts{Root: str(filepath.Join(dir, "repo")), Name: str("widgets"), Branch: str("main")}},
+		{"subdirectory", "repo/a/b", "", repoFacts{Root: str(filepath.Join(dir, "repo")), Name: str("widgets"), Branch: str("main")}},
+		{"worktree", "wt", "", repoFacts{Root: str(filepath.Join(dir, "wt")), Name: str("widgets"), Branch: str("feature/x")}},
+		{"detached", "detached", "", repoFacts{Root: str(filepath.Join(dir, "detached")), Name: str("detached"), Branch: str("detached@" + sha)}},
+		{"outside git", "plain", "", repoFacts{}},
+		{"below a ceiling at the work tree", "repo/a", "repo", repoFacts{}},
+		{"the work tree below a ceiling", "repo/a/b/c", "repo/a", repoFacts{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if tt.ceiling != "" {
+				t.Setenv(gitwalk.CeilingEnv, filepath.Join(dir, tt.ceiling))
+			}
 			got := gitFacts(context.Background(), filepath.Join(dir, tt.dir))
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
@@ -81,6 +98,7 @@ func TestGitFactsFollowChanges(t *testing.T) { followChanges(t) }
 // many times it asked for the facts.
 func followChanges(t *testing.T) int {
 	root := t.TempDir()
+	noGitAbove(t, root)
 	gitDir := filepath.Join(root, ".git")
 	write := func(name, content string) {
 		t.Helper()

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"unsafe"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/gitwalk"
 )
 
 // factsCache keeps the git facts of the directories sessions work in.
@@ -19,7 +21,8 @@ var factsCache = &factsWatcher{fd: -1}
 // checkout in a terminal shows in the next turn, as with a stat of every
 // file, and no "racy" window is needed.
 //
-// The facts of a directory depend on: in each directory from it up to /,
+// The facts of a directory depend on: in each directory from it up to / (or
+// to below the nearest git ceiling, see gitwalk),
 // the entries ".git" and the next directory on the path (created, removed,
 // renamed, rewritten); the directory itself (removed, moved); in the git
 // directory HEAD and commondir; in the common directory config. Watches are
@@ -130,15 +133,14 @@ func (w *factsWatcher) fillLocked(dir string) repoFacts {
 		}
 	}
 	ok := true
-	for d, child := dir, ""; ; d, child = filepath.Dir(d), filepath.Base(d) {
+	child := ""
+	for d := range gitwalk.Up(dir) {
 		names := []string{"", ".git"}
 		if child != "" {
 			names = append(names, child)
 		}
 		ok = ok && w.watchLocked(d, pathMask, dir, names...)
-		if filepath.Dir(d) == d {
-			break
-		}
+		child = filepath.Base(d)
 	}
 	w.reads.Add(1)
 	f, gitDir, common := readGitFacts(dir)

@@ -15,6 +15,7 @@ import (
 // HEAD, lost events. Changes to other files read nothing again.
 func TestGitFactsWatched(t *testing.T) {
 	base := t.TempDir()
+	noGitAbove(t, base)
 	root := filepath.Join(base, "repo")
 	cwd := filepath.Join(root, "cmd", "tool")
 	write := func(p, content string) {
