@@ -30,7 +30,8 @@ build:
 	cd codexchild && GOWORK=off $(GO) build -o $(BIN)/ ./cmd/...
 
 ## test: lint, a macOS build check, every module with -race, the
-## testscripts, the real-Codex suite and the real-client (Node SDK) suite.
+## testscripts, the real-Codex suite and the real-client (Node SDK) suite,
+## then atmclient's cross-process tests at full size without -race.
 test: build real-codex lint cross-vet
 	@for m in $(MODULES); do \
 	  echo "== go test -race $$m"; \
@@ -38,6 +39,8 @@ test: build real-codex lint cross-vet
 	             ATM_CODEX_APP_BIN="$$(cat $(CODEX_CACHE)/app-bin 2>/dev/null || true)" \
 	             $(GOTEST) -race -count=1 -timeout 20m ./...) || exit 1; \
 	done
+	@echo "== go test atmclient cross-process tests at full size (without -race, where they would take many minutes)"
+	@cd atmclient && $(GOTEST) -count=1 -run '^(TestConcurrentProcesses|TestCrashSafety)$$' .
 
 ## real-codex: install the pinned Codex CLIs with npm (once; cached in .cache/).
 real-codex:
