@@ -47,6 +47,11 @@ type Home struct {
 	Dir string
 	// WorkDir is a directory inside Dir to use as the threads' cwd.
 	WorkDir string
+	// UserHome is the HOME of the processes started with [Home.Env]: an
+	// empty directory inside Dir, so that the developer's dotfiles (the
+	// ~/.bashrc that Codex's shell snapshot sources in a login shell, a
+	// ~/.gitconfig) neither slow the tests down nor change what they see.
+	UserHome string
 	// ModelURL is the mock's base URL written to config.toml.
 	ModelURL string
 
@@ -73,7 +78,7 @@ func NewHome(t testing.TB, modelURL string, opts *HomeOptions) *Home {
 	if err != nil {
 		t.Fatalf("realcodex: create CODEX_HOME: %v", err)
 	}
-	h := &Home{Dir: dir, WorkDir: filepath.Join(dir, "work"), ModelURL: modelURL, t: t, rustLog: o.RustLog}
+	h := &Home{Dir: dir, WorkDir: filepath.Join(dir, "work"), UserHome: filepath.Join(dir, "user-home"), ModelURL: modelURL, t: t, rustLog: o.RustLog}
 	if h.rustLog == "" {
 		h.rustLog = os.Getenv("ATM_CODEX_RUST_LOG")
 	}
@@ -90,8 +95,10 @@ func NewHome(t testing.TB, modelURL string, opts *HomeOptions) *Home {
 			t.Errorf("realcodex: remove CODEX_HOME: %v", err)
 		}
 	})
-	if err := os.MkdirAll(h.WorkDir, 0o700); err != nil {
-		t.Fatalf("realcodex: %v", err)
+	for _, d := range []string{h.WorkDir, h.UserHome} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatalf("realcodex: %v", err)
+		}
 	}
 	if err := os.WriteFile(h.ConfigPath(), []byte(configTOML(modelURL, o)), 0o600); err != nil {
 		t.Fatalf("realcodex: write config.toml: %v", err)
@@ -199,11 +206,12 @@ func (h *Home) RolloutFor(threadID string) (string, error) {
 }
 
 // Env returns the environment to run Codex with: the test's environment
-// without OpenAI/Codex credentials and settings, plus CODEX_HOME, MOCK_API_KEY,
-// RUST_LOG and the leak-check tag [TagEnv].
+// without OpenAI/Codex credentials and settings, plus CODEX_HOME, HOME (the
+// empty [Home.UserHome]), MOCK_API_KEY, RUST_LOG and the leak-check tag
+// [TagEnv].
 func (h *Home) Env() []string {
 	drop := map[string]bool{"OPENAI_API_KEY": true, "OPENAI_BASE_URL": true, "OPENAI_ORG_ID": true,
-		"OPENAI_PROJECT": true, "RUST_LOG": true, TagEnv: true}
+		"OPENAI_PROJECT": true, "RUST_LOG": true, TagEnv: true, "HOME": true}
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
@@ -214,6 +222,7 @@ func (h *Home) Env() []string {
 	}
 	return append(env,
 		"CODEX_HOME="+h.Dir,
+		"HOME="+h.UserHome,
 		"MOCK_API_KEY=sk-mock",
 		"RUST_LOG="+h.rustLog,
 		TagEnv+"="+h.Dir,

@@ -76,8 +76,13 @@ func TestNewHome(t *testing.T) {
 				t.Errorf("%s is under the temp dir", p)
 			}
 		}
-		if rel, err := filepath.Rel(h.Dir, h.WorkDir); err != nil || strings.HasPrefix(rel, "..") {
-			t.Errorf("work dir %s is not inside %s", h.WorkDir, h.Dir)
+		for _, d := range []string{h.WorkDir, h.UserHome} {
+			if rel, err := filepath.Rel(h.Dir, d); err != nil || strings.HasPrefix(rel, "..") {
+				t.Errorf("%s is not inside %s", d, h.Dir)
+			}
+		}
+		if ents, err := os.ReadDir(h.UserHome); err != nil || len(ents) != 0 {
+			t.Errorf("user home %s: %d entries, %v; want an empty directory", h.UserHome, len(ents), err)
 		}
 		if _, err := os.Stat(filepath.Join(h.WorkDir, ".git")); err != nil {
 			t.Errorf("GitInit: %v", err)
@@ -114,7 +119,7 @@ web_search_request = false
 			}
 			env[k] = v
 		}
-		wantEnv := map[string]string{"CODEX_HOME": h.Dir, "MOCK_API_KEY": "sk-mock", "RUST_LOG": "warn",
+		wantEnv := map[string]string{"CODEX_HOME": h.Dir, "HOME": h.UserHome, "MOCK_API_KEY": "sk-mock", "RUST_LOG": "warn",
 			realcodex.TagEnv: h.Dir, "OPENAI_API_KEY": "", "CODEX_SANDBOX": ""}
 		gotEnv := map[string]string{}
 		for k := range wantEnv {
