@@ -88,6 +88,12 @@
 //   - MOCKCODEX_START_FAIL=<code>: exit with that code before reading stdin
 //     (initialize is never answered), like a bad config.toml.
 //   - MOCKCODEX_DELAY_MS=<ms>: added latency before each turn's model call.
+//   - MOCKCODEX_TIMING=<file>: keep in that file (created if missing,
+//     overwritten in place) two little-endian int64 wall-clock times in Unix
+//     nanoseconds: bytes 0–8 when the last request was read, bytes 8–16 just
+//     before the last response was written. A benchmark that sends one
+//     request at a time can then tell the child's own time from the time
+//     spent getting the request to it and the response back.
 //   - MOCKCODEX_STALE_LISTENER (mcp-server): after a cancelled or aborted
 //     turn, the next codex-reply on the same thread meets the cancelled
 //     request's stale listener. "" or "0" (default): no stale listener, all

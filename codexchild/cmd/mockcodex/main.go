@@ -124,6 +124,8 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 	}
 
 	out := newOutput(stdout)
+	out.timing = openTiming(getenv("MOCKCODEX_TIMING"))
+	defer out.timing.close()
 	p := newProcess(o, cfg, out, stderr)
 	p.log = lg
 	defer p.shutdown()
@@ -237,9 +239,10 @@ func unquoteTOML(v string) string {
 // output owns stdout: every message and every raw write (GARBAGE) goes
 // through it, one at a time.
 type output struct {
-	mu  sync.Mutex
-	raw io.Writer
-	w   jsonrpcframe.Writer
+	mu     sync.Mutex
+	raw    io.Writer
+	w      jsonrpcframe.Writer
+	timing *timing // MOCKCODEX_TIMING, or nil
 }
 
 func newOutput(w io.Writer) *output {
@@ -251,6 +254,9 @@ func newOutput(w io.Writer) *output {
 func (o *output) send(m *jsonrpcframe.Message) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if m.IsResponse() {
+		o.timing.mark(timingResponseWrite)
+	}
 	_ = o.w.Write(m)
 }
 
@@ -470,8 +476,12 @@ func (l *eventLog) write(v map[string]any) {
 }
 
 // logReceived records one message read from stdin; a line that was not a
-// message is recorded as "raw".
+// message is recorded as "raw". A request's read is marked in the timing
+// file.
 func logReceived(p *process, m *jsonrpcframe.Message, bad []byte) {
+	if m != nil && m.IsRequest() {
+		p.out.timing.mark(timingRequestRead)
+	}
 	if p.log == nil {
 		return
 	}
