@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -113,11 +114,12 @@ func (c *rawClient) call(tb testing.TB, method string, params any) *jsonrpcframe
 	}
 }
 
-// startDirect starts mockcodex mcp-server with a raw client.
-func startDirect(tb testing.TB, bin, dir string) *rawClient {
+// startDirect starts mockcodex mcp-server with a raw client; env is added
+// to mockcodex's environment.
+func startDirect(tb testing.TB, bin, dir string, env ...string) *rawClient {
 	cmd := exec.Command(bin, "mcp-server")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CODEX_HOME="+filepath.Join(dir, ".codex"))
+	cmd.Env = append(append(os.Environ(), "CODEX_HOME="+filepath.Join(dir, ".codex")), env...)
 	in, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
 	stderr, _ := cmd.StderrPipe() // read, as the proxy and MCP clients do
@@ -132,10 +134,10 @@ func startDirect(tb testing.TB, bin, dir string) *rawClient {
 }
 
 // startProxied runs a proxy in this process in front of mockcodex, with a
-// raw client.
-func startProxied(tb testing.TB, bin, home string) (*rawClient, *Server) {
+// raw client; env is added to mockcodex's environment.
+func startProxied(tb testing.TB, bin, home string, env ...string) (*rawClient, *Server) {
 	writeTeam(tb, home, "dev", "arch")
-	backend := codexchild.NewMCPServer(codexchild.Config{Bin: bin, Dir: home, Env: []string{"CODEX_HOME=" + filepath.Join(home, ".codex")}})
+	backend := codexchild.NewMCPServer(codexchild.Config{Bin: bin, Dir: home, Env: append([]string{"CODEX_HOME=" + filepath.Join(home, ".codex")}, env...)})
 	srv, err := New(Options{Home: home, Team: "dev", Identity: "proxy", Backend: backend, Cwd: home, SummaryTimeout: time.Second, PersistThreads: true})
 	if err != nil {
 		tb.Fatal(err)
@@ -176,6 +178,59 @@ func structuredOf(tb testing.TB, m *jsonrpcframe.Message) map[string]any {
 	return r.StructuredContent
 }
 
+// childTimes is a mockcodex's MOCKCODEX_TIMING file: when it last read a
+// request and last began writing a response, on the wall clock it shares
+// with this process.
+type childTimes string
+
+// env is the setting that makes mockcodex keep the file.
+func (p childTimes) env() string { return "MOCKCODEX_TIMING=" + string(p) }
+
+// hops splits a call that began at start and whose response was read at end
+// into the request's way to mockcodex, mockcodex's own time and the
+// response's way back; ok is false when the file does not hold that call.
+func (p childTimes) hops(tb testing.TB, start, end time.Time) (in, child, out time.Duration, ok bool) {
+	b, err := os.ReadFile(string(p))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if len(b) != 16 {
+		return 0, 0, 0, false
+	}
+	req := time.Unix(0, int64(binary.LittleEndian.Uint64(b[0:8])))
+	resp := time.Unix(0, int64(binary.LittleEndian.Uint64(b[8:16])))
+	start, end = start.Round(0), end.Round(0) // wall clock, as mockcodex's
+	if req.Before(start) || resp.Before(req) || end.Before(resp) {
+		return 0, 0, 0, false // another call's, or the wall clock was stepped
+	}
+	return req.Sub(start), resp.Sub(req), end.Sub(resp), true
+}
+
+// hopSplit collects the parts of one path's calls (childTimes.hops).
+type hopSplit struct{ in, child, out []time.Duration }
+
+// add records the call from start to end, if its child's file holds it.
+func (h *hopSplit) add(tb testing.TB, p childTimes, start, end time.Time) {
+	if in, child, out, ok := p.hops(tb, start, end); ok {
+		h.in, h.child, h.out = append(h.in, in), append(h.child, child), append(h.out, out)
+	}
+}
+
+// reportHops reports what the proxied path adds to the direct one in each
+// part, at the median: p50-in-hop-overhead-µs, p50-codex-turn-delta-µs,
+// p50-out-hop-overhead-µs.
+func reportHops(b *testing.B, direct, proxied hopSplit) {
+	if len(direct.in) == 0 || len(proxied.in) == 0 {
+		return
+	}
+	delta := func(p, d []time.Duration) float64 {
+		return float64((quantile(p, 0.5) - quantile(d, 0.5)).Nanoseconds()) / 1e3
+	}
+	b.ReportMetric(delta(proxied.in, direct.in), "p50-in-hop-overhead-µs")
+	b.ReportMetric(delta(proxied.child, direct.child), "p50-codex-turn-delta-µs")
+	b.ReportMetric(delta(proxied.out, direct.out), "p50-out-hop-overhead-µs")
+}
+
 func quantile(d []time.Duration, q float64) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
@@ -201,12 +256,20 @@ func quantile(d []time.Duration, q float64) time.Duration {
 //     first event reaches the client (the request's way in, the first
 //     event's way out); the rest of the overhead comes with the events and
 //     the result.
+//   - p50-in-hop-overhead-µs, p50-codex-turn-delta-µs,
+//     p50-out-hop-overhead-µs: the same comparison split where mockcodex
+//     read the request and began writing its result (MOCKCODEX_TIMING, on
+//     the wall clock both processes share): what the proxy adds on the
+//     request's way to the child, how much longer the child itself took
+//     (negative: shorter), and what it adds on the result's way back.
+//     Medians of each part, so they need not sum to p50-overhead-µs.
 func BenchmarkToolsCallOverhead(b *testing.B) {
 	bin := mockcodexBin(b)
 	home := b.TempDir()
-	direct := startDirect(b, bin, home)
+	directTimes, proxiedTimes := childTimes(filepath.Join(home, "direct.timing")), childTimes(filepath.Join(home, "proxied.timing"))
+	direct := startDirect(b, bin, home, directTimes.env())
 	directBare := startDirect(b, bin, home)
-	proxied, srv := startProxied(b, bin, home)
+	proxied, srv := startProxied(b, bin, home, proxiedTimes.env())
 	// One thread per path: each has as many turns as the proxied one.
 	thread := structuredOf(b, direct.call(b, "tools/call", map[string]any{"name": "codex", "arguments": map[string]any{"prompt": "start", "cwd": home}}))["threadId"]
 	bareThread := structuredOf(b, directBare.call(b, "tools/call", map[string]any{"name": "codex", "arguments": map[string]any{"prompt": "start", "cwd": home}}))["threadId"]
@@ -216,6 +279,7 @@ func BenchmarkToolsCallOverhead(b *testing.B) {
 	block := sessionContext{AgentID: rec.AgentID, Identity: rec.Identity, Team: srv.opts.Team, Cwd: rec.Cwd,
 		Repo: gitFacts(context.Background(), rec.Cwd)}.contextBlock()
 	var bare, same, prox, sameFirst, proxFirst []time.Duration
+	var sameHops, proxHops hopSplit
 	for b.Loop() {
 		t0 := time.Now()
 		direct.call(b, "tools/call", map[string]any{"name": "codex-reply", "arguments": map[string]any{"threadId": thread, "prompt": block + "\nbench"}})
@@ -227,6 +291,9 @@ func BenchmarkToolsCallOverhead(b *testing.B) {
 		directBare.call(b, "tools/call", map[string]any{"name": "codex-reply", "arguments": map[string]any{"threadId": bareThread, "prompt": "bench"}})
 		t3 := time.Now()
 		same, prox, bare = append(same, t1.Sub(t0)), append(prox, t2.Sub(t1)), append(bare, t3.Sub(t2))
+		// Read after the timed calls; each file holds its child's last call.
+		sameHops.add(b, directTimes, t0, t1)
+		proxHops.add(b, proxiedTimes, t1, t2)
 	}
 	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 	b.ReportMetric(us(quantile(same, 0.5)), "p50-direct-µs")
@@ -235,6 +302,7 @@ func BenchmarkToolsCallOverhead(b *testing.B) {
 	b.ReportMetric(us(quantile(prox, 0.99)-quantile(same, 0.99)), "p99-overhead-µs")
 	b.ReportMetric(us(quantile(prox, 0.5)-quantile(bare, 0.5)), "p50-overhead-with-context-µs")
 	b.ReportMetric(us(quantile(proxFirst, 0.5)-quantile(sameFirst, 0.5)), "p50-first-event-overhead-µs")
+	reportHops(b, sameHops, proxHops)
 }
 
 // BenchmarkRelayFloor is BenchmarkToolsCallOverhead with a byte relay in
@@ -319,15 +387,18 @@ func BenchmarkRelayFloor(b *testing.B) {
 // also reports the CPU time serve uses per turn next to what the direct
 // path's mockcodex uses for the same turn (serve-cpu-µs/turn,
 // child-cpu-µs/turn): on a small machine the proxy's CPU competes with
-// Codex and the client, so it shows in the latency.
+// Codex and the client, so it shows in the latency. It splits the overhead
+// as BenchmarkToolsCallOverhead does (the in-hop, the child's own turn and
+// the out-hop; serve passes MOCKCODEX_TIMING on to its mockcodex).
 func BenchmarkToolsCallOverheadProcess(b *testing.B) {
 	bin := mockcodexBin(b)
 	home := b.TempDir()
 	writeTeam(b, home, "dev", "arch")
-	direct := startDirect(b, bin, home)
+	directTimes, proxiedTimes := childTimes(filepath.Join(home, "direct.timing")), childTimes(filepath.Join(home, "proxied.timing"))
+	direct := startDirect(b, bin, home, directTimes.env())
 	cmd := exec.Command(proxyBin(b), "serve", "--team", "dev", "--identity", "proxy", "--codex-bin", bin)
 	cmd.Dir = home
-	cmd.Env = append(os.Environ(), "ATM_HOME="+home, "HOME="+home, "CODEX_HOME="+filepath.Join(home, ".codex"))
+	cmd.Env = append(os.Environ(), "ATM_HOME="+home, "HOME="+home, "CODEX_HOME="+filepath.Join(home, ".codex"), proxiedTimes.env())
 	in, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
 	stderr, _ := cmd.StderrPipe()
@@ -345,6 +416,7 @@ func BenchmarkToolsCallOverheadProcess(b *testing.B) {
 	// home, outside git).
 	block := sessionContext{AgentID: agent, Identity: "arch", Team: "dev", Cwd: home, Repo: gitFacts(context.Background(), home)}.contextBlock()
 	var same, prox []time.Duration
+	var sameHops, proxHops hopSplit
 	serveCPU, childCPU := cpuTime(cmd.Process.Pid), cpuTime(direct.pid)
 	for b.Loop() {
 		t0 := time.Now()
@@ -353,6 +425,8 @@ func BenchmarkToolsCallOverheadProcess(b *testing.B) {
 		proxied.call(b, "tools/call", map[string]any{"name": "codex-reply", "arguments": map[string]any{"agent_id": agent, "prompt": "bench"}})
 		t2 := time.Now()
 		same, prox = append(same, t1.Sub(t0)), append(prox, t2.Sub(t1))
+		sameHops.add(b, directTimes, t0, t1)
+		proxHops.add(b, proxiedTimes, t1, t2)
 	}
 	serveCPU, childCPU = cpuTime(cmd.Process.Pid)-serveCPU, cpuTime(direct.pid)-childCPU
 	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
@@ -364,6 +438,7 @@ func BenchmarkToolsCallOverheadProcess(b *testing.B) {
 		b.ReportMetric(us(serveCPU)/float64(len(prox)), "serve-cpu-µs/turn")
 		b.ReportMetric(us(childCPU)/float64(len(same)), "child-cpu-µs/turn")
 	}
+	reportHops(b, sameHops, proxHops)
 }
 
 // cpuTime is the CPU time the process pid has used so far, user and
