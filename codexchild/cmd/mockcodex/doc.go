@@ -89,7 +89,8 @@
 //     (initialize is never answered), like a bad config.toml.
 //   - MOCKCODEX_DELAY_MS=<ms>: added latency before each turn's model call.
 //   - MOCKCODEX_TIMING=<file>: keep in that file (created if missing,
-//     overwritten in place) two little-endian int64 wall-clock times in Unix
+//     overwritten in place; a file that cannot be opened is reported on
+//     stderr and nothing is kept) two little-endian int64 wall-clock times in Unix
 //     nanoseconds: bytes 0–8 when the last request was read, bytes 8–16 just
 //     before the last response was written. A benchmark that sends one
 //     request at a time can then tell the child's own time from the time

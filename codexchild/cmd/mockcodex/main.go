@@ -124,7 +124,9 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 	}
 
 	out := newOutput(stdout)
-	out.timing = openTiming(getenv("MOCKCODEX_TIMING"))
+	if out.timing, err = openTiming(getenv("MOCKCODEX_TIMING")); err != nil {
+		fmt.Fprintf(stderr, "mockcodex: %v; no times are kept\n", err)
+	}
 	defer out.timing.close()
 	p := newProcess(o, cfg, out, stderr)
 	p.log = lg

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/binary"
+	"fmt"
 	"os"
 	"sync"
 	"time"
@@ -26,17 +27,18 @@ const (
 	timingResponseWrite = 8
 )
 
-// openTiming opens (creating it) the MOCKCODEX_TIMING file, or returns nil
-// when path is empty or the file cannot be opened.
-func openTiming(path string) *timing {
+// openTiming opens (creating it) the MOCKCODEX_TIMING file. It returns nil
+// when path is empty, and nil with the error when the file cannot be
+// opened.
+func openTiming(path string) (*timing, error) {
 	if path == "" {
-		return nil
+		return nil, nil
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil
+		return nil, fmt.Errorf("MOCKCODEX_TIMING: %w", err)
 	}
-	return &timing{f: f}
+	return &timing{f: f}, nil
 }
 
 // mark writes the wall-clock time now at off.

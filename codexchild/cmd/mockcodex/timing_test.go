@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -46,6 +47,14 @@ func TestTiming(t *testing.T) {
 		})
 	}
 
+	t.Run("unopenable", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "missing-dir", "timing")
+		c := start(t, testEnv(t, "MOCKCODEX_TIMING", path), "mcp-server")
+		c.initialize() // it still serves
+		if got, want := c.stderr.String(), "mockcodex: MOCKCODEX_TIMING: open "+path; !strings.Contains(got, want) {
+			t.Errorf("stderr = %q, want it to contain %q", got, want)
+		}
+	})
 }
 
 // readTiming returns the two times in a MOCKCODEX_TIMING file.
