@@ -17,11 +17,6 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
 )
 
-func init() {
-	cli.Serve = serve
-	cli.Tools = tools
-}
-
 // serveProcs is how many processors serve runs Go code on (0: leave the
 // runtime's choice): one, unless GOMAXPROCS is set. The proxy's work is
 // serial (one router, one Codex reader that also answers replies) and

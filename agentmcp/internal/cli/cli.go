@@ -47,6 +47,7 @@ type runEnv struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	progs          Programs
 }
 
 // lookupEnv adapts getenv: an empty value counts as unset.
@@ -79,8 +80,9 @@ type exitPanic int
 // name) and returns the exit code: 0 on success, 1 on failure, 2 on a
 // usage error (bad flags or arguments, or a flag value the configuration
 // rejects). Errors go to stderr; stdout carries only the command's output.
-// getenv reads the environment; an empty value counts as unset.
-func Run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) (code int) {
+// getenv reads the environment; an empty value counts as unset. progs are
+// the MCP servers that serve and tools run.
+func Run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string, progs Programs) (code int) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
@@ -95,7 +97,7 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	if !ok {
 		return code
 	}
-	err := kctx.Run(&runEnv{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv})
+	err := kctx.Run(&runEnv{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, progs: progs})
 	if err == nil {
 		return ExitOK
 	}

@@ -18,6 +18,11 @@ import (
 
 // run runs the command line in a fresh home and working directory.
 func run(t *testing.T, env map[string]string, args ...string) (code int, stdout, stderr string) {
+	return runWith(t, Programs{}, env, args...)
+}
+
+// runWith runs the command line with progs as its MCP servers.
+func runWith(t *testing.T, progs Programs, env map[string]string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	home := t.TempDir()
 	t.Chdir(home)
@@ -30,7 +35,7 @@ func run(t *testing.T, env map[string]string, args ...string) (code int, stdout,
 			return home
 		}
 		return ""
-	})
+	}, progs)
 	return code, out.String(), errb.String()
 }
 
@@ -61,23 +66,20 @@ func TestExitCodes(t *testing.T) {
 // TestServe checks the hook receives the resolved configuration, that
 // stdout is the hook's alone and that logs go to stderr or the log file.
 func TestServe(t *testing.T) {
-	defer func(old func(context.Context, *config.Config, io.Reader, io.Writer, *slog.Logger) error) { Serve = old }(Serve)
-
-	Serve = nil
 	code, stdout, stderr := run(t, nil, "serve")
 	if code != ExitFailure || stdout != "" || !strings.Contains(stderr, "no MCP server") {
 		t.Errorf("nil hook: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 
 	var got *config.Config
-	Serve = func(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout io.Writer, logger *slog.Logger) error {
+	serve := Programs{Serve: func(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout io.Writer, logger *slog.Logger) error {
 		got = cfg
 		logger.Info("hello from the proxy")
 		logger.Debug("debug detail")
 		fmt.Fprintln(stdout, `{"jsonrpc":"2.0","id":1,"result":{}}`)
 		return nil
-	}
-	code, stdout, stderr = run(t, nil, "serve", "--identity", "arch", "--timeout", "2m", "--resume=codex-1", "--explore", "--log-level", "debug")
+	}}
+	code, stdout, stderr = runWith(t, serve, nil, "serve", "--identity", "arch", "--timeout", "2m", "--resume=codex-1", "--explore", "--log-level", "debug")
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -95,7 +97,7 @@ func TestServe(t *testing.T) {
 	// --resume without a value; logs to a file at warn.
 	dir := t.TempDir()
 	logFile := filepath.Join(dir, "proxy.log")
-	code, _, stderr = run(t, nil, "serve", "--resume", "--log-file", logFile, "--log-level", "warn")
+	code, _, stderr = runWith(t, serve, nil, "serve", "--resume", "--log-file", logFile, "--log-level", "warn")
 	if code != ExitOK || got.Resume != (config.Resume{Enabled: true}) {
 		t.Fatalf("exit %d, resume %+v: %s", code, got.Resume, stderr)
 	}
@@ -106,10 +108,10 @@ func TestServe(t *testing.T) {
 		t.Errorf("info logged at warn level: %q", b)
 	}
 
-	Serve = func(context.Context, *config.Config, io.Reader, io.Writer, *slog.Logger) error {
+	failing := Programs{Serve: func(context.Context, *config.Config, io.Reader, io.Writer, *slog.Logger) error {
 		return errors.New("child died")
-	}
-	if code, stdout, stderr := run(t, nil, "serve"); code != ExitFailure || stdout != "" || !strings.Contains(stderr, "atm-agent-mcp serve: child died") {
+	}}
+	if code, stdout, stderr := runWith(t, failing, nil, "serve"); code != ExitFailure || stdout != "" || !strings.Contains(stderr, "atm-agent-mcp serve: child died") {
 		t.Errorf("failing hook: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }

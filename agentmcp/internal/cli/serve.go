@@ -14,19 +14,22 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/stdio"
 )
 
-// Serve runs the MCP proxy: JSON-RPC from Claude on stdin, to Claude on
-// stdout, nothing else on stdout. ctx is cancelled on SIGINT or SIGTERM
-// (graceful shutdown, FR-7); Serve also returns when stdin ends. logger
-// writes to stderr or the log file. The proxy package sets it; while it is
-// nil `serve` fails.
-var Serve func(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout io.Writer, logger *slog.Logger) error
+// Server is an MCP server the command line runs with the resolved
+// configuration, on stdin/stdout, until stdin ends or ctx is cancelled
+// (SIGINT or SIGTERM: graceful shutdown, FR-7). logger writes to stderr or
+// the log file; stdout carries JSON-RPC and nothing else.
+type Server func(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout io.Writer, logger *slog.Logger) error
 
-// Tools runs the tools-only MCP server of one Codex thread (atm_send & co.
-// bound to cfg.Identity), on stdin/stdout, until stdin ends or ctx is
-// cancelled. The proxy package sets it; while it is nil `tools` fails.
-var Tools func(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout io.Writer, logger *slog.Logger) error
+// Programs are the MCP servers of the command line.
+type Programs struct {
+	// Serve runs the MCP proxy (serve). optional: nil makes serve fail.
+	Serve Server
+	// Tools runs the tools-only MCP server of one Codex thread (atm_send &
+	// co. bound to cfg.Identity). optional: nil makes tools fail.
+	Tools Server
+}
 
-// errNotBuilt is returned by serve and tools while their hook is nil.
+// errNotBuilt is returned by serve and tools without their Server.
 var errNotBuilt = errors.New("this build of atm-agent-mcp has no MCP server (the proxy package did not register one)")
 
 type serveCmd struct {
@@ -63,7 +66,7 @@ func (c *serveCmd) Run(env *runEnv) error {
 	if err != nil {
 		return err
 	}
-	return runServer(env, cfg, Serve)
+	return runServer(env, cfg, env.progs.Serve)
 }
 
 type toolsCmd struct {
@@ -89,12 +92,12 @@ func (c *toolsCmd) Run(env *runEnv) error {
 	if err != nil {
 		return err
 	}
-	return runServer(env, cfg, Tools)
+	return runServer(env, cfg, env.progs.Tools)
 }
 
 // runServer sets up logging and runs an MCP server hook until it returns
 // or a signal arrives.
-func runServer(env *runEnv, cfg *config.Config, hook func(context.Context, *config.Config, io.Reader, io.Writer, *slog.Logger) error) error {
+func runServer(env *runEnv, cfg *config.Config, hook Server) error {
 	logger, closeLog, err := newLogger(cfg, env.stderr)
 	if err != nil {
 		return err
