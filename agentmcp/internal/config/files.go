@@ -9,7 +9,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/gitwalk"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/gitctx"
 )
 
 const (
@@ -111,7 +111,7 @@ func tomlText(v any) string {
 // directory named in GIT_CEILING_DIRECTORIES above cwd). Outside a git work
 // tree only cwd is searched. ok is false when there is no such file.
 func FindRepoFile(cwd string) (path string, ok bool) {
-	return findRepoFile(cwd, gitwalk.Ceilings(os.Getenv(gitwalk.CeilingEnv)))
+	return findRepoFile(cwd, gitctx.Ceilings(os.Getenv(gitctx.CeilingEnv)))
 }
 
 func findRepoFile(cwd string, ceilings []string) (path string, ok bool) {
@@ -137,11 +137,11 @@ func findRepoFile(cwd string, ceilings []string) (path string, ok bool) {
 // entry, looking where git itself would (not into a directory named in
 // GIT_CEILING_DIRECTORIES above dir).
 func GitRoot(dir string) (string, bool) {
-	return gitRoot(dir, gitwalk.Ceilings(os.Getenv(gitwalk.CeilingEnv)))
+	return gitRoot(dir, gitctx.Ceilings(os.Getenv(gitctx.CeilingEnv)))
 }
 
 func gitRoot(dir string, ceilings []string) (string, bool) {
-	for d := range gitwalk.UpTo(dir, ceilings) {
+	for d := range gitctx.UpTo(dir, ceilings) {
 		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
 			return d, true
 		}

@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/gitwalk"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/gitctx"
 )
 
 // Flags are the command-line values that were given. A nil field was not
@@ -134,8 +134,8 @@ func Load(opts LoadOptions) (*Config, error) {
 	if cfg.ConfigFile != "" {
 		paths = append(paths, cfg.ConfigFile)
 	}
-	ceilings, _ := env(gitwalk.CeilingEnv)
-	if p, ok := findRepoFile(cwd, gitwalk.Ceilings(ceilings)); ok {
+	ceilings, _ := env(gitctx.CeilingEnv)
+	if p, ok := findRepoFile(cwd, gitctx.Ceilings(ceilings)); ok {
 		paths = append(paths, p)
 	}
 	paths = append(paths, GlobalFile(cfg.Home))

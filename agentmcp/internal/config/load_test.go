@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/gitwalk"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/gitctx"
 )
 
 // fixture is a home, a git repository and a working directory inside it.
@@ -34,7 +34,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	// Git looks no higher than root: the machine's temporary directory
 	// may itself lie in a git work tree.
-	f.env = map[string]string{"ATM_HOME": f.home, "HOME": f.home, gitwalk.CeilingEnv: root}
+	f.env = map[string]string{"ATM_HOME": f.home, "HOME": f.home, gitctx.CeilingEnv: root}
 	return f
 }
 
@@ -422,12 +422,12 @@ func TestRepoFileSearch(t *testing.T) {
 		f := newFixture(t)
 		// The work tree's root is the ceiling itself: git does not look
 		// into it from below, so cwd is outside git.
-		f.env[gitwalk.CeilingEnv] = f.repo
+		f.env[gitctx.CeilingEnv] = f.repo
 		write(t, f.repoFile(), "[plugins.atm-agent-mcp]\nmodel = \"root\"\n")
 		if c := f.load(t, Flags{}); c.Model != "" {
 			t.Errorf("model %q: searched into the ceiling", c.Model)
 		}
-		f.env[gitwalk.CeilingEnv] = filepath.Dir(f.repo)
+		f.env[gitctx.CeilingEnv] = filepath.Dir(f.repo)
 		if c := f.load(t, Flags{}); c.Model != "root" {
 			t.Errorf("model %q, want the root's file below the ceiling", c.Model)
 		}

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/gitwalk"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/gitctx"
 )
 
 // repoFacts are the git facts of a directory, refreshed on every turn.
@@ -174,10 +174,10 @@ func (c *repoInfoCache) lookup(root, gitDir string) (name, branch, common string
 }
 
 // findGitDir walks up from dir (absolute) to the nearest .git, where git
-// itself would look (gitwalk.Up), and returns the work tree root and the
+// itself would look (gitctx.Up), and returns the work tree root and the
 // git directory.
 func findGitDir(dir string) (root, gitDir string) {
-	for d := range gitwalk.Up(dir) {
+	for d := range gitctx.Up(dir) {
 		p := filepath.Join(d, ".git")
 		if st, err := os.Stat(p); err == nil {
 			if st.IsDir() {

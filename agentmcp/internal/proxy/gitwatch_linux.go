@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"unsafe"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/gitwalk"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/gitctx"
 )
 
 // factsCache keeps the git facts of the directories sessions work in.
@@ -134,7 +134,7 @@ func (w *factsWatcher) fillLocked(dir string) repoFacts {
 	}
 	ok := true
 	child := ""
-	for d := range gitwalk.Up(dir) {
+	for d := range gitctx.Up(dir) {
 		names := []string{"", ".git"}
 		if child != "" {
 			names = append(names, child)

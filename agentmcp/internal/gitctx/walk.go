@@ -1,5 +1,5 @@
-// Package gitwalk walks from a directory up to the directories git itself
-// would look in for a repository.
+// This file walks from a directory up to the directories git itself would
+// look in for a repository.
 //
 // Git stops its search below any directory named in GIT_CEILING_DIRECTORIES
 // (a list of absolute paths separated by the OS path list separator): it
@@ -7,7 +7,7 @@
 // proxy's git facts and the .atm.toml search honour it too, so that they
 // agree with `git rev-parse` wherever the user has set it (build machines
 // whose /tmp lies inside a checkout, slow network mounts).
-package gitwalk
+package gitctx
 
 import (
 	"iter"

@@ -1,4 +1,4 @@
-package gitwalk
+package gitctx
 
 import (
 	"os"
