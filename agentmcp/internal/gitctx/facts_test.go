@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
 )
 
 // gitIn returns a runner of git commands in dir (with a committer set),
