@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/gitwalk"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/gitctx"
 )
 
 // gitIn returns a runner of git commands in dir (with a committer set),
@@ -36,7 +36,7 @@ func gitIn(t *testing.T, dir string) func(args ...string) {
 // may itself lie in a git work tree.
 func noGitAbove(t *testing.T, dir string) {
 	t.Helper()
-	t.Setenv(gitwalk.CeilingEnv, filepath.Dir(dir))
+	t.Setenv(gitctx.CeilingEnv, filepath.Dir(dir))
 }
 
 // TestGitFacts compares the file-based facts with what git itself says, in
@@ -79,7 +79,7 @@ func TestGitFacts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.ceiling != "" {
-				t.Setenv(gitwalk.CeilingEnv, filepath.Join(dir, tt.ceiling))
+				t.Setenv(gitctx.CeilingEnv, filepath.Join(dir, tt.ceiling))
 			}
 			got := gitFacts(context.Background(), filepath.Join(dir, tt.dir))
 			if diff := cmp.Diff(tt.want, got); diff != "" {
