@@ -63,7 +63,10 @@ type AppServer struct {
 	approvalSeq int64
 }
 
-var _ Backend = (*AppServer)(nil)
+var (
+	_ Backend = (*AppServer)(nil)
+	_ Steerer = (*AppServer)(nil)
+)
 
 // drainWait bounds how long a new turn waits for the interrupted previous
 // turn of its thread to end in Codex before it fails with ErrThreadBusy.
@@ -166,7 +169,7 @@ func (b *AppServer) Version() string {
 func (b *AppServer) Status() Status {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := Status{Started: b.ch != nil, Version: b.version}
+	s := Status{Kind: KindAppServer, Started: b.ch != nil, Version: b.version}
 	if b.ch != nil {
 		s.PID = b.ch.cmd.Process.Pid
 		s.Running = b.exitErr == nil
@@ -176,21 +179,6 @@ func (b *AppServer) Status() Status {
 		s.Exit = &st
 	}
 	return s
-}
-
-// Forward is not supported: the app-server is not an MCP server.
-func (b *AppServer) Forward(ctx context.Context, req *jsonrpcframe.Message) (*jsonrpcframe.Message, error) {
-	return nil, fmt.Errorf("codexchild: forward %s: %w", req.Method, ErrUnsupported)
-}
-
-// Notify is not supported: the app-server is not an MCP server.
-func (b *AppServer) Notify(ctx context.Context, n *jsonrpcframe.Message) error {
-	return fmt.Errorf("codexchild: notify %s: %w", n.Method, ErrUnsupported)
-}
-
-// Tools is not supported: the app-server has no MCP tools.
-func (b *AppServer) Tools(ctx context.Context) (json.RawMessage, error) {
-	return nil, fmt.Errorf("codexchild: tools/list: %w", ErrUnsupported)
 }
 
 // Close stops the child gracefully (close stdin; SIGTERM to its process

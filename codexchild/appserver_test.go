@@ -11,8 +11,7 @@ import (
 
 // TestAppResumeAfterThreadNotFound: a thread the backend believes loaded
 // but Codex does not know (turn/start: "thread not found") is resumed and
-// the turn retried when the caller marked it Resume; without Resume it is an
-// IsError result.
+// the turn retried; with SameThread it is an IsError result.
 func TestAppResumeAfterThreadNotFound(t *testing.T) {
 	cfg, cwd := setupMockApp(t)
 	var thread string
@@ -31,14 +30,14 @@ func TestAppResumeAfterThreadNotFound(t *testing.T) {
 	b.mu.Lock()
 	b.loaded[thread] = true // as if this process had run it and lost it
 	b.mu.Unlock()
-	res, err := b.Turn(ctxFor(t, 30*time.Second), TurnRequest{ThreadID: thread, Prompt: "no resume"})
+	res, err := b.Turn(ctxFor(t, 30*time.Second), TurnRequest{ThreadID: thread, Prompt: "no resume", SameThread: true})
 	if err != nil || !res.IsError || !strings.Contains(res.Text, "thread not found") {
-		t.Errorf("Turn without Resume = %+v, %v; want IsError thread not found", res, err)
+		t.Errorf("Turn with SameThread = %+v, %v; want IsError thread not found", res, err)
 	}
 	var sent int
-	res, err = b.Turn(ctxFor(t, 30*time.Second), TurnRequest{ThreadID: thread, Resume: true, Prompt: "resumed", OnSent: func() { sent++ }})
+	res, err = b.Turn(ctxFor(t, 30*time.Second), TurnRequest{ThreadID: thread, Prompt: "resumed", OnSent: func() { sent++ }})
 	if err != nil || res.IsError || res.Text != "MOCK_REPLY: resumed" || res.ThreadID != thread {
-		t.Errorf("Turn with Resume = %+v, %v; want the reply after thread/resume", res, err)
+		t.Errorf("Turn = %+v, %v; want the reply after thread/resume", res, err)
 	}
 	if sent != 1 {
 		t.Errorf("OnSent called %d times, want once", sent)
@@ -73,7 +72,7 @@ func TestAppCtxCancelAndBusy(t *testing.T) {
 	if _, err := b.Turn(ctxFor(t, 5*time.Second), TurnRequest{ThreadID: thread, Prompt: "me too"}); !errors.Is(err, ErrThreadBusy) {
 		t.Errorf("second Turn = %v, want ErrThreadBusy", err)
 	}
-	if err := b.Steer(ctxFor(t, 5*time.Second), thread, "more"); err != nil {
+	if err := steerOf(t, b).Steer(ctxFor(t, 5*time.Second), thread, "more"); err != nil {
 		t.Errorf("Steer: %v", err)
 	}
 	cancel()

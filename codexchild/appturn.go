@@ -95,8 +95,8 @@ func (t *appTurn) partial() string {
 // turn is still running fails with ErrThreadBusy; one whose previous turn
 // was just interrupted first waits (briefly) for Codex to end it.
 func (b *AppServer) Turn(ctx context.Context, req TurnRequest) (*Result, error) {
-	if req.Yield != nil {
-		req.Yield() // a turn here starts with a round trip or two
+	if req.Release != nil {
+		req.Release() // a turn here starts with a round trip or two
 	}
 	if err := b.ensureStarted(ctx); err != nil {
 		return nil, err
@@ -115,12 +115,17 @@ func (b *AppServer) Turn(ctx context.Context, req TurnRequest) (*Result, error) 
 	}
 
 	threadID := req.ThreadID
+	resume := threadID != "" && !req.SameThread && !b.isLoaded(threadID)
+	prompt := req.Prompt
+	if threadID != "" {
+		prompt = req.Preamble + req.Prompt
+	}
 	var res *Result
 	var err error
 	switch {
 	case threadID == "":
 		threadID, res, err = b.startThread(tctx, req.Params)
-	case req.Resume && !b.isLoaded(threadID):
+	case resume:
 		res, err = b.resumeThread(tctx, threadID, req.Params)
 	}
 	if err != nil {
@@ -129,14 +134,14 @@ func (b *AppServer) Turn(ctx context.Context, req TurnRequest) (*Result, error) 
 	if res != nil {
 		return res, nil
 	}
-	retry := req.Resume
+	retry := !req.SameThread
 	for {
 		t := newAppTurn(threadID, req.Handler)
 		t.resumable = retry
 		if err := b.register(tctx, t); err != nil {
 			return fail(threadID, err)
 		}
-		input := []map[string]any{{"type": "text", "text": req.Prompt}}
+		input := []map[string]any{{"type": "text", "text": prompt}}
 		if _, err := b.send("turn/start", map[string]any{"threadId": threadID, "input": input}, false, t); err != nil {
 			b.unregister(t)
 			return nil, err

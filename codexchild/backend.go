@@ -13,15 +13,14 @@ import (
 // Backend is one Codex child process at the level the proxy thinks in:
 // threads, turns, events, approvals. The mcp-server backend (codex
 // mcp-server, Codex ≤ 0.153.4) and the app-server backend (codex app-server,
-// Codex ≥ 0.154) both implement it. A Backend starts its child lazily on the
-// first call that needs it; every method is safe for concurrent use, and
-// turns on different threads run concurrently.
+// Codex ≥ 0.154) both implement it; what only one protocol has is an
+// optional interface (Passthrough, Steerer). A Backend starts its child
+// lazily on the first call that needs it; every method is safe for
+// concurrent use, and turns on different threads run concurrently.
 type Backend interface {
-	// Kind reports which protocol the backend speaks.
-	Kind() Kind
-
 	// Turn runs one turn: a new thread when req.ThreadID is empty, else a
-	// continuation of that thread. It blocks until the turn ends, the turn's
+	// continuation of that thread (see TurnRequest for when a backend
+	// continues it on a fresh thread or resumes it first). It blocks until the turn ends, the turn's
 	// timeout expires (a *TimeoutError), ctx is cancelled (the turn is
 	// interrupted in Codex first, and Turn returns the interrupted Result
 	// together with ctx's error) or the child dies (an *ExitError). Events
@@ -36,29 +35,33 @@ type Backend interface {
 	// running turn's thread id is not known yet; cancel the Turn's ctx then).
 	Interrupt(ctx context.Context, threadID string) error
 
-	// Steer adds input to the running turn of a thread (app-server only;
-	// ErrUnsupported on mcp-server).
-	Steer(ctx context.Context, threadID, text string) error
-
-	// Forward sends any other request to the child verbatim (its id is
-	// replaced by the backend's own and restored on the reply) and returns
-	// the child's reply verbatim. ErrUnsupported on app-server.
-	Forward(ctx context.Context, req *jsonrpcframe.Message) (*jsonrpcframe.Message, error)
-
-	// Notify sends a notification to the child verbatim (mcp-server only).
-	Notify(ctx context.Context, n *jsonrpcframe.Message) error
-
-	// Tools returns the child's tools/list result (mcp-server only; the
-	// child is started if needed). The result is cached.
-	Tools(ctx context.Context) (json.RawMessage, error)
-
-	// Status reports whether the child is running and, once it has exited,
-	// how it died.
+	// Status reports the protocol, whether the child is running and, once
+	// it has exited, how it died. It never blocks.
 	Status() Status
 
 	// Close stops the child gracefully (close stdin, SIGTERM after a grace,
 	// SIGKILL after a second grace); pending turns fail with an *ExitError.
 	Close(ctx context.Context) error
+}
+
+// Passthrough is what a backend whose child is itself an MCP server
+// (mcp-server) offers besides turns. A backend that has it only for some
+// children (the auto backend) returns ErrUnsupported for the others.
+type Passthrough interface {
+	// Forward sends any other request to the child verbatim (its id is
+	// replaced by the backend's own and restored on the reply) and returns
+	// the child's reply verbatim.
+	Forward(ctx context.Context, req *jsonrpcframe.Message) (*jsonrpcframe.Message, error)
+	// Notify sends a notification to the child verbatim.
+	Notify(ctx context.Context, n *jsonrpcframe.Message) error
+}
+
+// Steerer is what a backend that can add input to a running turn offers
+// (app-server's turn/steer). A backend that has it only for some children
+// (the auto backend) returns ErrUnsupported for the others.
+type Steerer interface {
+	// Steer adds input to the running turn of a thread.
+	Steer(ctx context.Context, threadID, text string) error
 }
 
 // Kind names a backend protocol.
@@ -71,18 +74,40 @@ const (
 )
 
 // TurnRequest is one turn.
+//
+// A turn on a thread this child process has never run continues it where
+// Codex can: app-server resumes it from Codex's storage (thread/resume with
+// Params) first; mcp-server, which cannot, starts a fresh thread in its
+// place, seeded with Seed. On mcp-server a thread whose last turn was
+// interrupted is also left for a fresh thread (Codex may still deliver that
+// turn's results under a later request: docs/codex-wire.md), seeded with
+// the agent's last messages there, unless SameThread is set. The Result's
+// ThreadID names the thread the turn ran on.
 type TurnRequest struct {
 	// ThreadID continues an existing thread; "" starts a new one.
 	ThreadID string
-	// Resume asks the backend to load ThreadID from Codex's storage first
-	// when this child process has not seen it (app-server thread/resume).
-	// The mcp-server backend cannot resume; it reports an IsError result.
-	Resume bool
 	// Prompt is the user input of the turn.
 	Prompt string
-	// Params are the thread's Codex parameters. On a new thread they start
-	// the thread; on app-server they are also sent with thread/resume.
+	// Preamble is sent in front of Prompt, verbatim (no separator added),
+	// on a turn that continues a thread; a turn that starts one sends
+	// Prompt alone (its context belongs in Params.DeveloperInstructions).
+	// optional.
+	Preamble string
+	// Params are the thread's Codex parameters, given on every turn: they
+	// start a thread (a new one, or a fresh one in place of ThreadID) and go
+	// with app-server's thread/resume.
 	Params ThreadParams
+	// Seed is put in front of the developer instructions (followed by a
+	// blank line) when mcp-server starts a fresh thread in place of a
+	// ThreadID this child never ran, such as the last messages of an adopted
+	// Codex session. app-server resumes the thread instead and ignores it.
+	// optional.
+	Seed string
+	// SameThread sends the turn to ThreadID as it is: no fresh thread in
+	// its place and no resume first (a session's summary must come from its
+	// own thread; a reply to a thread no session knows goes to Codex as
+	// given).
+	SameThread bool
 	// Timeout bounds the turn. optional: 0 means 300 s; negative means none.
 	Timeout time.Duration
 	// Handler receives the turn's events and approvals. optional: nil drops
@@ -93,24 +118,25 @@ type TurnRequest struct {
 	// turn's events arrive (the mail layer marks mail read then, FR-8.12).
 	// It is not called when the write fails. optional.
 	OnSent func()
-	// Yield, when set, is called once, on the goroutine calling Turn,
+	// Release, when set, is called once, on the goroutine calling Turn,
 	// before Turn first waits for anything: the child's start, room in its
 	// stdin, or (at the latest, once the request is written and before
 	// OnSent) the turn's result. A caller that starts a turn where it must
-	// not wait, such as the goroutine reading its own client, hands that
-	// role on to another goroutine there and keeps the turn; the turn's
+	// not wait, such as the goroutine reading its own client, gives that
+	// role to another goroutine there and keeps the turn; the turn's
 	// request then reaches Codex without a hand-off between goroutines.
 	// It is called even when Turn fails before it would wait. optional;
 	// the app-server backend calls it before anything else.
-	Yield func()
-	// OnResult, when set, is called with the result Codex sent for the
-	// turn (an IsError one included) on the backend's reader goroutine as
-	// soon as it arrives, before Turn returns that same result: a caller
-	// can answer its own client at once, without waiting for the goroutine
-	// blocked in Turn to be scheduled. It must not block (Codex's output
-	// waits meanwhile). It is not called for a turn that ends otherwise
-	// (timeout, interrupt, the child's death, a JSON-RPC error). optional;
-	// the mcp-server backend calls it, app-server does not.
+	Release func()
+	// OnResult is an optimisation hook. When set, it is called with the
+	// result Codex sent for the turn (an IsError one included) on the
+	// backend's reader goroutine as soon as it arrives, before Turn returns
+	// that same result: a caller can answer its own client at once,
+	// without waiting for the goroutine blocked in Turn to be scheduled. It
+	// must not block (Codex's output waits meanwhile). It is not called for
+	// a turn that ends otherwise (timeout, interrupt, the child's death, a
+	// JSON-RPC error). optional; the mcp-server backend calls it, app-server
+	// does not.
 	OnResult func(*Result)
 }
 
@@ -248,6 +274,9 @@ type Result struct {
 
 // Status reports the child's state.
 type Status struct {
+	// Kind is the protocol: KindAuto while the auto backend has not
+	// decided.
+	Kind    Kind
 	Started bool
 	Running bool
 	PID     int

@@ -68,7 +68,7 @@ func (b *MCPServer) send(method string, params any, t *turn) (*call, error) {
 // sendHook is send with blocked (optional) called before the write waits
 // for room in the child's stdin, or for the child's exit after a failed
 // write. blocked may be called more than once: pass an idempotent function
-// (Turn passes its Yield, wrapped to run once).
+// (Turn passes its Release, wrapped to run once).
 func (b *MCPServer) sendHook(method string, params any, t *turn, blocked func()) (*call, error) {
 	m, err := jsonrpcframe.NewRequest(jsonrpcframe.ID{}, method, params)
 	if err != nil {

@@ -1,7 +1,12 @@
 // Package codexchild runs and supervises one Codex child process and speaks
 // its protocol (codex mcp-server or codex app-server) behind one interface,
 // [Backend]: start a thread, continue it, interrupt a turn, answer its
-// approvals, stream its events and report its result.
+// approvals, stream its events and report its result. What only one protocol
+// has is an optional interface: [Passthrough] (mcp-server's MCP requests
+// and notifications) and [Steerer] (app-server's turn/steer). Which thread a
+// turn runs on is the backend's business: a thread the child cannot
+// continue is resumed (app-server) or replaced by a fresh one (mcp-server;
+// threads.go), as [TurnRequest] says.
 //
 // [NewMCPServer] returns the backend for `codex mcp-server` (Codex 0.104 –
 // 0.153.4). It starts the child on first use, does the MCP handshake with the
@@ -26,13 +31,14 @@
 //
 // [New] picks the backend by Config.Kind; the default, "auto", probes the
 // binary at first use (`codex --version`, else the usage line of `codex
-// mcp-server --help`) and logs its choice.
+// mcp-server --help`) and logs its choice. Until then its Kind is KindAuto:
+// Kind never blocks.
 //
 // The files: child.go supervises a process (process group, stderr drained to
 // the log, exit status, graceful stop) and is shared by both backends;
-// mcpserver.go is the mcp-server backend's API and lifecycle, calls.go its
-// requests and replies, router.go its reader and routing, turn.go the state
-// of a turn, approval.go the mapping of decisions and approval requests,
+// mcpserver.go is the mcp-server backend's API and lifecycle, threads.go its
+// thread policy, calls.go its requests and replies, router.go its reader and
+// routing, turn.go the state of a turn, approval.go the mapping of decisions and approval requests,
 // config.go the Config; appserver.go is the app-server backend's API and
 // lifecycle, appturn.go its turns, appread.go its reader and routing,
 // appapproval.go its approval and server-request answers; flush.go is the

@@ -32,7 +32,7 @@ func testFaults(t *testing.T, setup func(t *testing.T) (Config, string)) {
 				t.Fatalf("Turn = %+v, %v; want an *ExitError", res, err)
 			}
 			// (mockcodex's app-server mode logs nothing before a crash.)
-			if ee.Stderr == "" && b.Kind() == KindMCPServer {
+			if ee.Stderr == "" && kindOf(b) == KindMCPServer {
 				t.Errorf("ExitError.Stderr is empty, want the child's last stderr lines")
 			}
 			if ee.Status != want {
@@ -48,11 +48,15 @@ func testFaults(t *testing.T, setup func(t *testing.T) (Config, string)) {
 			if !errors.As(err2, &ee2) || ee2.Status != want || time.Since(start) > 100*time.Millisecond {
 				t.Errorf("next Turn = %v after %s, want the same *ExitError at once", err2, time.Since(start))
 			}
-			if _, err := b.Tools(ctxFor(t, time.Second)); b.Kind() == KindMCPServer && !errors.As(err, &ee2) {
-				t.Errorf("Tools after exit = %v, want the *ExitError", err)
+			if m, ok := b.(*MCPServer); ok {
+				if _, err := m.Tools(ctxFor(t, time.Second)); !errors.As(err, &ee2) {
+					t.Errorf("Tools after exit = %v, want the *ExitError", err)
+				}
 			}
-			if err := b.Steer(ctxFor(t, time.Second), "x", "y"); err == nil {
-				t.Errorf("Steer after exit succeeded")
+			if s, ok := b.(Steerer); ok {
+				if err := s.Steer(ctxFor(t, time.Second), "x", "y"); err == nil {
+					t.Errorf("Steer after exit succeeded")
+				}
 			}
 			if s := b.Status(); s.Running || s.Exit == nil || *s.Exit != want {
 				t.Errorf("Status = %+v, want exited with %+v", s, want)
@@ -133,7 +137,7 @@ func TestStartFailureMissingBinary(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "/nonexistent/codex") {
 		t.Fatalf("Turn = %v, want a start error", err)
 	}
-	if _, err2 := b.Tools(ctxFor(t, 5*time.Second)); err2 == nil || err2.Error() != err.Error() {
+	if _, err2 := toolsOf(t, b).Tools(ctxFor(t, 5*time.Second)); err2 == nil || err2.Error() != err.Error() {
 		t.Errorf("Tools = %v, want the same start error", err2)
 	}
 	if s := b.Status(); s.Started || s.Running {
@@ -206,7 +210,7 @@ func TestOnEventOrphans(t *testing.T) {
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	b := newBackend(t, cfg)
 	req := mustRequest(t, `{"jsonrpc":"2.0","id":"up-1","method":"tools/call","params":{"name":"codex","arguments":{"prompt":"forwarded","cwd":"`+cwd+`"}}}`)
-	resp, err := b.Forward(ctxFor(t, 30*time.Second), req)
+	resp, err := passOf(t, b).Forward(ctxFor(t, 30*time.Second), req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package codexchild
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -382,4 +383,42 @@ func (h *countingHandler) count(msg string) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.counts[msg]
+}
+
+// kindOf is b's protocol, as its Kind method says (KindAuto for an auto
+// backend that has not decided yet).
+func kindOf(b Backend) Kind { return b.(interface{ Kind() Kind }).Kind() }
+
+// toolsOf is b's tools/list (mcp-server, or the auto backend).
+func toolsOf(t *testing.T, b Backend) interface {
+	Tools(context.Context) (json.RawMessage, error)
+} {
+	t.Helper()
+	tb, ok := b.(interface {
+		Tools(context.Context) (json.RawMessage, error)
+	})
+	if !ok {
+		t.Fatalf("%T has no Tools", b)
+	}
+	return tb
+}
+
+// passOf is b as a Passthrough.
+func passOf(t *testing.T, b Backend) Passthrough {
+	t.Helper()
+	p, ok := b.(Passthrough)
+	if !ok {
+		t.Fatalf("%T is no Passthrough", b)
+	}
+	return p
+}
+
+// steerOf is b as a Steerer.
+func steerOf(t *testing.T, b Backend) Steerer {
+	t.Helper()
+	s, ok := b.(Steerer)
+	if !ok {
+		t.Fatalf("%T is no Steerer", b)
+	}
+	return s
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
@@ -68,10 +69,20 @@ type MCPServer struct {
 	approvals   map[*Approval]*pendingApproval // unanswered approvals
 	approvalSeq int64
 
+	// The thread policy (threads.go): threads this child has run, those
+	// whose last turn was interrupted, and each thread's last agent
+	// messages.
+	known   map[string]bool
+	tainted map[string]bool
+	said    map[string][]string
+
 	ids interner // strings of the events' envelopes; the reader's own
 }
 
-var _ Backend = (*MCPServer)(nil)
+var (
+	_ Backend     = (*MCPServer)(nil)
+	_ Passthrough = (*MCPServer)(nil)
+)
 
 // NewMCPServer returns a backend that runs `cfg.Bin [cfg.Args...]
 // mcp-server` on first use.
@@ -83,6 +94,9 @@ func NewMCPServer(cfg Config) *MCPServer {
 		threads:   map[string]*call{},
 		dead:      map[jsonrpcframe.ID]deadCall{},
 		approvals: map[*Approval]*pendingApproval{},
+		known:     map[string]bool{},
+		tainted:   map[string]bool{},
+		said:      map[string][]string{},
 	}
 }
 
@@ -176,7 +190,7 @@ func (b *MCPServer) Version() string {
 func (b *MCPServer) Status() Status {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := Status{Started: b.ch != nil, Version: b.version}
+	s := Status{Kind: KindMCPServer, Started: b.ch != nil, Version: b.version}
 	if b.ch != nil {
 		s.PID = b.ch.cmd.Process.Pid
 		s.Running = b.exitErr == nil
@@ -188,32 +202,28 @@ func (b *MCPServer) Status() Status {
 	return s
 }
 
-// Steer is not supported by codex mcp-server.
-func (b *MCPServer) Steer(ctx context.Context, threadID, text string) error {
-	return fmt.Errorf("codexchild: steer: %w", ErrUnsupported)
-}
-
-// Turn runs one turn with the codex tool (new thread) or codex-reply.
-// ThreadParams are sent only for a new thread (codex-reply takes none); a
-// Resume of a thread this child does not know gives Codex's IsError result
-// "Session not found for thread_id: ...". A second turn on a thread whose
-// turn is still running fails with ErrThreadBusy.
+// Turn runs one turn with the codex tool (a new thread, or a fresh one in
+// place of a thread this child cannot continue: see TurnRequest and
+// threads.go) or codex-reply. ThreadParams are sent only when a thread
+// starts (codex-reply takes none). A second turn on a thread whose turn is
+// still running fails with ErrThreadBusy.
 func (b *MCPServer) Turn(ctx context.Context, req TurnRequest) (*Result, error) {
-	yield := onceFunc(req.Yield)
-	defer yield()
+	release := onceFunc(req.Release)
+	defer release()
 	if !b.startedOK() {
-		yield() // the start and the handshake take a while
+		release() // the start and the handshake take a while
 	}
 	if err := b.ensureStarted(ctx); err != nil {
 		return nil, err
 	}
+	req, carried := b.plan(req)
 	name, params := toolCallParams(req)
 	t := &turn{handler: req.Handler, threadID: req.ThreadID, onResult: req.OnResult}
-	c, err := b.sendHook("tools/call", params, t, yield)
+	c, err := b.sendHook("tools/call", params, t, release)
 	if err != nil {
 		return nil, err
 	}
-	yield()
+	release()
 	if req.OnSent != nil {
 		req.OnSent()
 	}
@@ -227,10 +237,18 @@ func (b *MCPServer) Turn(ctx context.Context, req TurnRequest) (*Result, error) 
 	if r.abandoned != notAbandoned {
 		partial = t.partial() // the text so far, for a turn that did not end
 	}
+	texts := t.texts
 	t.mu.Unlock()
 	b.mu.Lock()
 	threadID := t.threadID
 	b.mu.Unlock()
+	res, err := b.turnResult(ctx, name, r, how, timeout, threadID, turnID, partial)
+	b.remember(res, threadID, carried, texts)
+	return res, err
+}
+
+// turnResult makes the Result (or the error) of a turn from its reply.
+func (b *MCPServer) turnResult(ctx context.Context, name string, r reply, how waitHow, timeout time.Duration, threadID, turnID, partial string) (*Result, error) {
 
 	switch {
 	case r.err != nil:

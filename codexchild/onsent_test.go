@@ -92,7 +92,7 @@ func TestOnResult(t *testing.T) {
 	thread := res.ThreadID
 	res, calls, err = turn(TurnRequest{ThreadID: thread, Prompt: "again"})
 	check("reply", res, err, calls)
-	res, calls, err = turn(TurnRequest{ThreadID: "019a0000-0000-7000-8000-000000000000", Prompt: "lost"})
+	res, calls, err = turn(TurnRequest{ThreadID: "019a0000-0000-7000-8000-000000000000", Prompt: "lost", SameThread: true})
 	check("IsError result", res, err, calls)
 	if !res.IsError {
 		t.Errorf("reply to an unknown thread: %+v, want an IsError result", res)

@@ -52,7 +52,11 @@ type autoBackend struct {
 	closed  bool
 }
 
-var _ Backend = (*autoBackend)(nil)
+var (
+	_ Backend     = (*autoBackend)(nil)
+	_ Passthrough = (*autoBackend)(nil)
+	_ Steerer     = (*autoBackend)(nil)
+)
 
 // backend returns the chosen backend, probing once; callers wait for the
 // probe until ctx ends.
@@ -98,25 +102,25 @@ func (a *autoBackend) decide() {
 	close(a.decided)
 }
 
-// Kind reports the chosen protocol; the first call probes the binary (at
-// most probeTimeout). A backend closed before its first use reports
-// KindAppServer.
+// Kind reports the chosen protocol, or KindAuto before the first use has
+// decided it. It never blocks.
 func (a *autoBackend) Kind() Kind {
-	b, err := a.backend(context.Background())
-	if err != nil {
-		return KindAppServer
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.b == nil {
+		return KindAuto
 	}
-	return b.Kind()
+	return a.b.Status().Kind
 }
 
 func (a *autoBackend) Turn(ctx context.Context, req TurnRequest) (*Result, error) {
 	a.mu.Lock()
 	chosen := a.b != nil
 	a.mu.Unlock()
-	if !chosen && req.Yield != nil {
-		y := req.Yield
-		req.Yield = nil
-		y() // the probe takes a while
+	if !chosen && req.Release != nil {
+		r := req.Release
+		req.Release = nil
+		r() // the probe takes a while
 	}
 	b, err := a.backend(ctx)
 	if err != nil {
@@ -133,46 +137,56 @@ func (a *autoBackend) Interrupt(ctx context.Context, threadID string) error {
 	return b.Interrupt(ctx, threadID)
 }
 
+// Steer adds input to a running turn on app-server; ErrUnsupported on
+// mcp-server.
 func (a *autoBackend) Steer(ctx context.Context, threadID, text string) error {
 	b, err := a.backend(ctx)
 	if err != nil {
 		return err
 	}
-	return b.Steer(ctx, threadID, text)
+	s, ok := b.(Steerer)
+	if !ok {
+		return fmt.Errorf("codexchild: steer: %w", ErrUnsupported)
+	}
+	return s.Steer(ctx, threadID, text)
 }
 
+// Forward passes a request to an mcp-server child; ErrUnsupported on
+// app-server.
 func (a *autoBackend) Forward(ctx context.Context, req *jsonrpcframe.Message) (*jsonrpcframe.Message, error) {
 	b, err := a.backend(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return b.Forward(ctx, req)
+	p, ok := b.(Passthrough)
+	if !ok {
+		return nil, fmt.Errorf("codexchild: forward %s: %w", req.Method, ErrUnsupported)
+	}
+	return p.Forward(ctx, req)
 }
 
+// Notify passes a notification to an mcp-server child; ErrUnsupported on
+// app-server.
 func (a *autoBackend) Notify(ctx context.Context, n *jsonrpcframe.Message) error {
 	b, err := a.backend(ctx)
 	if err != nil {
 		return err
 	}
-	return b.Notify(ctx, n)
-}
-
-func (a *autoBackend) Tools(ctx context.Context) (json.RawMessage, error) {
-	b, err := a.backend(ctx)
-	if err != nil {
-		return nil, err
+	p, ok := b.(Passthrough)
+	if !ok {
+		return fmt.Errorf("codexchild: notify %s: %w", n.Method, ErrUnsupported)
 	}
-	return b.Tools(ctx)
+	return p.Notify(ctx, n)
 }
 
 // Status reports the chosen backend's status; before the choice, a child
-// that has not started (no probe is run for it).
+// that has not started, of KindAuto (no probe is run for it).
 func (a *autoBackend) Status() Status {
 	a.mu.Lock()
 	b := a.b
 	a.mu.Unlock()
 	if b == nil {
-		return Status{}
+		return Status{Kind: KindAuto}
 	}
 	return b.Status()
 }
@@ -248,4 +262,18 @@ func probeRun(ctx context.Context, cfg Config, args ...string) ([]byte, error) {
 		return nil, fmt.Errorf("%s %v: %w", cfg.Bin, args, err)
 	}
 	return stdout.Bytes(), nil
+}
+
+// Tools returns an mcp-server child's tools/list result; ErrUnsupported on
+// app-server.
+func (a *autoBackend) Tools(ctx context.Context) (json.RawMessage, error) {
+	b, err := a.backend(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := b.(*MCPServer)
+	if !ok {
+		return nil, fmt.Errorf("codexchild: tools/list: %w", ErrUnsupported)
+	}
+	return m.Tools(ctx)
 }

@@ -92,7 +92,7 @@ func TestNewAuto(t *testing.T) {
 		if err != nil || res.Text != "MOCK_REPLY: auto" {
 			t.Fatalf("Turn = %+v, %v", res, err)
 		}
-		if k := b.Kind(); k != KindAppServer {
+		if k := kindOf(b); k != KindAppServer {
 			t.Errorf("Kind = %s, want app-server", k)
 		}
 		if s := b.Status(); !s.Running || s.Version != "0.169.0" {
@@ -102,8 +102,15 @@ func TestNewAuto(t *testing.T) {
 	t.Run("mcp-server", func(t *testing.T) {
 		cfg, _ := setupMock(t)
 		cfg.Kind = KindAuto
-		if k := newTestBackend(t, cfg).Kind(); k != KindMCPServer {
-			t.Errorf("Kind for mockcodex 0.153.4 = %s, want mcp-server", k)
+		b := newTestBackend(t, cfg)
+		if k := kindOf(b); k != KindAuto {
+			t.Errorf("Kind before first use = %s, want auto (Kind never probes)", k)
+		}
+		if _, err := toolsOf(t, b).Tools(ctxFor(t, 30*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if k, s := kindOf(b), b.Status(); k != KindMCPServer || s.Kind != KindMCPServer {
+			t.Errorf("Kind for mockcodex 0.153.4 = %s (Status %s), want mcp-server", k, s.Kind)
 		}
 	})
 	if _, err := New(Config{Bin: "codex", Kind: "websocket"}); err == nil {

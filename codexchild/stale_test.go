@@ -159,7 +159,7 @@ func TestStaleListenerRouting(t *testing.T) {
 	}
 
 	rec2 := newRecorder(func(*Approval) Decision { return Decision{Kind: Approve} })
-	res, err := b.Turn(ctxFor(t, 10*time.Second), TurnRequest{ThreadID: thread1, Prompt: "again", Handler: rec2})
+	res, err := b.Turn(ctxFor(t, 10*time.Second), TurnRequest{ThreadID: thread1, Prompt: "again", Handler: rec2, SameThread: true})
 	if err != nil {
 		t.Fatalf("reply Turn: %v", err)
 	}

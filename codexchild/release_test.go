@@ -10,23 +10,23 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// yieldLog records a turn's Yield and OnSent calls, in order, with the
-// child's state at the Yield.
-type yieldLog struct {
+// releaseLog records a turn's Release and OnSent calls, in order, with the
+// child's state at the Release.
+type releaseLog struct {
 	mu      sync.Mutex
 	calls   []string
-	started bool // Status().Started at the Yield
-	alive   bool // Status().Running at the Yield
+	started bool // Status().Started at the Release
+	alive   bool // Status().Running at the Release
 	at      time.Time
-	version string // Status().Version at the Yield
+	version string // Status().Version at the Release
 }
 
-func (l *yieldLog) request(b Backend, req TurnRequest) TurnRequest {
-	req.Yield = func() {
+func (l *releaseLog) request(b Backend, req TurnRequest) TurnRequest {
+	req.Release = func() {
 		st := b.Status()
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		l.calls = append(l.calls, "yield")
+		l.calls = append(l.calls, "release")
 		l.started, l.alive, l.at, l.version = st.Started, st.Running, time.Now(), st.Version
 	}
 	req.OnSent = func() {
@@ -37,32 +37,32 @@ func (l *yieldLog) request(b Backend, req TurnRequest) TurnRequest {
 	return req
 }
 
-func (l *yieldLog) got() []string {
+func (l *releaseLog) got() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]string(nil), l.calls...)
 }
 
-// TestYield: Turn calls Yield once, before it first waits: before the
+// TestRelease: Turn calls Release once, before it first waits: before the
 // child's start on a cold backend, after the request is written (before
 // OnSent) on a warm one, before the write waits when the child does not
 // read its stdin; first thing on app-server.
-func TestYield(t *testing.T) {
+func TestRelease(t *testing.T) {
 	t.Run("mcp-server", func(t *testing.T) {
 		cfg, cwd := setupMock(t)
 		b := newBackend(t, cfg)
-		var cold, warm yieldLog
+		var cold, warm releaseLog
 		res, err := b.Turn(ctxFor(t, 30*time.Second), cold.request(b, TurnRequest{Prompt: "cold", Params: ThreadParams{Cwd: cwd}}))
 		if err != nil || res.IsError {
 			t.Fatalf("Turn = %+v, %v", res, err)
 		}
-		if diff := cmp.Diff([]string{"yield", "sent"}, cold.got()); diff != "" || cold.started {
+		if diff := cmp.Diff([]string{"release", "sent"}, cold.got()); diff != "" || cold.started {
 			t.Errorf("cold backend: calls (-want +got):\n%s; child started at the yield: %v (want false)", diff, cold.started)
 		}
 		if _, err := b.Turn(ctxFor(t, 30*time.Second), warm.request(b, TurnRequest{ThreadID: res.ThreadID, Prompt: "warm"})); err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff([]string{"yield", "sent"}, warm.got()); diff != "" || !warm.alive {
+		if diff := cmp.Diff([]string{"release", "sent"}, warm.got()); diff != "" || !warm.alive {
 			t.Errorf("warm backend: calls (-want +got):\n%s; child running at the yield: %v", diff, warm.alive)
 		}
 	})
@@ -75,17 +75,17 @@ func TestYield(t *testing.T) {
 		stdinWriteTimeout = 2 * time.Second
 		t.Cleanup(func() { stdinWriteTimeout = old })
 		b := newBackend(t, Config{Bin: exe, Env: []string{fakeChildEnv + "=nostdin", "GORACE=atexit_sleep_ms=0"}})
-		if _, err := b.Tools(ctxFor(t, 10*time.Second)); err != nil { // the handshake; then it stops reading
+		if _, err := toolsOf(t, b).Tools(ctxFor(t, 10*time.Second)); err != nil { // the handshake; then it stops reading
 			t.Fatal(err)
 		}
-		var l yieldLog
+		var l releaseLog
 		start := time.Now()
 		if _, err := b.Turn(ctxFor(t, 30*time.Second), l.request(b, TurnRequest{Prompt: strings.Repeat("x", 1<<20)})); err == nil {
 			t.Fatal("Turn into a wedged child succeeded")
 		}
-		// The write waited stdinWriteTimeout and failed; the Yield came
+		// The write waited stdinWriteTimeout and failed; the Release came
 		// before that wait, not after it.
-		if diff := cmp.Diff([]string{"yield"}, l.got()); diff != "" || !l.alive || l.at.Sub(start) > stdinWriteTimeout/2 {
+		if diff := cmp.Diff([]string{"release"}, l.got()); diff != "" || !l.alive || l.at.Sub(start) > stdinWriteTimeout/2 {
 			t.Errorf("calls (-want +got):\n%s; child running at the yield: %v (want true); yield after %s (want before the write's %s wait)",
 				diff, l.alive, l.at.Sub(start), stdinWriteTimeout)
 		}
@@ -98,23 +98,23 @@ func TestYield(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = b.Close(ctxFor(t, 10*time.Second)) })
-		var l yieldLog
+		var l releaseLog
 		if res, err := b.Turn(ctxFor(t, 30*time.Second), l.request(b, TurnRequest{Prompt: "hello", Params: ThreadParams{Cwd: cwd}})); err != nil || res.IsError {
 			t.Fatalf("Turn = %+v, %v", res, err)
 		}
 		// Before the probe: no backend was chosen (no version known).
-		if diff := cmp.Diff([]string{"yield", "sent"}, l.got()); diff != "" || l.version != "" {
+		if diff := cmp.Diff([]string{"release", "sent"}, l.got()); diff != "" || l.version != "" {
 			t.Errorf("calls (-want +got):\n%s; version known at the yield: %q (want none: before the probe)", diff, l.version)
 		}
 	})
 	t.Run("app-server", func(t *testing.T) {
 		cfg, cwd := setupMockApp(t)
 		b := newAppBackend(t, cfg)
-		var l yieldLog
+		var l releaseLog
 		if res, err := b.Turn(ctxFor(t, 30*time.Second), l.request(b, TurnRequest{Prompt: "hello", Params: ThreadParams{Cwd: cwd}})); err != nil || res.IsError {
 			t.Fatalf("Turn = %+v, %v", res, err)
 		}
-		if diff := cmp.Diff([]string{"yield", "sent"}, l.got()); diff != "" || l.started {
+		if diff := cmp.Diff([]string{"release", "sent"}, l.got()); diff != "" || l.started {
 			t.Errorf("calls (-want +got):\n%s; child started at the yield: %v (want false)", diff, l.started)
 		}
 	})

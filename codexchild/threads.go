@@ -1,0 +1,102 @@
+package codexchild
+
+import "strings"
+
+// This file is the mcp-server backend's thread policy: which thread a turn
+// runs on. Codex's mcp-server cannot load a thread another process ran, and
+// a thread whose request was cancelled may still deliver that request's
+// results under a later one (the stale-listener bug,
+// docs/codex-wire.md#stale-listener). So a turn on a thread this child has
+// never run, or whose last turn was interrupted, starts a fresh thread in
+// its place, seeded with what the agent should know of the old one.
+
+// maxSaid bounds the agent messages kept per thread.
+const maxSaid = 20
+
+// plan returns the turn to send for req — req itself, or a new thread in
+// place of req.ThreadID — and the agent messages the new thread inherits.
+func (b *MCPServer) plan(req TurnRequest) (TurnRequest, []string) {
+	if req.ThreadID == "" {
+		return req, nil
+	}
+	b.mu.Lock()
+	known := b.known[req.ThreadID] || b.threads[req.ThreadID] != nil // run here, or running
+	tainted, said := b.tainted[req.ThreadID], b.said[req.ThreadID]
+	b.mu.Unlock()
+	if req.SameThread || known && !tainted {
+		req.Prompt = req.Preamble + req.Prompt
+		return req, nil
+	}
+	note, reason := req.Seed, "thread unknown to this child"
+	if known {
+		note, reason = interruptedNote(req.ThreadID, said), "thread was interrupted"
+	}
+	b.log.Info("continuing the session on a new Codex thread", "old_thread", req.ThreadID, "reason", reason)
+	if note != "" {
+		req.Params.DeveloperInstructions = note + "\n\n" + req.Params.DeveloperInstructions
+	}
+	req.ThreadID = ""
+	return req, said
+}
+
+// remember records what a turn tells about its thread: it ran here, it was
+// interrupted, what the agent said (after the messages carried over from
+// the thread it replaced).
+func (b *MCPServer) remember(res *Result, threadID string, carried, texts []string) {
+	if res != nil && res.ThreadID != "" {
+		threadID = res.ThreadID
+	}
+	if threadID == "" {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	said := b.said[threadID]
+	if said == nil {
+		said = append([]string(nil), carried...)
+	}
+	for _, t := range texts {
+		if t = strings.TrimSpace(t); t != "" {
+			said = append(said, clip(t, 2000))
+		}
+	}
+	if len(said) > maxSaid {
+		said = said[len(said)-maxSaid:]
+	}
+	b.said[threadID] = said
+	if res != nil {
+		b.known[threadID] = true
+		if res.Status == "interrupted" {
+			b.tainted[threadID] = true
+		}
+	}
+}
+
+// interruptedNote seeds the fresh thread that follows an interrupted one
+// with the agent's last messages there.
+func interruptedNote(threadID string, msgs []string) string {
+	if len(msgs) == 0 {
+		return ""
+	}
+	if len(msgs) > 5 {
+		msgs = msgs[len(msgs)-5:]
+	}
+	var b strings.Builder
+	b.WriteString("[Previous thread " + threadID + " was interrupted — your last messages there]\n")
+	for _, m := range msgs {
+		b.WriteString("- " + clip(m, 1000) + "\n")
+	}
+	b.WriteString("[End of previous thread]")
+	return b.String()
+}
+
+// clip cuts s (trimmed) to n characters on a character boundary, adding
+// "…" when it cut.
+func clip(s string, n int) string {
+	s = strings.TrimSpace(s)
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}
