@@ -1,0 +1,252 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
+)
+
+// pending is an approval waiting for an answer. Whoever answers first wins:
+// the client's elicitation, Session.Respond, the timeout, the session
+// closing or the proxy shutting down.
+type pending struct {
+	id       string
+	a        *codexchild.Approval
+	question string
+	created  time.Time
+	decided  chan Answer   // buffered 1: the first offer wins
+	answered chan struct{} // closed once Codex has been answered
+	once     sync.Once
+}
+
+// offer proposes an answer; only the first one counts. It reports whether
+// this one was taken.
+func (p *pending) offer(a Answer) bool {
+	taken := false
+	p.once.Do(func() {
+		p.decided <- a
+		taken = true
+	})
+	return taken
+}
+
+// bridgeApproval answers a Codex approval (FR-18), on a goroutine of its own: with a
+// client that can be asked, through the Asker; with approval fallback
+// "queue" (or while the client is asked) it is listed in Detail and
+// Session.Respond answers it. No answer within the elicitation timeout, a
+// client that cannot be asked (fallback "deny"), a gone client or a closing
+// session all become a denial — never a JSON-RPC error, which would hang
+// Codex's turn. s is nil for a turn without a session.
+func (m *Manager) bridgeApproval(s *Session, call CallRef, a *codexchild.Approval) {
+	var rec registry.Session
+	if s != nil {
+		rec = s.Record()
+	}
+	log := m.log.With("agent_id", rec.AgentID, "identity", rec.Identity, "kind", string(a.Kind))
+	what := describeApproval(a)
+	respond := func(an Answer) {
+		if err := a.Respond(an.Decision); err != nil && !errors.Is(err, codexchild.ErrAlreadyAnswered) {
+			log.Warn("cannot answer codex approval", "err", err)
+		}
+		m.cfg.Audit.Approval(rec, what, an.Outcome)
+	}
+	ask := m.cfg.Asker != nil && m.cfg.Asker.CanAsk()
+	if !ask {
+		switch m.cfg.ApprovalFallback {
+		case "approve":
+			log.Info("approval granted by policy (client has no elicitation)", "what", what)
+			respond(Answer{codexchild.Decision{Kind: codexchild.Approve}, "approved: approval_fallback=approve"})
+			return
+		case "queue":
+		default:
+			reason := "denied automatically: the MCP client cannot answer approval requests (it did not declare the " +
+				"elicitation capability). Run without needing approval (approval-policy \"never\" with a suitable sandbox), " +
+				"or use a client with elicitation support, or set approval_fallback = \"queue\" (answer with agent_respond) " +
+				"or \"approve\" for trusted setups."
+			log.Info("approval denied: client has no elicitation", "what", what)
+			respond(Answer{codexchild.Decision{Kind: codexchild.Deny, Reason: reason}, "denied: client has no elicitation"})
+			return
+		}
+	}
+	id := a.ID
+	if id == "" {
+		id = fmt.Sprintf("approval-%d", time.Now().UnixNano())
+	}
+	p := &pending{id: id, a: a, question: fmt.Sprintf("[%s] %s", firstNonEmpty(rec.Identity, "codex"), what),
+		created: m.now(), decided: make(chan Answer, 1), answered: make(chan struct{})}
+	defer close(p.answered)
+	if s != nil {
+		if !s.pend(p) {
+			respond(Answer{codexchild.Decision{Kind: codexchild.Deny, Reason: "the session is closing"}, "denied: session closing"})
+			return
+		}
+		defer s.pend(&pending{id: id}) // done: unlisted
+	}
+	ctx, cancel := context.WithCancel(m.ctx)
+	defer cancel()
+	if ask {
+		q := Question{ApprovalID: id, AgentID: rec.AgentID, Identity: rec.Identity, Message: p.question, Approval: a}
+		if call != nil {
+			q.RequestID = call.RequestID()
+			call.Progress("waiting for approval: " + Clip(what, 80))
+		}
+		go func() {
+			an, err := m.cfg.Asker.Ask(ctx, q)
+			switch {
+			case err != nil && ctx.Err() != nil:
+				// answered otherwise, timed out or shutting down
+			case err != nil:
+				log.Info("approval could not be asked; denying", "err", err)
+				p.offer(Answer{codexchild.Decision{Kind: codexchild.Deny, Reason: "the approval could not be asked: " + err.Error()}, "denied: client gone"})
+			default:
+				p.offer(an)
+			}
+		}()
+	} else {
+		log.Info("approval queued for agent_respond", "approval_id", id, "what", what)
+	}
+	timer := time.NewTimer(m.cfg.ElicitationTimeout)
+	defer timer.Stop()
+	select {
+	case an := <-p.decided:
+		respond(an)
+	case <-timer.C:
+		p.offer(Answer{})
+		log.Warn("approval timed out; denying", "after", m.cfg.ElicitationTimeout, "what", what)
+		respond(Answer{codexchild.Decision{Kind: codexchild.Deny, Reason: fmt.Sprintf("no answer from the user within %s", m.cfg.ElicitationTimeout)},
+			"denied: elicitation timeout"})
+	case <-m.ctx.Done():
+		p.offer(Answer{})
+		respond(Answer{codexchild.Decision{Kind: codexchild.Deny, Reason: "the proxy is shutting down"}, "denied: shutdown"})
+	}
+}
+
+// pend lists p as pending (false when the session is closing), or, for a
+// p without an approval, unlists the approval of its id.
+func (s *Session) pend(p *pending) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p.a == nil {
+		delete(s.approvals, p.id)
+		return true
+	}
+	if s.closing != nil {
+		return false
+	}
+	if s.approvals == nil {
+		s.approvals = map[string]*pending{}
+	}
+	s.approvals[p.id] = p
+	return true
+}
+
+// denyApprovals answers every approval the session still waits for with a
+// denial (FR-18.5) and waits (at most 2 s) until Codex has been told.
+func (s *Session) denyApprovals(reason string) {
+	s.mu.Lock()
+	pend := make([]*pending, 0, len(s.approvals))
+	for _, p := range s.approvals {
+		pend = append(pend, p)
+	}
+	s.mu.Unlock()
+	deadline := time.NewTimer(2 * time.Second)
+	defer deadline.Stop()
+	for _, p := range pend {
+		p.offer(Answer{codexchild.Decision{Kind: codexchild.Deny, Reason: reason}, "denied: " + reason})
+	}
+	for _, p := range pend {
+		select {
+		case <-p.answered:
+		case <-deadline.C:
+			return
+		}
+	}
+}
+
+// Respond answers a pending approval of the session (agent_respond); id ""
+// names the only pending one. It returns the approval's id, or
+// INVALID_PARAMS when there is no such approval or it was answered already.
+func (s *Session) Respond(id string, d codexchild.Decision) (string, error) {
+	s.mu.Lock()
+	p := s.approvals[id]
+	if p == nil && id == "" && len(s.approvals) == 1 {
+		for _, only := range s.approvals {
+			p = only
+		}
+	}
+	s.mu.Unlock()
+	if p == nil {
+		return "", proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "approval_id", "approval_id": id},
+			"no pending approval %q for this session (see agent_status)", id)
+	}
+	outcome := string(d.Kind) + " by agent_respond"
+	if d.Reason != "" {
+		outcome += ": " + d.Reason
+	}
+	if !p.offer(Answer{d, outcome}) {
+		return "", proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"approval_id": p.id}, "approval %s was already answered", p.id)
+	}
+	return p.id, nil
+}
+
+// ParseAnswer reads agent_respond's answer: approve, approve_for_session,
+// deny, or "deny: <reason>" (abort and cancel end the turn).
+func ParseAnswer(ans, reason string) (codexchild.Decision, error) {
+	ans = strings.TrimSpace(ans)
+	if k, r, ok := strings.Cut(ans, ":"); ok {
+		ans, reason = strings.TrimSpace(k), firstNonEmpty(strings.TrimSpace(reason), strings.TrimSpace(r))
+	}
+	switch strings.ToLower(ans) {
+	case "approve", "approved", "accept", "yes":
+		return codexchild.Decision{Kind: codexchild.Approve}, nil
+	case "approve_for_session", "approved_for_session":
+		return codexchild.Decision{Kind: codexchild.ApproveForSession}, nil
+	case "deny", "denied", "decline", "no":
+		return codexchild.Decision{Kind: codexchild.Deny, Reason: firstNonEmpty(reason, "denied by the orchestrator")}, nil
+	case "abort", "cancel":
+		return codexchild.Decision{Kind: codexchild.Abort, Reason: firstNonEmpty(reason, "aborted by the orchestrator")}, nil
+	}
+	return codexchild.Decision{}, fmt.Errorf("answer %q is not approve, approve_for_session, deny or \"deny: reason\"", ans)
+}
+
+// describeApproval is the human question for an approval.
+func describeApproval(a *codexchild.Approval) string {
+	switch a.Kind {
+	case codexchild.ApprovalPatch:
+		n := countChanges(a.Changes)
+		q := fmt.Sprintf("Allow Codex to apply changes to %d file%s", n, plural(n))
+		if a.Reason != "" {
+			q += " (" + a.Reason + ")"
+		}
+		return q + "?"
+	default:
+		q := "Allow Codex to run `" + a.Command + "`"
+		if a.Cwd != "" {
+			q += " in `" + a.Cwd + "`"
+		}
+		if a.Reason != "" {
+			q += " (" + a.Reason + ")"
+		}
+		return q + "?"
+	}
+}
+
+func countChanges(raw json.RawMessage) int {
+	var m map[string]any
+	if json.Unmarshal(raw, &m) == nil {
+		return len(m)
+	}
+	var l []any
+	if json.Unmarshal(raw, &l) == nil {
+		return len(l)
+	}
+	return 0
+}

@@ -1,0 +1,179 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
+	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
+)
+
+// summaryPrompt asks a session for its summary on close and shutdown
+// (docs/requirements.md#fr-6).
+const summaryPrompt = `Session ending. Write a concise summary of:
+- What you were working on
+- Current state — what is done, what is not
+- Any open questions or blockers
+- Next steps if resumed`
+
+// CloseOutcome reports how a session was closed.
+type CloseOutcome struct {
+	Record       registry.Session
+	SummarySaved bool
+	// Already: the session was closed before (closing it again does
+	// nothing).
+	Already bool
+}
+
+// Close closes a session (FR-17.3, FR-17.4, FR-17.10): queued turns fail
+// with SESSION_CLOSED, pending approvals are denied, a running turn is
+// interrupted; a busy session (or any live one with summarize, as on
+// shutdown) is asked for a summary within ctx; the identity is released.
+// Closing a closed session does nothing; a close while another runs waits
+// for that one.
+func (m *Manager) Close(ctx context.Context, s *Session, summarize bool) CloseOutcome {
+	s.mu.Lock()
+	if other := s.closing; other != nil {
+		s.mu.Unlock()
+		select {
+		case <-other:
+		case <-ctx.Done():
+		}
+		return CloseOutcome{Record: s.Record(), Already: true}
+	}
+	if !s.rec.Status.Live() {
+		rec := s.rec
+		s.mu.Unlock()
+		return CloseOutcome{Record: rec, Already: true}
+	}
+	closed := make(chan struct{})
+	s.closing = closed
+	queued := s.queue
+	s.queue = nil
+	busy := s.running != nil
+	runCancel := s.runCancel
+	agentID := s.rec.AgentID
+	s.mu.Unlock()
+	defer close(closed)
+
+	closedErr := proxyerr.New(proxyerr.ErrSessionClosed, map[string]any{"agent_id": agentID}, "session %s was closed", agentID)
+	for _, j := range queued {
+		j.discard(closedErr)
+	}
+	s.denyApprovals("the session is being closed")
+	if busy {
+		if thread := s.Record().BackendID; thread != "" {
+			_ = m.cfg.Backend.Interrupt(ctx, thread)
+		}
+		if runCancel != nil {
+			runCancel()
+		}
+		waitCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		s.waitIdle(waitCtx)
+		cancel()
+	}
+	saved := false
+	if busy || summarize {
+		saved = m.summarize(ctx, s)
+	}
+	var rec registry.Session
+	var err error
+	if (busy || summarize) && !saved {
+		rec, err = m.cfg.Registry.InterruptSession(agentID)
+	} else {
+		rec, err = m.cfg.Registry.CloseSession(agentID)
+	}
+	if err != nil && !errors.Is(err, registry.ErrClosed) {
+		m.log.Error("cannot persist the closed session", "agent_id", agentID, "err", err)
+	}
+	s.mu.Lock()
+	if err == nil {
+		s.rec = rec
+	} else {
+		s.rec.Status, s.rec.ThreadState = registry.StatusClosed, registry.ThreadClosed
+		rec = s.rec
+	}
+	s.closing = nil
+	s.mu.Unlock()
+	m.mu.Lock()
+	released := m.byIdentity[rec.Identity] == s
+	if released {
+		delete(m.byIdentity, rec.Identity)
+	}
+	m.mu.Unlock()
+	if released && m.cfg.Mail != nil {
+		m.cfg.Mail.Unbind(rec.Identity)
+	}
+	m.cfg.Audit.Session("session_closed", rec, map[bool]string{true: "summary saved", false: "no summary"}[saved])
+	m.log.Info("session closed", "agent_id", rec.AgentID, "identity", rec.Identity, "status", rec.Status, "summary", saved)
+	return CloseOutcome{Record: rec, SummarySaved: saved}
+}
+
+// summarize asks the session's thread for a summary and saves it; it
+// reports whether one was saved.
+func (m *Manager) summarize(ctx context.Context, s *Session) bool {
+	rec := s.Record()
+	if rec.BackendID == "" {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, m.cfg.SummaryTimeout)
+	defer cancel()
+	res, err := s.turn(ctx, nil, Turn{Prompt: summaryPrompt, Source: SourceSummary, SameThread: true, Timeout: m.cfg.SummaryTimeout}, false)
+	if err != nil || res == nil || res.IsError || strings.TrimSpace(res.Text) == "" {
+		m.log.Warn("no summary from the session", "agent_id", rec.AgentID, "err", err)
+		return false
+	}
+	rec = s.Record()
+	if err := m.cfg.Registry.WriteSummary(rec.Identity, rec.BackendID, res.Text); err != nil {
+		m.log.Error("cannot write the summary", "agent_id", rec.AgentID, "err", err)
+		return false
+	}
+	return true
+}
+
+// Shutdown closes every live session in parallel within the summary
+// budget (FR-7): each is asked for a summary when Config.PersistThreads is
+// set. No session can be created or resumed afterwards.
+func (m *Manager) Shutdown() {
+	m.mu.Lock()
+	m.closing = true
+	m.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.SummaryTimeout+2*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, s := range m.Live() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m.Close(ctx, s, m.cfg.PersistThreads)
+		}()
+	}
+	wg.Wait()
+}
+
+// Stop ends what is left: approvals are denied, running jobs are
+// cancelled, the persister writes what is queued. It returns once the
+// persister has written; Wait waits for the jobs.
+func (m *Manager) Stop() {
+	m.cancel()
+	m.persist.close()
+	if m.ownGit {
+		m.cfg.Git.Close()
+	}
+}
+
+// Wait waits at most wait for the running jobs and approval bridges to end
+// and reports whether they all did.
+func (m *Manager) Wait(wait time.Duration) bool {
+	done := make(chan struct{})
+	go func() { m.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(wait):
+		return false
+	}
+}

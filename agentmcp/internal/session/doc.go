@@ -1,0 +1,48 @@
+// Package session is the proxy's domain: the Codex agent sessions of one
+// proxy, their queues of turns, the turns themselves, their persistence in
+// the instance registry, their approvals and what their events told. It
+// knows nothing about MCP: the client is reached only through the small
+// interfaces Sink (events), Asker (approvals), CallRef (the request that
+// started a turn) and Mail (the mail layer), which the composition root
+// implements.
+//
+// # States and the queue
+//
+// A session is busy while a turn runs and idle otherwise; closing it makes
+// it closed (or interrupted, when a busy session gave no summary), and
+// Manager.Rebind makes a finished session idle again (resume). Each session
+// runs one turn at a time (FR-8.9 in docs/requirements.md): Claude's turns
+// wait in FIFO order and always go before auto-mail, which starts only on an
+// idle session with nothing queued. A turn's result is handed back only
+// after the session has moved on (idle, or its next turn started), so a
+// client never sees an answer before the state it implies.
+//
+// # The fast path, from this side
+//
+// A turn that a client request started may run on the goroutine that read
+// the request (Session.Run on an idle session). Before anything that may
+// wait it calls CallRef.Release, and with codexchild's OnResult hook its
+// result may be answered from the Codex reader (CallRef.TryReplyNow, which
+// calls back to record the turn just before the answer is written). The
+// package never sees how either works.
+//
+// # Locks
+//
+// The order is Manager.mu → Session.mu → persister.mu; nothing calls out
+// (I/O, the backend, the sink, the asker, the mail layer) while holding one.
+//
+//   - Manager.mu guards the session maps, the identities being claimed and
+//     the shutting-down flag. Create and Rebind reserve the identity under
+//     it, drop it for the registry write and the git walk, then take it again
+//     to commit or undo.
+//   - Session.mu guards the session's fields; only Session methods (and the
+//     Manager's, for a session it is creating or closing) take it.
+//   - persister.mu guards the persister's queue.
+//
+// # Goroutines
+//
+// The Manager owns the persister (one goroutine writing the registry), one
+// goroutine per running job (or the caller's, for a turn started inline)
+// and one per pending approval (plus one asking the client). Manager.Stop
+// ends them; Manager.Wait waits for the jobs.
+package session

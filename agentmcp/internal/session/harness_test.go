@@ -1,0 +1,302 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
+)
+
+// fakeBackend is an in-process Backend. The last line of a turn's prompt
+// picks what the turn does:
+//   - default: the result "echo: <last line>" at once
+//   - "BLOCK": waits until the test's release channel gives it a result
+//     text, it is interrupted, or ctx ends
+//   - "APPROVE": asks an exec approval and reports the decision
+type fakeBackend struct {
+	mu       sync.Mutex
+	reqs     []codexchild.TurnRequest
+	threads  int
+	running  map[string]chan struct{}
+	release  chan string
+	onResult bool // call OnResult from another goroutine before returning
+}
+
+func newFakeBackend() *fakeBackend {
+	return &fakeBackend{running: map[string]chan struct{}{}, release: make(chan string)}
+}
+
+func (f *fakeBackend) requests() []codexchild.TurnRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]codexchild.TurnRequest(nil), f.reqs...)
+}
+
+func (f *fakeBackend) Turn(ctx context.Context, req codexchild.TurnRequest) (*codexchild.Result, error) {
+	if req.Release != nil {
+		req.Release()
+	}
+	f.mu.Lock()
+	f.reqs = append(f.reqs, req)
+	thread := req.ThreadID
+	if thread == "" {
+		f.threads++
+		thread = fmt.Sprintf("thread-%d", f.threads)
+	}
+	intr := make(chan struct{})
+	f.running[thread] = intr
+	early := f.onResult
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		delete(f.running, thread)
+		f.mu.Unlock()
+	}()
+	if req.OnSent != nil {
+		req.OnSent()
+	}
+	lines := strings.Split(strings.TrimSpace(req.Prompt), "\n")
+	last := strings.TrimSpace(lines[len(lines)-1])
+	if h := req.Handler; h != nil {
+		p, _ := json.Marshal(map[string]any{"msg": map[string]any{"type": "agent_message", "message": "working on " + last}})
+		h.Event(codexchild.Event{ThreadID: thread, Method: "codex/event", Type: "agent_message", Params: p})
+	}
+	interrupted := &codexchild.Result{ThreadID: thread, Text: "interrupted", IsError: true, Status: "interrupted"}
+	result := func(text string) (*codexchild.Result, error) {
+		r := &codexchild.Result{ThreadID: thread, Text: text, Status: "completed"}
+		if early && req.OnResult != nil {
+			done := make(chan struct{})
+			go func() { req.OnResult(r); close(done) }() // as from codexchild's reader
+			<-done
+		}
+		return r, nil
+	}
+	switch last {
+	case "BLOCK":
+		select {
+		case text := <-f.release:
+			return result(text)
+		case <-intr:
+			return interrupted, nil
+		case <-ctx.Done():
+			return interrupted, ctx.Err()
+		}
+	case "APPROVE":
+		dec := make(chan codexchild.Decision, 1)
+		a := codexchild.NewApproval(codexchild.Approval{ID: "approval-1", Kind: codexchild.ApprovalExec, ThreadID: thread,
+			Command: "touch x", Cwd: req.Params.Cwd}, func(d codexchild.Decision) error {
+			select {
+			case dec <- d:
+				return nil
+			default:
+				return codexchild.ErrAlreadyAnswered
+			}
+		})
+		req.Handler.Approval(a)
+		select {
+		case d := <-dec:
+			return result("decision: " + string(d.Kind) + " " + d.Reason)
+		case <-intr:
+			return interrupted, nil
+		case <-ctx.Done():
+			return interrupted, ctx.Err()
+		}
+	}
+	return result("echo: " + last)
+}
+
+func (f *fakeBackend) Interrupt(_ context.Context, threadID string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if ch, ok := f.running[threadID]; ok {
+		close(ch)
+		delete(f.running, threadID)
+	}
+	return nil
+}
+
+func (f *fakeBackend) Status() codexchild.Status {
+	return codexchild.Status{Kind: codexchild.KindMCPServer, Started: true, Running: true}
+}
+
+// fakeCall is a CallRef that records what the turn did with it.
+type fakeCall struct {
+	mu        sync.Mutex
+	releases  int
+	progress  []string
+	early     bool // TryReplyNow succeeds
+	replied   *TurnResult
+	atCommit  string // the session's status when commit ran
+	detailFor *Session
+}
+
+func (c *fakeCall) RequestID() json.RawMessage { return json.RawMessage(`7`) }
+func (c *fakeCall) Progress(msg string) {
+	c.mu.Lock()
+	c.progress = append(c.progress, msg)
+	c.mu.Unlock()
+}
+func (c *fakeCall) Release() {
+	c.mu.Lock()
+	c.releases++
+	c.mu.Unlock()
+}
+func (c *fakeCall) TryReplyNow(r *TurnResult, commit func()) bool {
+	if !c.early {
+		return false
+	}
+	commit()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.replied = r
+	if c.detailFor != nil {
+		c.atCommit = c.detailFor.Detail(0).Status
+	}
+	return true
+}
+
+// countingRegistry counts Update calls and can hold Add until released.
+type countingRegistry struct {
+	Registry
+	mu      sync.Mutex
+	updates int
+	hold    chan struct{} // Add waits for it to close when set
+	adding  chan struct{} // closed when an Add starts waiting
+}
+
+func (r *countingRegistry) Update(agentID string, fn func(*registry.Session)) (registry.Session, error) {
+	r.mu.Lock()
+	r.updates++
+	r.mu.Unlock()
+	return r.Registry.Update(agentID, fn)
+}
+
+func (r *countingRegistry) Add(s registry.Session) (registry.Session, error) {
+	r.mu.Lock()
+	hold, adding := r.hold, r.adding
+	r.mu.Unlock()
+	if hold != nil {
+		close(adding)
+		<-hold
+	}
+	return r.Registry.Add(s)
+}
+
+func (r *countingRegistry) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.updates
+}
+
+type harness struct {
+	t   *testing.T
+	m   *Manager
+	fb  *fakeBackend
+	reg *countingRegistry
+	dir string
+}
+
+// newHarness returns a Manager over a fake backend and a real registry in a
+// temporary ATM home; modify (optional) changes its Config.
+func newHarness(t *testing.T, modify func(*Config)) *harness {
+	t.Helper()
+	checkNoLeaks(t)
+	home := t.TempDir()
+	reg, err := registry.Open(registry.Config{Home: home, Team: "dev", Identity: "proxy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, fb: newFakeBackend(), reg: &countingRegistry{Registry: RegistryOf(reg)}, dir: home}
+	cfg := Config{Home: home, Team: "dev", Backend: h.fb, Registry: h.reg, Cwd: home, AutoMail: true, PersistThreads: true,
+		ElicitationTimeout: 5 * time.Second, SummaryTimeout: 2 * time.Second}
+	if modify != nil {
+		modify(&cfg)
+	}
+	h.m, err = NewManager(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		h.m.Shutdown()
+		h.m.Stop()
+		if !h.m.Wait(5 * time.Second) {
+			t.Error("jobs still running after Stop")
+		}
+		reg.Close()
+	})
+	return h
+}
+
+// create starts a session for identity.
+func (h *harness) create(identity string) *Session {
+	h.t.Helper()
+	s, err := h.m.Create(context.Background(), CreateRequest{Identity: identity, Cwd: h.dir})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return s
+}
+
+// waitFor polls cond until it holds or 10 s pass.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// checkNoLeaks records the goroutines running now and, at cleanup, waits
+// until only those remain, failing with the stacks of the others.
+func checkNoLeaks(t *testing.T) {
+	before := goroutines()
+	t.Cleanup(func() {
+		var extra []string
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			extra = extra[:0]
+			for id, stack := range goroutines() {
+				if _, ok := before[id]; !ok {
+					extra = append(extra, stack)
+				}
+			}
+			if len(extra) == 0 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if len(extra) > 0 {
+			sort.Strings(extra)
+			t.Errorf("%d goroutine(s) leaked:\n%s", len(extra), strings.Join(extra, "\n\n"))
+		}
+	})
+}
+
+// goroutines returns the stacks of the running goroutines by id, without
+// the test's own.
+func goroutines() map[string]string {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	out := map[string]string{}
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		id, _, _ := strings.Cut(g, " [")
+		if strings.Contains(g, "session.checkNoLeaks") || strings.Contains(g, "session.goroutines") ||
+			strings.Contains(g, "testing.(*T).Run") || strings.Contains(g, "testing.tRunner") && !strings.Contains(g, "session.") ||
+			strings.Contains(g, "testing.runTests") || strings.Contains(g, "signal.signal_recv") || strings.Contains(g, "os/signal.loop") {
+			continue
+		}
+		out[id] = g
+	}
+	return out
+}

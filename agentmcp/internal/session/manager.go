@@ -1,0 +1,379 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/gitctx"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
+)
+
+// Manager owns the sessions of one proxy: it creates, finds, resumes and
+// closes them, and runs their turns on the Codex backend. See doc.go for
+// the lock order and the goroutines.
+type Manager struct {
+	cfg     Config
+	log     *slog.Logger
+	now     func() time.Time
+	persist *persister
+	ctx     context.Context // ends at Stop: every job and approval ends with it
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup // running jobs and approval bridges
+	ownGit  bool           // cfg.Git is the Manager's own: Stop closes it
+
+	mu         sync.Mutex          // guards the fields below; never held across I/O
+	byID       map[string]*Session // every session this process knows, by agent_id
+	byIdentity map[string]*Session // live sessions by identity
+	claiming   map[string]bool     // identities reserved by a Create or Rebind in progress
+	closing    bool                // Shutdown has begun: no new sessions
+}
+
+// NewManager returns a Manager holding the registry's sessions (dropping
+// the finished ones when Config.PersistThreads is false).
+func NewManager(cfg Config) (*Manager, error) {
+	if cfg.Backend == nil || cfg.Registry == nil {
+		return nil, errors.New("session: Config.Backend and Config.Registry are required")
+	}
+	cfg.setDefaults()
+	m := &Manager{cfg: cfg, log: cfg.Logger, now: cfg.Now, byID: map[string]*Session{}, byIdentity: map[string]*Session{},
+		claiming: map[string]bool{}}
+	if m.cfg.Git == nil {
+		m.cfg.Git, m.ownGit = gitctx.New(gitctx.Config{Logger: cfg.Logger}), true
+	}
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	m.persist = newPersister(cfg.Registry, cfg.Logger)
+	for _, rec := range cfg.Registry.List(registry.Filter{}) {
+		if !cfg.PersistThreads && !rec.Status.Live() {
+			if err := cfg.Registry.Remove(rec.AgentID); err != nil {
+				m.log.Warn("cannot drop an old session", "agent_id", rec.AgentID, "err", err)
+			}
+			continue
+		}
+		m.byID[rec.AgentID] = m.newSession(rec)
+	}
+	return m, nil
+}
+
+// CreateRequest describes a new session.
+type CreateRequest struct {
+	Identity  string
+	Cwd       string // an existing directory (ResolveCwd)
+	Tag       string
+	Role      string
+	AgentFile string
+	Settings  ThreadSettings
+	// AutoMail overrides the configured auto-mail switch. optional.
+	AutoMail *bool
+}
+
+// Create binds r.Identity to a new session: in-process uniqueness, the
+// session limit, then the cross-process claim through the registry. The
+// identity is reserved while the registry is written and the git facts
+// read, without holding the manager's lock.
+func (m *Manager) Create(ctx context.Context, r CreateRequest) (*Session, error) {
+	if err := m.reserve(r.Identity, nil); err != nil {
+		return nil, err
+	}
+	facts := m.cfg.Git.Facts(ctx, r.Cwd)
+	rec, err := m.cfg.Registry.Add(registry.Session{
+		Identity: r.Identity, Cwd: r.Cwd, RepoRoot: deref(facts.Root), RepoName: deref(facts.Name), Branch: deref(facts.Branch),
+		Status: registry.StatusBusy, ThreadState: registry.ThreadBusy, Tag: r.Tag, Role: r.Role, AgentSource: r.AgentFile,
+	})
+	if err != nil {
+		m.mu.Lock()
+		delete(m.claiming, r.Identity)
+		m.mu.Unlock()
+		return nil, claimError(r.Identity, err)
+	}
+	s := m.newSession(rec)
+	s.params = r.Settings
+	s.autoMail = autoMailFor(&m.cfg, r.Identity)
+	if r.AutoMail != nil {
+		s.autoMail = *r.AutoMail
+	}
+	m.mu.Lock()
+	delete(m.claiming, r.Identity)
+	m.byID[rec.AgentID] = s
+	m.byIdentity[r.Identity] = s
+	m.mu.Unlock()
+	m.bindMail(s)
+	m.log.Info("session started", "agent_id", rec.AgentID, "identity", r.Identity, "cwd", r.Cwd)
+	return s, nil
+}
+
+// reserve claims identity for s (nil for a new session) in this process:
+// not shutting down, not held by another live session or claim, within the
+// session limit.
+func (m *Manager) reserve(identity string, s *Session) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closing {
+		return proxyerr.New(proxyerr.ErrInvalidSessionParams, nil, "the proxy is shutting down")
+	}
+	other := m.byIdentity[identity]
+	if other != nil && other != s || m.claiming[identity] {
+		var id string
+		if other != nil {
+			id = other.Record().AgentID
+		}
+		msg := fmt.Sprintf("identity conflict: %q is already bound to agent_id %q", identity, id)
+		if s != nil {
+			msg += "; close it before resuming " + s.Record().AgentID
+		}
+		return proxyerr.New(proxyerr.ErrIdentityConflict, map[string]any{"identity": identity, "conflicting_agent_id": id}, "%s", msg)
+	}
+	if n := len(m.byIdentity) + len(m.claiming); n >= m.cfg.MaxSessions {
+		if s != nil {
+			return proxyerr.New(proxyerr.ErrMaxSessionsExceeded, map[string]any{"max_concurrent_threads": m.cfg.MaxSessions, "active": n},
+				"max_concurrent_threads (%d) reached", m.cfg.MaxSessions)
+		}
+		return proxyerr.New(proxyerr.ErrMaxSessionsExceeded, map[string]any{"max_concurrent_threads": m.cfg.MaxSessions, "active": n},
+			"max_concurrent_threads (%d) reached: close a session with agent_close first", m.cfg.MaxSessions)
+	}
+	m.claiming[identity] = true
+	return nil
+}
+
+// claimError turns a registry claim failure into IDENTITY_CONFLICT.
+func claimError(identity string, err error) error {
+	var ce *registry.ConflictError
+	if errors.As(err, &ce) {
+		data := map[string]any{"identity": identity, "holder_pid": ce.HolderPID}
+		var with string
+		if ce.HolderAgentID != "" {
+			data["conflicting_agent_id"] = ce.HolderAgentID
+			with = ", agent_id " + ce.HolderAgentID
+		}
+		return proxyerr.New(proxyerr.ErrIdentityConflict, data, "identity conflict: %q is held by another process (pid %d%s)",
+			identity, ce.HolderPID, with)
+	}
+	return proxyerr.New(proxyerr.ErrInternal, nil, "%v", err)
+}
+
+// Rebind makes a session that is not live live again (resume): identity
+// uniqueness in process, the session limit, the cross-process claim; the
+// saved summary becomes the note of its next turn. A live session is left
+// as it is.
+func (m *Manager) Rebind(s *Session, src Source) error {
+	rec := s.Record()
+	if rec.Status.Live() {
+		return nil
+	}
+	if err := m.reserve(rec.Identity, s); err != nil {
+		return err
+	}
+	updated, err := m.cfg.Registry.Update(rec.AgentID, func(x *registry.Session) {
+		x.Status = registry.StatusIdle
+		x.ThreadState = registry.ThreadIdle
+	})
+	if err != nil {
+		m.mu.Lock()
+		delete(m.claiming, rec.Identity)
+		m.mu.Unlock()
+		return claimError(rec.Identity, err)
+	}
+	note := resumeNote(m.cfg.Registry, m.log, updated)
+	settings, _ := m.Settings(updated.Role)
+	s.mu.Lock()
+	s.rec = updated
+	s.resumeNote = note
+	if s.params.Model == "" && s.params.Sandbox == "" && s.params.ApprovalPolicy == "" {
+		s.params = settings
+		s.paramsGen++
+	}
+	s.autoMail = autoMailFor(&m.cfg, updated.Identity)
+	s.mu.Unlock()
+	m.mu.Lock()
+	delete(m.claiming, rec.Identity)
+	m.byIdentity[rec.Identity] = s
+	m.mu.Unlock()
+	m.bindMail(s)
+	m.cfg.Audit.Session("session_resumed", updated, fmt.Sprintf("by %s; summary: %v", src, note != ""))
+	return nil
+}
+
+// resumeNote is the saved summary in the form of docs/requirements.md#fr-6,
+// or "" (with a warning) when there is none (FR-6.3).
+func resumeNote(reg Registry, log *slog.Logger, rec registry.Session) string {
+	var text string
+	if rec.BackendID != "" {
+		if t, err := reg.ReadSummary(rec.Identity, rec.BackendID); err == nil {
+			text = strings.TrimSpace(t)
+		}
+	}
+	if text == "" {
+		log.Warn("resuming without a summary (the previous process did not save one)", "agent_id", rec.AgentID, "identity", rec.Identity)
+		return ""
+	}
+	where := firstNonEmpty(rec.RepoName, "no-repo") + "/" + firstNonEmpty(rec.Branch, "no-branch")
+	return "[Previous session — " + rec.Identity + " on " + where + "]\n" + text + "\n[End of previous session]"
+}
+
+// bindMail tells the mail layer that s holds its identity.
+func (m *Manager) bindMail(s *Session) {
+	if m.cfg.Mail == nil {
+		return
+	}
+	s.mu.Lock()
+	identity, on := s.rec.Identity, s.autoMail
+	s.mu.Unlock()
+	m.cfg.Mail.Bind(identity, on)
+}
+
+// autoMailFor is the configured auto-mail switch for an identity.
+func autoMailFor(cfg *Config, identity string) bool {
+	if cfg.AutoMailFor != nil {
+		return cfg.AutoMailFor(identity)
+	}
+	return cfg.AutoMail
+}
+
+// Settings returns the thread defaults after the role preset, or the
+// defaults and INVALID_SESSION_PARAMS for an unknown role. The base
+// instructions are the caller's to add (Config.BaseInstructions).
+func (m *Manager) Settings(role string) (ThreadSettings, error) {
+	d := m.cfg.Defaults
+	if role != "" {
+		r, ok := m.cfg.Roles[role]
+		if !ok {
+			names := make([]string, 0, len(m.cfg.Roles))
+			for n := range m.cfg.Roles {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			def := ThreadSettings{Model: d.Model, ReasoningEffort: d.ReasoningEffort, Sandbox: d.Sandbox, ApprovalPolicy: d.ApprovalPolicy}
+			return def, proxyerr.New(proxyerr.ErrInvalidSessionParams, map[string]any{"role": role, "roles": names},
+				"unknown role %q (configured roles: %s)", role, strings.Join(names, ", "))
+		}
+		d.Model = firstNonEmpty(r.Model, d.Model)
+		d.ReasoningEffort = firstNonEmpty(r.ReasoningEffort, d.ReasoningEffort)
+		d.Sandbox = firstNonEmpty(r.Sandbox, d.Sandbox)
+		d.ApprovalPolicy = firstNonEmpty(r.ApprovalPolicy, d.ApprovalPolicy)
+	}
+	return ThreadSettings{Model: d.Model, ReasoningEffort: d.ReasoningEffort, Sandbox: d.Sandbox, ApprovalPolicy: d.ApprovalPolicy}, nil
+}
+
+// ResolveCwd applies FR-2.4: the caller's cwd (relative to the proxy's
+// directory), else the repository root of the proxy's directory, else the
+// proxy's directory. A given cwd must be an existing directory.
+func (m *Manager) ResolveCwd(ctx context.Context, arg string) (string, error) {
+	if arg == "" {
+		if f := m.cfg.Git.Facts(ctx, m.cfg.Cwd); f.Root != nil {
+			return *f.Root, nil
+		}
+		return m.cfg.Cwd, nil
+	}
+	p := arg
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(m.cfg.Cwd, p)
+	}
+	p = filepath.Clean(p)
+	st, err := os.Stat(p)
+	if err != nil || !st.IsDir() {
+		return "", proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "cwd", "cwd": arg}, "cwd %q is not an existing directory", arg)
+	}
+	return p, nil
+}
+
+// Get returns the session of agentID, or nil.
+func (m *Manager) Get(agentID string) *Session {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.byID[agentID]
+}
+
+// ByIdentity returns the live session holding identity, or nil.
+func (m *Manager) ByIdentity(identity string) *Session {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.byIdentity[identity]
+}
+
+// ByThread returns the session bound to a Codex thread id (a live one
+// before a finished one), or nil.
+func (m *Manager) ByThread(threadID string) *Session {
+	var found *Session
+	for _, s := range m.all() {
+		rec := s.Record()
+		if rec.BackendID == threadID && (found == nil || rec.Status.Live()) {
+			found = s
+		}
+	}
+	return found
+}
+
+func (m *Manager) all() []*Session {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	all := make([]*Session, 0, len(m.byID))
+	for _, s := range m.byID {
+		all = append(all, s)
+	}
+	return all
+}
+
+// Sessions returns every known session, live ones first, then by last
+// activity (newest first).
+func (m *Manager) Sessions() []*Session {
+	all := m.all()
+	recs := make(map[*Session]registry.Session, len(all))
+	for _, s := range all {
+		recs[s] = s.Record()
+	}
+	sort.SliceStable(all, func(i, j int) bool {
+		a, b := recs[all[i]], recs[all[j]]
+		if a.Status.Live() != b.Status.Live() {
+			return a.Status.Live()
+		}
+		return a.LastActive.After(b.LastActive)
+	})
+	return all
+}
+
+// Live returns the live sessions by identity.
+func (m *Manager) Live() map[string]*Session {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	live := make(map[string]*Session, len(m.byIdentity))
+	for id, s := range m.byIdentity {
+		live[id] = s
+	}
+	return live
+}
+
+// Closing reports whether Shutdown has begun.
+func (m *Manager) Closing() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.closing
+}
+
+// AnonymousReply runs a turn on a Codex thread no session has (codex-reply
+// with an unknown threadId): the prompt goes to Codex as it is, without
+// context; Codex decides whether the thread exists.
+func (m *Manager) AnonymousReply(ctx context.Context, call CallRef, threadID, prompt string) (*TurnResult, error) {
+	m.cfg.Audit.Append(registry.Entry{Event: "turn:claude", Summary: prompt, Outcome: "forwarded (thread " + threadID + " has no session)"})
+	res, err := m.cfg.Backend.Turn(ctx, codexchild.TurnRequest{
+		ThreadID: threadID, Prompt: prompt, Timeout: m.cfg.RequestTimeout, SameThread: true,
+		Handler: &turnHandler{m: m, call: call},
+	})
+	if err != nil {
+		var te *codexchild.TimeoutError
+		if errors.As(err, &te) {
+			return nil, proxyerr.New(proxyerr.ErrRequestTimeout, map[string]any{"threadId": threadID, "partial": te.Partial}, "codex turn timed out after %s", te.After)
+		}
+		return nil, BackendError(err)
+	}
+	return &TurnResult{ThreadID: firstNonEmpty(res.ThreadID, threadID), Text: res.Text, IsError: res.IsError,
+		Status: firstNonEmpty(res.Status, "completed")}, nil
+}

@@ -1,0 +1,483 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
+	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
+)
+
+// Session states (docs/requirements.md#fr-17).
+const (
+	stateBusy   = registry.ThreadBusy
+	stateIdle   = registry.ThreadIdle
+	stateClosed = registry.ThreadClosed
+)
+
+// Source says who asked for a turn; it orders a session's queue: Claude's
+// turns in FIFO order before auto-mail (FR-17.11).
+type Source int
+
+// The sources.
+const (
+	SourceClaude Source = iota
+	SourceResume
+	SourceMail
+	SourceSummary
+)
+
+func (s Source) String() string {
+	switch s {
+	case SourceClaude:
+		return "claude"
+	case SourceResume:
+		return "resume"
+	case SourceMail:
+		return "auto-mail"
+	case SourceSummary:
+		return "summary"
+	}
+	return "unknown"
+}
+
+// Turn is one turn to run on a session.
+type Turn struct {
+	Prompt string
+	// Call is the client request that asked for the turn; nil for turns the
+	// proxy starts (mail, summaries) and for background turns.
+	Call CallRef
+	// Source is who asked; it is audited and orders the queue.
+	Source Source
+	// SameThread continues the session's thread even after an interrupt
+	// (the summary of an interrupted turn must come from that thread).
+	SameThread bool
+	// Timeout overrides the request timeout. optional.
+	Timeout time.Duration
+	// OnSent is called once the turn's request is written to the child
+	// (the mail layer's delivery acknowledgement, FR-8.12). optional.
+	OnSent func()
+}
+
+// TurnResult is how a turn ended, as the client is told.
+type TurnResult struct {
+	AgentID  string
+	ThreadID string
+	Identity string
+	// Text is the result's text, capped at Config.MaxResultChars.
+	Text    string
+	Status  string // completed, failed, interrupted
+	IsError bool
+}
+
+// job is one queued turn. run executes it with the session marked busy;
+// done is called exactly once with its outcome, after the session has moved
+// on (idle, or its next job started), so that the answer never arrives
+// before the state it implies; discard fails a job that never ran.
+type job struct {
+	source  Source
+	run     func(ctx context.Context, j *job) (*TurnResult, error)
+	done    func(*TurnResult, error)
+	discard func(err error)
+
+	// Set when the turn was answered from the Codex reader (answerEarly):
+	// the session has moved on and the answer is out.
+	answered atomic.Bool
+	idle     bool // what moving on reported; read after answered
+	// stopCancel unhooks the turn from the client's request (set by
+	// Session.Run), so that the request's end does not cancel a turn that
+	// was answered early.
+	stopCancel func() bool
+}
+
+// Session is one Codex agent session: its record, its queue of turns, its
+// approvals and what its events told. Its queue enforces the single-flight
+// rule (FR-8.9): one turn in flight from any source; Claude's turns wait in
+// FIFO order and go before auto-mail, which starts only on an idle session
+// with nothing queued. Only Session methods change a session's state.
+type Session struct {
+	m *Manager
+
+	mu         sync.Mutex // guards every field below
+	rec        registry.Session
+	queue      []*job
+	running    *job
+	runCancel  context.CancelFunc
+	closing    chan struct{} // non-nil while a close runs; closed when it ends
+	autoMail   bool
+	params     ThreadSettings
+	paramsGen  int    // bumped when params change (the thread-parameters cache key)
+	resumeNote string // summary to prepend on the next turn (FR-6, FR-16.3)
+	seed       string // an adopted session's last messages, for the next fresh thread
+	idleCh     chan struct{}
+	turns      int
+	approvals  map[string]*pending
+	act        activity
+	last       *outcome
+	fullResult string        // the last result's text before the cap
+	turnDone   chan struct{} // closed (and replaced) whenever a turn ends
+	ids        IDs           // quoted agent_id and identity
+	idsFor     [2]string     // the agent_id and identity ids encodes
+	cache      turnCache
+
+	forwarded, dropped atomic.Int64 // events passed on and dropped (FR-19.4)
+}
+
+// outcome is how a turn ended, kept for agent_status and agent_wait.
+type outcome struct {
+	status   string // completed, failed, interrupted, error
+	text     string // the result text (capped)
+	isError  bool
+	err      error // a proxy error (timeout, child dead)
+	threadID string
+	finished time.Time
+}
+
+// newSession wraps a registry record; the session runs nothing yet.
+func (m *Manager) newSession(rec registry.Session) *Session {
+	return &Session{m: m, rec: rec, autoMail: true, idleCh: make(chan struct{}), turnDone: make(chan struct{}),
+		act: activity{size: m.cfg.EventRing}}
+}
+
+// Record returns a copy of the session's registry record.
+func (s *Session) Record() registry.Session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rec
+}
+
+// SetCwd changes the directory the session's next turns run in (an
+// existing directory, see Manager.ResolveCwd).
+func (s *Session) SetCwd(cwd string) {
+	s.mu.Lock()
+	s.rec.Cwd = cwd
+	s.mu.Unlock()
+}
+
+// Adopt binds a session just created to an existing Codex thread (codex
+// with thread_id); seed is what a backend that cannot resume the thread
+// puts in front of the fresh thread it starts instead (the adopted
+// session's last messages).
+func (s *Session) Adopt(threadID, seed string) {
+	s.mu.Lock()
+	s.rec.BackendID = threadID
+	s.seed = seed
+	s.mu.Unlock()
+	s.m.persist.now(s)
+	s.m.cfg.Audit.Session("session_adopted", s.Record(), "codex thread "+threadID)
+}
+
+// Run queues t behind the session's earlier turns and returns its result.
+// On an idle session the turn runs on the calling goroutine; a turn that
+// waits in the queue first releases the caller's call (CallRef.Release). If
+// ctx ends while the turn waits, it is skipped; while it runs, it is
+// interrupted. It returns ErrAnswered when the result went to the client
+// from the Codex reader already.
+func (s *Session) Run(ctx context.Context, t Turn) (*TurnResult, error) {
+	var res *TurnResult
+	var err error
+	doneCh := make(chan struct{})
+	j := &job{source: t.Source}
+	j.run = func(jobCtx context.Context, j *job) (*TurnResult, error) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		runCtx, cancel := context.WithCancel(jobCtx)
+		defer cancel()
+		j.stopCancel = context.AfterFunc(ctx, cancel)
+		defer j.stopCancel()
+		r, err := s.turn(runCtx, j, t, true)
+		if err != nil && ctx.Err() != nil && !errors.Is(err, ErrAnswered) {
+			err = ctx.Err()
+		}
+		return r, err
+	}
+	j.done = func(r *TurnResult, e error) { res, err = r, e; close(doneCh) }
+	j.discard = func(e error) { j.done(nil, e) }
+	inline, serr := s.submit(j, true)
+	if serr != nil {
+		return nil, serr
+	}
+	if !inline && t.Call != nil {
+		t.Call.Release()
+	}
+	<-doneCh
+	return res, err
+}
+
+// RunBackground queues t and returns at once (background: true); its
+// outcome is kept for agent_status and agent_wait.
+func (s *Session) RunBackground(t Turn) (*TurnResult, error) {
+	j := &job{source: t.Source}
+	j.run = func(ctx context.Context, j *job) (*TurnResult, error) { return s.turn(ctx, j, t, false) }
+	j.done = func(_ *TurnResult, err error) {
+		if err != nil {
+			s.m.log.Info("background turn failed", "agent_id", s.Record().AgentID, "err", err)
+		}
+	}
+	j.discard = func(err error) {
+		s.recordOutcome(&outcome{status: "error", err: err, finished: s.m.now()}, "")
+	}
+	if _, err := s.submit(j, false); err != nil {
+		return nil, err
+	}
+	rec := s.Record()
+	return &TurnResult{AgentID: rec.AgentID, ThreadID: rec.BackendID, Identity: rec.Identity, Status: "busy"}, nil
+}
+
+// TryMail starts an auto-mail turn with prompt only if the session is idle
+// with nothing queued and auto-mail on (FR-8.10, FR-17.6). report is called
+// exactly once when it returns true: true once the turn's request was
+// written to Codex, false when the turn ended without that.
+func (s *Session) TryMail(prompt string, report func(sent bool)) bool {
+	var once sync.Once
+	rep := func(sent bool) { once.Do(func() { report(sent) }) }
+	j := &job{source: SourceMail}
+	j.run = func(ctx context.Context, j *job) (*TurnResult, error) {
+		r, err := s.turn(ctx, j, Turn{Prompt: prompt, Source: SourceMail, OnSent: func() { rep(true) }}, false)
+		rep(false)
+		return r, err
+	}
+	j.done = func(_ *TurnResult, err error) {
+		if err != nil {
+			s.m.log.Warn("auto-mail turn failed", "agent_id", s.Record().AgentID, "err", err)
+		}
+	}
+	j.discard = func(error) { rep(false) }
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing != nil || s.rec.ThreadState != stateIdle || s.running != nil || len(s.queue) > 0 || !s.autoMail {
+		return false
+	}
+	go s.startLocked(j)()
+	return true
+}
+
+// submit queues j; when the session is idle it starts at once, on the
+// calling goroutine when inline is set (submit then returns after j has
+// finished, reporting true), else on a goroutine of its own. It fails with
+// SESSION_CLOSED when the session is closed or closing.
+func (s *Session) submit(j *job, inline bool) (ranInline bool, err error) {
+	s.mu.Lock()
+	if s.closing != nil || s.rec.ThreadState == stateClosed {
+		id := s.rec.AgentID
+		s.mu.Unlock()
+		return false, proxyerr.New(proxyerr.ErrSessionClosed, map[string]any{"agent_id": id}, "session %s is closed", id)
+	}
+	if s.running != nil {
+		// Claude's turns keep FIFO order among themselves and go before any
+		// queued auto-mail.
+		i := len(s.queue)
+		if j.source != SourceMail {
+			for i > 0 && s.queue[i-1].source == SourceMail {
+				i--
+			}
+		}
+		s.queue = append(s.queue, nil)
+		copy(s.queue[i+1:], s.queue[i:])
+		s.queue[i] = j
+		s.mu.Unlock()
+		return false, nil
+	}
+	run := s.startLocked(j)
+	s.mu.Unlock()
+	if inline {
+		run()
+		return true, nil
+	}
+	go run()
+	return false, nil
+}
+
+// startLocked makes j the running job and returns the function that runs
+// it; s.mu is held.
+func (s *Session) startLocked(j *job) (run func()) {
+	ctx, cancel := context.WithCancel(s.m.ctx)
+	s.running, s.runCancel = j, cancel
+	setState(&s.rec, stateBusy, s.m.now())
+	s.m.persist.async(s)
+	s.m.wg.Add(1)
+	return func() {
+		defer s.m.wg.Done()
+		defer cancel()
+		res, err := j.run(ctx, j)
+		var idle bool
+		if j.answered.Load() {
+			idle = j.idle // moved on and answered on the Codex reader
+			err = ErrAnswered
+		} else {
+			idle = s.finish(j)
+		}
+		if idle && s.m.cfg.Mail != nil {
+			s.m.cfg.Mail.Idle(s.Record().Identity) // the post-turn mail check (FR-8.1)
+		}
+		j.done(res, err)
+	}
+}
+
+// finish runs after a job: the next queued job starts, else the session
+// becomes idle; it reports whether the mail layer should be told.
+func (s *Session) finish(j *job) bool {
+	s.mu.Lock()
+	if s.running == j {
+		s.running, s.runCancel = nil, nil
+	}
+	if s.closing != nil || s.rec.ThreadState == stateClosed {
+		idle := s.idleCh
+		s.idleCh = make(chan struct{})
+		s.mu.Unlock()
+		close(idle)
+		return false
+	}
+	if len(s.queue) > 0 {
+		next := s.queue[0]
+		s.queue = s.queue[1:]
+		go s.startLocked(next)()
+		s.mu.Unlock()
+		return false
+	}
+	setState(&s.rec, stateIdle, s.m.now())
+	s.m.persist.async(s)
+	idle := s.idleCh
+	s.idleCh = make(chan struct{})
+	s.mu.Unlock()
+	close(idle)
+	return true
+}
+
+// setState records a state change in a session's record.
+func setState(rec *registry.Session, state registry.ThreadState, now time.Time) {
+	rec.ThreadState = state
+	switch state {
+	case stateBusy:
+		rec.Status = registry.StatusBusy
+	case stateIdle:
+		rec.Status = registry.StatusIdle
+	}
+	rec.LastActive = now
+}
+
+// waitIdle blocks until the session is idle or closed, or ctx ends.
+func (s *Session) waitIdle(ctx context.Context) bool {
+	for {
+		s.mu.Lock()
+		if s.running == nil && len(s.queue) == 0 {
+			s.mu.Unlock()
+			return true
+		}
+		ch := s.idleCh
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// recordOutcome keeps the outcome of a turn and wakes agent_wait.
+func (s *Session) recordOutcome(o *outcome, full string) {
+	s.mu.Lock()
+	s.last = o
+	s.fullResult = full
+	done := s.turnDone
+	s.turnDone = make(chan struct{})
+	s.mu.Unlock()
+	close(done)
+}
+
+// Interrupt interrupts the session's running turn (agent_interrupt): its
+// approvals are denied, Codex is told, and the turn's outcome becomes
+// "interrupted". It reports false when nothing was running.
+func (s *Session) Interrupt(ctx context.Context) (bool, error) {
+	s.mu.Lock()
+	running := s.running != nil
+	runCancel := s.runCancel
+	thread := s.rec.BackendID
+	done := s.turnDone
+	s.mu.Unlock()
+	if !running {
+		return false, nil
+	}
+	s.denyApprovals("the turn was interrupted")
+	if thread != "" {
+		_ = s.m.cfg.Backend.Interrupt(ctx, thread)
+	}
+	if runCancel != nil {
+		runCancel()
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	s.mu.Lock()
+	if s.last == nil || s.last.status != "interrupted" {
+		s.last = &outcome{status: "interrupted", text: "interrupted", isError: true, threadID: thread, finished: s.m.now()}
+	}
+	s.mu.Unlock()
+	s.m.cfg.Audit.Session("turn_interrupted", s.Record(), "by agent_interrupt")
+	return true, nil
+}
+
+// Wait waits up to max for the session's running and queued turns to end
+// (agent_wait) and reports whether they did; progress (optional) is told
+// the latest event every 5 s meanwhile.
+func (s *Session) Wait(ctx context.Context, max time.Duration, progress func(msg string)) (bool, error) {
+	s.mu.Lock()
+	busy := s.running != nil || len(s.queue) > 0
+	done := s.turnDone
+	s.mu.Unlock()
+	if !busy {
+		return true, nil
+	}
+	timer := time.NewTimer(max)
+	defer timer.Stop()
+	tick := time.NewTicker(5 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			// The outcome is recorded just before the job ends: let it.
+			idleCtx, cancel := context.WithTimeout(ctx, time.Second)
+			s.waitIdle(idleCtx)
+			cancel()
+			return true, nil
+		case <-timer.C:
+			return false, nil
+		case <-tick.C:
+			s.mu.Lock()
+			ev := s.act.events(1)
+			s.mu.Unlock()
+			msg := "waiting for the turn"
+			if len(ev) == 1 && ev[0].Summary != "" {
+				msg = "waiting: " + Clip(ev[0].Summary, 80)
+			}
+			if progress != nil {
+				progress(msg)
+			}
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+	}
+}
+
+// recordEvent keeps what a Codex event says in the session's activity and
+// returns the session's agent_id and identity as JSON strings (encoded once
+// for all its events) for passing it on.
+func (s *Session) recordEvent(e codexchild.Event) IDs {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.act.record(e, s.m.now())
+	if s.ids.AgentID == nil || s.idsFor != [2]string{s.rec.AgentID, s.rec.Identity} {
+		s.idsFor = [2]string{s.rec.AgentID, s.rec.Identity}
+		s.ids = IDs{jsonrpcframe.AppendString(nil, s.rec.AgentID), jsonrpcframe.AppendString(nil, s.rec.Identity)}
+	}
+	return s.ids
+}

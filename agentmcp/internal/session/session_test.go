@@ -1,0 +1,326 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+)
+
+// runAsync runs a turn on s on a goroutine of its own; the channel gets its
+// result text or error.
+func runAsync(s *Session, t Turn) chan string {
+	ch := make(chan string, 1)
+	go func() {
+		r, err := s.Run(context.Background(), t)
+		if err != nil {
+			ch <- "error: " + err.Error()
+			return
+		}
+		ch <- r.Text
+	}()
+	return ch
+}
+
+func TestRunQueuesInOrderAndReleasesQueuedCalls(t *testing.T) {
+	h := newHarness(t, nil)
+	s := h.create("arch")
+	first := runAsync(s, Turn{Prompt: "BLOCK", Source: SourceClaude})
+	waitFor(t, "the first turn to run", func() bool { return s.Detail(0).Busy })
+	calls := []*fakeCall{{}, {}}
+	a := runAsync(s, Turn{Prompt: "a", Source: SourceClaude, Call: calls[0]})
+	waitFor(t, "a to be queued", func() bool { return s.Detail(0).Queued == 1 })
+	b := runAsync(s, Turn{Prompt: "b", Source: SourceClaude, Call: calls[1]})
+	waitFor(t, "b to be queued", func() bool { return s.Detail(0).Queued == 2 })
+	for i, c := range calls {
+		c.mu.Lock()
+		if c.releases == 0 {
+			t.Errorf("queued call %d was not released before it waited", i)
+		}
+		c.mu.Unlock()
+	}
+	h.fb.release <- "first done"
+	got := []string{<-first, <-a, <-b}
+	want := []string{"first done", "echo: a", "echo: b"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("results (-want +got):\n%s", diff)
+	}
+	var prompts []string
+	for _, r := range h.fb.requests() {
+		prompts = append(prompts, r.Prompt[strings.LastIndex(r.Prompt, "\n")+1:])
+	}
+	if diff := cmp.Diff([]string{"BLOCK", "a", "b"}, prompts); diff != "" {
+		t.Errorf("turns reached the backend (-want +got):\n%s", diff)
+	}
+	if got := s.Detail(0).Status; got != "idle" {
+		t.Errorf("status after the turns = %q, want idle", got)
+	}
+}
+
+func TestQueuePutsClaudeBeforeMail(t *testing.T) {
+	h := newHarness(t, nil)
+	s := h.create("arch")
+	first := runAsync(s, Turn{Prompt: "BLOCK", Source: SourceClaude})
+	waitFor(t, "the first turn to run", func() bool { return s.Detail(0).Busy })
+	var order []string
+	done := make(chan struct{}, 3)
+	queue := func(name string, src Source) {
+		j := &job{source: src}
+		j.run = func(context.Context, *job) (*TurnResult, error) { order = append(order, name); return nil, nil }
+		j.done = func(*TurnResult, error) { done <- struct{}{} }
+		j.discard = func(error) { done <- struct{}{} }
+		if _, err := s.submit(j, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	queue("mail-1", SourceMail)
+	queue("claude-1", SourceClaude)
+	queue("claude-2", SourceClaude)
+	h.fb.release <- "ok"
+	<-first
+	for range 3 {
+		<-done
+	}
+	if diff := cmp.Diff([]string{"claude-1", "claude-2", "mail-1"}, order); diff != "" {
+		t.Errorf("run order (-want +got):\n%s", diff)
+	}
+}
+
+func TestTryMailOnlyWhenIdle(t *testing.T) {
+	h := newHarness(t, nil)
+	s := h.create("arch")
+	first := runAsync(s, Turn{Prompt: "BLOCK", Source: SourceClaude})
+	waitFor(t, "the first turn to run", func() bool { return s.Detail(0).Busy })
+	if s.TryMail("mail while busy", func(bool) { t.Error("report called for a refused delivery") }) {
+		t.Error("TryMail on a busy session = true, want false")
+	}
+	h.fb.release <- "ok"
+	<-first
+	sent := make(chan bool, 1)
+	if !s.TryMail("<team-mail>hi</team-mail>", func(ok bool) { sent <- ok }) {
+		t.Fatal("TryMail on an idle session = false, want true")
+	}
+	if !<-sent {
+		t.Error("report(false), want report(true) once the turn was sent")
+	}
+	waitFor(t, "the mail turn to end", func() bool { return s.Detail(0).Status == "idle" && s.Detail(0).Turns == 2 })
+}
+
+func TestCloseFailsQueuedTurnsAndAsksForASummary(t *testing.T) {
+	h := newHarness(t, nil)
+	s := h.create("arch")
+	first := runAsync(s, Turn{Prompt: "BLOCK", Source: SourceClaude})
+	waitFor(t, "the first turn to run", func() bool { return s.Detail(0).Busy })
+	queued := runAsync(s, Turn{Prompt: "later", Source: SourceClaude})
+	waitFor(t, "a turn to be queued", func() bool { return s.Detail(0).Queued == 1 })
+	out := h.m.Close(context.Background(), s, false)
+	if got := <-queued; !strings.Contains(got, "was closed") {
+		t.Errorf("queued turn = %q, want SESSION_CLOSED", got)
+	}
+	<-first
+	if !out.SummarySaved || out.Already {
+		t.Errorf("Close = %+v, want a saved summary", out)
+	}
+	reqs := h.fb.requests()
+	if last := reqs[len(reqs)-1]; last.Prompt != summaryPrompt || !last.SameThread {
+		t.Errorf("last turn = %q (same thread %v), want the summary prompt on the same thread", last.Prompt, last.SameThread)
+	}
+	if again := h.m.Close(context.Background(), s, false); !again.Already {
+		t.Errorf("second Close = %+v, want Already", again)
+	}
+	if h.m.ByIdentity("arch") != nil {
+		t.Error("the identity is still held after Close")
+	}
+	if _, err := s.Run(context.Background(), Turn{Prompt: "x"}); !errors.Is(err, proxyerr.ErrSessionClosed) {
+		t.Errorf("Run on a closed session: %v, want SESSION_CLOSED", err)
+	}
+}
+
+func TestApprovalsFirstAnswerWins(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.ApprovalFallback = "queue" })
+	s := h.create("arch")
+	res := runAsync(s, Turn{Prompt: "APPROVE", Source: SourceClaude})
+	waitFor(t, "the approval to be pending", func() bool { return s.Detail(0).Status == "awaiting_approval" })
+	d := s.Detail(0)
+	if len(d.PendingApprovals) != 1 || d.PendingApprovals[0].Command != "touch x" || d.PendingApprovals[0].Question != "[arch] Allow Codex to run `touch x` in `"+h.dir+"`?" {
+		t.Fatalf("pending approvals = %+v", d.PendingApprovals)
+	}
+	id, err := s.Respond("", codexchild.Decision{Kind: codexchild.Approve})
+	if err != nil || id != "approval-1" {
+		t.Fatalf("Respond = %q, %v", id, err)
+	}
+	if got, want := <-res, "decision: approve "; got != want {
+		t.Errorf("turn result = %q, want %q", got, want)
+	}
+	if _, err := s.Respond("approval-1", codexchild.Decision{Kind: codexchild.Deny}); !errors.Is(err, proxyerr.ErrInvalidParams) {
+		t.Errorf("second Respond: %v, want INVALID_PARAMS", err)
+	}
+}
+
+func TestApprovalDecisions(t *testing.T) {
+	tests := []struct {
+		name   string
+		modify func(*Config)
+		want   string
+	}{
+		{"no client, fallback deny", nil, "decision: deny denied automatically"},
+		{"no client, fallback approve", func(c *Config) { c.ApprovalFallback = "approve" }, "decision: approve "},
+		{"client answers", func(c *Config) {
+			c.Asker = &fakeAsker{answer: Answer{codexchild.Decision{Kind: codexchild.ApproveForSession}, "ok"}}
+		},
+			"decision: approve_for_session "},
+		{"client cannot be reached", func(c *Config) { c.Asker = &fakeAsker{err: errors.New("client gone")} },
+			"decision: deny the approval could not be asked: client gone"},
+		{"nobody answers in time", func(c *Config) { c.Asker = &fakeAsker{block: true}; c.ElicitationTimeout = 20 * time.Millisecond },
+			"decision: deny no answer from the user within 20ms"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, tt.modify)
+			s := h.create("arch")
+			got := <-runAsync(s, Turn{Prompt: "APPROVE", Source: SourceClaude})
+			if !strings.HasPrefix(got, tt.want) {
+				t.Errorf("turn result = %q, want it to start with %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// fakeAsker answers every question the same way, or blocks until ctx ends.
+type fakeAsker struct {
+	answer Answer
+	err    error
+	block  bool
+}
+
+func (a *fakeAsker) CanAsk() bool { return true }
+func (a *fakeAsker) Ask(ctx context.Context, q Question) (Answer, error) {
+	if a.block {
+		<-ctx.Done()
+		return Answer{}, ctx.Err()
+	}
+	return a.answer, a.err
+}
+
+func TestCloseDeniesPendingApprovals(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.ApprovalFallback = "queue" })
+	s := h.create("arch")
+	res := runAsync(s, Turn{Prompt: "APPROVE", Source: SourceClaude})
+	waitFor(t, "the approval to be pending", func() bool { return s.Detail(0).Status == "awaiting_approval" })
+	h.m.Close(context.Background(), s, false)
+	if got, want := <-res, "decision: deny the session is being closed"; got != want {
+		t.Errorf("turn result = %q, want %q", got, want)
+	}
+}
+
+func TestCreateHoldsNoLockWhileTheRegistryWrites(t *testing.T) {
+	h := newHarness(t, nil)
+	other := h.create("dev-1")
+	hold, adding := make(chan struct{}), make(chan struct{})
+	h.reg.mu.Lock()
+	h.reg.hold, h.reg.adding = hold, adding
+	h.reg.mu.Unlock()
+	created := make(chan error, 1)
+	go func() {
+		_, err := h.m.Create(context.Background(), CreateRequest{Identity: "arch", Cwd: h.dir})
+		created <- err
+	}()
+	<-adding // the registry write is in progress, and stays so
+	lookups := make(chan struct{})
+	go func() {
+		defer close(lookups)
+		h.m.Get(other.Record().AgentID)
+		h.m.ByIdentity("dev-1")
+		h.m.ByThread("none")
+		h.m.Sessions()
+	}()
+	select {
+	case <-lookups:
+	case <-time.After(10 * time.Second):
+		t.Fatal("lookups blocked while a Create wrote the registry")
+	}
+	if _, err := h.m.Create(context.Background(), CreateRequest{Identity: "arch", Cwd: h.dir}); !errors.Is(err, proxyerr.ErrIdentityConflict) {
+		t.Errorf("a second Create of a reserved identity: %v, want IDENTITY_CONFLICT", err)
+	}
+	h.reg.mu.Lock()
+	h.reg.hold = nil
+	h.reg.mu.Unlock()
+	close(hold)
+	if err := <-created; err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	if h.m.ByIdentity("arch") == nil {
+		t.Error("the identity is not held after Create")
+	}
+}
+
+func TestPersisterCoalesces(t *testing.T) {
+	h := newHarness(t, nil)
+	s := h.create("arch")
+	before := h.reg.count()
+	p := newPersister(h.reg, h.m.log)
+	for range 5 {
+		p.async(s)
+	}
+	p.close()
+	if got := h.reg.count() - before; got != 1 {
+		t.Errorf("registry updates for 5 queued writes of one session = %d, want 1", got)
+	}
+}
+
+func TestEarlyAnswerRecordsTheTurnBeforeTheReply(t *testing.T) {
+	h := newHarness(t, nil)
+	s := h.create("arch")
+	if r, err := s.Run(context.Background(), Turn{Prompt: "start", Source: SourceClaude}); err != nil || r.ThreadID == "" {
+		t.Fatalf("first turn: %+v, %v", r, err)
+	}
+	h.fb.mu.Lock()
+	h.fb.onResult = true
+	h.fb.mu.Unlock()
+	call := &fakeCall{early: true, detailFor: s}
+	_, err := s.Run(context.Background(), Turn{Prompt: "again", Source: SourceClaude, Call: call})
+	if !errors.Is(err, ErrAnswered) {
+		t.Fatalf("Run: %v, want ErrAnswered", err)
+	}
+	if call.replied == nil || call.replied.Text != "echo: again" {
+		t.Fatalf("reply = %+v, want echo: again", call.replied)
+	}
+	if call.atCommit != "idle" {
+		t.Errorf("status when the reply was committed = %q, want idle", call.atCommit)
+	}
+	if d := s.Detail(0); d.Turns != 2 || d.LastResult == nil || *d.LastResult.Content != "echo: again" {
+		t.Errorf("after the early answer: turns %d, last result %+v", d.Turns, d.LastResult)
+	}
+}
+
+func TestTurnContext(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.ExtraInstructions = "Be brief." })
+	s := h.create("arch")
+	for _, p := range []string{"one", "two"} {
+		if _, err := s.Run(context.Background(), Turn{Prompt: p, Source: SourceClaude}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := h.fb.requests()
+	first, second := reqs[0], reqs[1]
+	if first.ThreadID != "" || second.ThreadID != "thread-1" {
+		t.Errorf("thread ids = %q, %q; want a new thread, then thread-1", first.ThreadID, second.ThreadID)
+	}
+	for _, want := range []string{"<session-context>", "Identity:  arch", "Team:      dev", "<team-communication>", "<multi-agent>\nBe brief."} {
+		if !strings.Contains(second.Params.DeveloperInstructions, want) {
+			t.Errorf("developer instructions lack %q:\n%s", want, second.Params.DeveloperInstructions)
+		}
+	}
+	if !strings.HasPrefix(second.Preamble, "<session-context>\n") || !strings.HasSuffix(second.Preamble, "</session-context>\n\n") {
+		t.Errorf("preamble = %q", second.Preamble)
+	}
+	if first.Prompt != "one" || second.Prompt != "two" {
+		t.Errorf("prompts = %q, %q", first.Prompt, second.Prompt)
+	}
+}

@@ -1,0 +1,336 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
+)
+
+// ErrAnswered reports a turn whose result went to the client from the
+// Codex reader already (CallRef.TryReplyNow): nothing more is to be sent.
+var ErrAnswered = errors.New("session: turn answered from the codex reader")
+
+// ThreadSettings are the Codex parameters a session was started with,
+// reused whenever a thread has to be started again.
+type ThreadSettings struct {
+	Model                 string
+	ReasoningEffort       string
+	Sandbox               string
+	ApprovalPolicy        string
+	BaseInstructions      string
+	DeveloperInstructions string
+	CompactPrompt         string
+	Profile               string
+	Config                map[string]any
+}
+
+// turnCache keeps what a session's turns send that changes rarely: the
+// <session-context> block and the thread parameters, rebuilt only when
+// something they are made of changed.
+type turnCache struct {
+	key    [7]string
+	note   string
+	gen    int
+	block  string
+	params codexchild.ThreadParams
+}
+
+// turnContext returns the preamble of a turn that continues a thread and
+// the thread's parameters for sc, note and the session's settings, from the
+// cache when nothing changed.
+func (s *Session) turnContext(sc sessionContext, note string) (preamble string, params codexchild.ThreadParams) {
+	key := sc.key()
+	s.mu.Lock()
+	c := s.cache
+	settings, gen := s.params, s.paramsGen
+	s.mu.Unlock()
+	if c.block == "" || c.key != key || c.note != note || c.gen != gen {
+		c = turnCache{key: key, note: note, gen: gen, block: sc.contextBlock(),
+			params: threadParams(&s.m.cfg, sc, settings, note)}
+		s.mu.Lock()
+		s.cache = c
+		s.mu.Unlock()
+	}
+	var b strings.Builder
+	b.Grow(len(c.block) + len(note) + 3)
+	b.WriteString(c.block)
+	b.WriteString("\n")
+	if note != "" {
+		b.WriteString(note)
+		b.WriteString("\n\n")
+	}
+	return b.String(), c.params
+}
+
+// turn runs one Codex turn for the session: refreshed context, events and
+// approvals bridged, the result recorded. With early set and a client
+// call, the result may be answered from the Codex reader (answerEarly).
+func (s *Session) turn(ctx context.Context, j *job, t Turn, early bool) (*TurnResult, error) {
+	m := s.m
+	release := func() {
+		if t.Call != nil {
+			t.Call.Release()
+		}
+	}
+	s.mu.Lock()
+	rec := s.rec
+	note := s.resumeNote
+	s.resumeNote = ""
+	seed := s.seed
+	s.seed = ""
+	s.mu.Unlock()
+
+	facts, ok := m.cfg.Git.Cached(rec.Cwd)
+	if !ok {
+		release() // files to read
+		facts = m.cfg.Git.Facts(ctx, rec.Cwd)
+	}
+	s.mu.Lock()
+	s.rec.RepoRoot, s.rec.RepoName, s.rec.Branch = deref(facts.Root), deref(facts.Name), deref(facts.Branch)
+	s.mu.Unlock()
+	m.persist.async(s)
+
+	sc := sessionContext{AgentID: rec.AgentID, Identity: rec.Identity, Team: m.cfg.Team, Cwd: rec.Cwd, Repo: facts,
+		Tools: len(m.cfg.ToolServer) > 0, Extra: m.cfg.ExtraInstructions}
+	preamble, params := s.turnContext(sc, note)
+	if rec.BackendID == "" {
+		release() // a new thread: not the common case, no need to hurry
+	}
+	timeout := m.cfg.RequestTimeout
+	if t.Timeout > 0 {
+		timeout = t.Timeout
+	}
+	req := codexchild.TurnRequest{
+		ThreadID: rec.BackendID, Prompt: t.Prompt, Preamble: preamble, Params: params, Seed: seed,
+		SameThread: t.SameThread, Timeout: timeout, Release: release,
+		Handler: &turnHandler{m: m, s: s, call: t.Call},
+	}
+	// The turn is audited once it is on its way to Codex, while Codex works
+	// on it; a turn that never reached Codex is audited with why.
+	var sent bool
+	req.OnSent = func() {
+		sent = true
+		m.cfg.Audit.Turn(rec, t.Source, t.Prompt, "forwarded")
+		if t.OnSent != nil {
+			t.OnSent()
+		}
+	}
+	if early && t.Call != nil && rec.BackendID != "" {
+		req.OnResult = func(r *codexchild.Result) { s.answerEarly(j, t, r) }
+	}
+	res, err := m.cfg.Backend.Turn(ctx, req)
+	release()
+	if j != nil && j.answered.Load() {
+		return nil, ErrAnswered // recorded and answered on the Codex reader
+	}
+	if err != nil && !sent {
+		m.cfg.Audit.Turn(rec, t.Source, t.Prompt, "not forwarded: "+err.Error())
+	}
+	if err != nil && res != nil && errors.Is(err, context.Canceled) {
+		err = nil // interrupted (agent_interrupt, close): report the interrupted result
+	}
+	if err != nil {
+		err = turnError(s.Record(), err)
+		if t.Source != SourceSummary {
+			s.recordOutcome(&outcome{status: "error", err: err, finished: m.now()}, "")
+		}
+		return nil, err
+	}
+	text := capResult(m.cfg.MaxResultChars, rec.AgentID, res.Text)
+	rec = s.recordTurn(t.Source, res, text)
+	return turnResult(rec, res, text), nil
+}
+
+// answerEarly runs on the Codex reader with the turn's result: it answers
+// the client at once when that costs no waiting (the thread id is the
+// session's already, so nothing has to be persisted first), recording the
+// turn and moving the session on just before the answer is written.
+func (s *Session) answerEarly(j *job, t Turn, res *codexchild.Result) {
+	rec := s.Record()
+	if res.ThreadID != "" && res.ThreadID != rec.BackendID {
+		return
+	}
+	text := capResult(s.m.cfg.MaxResultChars, rec.AgentID, res.Text)
+	t.Call.TryReplyNow(turnResult(rec, res, text), func() {
+		s.recordTurn(t.Source, res, text)
+		j.idle = s.finish(j)
+		if j.stopCancel != nil {
+			j.stopCancel()
+		}
+		j.answered.Store(true)
+	})
+}
+
+// recordTurn records a turn's result in the session (its thread id, the
+// count, the outcome agent_status reports) and returns the session's
+// record. text is the result's text as capped for the answer.
+func (s *Session) recordTurn(src Source, res *codexchild.Result, text string) registry.Session {
+	s.mu.Lock()
+	newID := res.ThreadID != "" && res.ThreadID != s.rec.BackendID
+	if res.ThreadID != "" {
+		s.rec.BackendID = res.ThreadID
+	}
+	s.turns++
+	rec := s.rec
+	s.mu.Unlock()
+	if newID {
+		s.m.persist.now(s) // resume depends on it: not left for later
+	} else {
+		s.m.persist.async(s)
+	}
+	if src != SourceSummary {
+		s.recordOutcome(&outcome{status: firstNonEmpty(res.Status, "completed"), text: text, isError: res.IsError,
+			threadID: rec.BackendID, finished: s.m.now()}, res.Text)
+	}
+	return rec
+}
+
+func turnResult(rec registry.Session, res *codexchild.Result, text string) *TurnResult {
+	return &TurnResult{AgentID: rec.AgentID, ThreadID: rec.BackendID, Identity: rec.Identity, Text: text,
+		Status: firstNonEmpty(res.Status, "completed"), IsError: res.IsError}
+}
+
+// threadParams builds the Codex parameters of a thread: settings, the
+// injected context appended to the caller's developer instructions (FR-2.2),
+// the note before it (FR-6.1), the per-thread ATM tool server.
+func threadParams(c *Config, sc sessionContext, st ThreadSettings, note string) codexchild.ThreadParams {
+	dev := appendInstructions(st.DeveloperInstructions, sc.render())
+	if note != "" {
+		dev = note + "\n\n" + dev
+	}
+	cfg := map[string]any{}
+	for k, v := range c.CodexConfig {
+		cfg[k] = v
+	}
+	for k, v := range st.Config {
+		cfg[k] = v
+	}
+	if st.ReasoningEffort != "" {
+		cfg["model_reasoning_effort"] = st.ReasoningEffort
+	}
+	if len(c.ToolServer) > 0 {
+		env := map[string]any{"ATM_HOME": c.Home}
+		for k, v := range c.ToolServerEnv {
+			env[k] = v
+		}
+		servers := map[string]any{}
+		if existing, ok := cfg["mcp_servers"].(map[string]any); ok {
+			for k, v := range existing {
+				servers[k] = v
+			}
+		}
+		servers["atm"] = map[string]any{
+			"command":                     c.ToolServer[0],
+			"args":                        append(append([]string{}, c.ToolServer[1:]...), "--team", c.Team, "--identity", sc.Identity),
+			"env":                         env,
+			"default_tools_approval_mode": "approve",
+			"required":                    true,
+		}
+		cfg["mcp_servers"] = servers
+	}
+	if len(cfg) == 0 {
+		cfg = nil
+	}
+	return codexchild.ThreadParams{
+		Cwd: sc.Cwd, Model: st.Model, ApprovalPolicy: st.ApprovalPolicy, Sandbox: st.Sandbox,
+		BaseInstructions: st.BaseInstructions, DeveloperInstructions: dev, CompactPrompt: st.CompactPrompt,
+		Profile: st.Profile, Config: cfg,
+	}
+}
+
+// capResult cuts a result text over the cap with a marker that says how to
+// get the rest (agent_status with an offset).
+func capResult(n int, agentID, text string) string {
+	if len(text) <= n || utf8.RuneCountInString(text) <= n {
+		return text // every turn's result: counted, not copied
+	}
+	r := []rune(text)
+	return string(r[:n]) + fmt.Sprintf("\n\n[… truncated: %d of %d characters shown. Get the rest with agent_status "+
+		"{\"agent_id\": %q, \"offset\": %d}.]", n, len(r), agentID, n)
+}
+
+// turnError maps a backend failure to the proxy's errors (FR-11, FR-14).
+func turnError(rec registry.Session, err error) error {
+	var te *codexchild.TimeoutError
+	if errors.As(err, &te) {
+		return proxyerr.New(proxyerr.ErrRequestTimeout, map[string]any{"agent_id": rec.AgentID, "threadId": firstNonEmpty(te.ThreadID, rec.BackendID),
+			"timeout_secs": te.After.Seconds(), "partial": te.Partial},
+			"codex turn timed out after %s (agent_id %s)", te.After, rec.AgentID)
+	}
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	return BackendError(err)
+}
+
+// BackendError maps a failure of the Codex child to the proxy's errors:
+// CHILD_PROCESS_DEAD with how it died (FR-11.2), REQUEST_TIMEOUT, or an
+// internal error.
+func BackendError(err error) error {
+	var ee *codexchild.ExitError
+	switch {
+	case errors.As(err, &ee):
+		data := map[string]any{"exit_code": ee.Status.Code}
+		if ee.Status.Signal != "" {
+			data["signal"] = ee.Status.Signal
+		}
+		if ee.Stderr != "" {
+			data["stderr"] = ee.Stderr
+		}
+		return proxyerr.New(proxyerr.ErrChildProcessDead, data, "codex child process is not running: %s (restart the MCP server to start a new one)", ee.Status)
+	case errors.Is(err, context.DeadlineExceeded):
+		return proxyerr.New(proxyerr.ErrRequestTimeout, nil, "codex did not answer in time")
+	}
+	return proxyerr.New(proxyerr.ErrInternal, nil, "codex: %v", err)
+}
+
+// turnHandler receives one turn's events and approvals from the backend.
+// Its methods run on the backend's reader goroutine and never block.
+type turnHandler struct {
+	m    *Manager
+	s    *Session // nil for a reply to a thread no session has
+	call CallRef
+}
+
+func (h *turnHandler) Event(e codexchild.Event) {
+	var ids IDs
+	if h.s != nil {
+		ids = h.s.recordEvent(e)
+	}
+	sink := h.sink()
+	if sink == nil {
+		return
+	}
+	ok := sink.Event(e, ids, h.call)
+	if h.s != nil {
+		if ok {
+			h.s.forwarded.Add(1)
+		} else {
+			h.s.dropped.Add(1)
+		}
+	}
+}
+
+// Flush writes the events held back since Codex's output last ran dry
+// (codexchild.Flusher).
+func (h *turnHandler) Flush() {
+	if sink := h.sink(); sink != nil {
+		sink.Flush()
+	}
+}
+
+func (h *turnHandler) Approval(a *codexchild.Approval) {
+	h.m.wg.Add(1)
+	go func() {
+		defer h.m.wg.Done()
+		h.m.bridgeApproval(h.s, h.call, a)
+	}()
+}
+
+func (h *turnHandler) sink() Sink { return h.m.cfg.Sink }

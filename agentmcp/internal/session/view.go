@@ -1,0 +1,242 @@
+package session
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// View is a session as agent_sessions lists it (FR-10.1). Its fields are in
+// the order of their JSON names, as a map of them would be written.
+type View struct {
+	AgentID      string  `json:"agent_id"`
+	AgentName    *string `json:"agent_name"`
+	AgentSource  *string `json:"agent_source"`
+	Backend      string  `json:"backend"`
+	BackendID    *string `json:"backend_id"`
+	Branch       *string `json:"branch"`
+	Cwd          string  `json:"cwd"`
+	HasSummary   bool    `json:"has_summary"`
+	Identity     string  `json:"identity"`
+	LastActiveAt string  `json:"last_active_at"`
+	RepoName     *string `json:"repo_name"`
+	RepoRoot     *string `json:"repo_root"`
+	Resumable    bool    `json:"resumable"`
+	Role         *string `json:"role"`
+	StartedAt    string  `json:"started_at"`
+	Status       string  `json:"status"`
+	Tag          *string `json:"tag"`
+	Team         string  `json:"team"`
+	ThreadState  string  `json:"thread_state"`
+	Turns        int     `json:"turns"`
+}
+
+// Detail is one session as agent_status shows it: the View's facts, its
+// status (busy, awaiting_approval, idle, interrupted, error or closed), the
+// last result, recent agent messages, the current turn's items, token
+// usage, pending approvals, event and mail counters. Fields are in the
+// order of their JSON names.
+type Detail struct {
+	AgentID          string          `json:"agent_id"`
+	AgentMessages    []string        `json:"agent_messages"`
+	AgentName        *string         `json:"agent_name"`
+	AgentSource      *string         `json:"agent_source"`
+	AutoMail         bool            `json:"auto_mail"`
+	Backend          string          `json:"backend"`
+	BackendID        *string         `json:"backend_id"`
+	Branch           *string         `json:"branch"`
+	Busy             bool            `json:"busy"`
+	CurrentTurnItems []turnItem      `json:"current_turn_items"`
+	Cwd              string          `json:"cwd"`
+	Done             *bool           `json:"done,omitempty"` // agent_wait: whether the turn ended
+	Events           EventCounts     `json:"events"`
+	HasSummary       bool            `json:"has_summary"`
+	Identity         string          `json:"identity"`
+	Interrupted      *bool           `json:"interrupted,omitempty"` // agent_interrupt: whether a turn was interrupted
+	LastActiveAt     string          `json:"last_active_at"`
+	LastResult       *LastResult     `json:"last_result,omitempty"`
+	Mail             *MailView       `json:"mail,omitempty"`
+	PendingApprovals []ApprovalView  `json:"pending_approvals"`
+	Queued           int             `json:"queued"`
+	RecentEvents     []eventRecord   `json:"recent_events"`
+	RegistryStatus   string          `json:"registry_status"`
+	RepoName         *string         `json:"repo_name"`
+	RepoRoot         *string         `json:"repo_root"`
+	ResultMore       *bool           `json:"result_more,omitempty"`
+	ResultOffset     *int            `json:"result_offset,omitempty"`
+	ResultText       *string         `json:"result_text,omitempty"`
+	ResultTotalChars *int            `json:"result_total_chars,omitempty"`
+	Resumable        bool            `json:"resumable"`
+	Role             *string         `json:"role"`
+	StartedAt        string          `json:"started_at"`
+	Status           string          `json:"status"`
+	Tag              *string         `json:"tag"`
+	Team             string          `json:"team"`
+	ThreadState      string          `json:"thread_state"`
+	TokenUsage       json.RawMessage `json:"token_usage,omitempty"`
+	Turns            int             `json:"turns"`
+}
+
+// EventCounts are the events passed on to the client and dropped.
+type EventCounts struct {
+	Dropped   int64 `json:"dropped"`
+	Forwarded int64 `json:"forwarded"`
+}
+
+// LastResult is how the last turn ended: its content, or the proxy error
+// that ended it.
+type LastResult struct {
+	Content    *string `json:"content,omitempty"`
+	Error      string  `json:"error,omitempty"`
+	FinishedAt string  `json:"finished_at"`
+	IsError    *bool   `json:"is_error,omitempty"`
+	Status     string  `json:"status"`
+}
+
+// ApprovalView is a pending approval as agent_status shows it.
+type ApprovalView struct {
+	ApprovalID string          `json:"approval_id"`
+	Changes    json.RawMessage `json:"changes,omitempty"`
+	Command    string          `json:"command"`
+	Cwd        string          `json:"cwd"`
+	Kind       string          `json:"kind"`
+	Options    []string        `json:"options"`
+	Question   string          `json:"question"`
+	Reason     string          `json:"reason"`
+	Since      string          `json:"since"`
+}
+
+// MailView is the mail layer's counters for the session's identity.
+type MailView struct {
+	AutoMail     bool   `json:"auto_mail"`
+	Batches      int    `json:"batches"`
+	Delivered    int    `json:"delivered"`
+	InFlight     int    `json:"in_flight"`
+	LastDelivery string `json:"last_delivery,omitempty"`
+	LastError    string `json:"last_error,omitempty"`
+	Pending      int    `json:"pending"`
+	Polling      bool   `json:"polling"`
+}
+
+// View returns the session as agent_sessions lists it.
+func (s *Session) View() View {
+	s.mu.Lock()
+	rec := s.rec
+	turns := s.turns
+	s.mu.Unlock()
+	v := View{
+		AgentID: rec.AgentID, Backend: firstNonEmpty(rec.Backend, "codex"), BackendID: nullable(rec.BackendID),
+		Team: rec.Team, Identity: rec.Identity, Status: string(rec.Status), ThreadState: string(rec.ThreadState),
+		LastActiveAt: rec.LastActive.UTC().Format(time.RFC3339), StartedAt: rec.StartedAt.UTC().Format(time.RFC3339),
+		Tag: nullable(rec.Tag), Role: nullable(rec.Role), Cwd: rec.Cwd,
+		RepoName: nullable(rec.RepoName), RepoRoot: nullable(rec.RepoRoot), Branch: nullable(rec.Branch),
+		AgentSource: nullable(rec.AgentSource), Turns: turns, Resumable: !rec.Status.Live(),
+		HasSummary: rec.BackendID != "" && s.m.cfg.Registry.HasSummary(rec.Identity, rec.BackendID),
+	}
+	if rec.AgentSource != "" {
+		v.AgentName = nullable(strings.TrimSuffix(filepath.Base(rec.AgentSource), filepath.Ext(rec.AgentSource)))
+	}
+	return v
+}
+
+// Detail returns the session as agent_status shows it; offset pages
+// through a result longer than the cap.
+func (s *Session) Detail(offset int) Detail {
+	v := s.View()
+	d := Detail{
+		AgentID: v.AgentID, AgentName: v.AgentName, AgentSource: v.AgentSource, Backend: v.Backend, BackendID: v.BackendID,
+		Branch: v.Branch, Cwd: v.Cwd, HasSummary: v.HasSummary, Identity: v.Identity, LastActiveAt: v.LastActiveAt,
+		RepoName: v.RepoName, RepoRoot: v.RepoRoot, Resumable: v.Resumable, Role: v.Role, StartedAt: v.StartedAt,
+		Tag: v.Tag, Team: v.Team, ThreadState: v.ThreadState,
+	}
+	max := s.m.cfg.MaxResultChars
+	s.mu.Lock()
+	d.Status = s.statusLocked()
+	d.RegistryStatus = string(s.rec.Status)
+	d.Busy = s.running != nil
+	d.Queued = len(s.queue)
+	d.AutoMail = s.autoMail
+	d.Turns = s.turns
+	d.PendingApprovals = []ApprovalView{}
+	for _, p := range s.approvals {
+		d.PendingApprovals = append(d.PendingApprovals, p.view())
+	}
+	d.AgentMessages = append([]string{}, s.act.messages...)
+	d.CurrentTurnItems = make([]turnItem, 0, len(s.act.items))
+	for _, it := range s.act.items {
+		d.CurrentTurnItems = append(d.CurrentTurnItems, *it)
+	}
+	if len(s.act.tokens) > 0 {
+		d.TokenUsage = s.act.tokens
+	}
+	d.RecentEvents = s.act.events(20)
+	if o := s.last; o != nil {
+		last := &LastResult{Status: o.status, FinishedAt: o.finished.UTC().Format(time.RFC3339Nano)}
+		if o.err != nil {
+			last.Error = o.err.Error()
+		} else {
+			text, isErr := o.text, o.isError
+			last.Content, last.IsError = &text, &isErr
+		}
+		d.LastResult = last
+		if offset > 0 || len([]rune(s.fullResult)) > max {
+			r := []rune(s.fullResult)
+			from := min(max0(offset), len(r))
+			to := min(from+max, len(r))
+			text, more, total := string(r[from:to]), to < len(r), len(r)
+			d.ResultText, d.ResultOffset, d.ResultTotalChars, d.ResultMore = &text, &from, &total, &more
+		}
+	}
+	identity := s.rec.Identity
+	live := s.rec.Status.Live()
+	s.mu.Unlock()
+	d.Events = EventCounts{Forwarded: s.forwarded.Load(), Dropped: s.dropped.Load()}
+	if s.m.cfg.Mail != nil && live {
+		st := s.m.cfg.Mail.Stats(identity)
+		mv := &MailView{AutoMail: st.AutoMail, Polling: st.Polling, Delivered: st.Delivered, Batches: st.Batches,
+			Pending: st.Pending, InFlight: st.InFlight, LastError: st.LastError}
+		if !st.LastDelivery.IsZero() {
+			mv.LastDelivery = st.LastDelivery.UTC().Format(time.RFC3339Nano)
+		}
+		d.Mail = mv
+	}
+	return d
+}
+
+func max0(n int) int { return max(n, 0) }
+
+// statusLocked is the session's status for agent_status; s.mu is held.
+func (s *Session) statusLocked() string {
+	switch {
+	case !s.rec.Status.Live():
+		return "closed"
+	case len(s.approvals) > 0:
+		return "awaiting_approval"
+	case s.running != nil:
+		return "busy"
+	case s.last != nil && s.last.status == "interrupted":
+		return "interrupted"
+	case s.last != nil && (s.last.err != nil || s.last.status == "failed"):
+		return "error"
+	}
+	return "idle"
+}
+
+// view is the pending approval as agent_status shows it.
+func (p *pending) view() ApprovalView {
+	v := ApprovalView{
+		ApprovalID: p.id, Kind: string(p.a.Kind), Question: p.question,
+		Options: []string{"approve", "approve_for_session", "deny"}, Since: p.created.UTC().Format(time.RFC3339),
+		Command: p.a.Command, Cwd: p.a.Cwd, Reason: p.a.Reason,
+	}
+	if len(p.a.Changes) > 0 {
+		v.Changes = p.a.Changes
+	}
+	return v
+}
+
+// Counts returns the session's event counters.
+func (s *Session) Counts() EventCounts {
+	return EventCounts{Forwarded: s.forwarded.Load(), Dropped: s.dropped.Load()}
+}
