@@ -11,5 +11,5 @@ import (
 // getenv reads the environment (nil means os.Getenv). The binary's main
 // and the testscripts both call it, so they run the same program.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
-	return cli.Run(args, stdin, stdout, stderr, getenv, cli.Programs{Serve: serve, Tools: tools})
+	return cli.Run(args, stdin, stdout, stderr, getenv, cli.Programs{Serve: serve, Tools: toolsServer})
 }

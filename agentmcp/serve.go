@@ -13,7 +13,9 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/cli"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/config"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxy"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/stdio"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/tools"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
 )
 
@@ -54,9 +56,9 @@ func serve(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout io.W
 	return srv.Run(ctx, in, out)
 }
 
-// tools runs the per-thread tools-only server.
-func tools(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout io.Writer, logger *slog.Logger) error {
-	return proxy.ServeTools(ctx, proxy.ToolsOptions{Home: cfg.Home, Team: cfg.Team, Identity: cfg.Identity, Logger: logger}, stdin, stdout)
+// toolsServer runs the per-thread tools-only server.
+func toolsServer(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout io.Writer, logger *slog.Logger) error {
+	return tools.ServeTools(ctx, tools.ToolsOptions{Home: cfg.Home, Team: cfg.Team, Identity: cfg.Identity, Version: cli.Version(), Logger: logger}, stdin, stdout)
 }
 
 // proxyOptions maps the configuration onto the proxy.
@@ -88,7 +90,7 @@ func proxyOptions(cfg *config.Config, logger *slog.Logger) (proxy.Options, error
 		}
 		extra = string(b)
 	} else {
-		extra = proxy.BundledExtraInstructions
+		extra = session.BundledExtraInstructions
 	}
 	var toolServer []string
 	if exe, err := selfPath(); err == nil {
@@ -112,7 +114,7 @@ func proxyOptions(cfg *config.Config, logger *slog.Logger) (proxy.Options, error
 		MailPollInterval: cfg.MailPollInterval, MailIdleTimeout: cfg.IdleTimeout, PersistThreads: cfg.PersistThreads, MaxMailMessages: cfg.MaxMailMessages, MaxMailMessageLength: cfg.MaxMailMessageLength,
 		ToolServer: toolServer, ToolServerEnv: map[string]string{"ATM_TEAM": cfg.Team},
 		MaxResultChars: cfg.MaxResultChars, EventRing: cfg.EventBufferSize,
-		Logger: logger,
+		Logger: logger, Version: cli.Version(),
 	}, nil
 }
 

@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/gitctx"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
@@ -275,9 +277,8 @@ func BenchmarkToolsCallOverhead(b *testing.B) {
 	bareThread := structuredOf(b, directBare.call(b, "tools/call", map[string]any{"name": "codex", "arguments": map[string]any{"prompt": "start", "cwd": home}}))["threadId"]
 	agent := structuredOf(b, proxied.call(b, "tools/call", map[string]any{"name": "codex", "arguments": map[string]any{"prompt": "start", "identity": "arch"}}))["agent_id"].(string)
 	// The prompt the proxy sends for "bench": its context block first.
-	rec := srv.sessions[agent].snapshot()
-	block := sessionContext{AgentID: rec.AgentID, Identity: rec.Identity, Team: srv.opts.Team, Cwd: rec.Cwd,
-		Repo: gitFacts(context.Background(), rec.Cwd)}.contextBlock()
+	rec := srv.sessions.Get(agent).Record()
+	block := session.ContextBlock(rec.AgentID, rec.Identity, srv.opts.Team, rec.Cwd, srv.git.Facts(context.Background(), rec.Cwd))
 	var bare, same, prox, sameFirst, proxFirst []time.Duration
 	var sameHops, proxHops hopSplit
 	for b.Loop() {
@@ -414,7 +415,9 @@ func BenchmarkToolsCallOverheadProcess(b *testing.B) {
 	agent := structuredOf(b, proxied.call(b, "tools/call", map[string]any{"name": "codex", "arguments": map[string]any{"prompt": "start", "identity": "arch"}}))["agent_id"].(string)
 	// The proxy's prompt for "bench": its context block first (its cwd is
 	// home, outside git).
-	block := sessionContext{AgentID: agent, Identity: "arch", Team: "dev", Cwd: home, Repo: gitFacts(context.Background(), home)}.contextBlock()
+	git := gitctx.New(gitctx.Config{})
+	defer git.Close()
+	block := session.ContextBlock(agent, "arch", "dev", home, git.Facts(context.Background(), home))
 	var same, prox []time.Duration
 	var sameHops, proxHops hopSplit
 	serveCPU, childCPU := cpuTime(cmd.Process.Pid), cpuTime(direct.pid)

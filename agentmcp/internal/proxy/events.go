@@ -3,89 +3,47 @@ package proxy
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
-	"sync/atomic"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/mcpconn"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
-// turnHandler receives one turn's events and approvals from the backend.
-// Its methods run on the backend's reader goroutine and never block.
-type turnHandler struct {
-	s    *Server
-	sess *session
-	call *toolCall
-}
+// eventSink passes the sessions' Codex events to the client as codex/event
+// notifications (session.Sink), with progress for the request that started
+// the turn.
+type eventSink struct{ c *mcpconn.Conn }
 
-func (h *turnHandler) Event(e codexchild.Event) {
-	h.s.forwardEvent(h.sess, h.call, e)
-	if h.call != nil && h.call.prog != nil {
-		if msg := progressMessage(e); msg != "" {
-			h.call.prog.send(msg)
-		}
-	}
-}
-
-// Flush writes the events held back since Codex's output last ran dry
-// (codexchild.Flusher).
-func (h *turnHandler) Flush() { h.s.client.flushHeld() }
-
-func (h *turnHandler) Approval(a *codexchild.Approval) {
-	h.s.wg.Add(1)
-	go func() {
-		defer h.s.wg.Done()
-		h.s.bridgeApproval(h.sess, h.call, a)
-	}()
-}
-
-// sessionCounters are per-session event counters (FR-19.4).
-type sessionCounters struct {
-	forwarded atomic.Int64
-	dropped   atomic.Int64
-}
-
-// forwardEvent sends a Codex event to the client as a codex/event
-// notification, unmodified apart from the added agent_id and identity, and
+// Event sends e unmodified apart from the added agent_id and identity, and
 // _meta.requestId set to the client's request id (the child's own id means
 // nothing to the client; turns the proxy starts itself carry none). On
 // app-server the original method and params are wrapped:
 // {"_meta":{threadId,turnId},"agent_id","identity","method","params"}.
-// Events are held back until the Codex reader runs dry (turnHandler.Flush),
-// queued, or dropped when the queue is full or the client is gone.
-func (s *Server) forwardEvent(sess *session, call *toolCall, e codexchild.Event) {
-	var ids quotedIDs
-	if sess != nil {
-		ids = sess.quoted()
-	}
+// Events are held back until the Codex reader runs dry (Flush), queued, or
+// dropped when the queue is full or the client is gone (FR-19.3, FR-19.4).
+func (k eventSink) Event(e codexchild.Event, ids session.IDs, call session.CallRef) bool {
 	var reqID json.RawMessage
 	if call != nil {
-		reqID = call.rawID
+		reqID = call.RequestID()
 	}
-	// The session's record is updated where the event is built: by the
-	// Codex reader when it writes the event itself, by the pump when the
-	// event waits in the queue, here when it is dropped.
-	ok := s.client.event(func() *jsonrpcframe.Message {
-		if sess != nil {
-			sess.recordEvent(e)
-		}
-		return eventMessage(e, ids, reqID)
-	}, true)
-	if sess != nil {
-		if ok {
-			sess.counters.forwarded.Add(1)
-		} else {
-			sess.counters.dropped.Add(1)
-			sess.recordEvent(e)
+	ok := k.c.Event(func() *jsonrpcframe.Message { return eventMessage(e, ids, reqID) }, true)
+	if call != nil {
+		if msg := progressMessage(e); msg != "" {
+			call.Progress(msg)
 		}
 	}
+	return ok
 }
+
+// Flush writes the events held back since Codex's output last ran dry.
+func (k eventSink) Flush() { k.c.Flush() }
 
 // eventMessage builds the codex/event notification for e by splicing the
 // child's params: _meta gets the client's requestId (or none) and the
 // agent_id, agent_id and identity are added, every other byte is the
 // child's.
-func eventMessage(e codexchild.Event, ids quotedIDs, reqID json.RawMessage) *jsonrpcframe.Message {
+func eventMessage(e codexchild.Event, ids session.IDs, reqID json.RawMessage) *jsonrpcframe.Message {
 	var origBuf, metaBuf [16]jsonrpcframe.Member // no allocation for the split
 	orig, meta := origBuf[:0], metaBuf[:0]
 	if e.Method == "codex/event" {
@@ -120,13 +78,13 @@ func eventMessage(e codexchild.Event, ids quotedIDs, reqID json.RawMessage) *jso
 	if reqID != nil {
 		b = appendMember(b, `"requestId"`, reqID)
 	}
-	if ids.agentID != nil {
-		b = appendMember(b, `"agent_id"`, ids.agentID)
+	if ids.AgentID != nil {
+		b = appendMember(b, `"agent_id"`, ids.AgentID)
 	}
 	b = append(b, '}')
-	if ids.agentID != nil {
-		b = appendMember(b, `"agent_id"`, ids.agentID)
-		b = appendMember(b, `"identity"`, ids.identity)
+	if ids.AgentID != nil {
+		b = appendMember(b, `"agent_id"`, ids.AgentID)
+		b = appendMember(b, `"identity"`, ids.Identity)
 	}
 	for _, m := range orig {
 		switch string(m.Key) {
@@ -161,7 +119,7 @@ func progressMessage(e codexchild.Event) string {
 	case "task_started", "turn/started":
 		return "turn started"
 	case "exec_command_begin":
-		return "running `" + shortCommand(p.Msg.Command) + "`"
+		return "running `" + session.ShortCommand(p.Msg.Command) + "`"
 	case "patch_apply_begin":
 		return fmt.Sprintf("editing %d file%s", len(p.Msg.Changes), plural(len(p.Msg.Changes)))
 	case "exec_approval_request", "apply_patch_approval_request":
@@ -171,7 +129,7 @@ func progressMessage(e codexchild.Event) string {
 	case "item/started":
 		switch p.Item.Type {
 		case "commandExecution":
-			return "running `" + shortCommand(p.Item.Command) + "`"
+			return "running `" + session.ShortCommand(p.Item.Command) + "`"
 		case "fileChange":
 			return fmt.Sprintf("editing %d file%s", len(p.Item.Changes), plural(len(p.Item.Changes)))
 		case "mcpToolCall":
@@ -190,55 +148,4 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
-}
-
-// shortCommand renders a command given as a string or an argv, dropping a
-// leading "bash -lc".
-func shortCommand(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		// app-server sends "/bin/bash -lc '<cmd>'" as one string.
-		for _, pre := range []string{"/bin/bash -lc '", "bash -lc '", "/bin/sh -c '"} {
-			if rest, ok := strings.CutPrefix(s, pre); ok && strings.HasSuffix(rest, "'") {
-				s = strings.ReplaceAll(strings.TrimSuffix(rest, "'"), `'\''`, "'")
-				break
-			}
-		}
-		return clip(s, 80)
-	}
-	var argv []string
-	if json.Unmarshal(raw, &argv) == nil {
-		if len(argv) == 3 && strings.HasSuffix(argv[0], "bash") && argv[1] == "-lc" {
-			return clip(argv[2], 80)
-		}
-		return clip(strings.Join(argv, " "), 80)
-	}
-	return "a command"
-}
-
-// clip cuts s to n characters on a character boundary, adding "…".
-func clip(s string, n int) string {
-	s = strings.TrimSpace(s)
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n]) + "…"
-}
-
-// quotedIDs are a session's agent_id and identity as JSON strings (nil
-// without a session).
-type quotedIDs struct {
-	agentID, identity []byte
-}
-
-// quoted returns the session's quotedIDs, encoded once for all its events.
-func (s *session) quoted() quotedIDs {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.quotedFor != [2]string{s.rec.AgentID, s.rec.Identity} || s.quotedIDs.agentID == nil {
-		s.quotedFor = [2]string{s.rec.AgentID, s.rec.Identity}
-		s.quotedIDs = quotedIDs{jsonString(s.rec.AgentID), jsonString(s.rec.Identity)}
-	}
-	return s.quotedIDs
 }

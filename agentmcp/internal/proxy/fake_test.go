@@ -13,7 +13,10 @@ import (
 )
 
 // fakeBackend is an in-process codexchild.Backend for unit tests of the
-// proxy's logic. The last line of the prompt picks the behaviour:
+// proxy's logic. It follows the thread policy of codexchild's backends: on
+// mcp-server a thread it never ran, or whose last turn was interrupted,
+// gives way to a fresh thread; on app-server such a thread is "resumed".
+// The last line of the prompt picks the behaviour:
 //   - default: "MOCK_REPLY: <last line>"
 //   - "SLOW": waits until interrupted or ctx ends
 //   - "APPROVE": asks an exec approval and reports the decision
@@ -25,6 +28,7 @@ type fakeBackend struct {
 	mu       sync.Mutex
 	requests []codexchild.TurnRequest
 	threads  map[string]bool
+	tainted  map[string]bool
 	running  map[string]chan struct{} // thread → interrupt
 	nextID   int
 	closed   bool
@@ -36,7 +40,7 @@ type fakeBackend struct {
 }
 
 func newFakeBackend(kind codexchild.Kind) *fakeBackend {
-	return &fakeBackend{kind: kind, threads: map[string]bool{}, running: map[string]chan struct{}{}}
+	return &fakeBackend{kind: kind, threads: map[string]bool{}, tainted: map[string]bool{}, running: map[string]chan struct{}{}}
 }
 
 func (f *fakeBackend) Kind() codexchild.Kind { return f.kind }
@@ -48,14 +52,30 @@ func (f *fakeBackend) turns() []codexchild.TurnRequest {
 }
 
 func (f *fakeBackend) Turn(ctx context.Context, req codexchild.TurnRequest) (*codexchild.Result, error) {
-	if req.Yield != nil {
-		req.Yield() // before anything waits, as codexchild's backends do
+	if req.Release != nil {
+		req.Release() // before anything waits, as codexchild's backends do
 	}
 	f.mu.Lock()
 	if f.exit != nil {
 		st := *f.exit
 		f.mu.Unlock()
 		return nil, &codexchild.ExitError{Status: st}
+	}
+	if req.ThreadID != "" {
+		known, tainted := f.threads[req.ThreadID], f.tainted[req.ThreadID]
+		switch {
+		case req.SameThread, f.kind == codexchild.KindAppServer && known:
+		case f.kind == codexchild.KindAppServer:
+			f.threads[req.ThreadID] = true // resumed
+		case !known || tainted:
+			if req.Seed != "" && !known {
+				req.Params.DeveloperInstructions = req.Seed + "\n\n" + req.Params.DeveloperInstructions
+			}
+			req.ThreadID = "" // a fresh thread in its place
+		}
+		if req.ThreadID != "" {
+			req.Prompt = req.Preamble + req.Prompt
+		}
 	}
 	f.requests = append(f.requests, req)
 	// Codex's own results go to OnResult first, on another goroutine (the
@@ -89,7 +109,7 @@ func (f *fakeBackend) Turn(ctx context.Context, req codexchild.TurnRequest) (*co
 		f.nextID++
 		thread = fmt.Sprintf("0199aaaa-0000-7000-8000-%012d", f.nextID)
 		f.threads[thread] = true
-	} else if !f.threads[thread] && !(req.Resume && f.kind == codexchild.KindAppServer) {
+	} else if !f.threads[thread] {
 		f.mu.Unlock()
 		return result(&codexchild.Result{ThreadID: thread, Text: "Session not found for thread_id: " + thread, IsError: true, Status: "failed"})
 	}
@@ -103,6 +123,14 @@ func (f *fakeBackend) Turn(ctx context.Context, req codexchild.TurnRequest) (*co
 		delete(f.running, thread)
 		f.mu.Unlock()
 	}()
+	interrupted := func(err error) (*codexchild.Result, error) {
+		f.mu.Lock()
+		if f.kind == codexchild.KindMCPServer {
+			f.tainted[thread] = true
+		}
+		f.mu.Unlock()
+		return &codexchild.Result{ThreadID: thread, Text: "interrupted", IsError: true, Status: "interrupted"}, err
+	}
 	lines := strings.Split(strings.TrimSpace(req.Prompt), "\n")
 	last := strings.TrimSpace(lines[len(lines)-1])
 	h := req.Handler
@@ -134,9 +162,9 @@ func (f *fakeBackend) Turn(ctx context.Context, req codexchild.TurnRequest) (*co
 	case strings.HasPrefix(last, "SLOW"):
 		select {
 		case <-intr:
-			return &codexchild.Result{ThreadID: thread, Text: "interrupted", IsError: true, Status: "interrupted"}, nil
+			return interrupted(nil)
 		case <-ctx.Done():
-			return &codexchild.Result{ThreadID: thread, Text: "interrupted", IsError: true, Status: "interrupted"}, ctx.Err()
+			return interrupted(ctx.Err())
 		case <-timer.C:
 			return nil, &codexchild.TimeoutError{After: timeout, ThreadID: thread, Partial: "partial text"}
 		}
@@ -160,9 +188,9 @@ func (f *fakeBackend) Turn(ctx context.Context, req codexchild.TurnRequest) (*co
 			event("task_complete")
 			return result(&codexchild.Result{ThreadID: thread, Text: "decision: " + string(d.Kind) + " " + d.Reason, Status: "completed"})
 		case <-intr:
-			return &codexchild.Result{ThreadID: thread, Text: "interrupted", IsError: true, Status: "interrupted"}, nil
+			return interrupted(nil)
 		case <-ctx.Done():
-			return &codexchild.Result{ThreadID: thread, Text: "interrupted", IsError: true, Status: "interrupted"}, ctx.Err()
+			return interrupted(ctx.Err())
 		}
 	case last == "FAIL":
 		return result(&codexchild.Result{ThreadID: thread, Text: "model error", IsError: true, Status: "failed"})
@@ -181,8 +209,6 @@ func (f *fakeBackend) Interrupt(_ context.Context, threadID string) error {
 	return nil
 }
 
-func (f *fakeBackend) Steer(context.Context, string, string) error { return codexchild.ErrUnsupported }
-
 func (f *fakeBackend) Forward(_ context.Context, req *jsonrpcframe.Message) (*jsonrpcframe.Message, error) {
 	if f.kind != codexchild.KindMCPServer {
 		return nil, codexchild.ErrUnsupported
@@ -196,14 +222,10 @@ func (f *fakeBackend) Forward(_ context.Context, req *jsonrpcframe.Message) (*js
 
 func (f *fakeBackend) Notify(context.Context, *jsonrpcframe.Message) error { return nil }
 
-func (f *fakeBackend) Tools(context.Context) (json.RawMessage, error) {
-	return json.RawMessage(`{"tools":[]}`), nil
-}
-
 func (f *fakeBackend) Status() codexchild.Status {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return codexchild.Status{Started: true, Running: f.exit == nil && !f.closed, PID: 4242, Version: "fake", Exit: f.exit}
+	return codexchild.Status{Kind: f.kind, Started: true, Running: f.exit == nil && !f.closed, PID: 4242, Version: "fake", Exit: f.exit}
 }
 
 func (f *fakeBackend) Close(context.Context) error {

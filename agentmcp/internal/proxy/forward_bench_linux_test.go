@@ -12,9 +12,9 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/mcpconn"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
-	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
-	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
 // threadCPU returns the CPU time of the calling thread (zero when it cannot
@@ -36,10 +36,19 @@ func (h *captureEvents) Approval(a *codexchild.Approval) {
 	_ = a.Respond(codexchild.Decision{Kind: codexchild.Deny})
 }
 
+// benchCall is the request a benchmarked turn answers.
+type benchCall struct{}
+
+func (benchCall) RequestID() json.RawMessage                   { return json.RawMessage("7") }
+func (benchCall) Progress(string)                              {}
+func (benchCall) Release()                                     {}
+func (benchCall) TryReplyNow(*session.TurnResult, func()) bool { return false }
+
 // BenchmarkForwardEvent is the proxy's side of one Codex event: the
 // events of a mockcodex turn, as the backend hands them over, tagged and
-// written to the client's pipe (drained by a goroutine) with the session's
-// record updated. ns/op is per event.
+// written to the client's pipe (drained by a goroutine). ns/op is per
+// event. (What the session records of an event is BenchmarkActivityRecord
+// in package session.)
 func BenchmarkForwardEvent(b *testing.B) {
 	bin := mockcodexBin(b)
 	home := b.TempDir()
@@ -55,23 +64,18 @@ func BenchmarkForwardEvent(b *testing.B) {
 		b.Fatal(err)
 	}
 
-	srv, err := New(Options{Home: home, Team: "dev", Identity: "proxy", Backend: newFakeBackend(codexchild.KindMCPServer), Cwd: home})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { srv.audit.Close(); srv.reg.Close() })
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		b.Fatal(err)
 	}
 	go func() { _, _ = io.Copy(io.Discard, outR) }()
-	b.Cleanup(func() { outW.Close(); outR.Close() })
-	gauge := newPipeGauge(outW)
-	srv.client = newClient(jsonrpcframe.NewLineWriter(gauge), gauge, 0, srv.log)
-	b.Cleanup(srv.client.close)
-	sess := srv.newSession(registry.Session{AgentID: "arch-0001", Identity: "arch", Team: "dev"})
-	call := &toolCall{id: jsonrpcframe.IntID(7), rawID: json.RawMessage("7"), name: "codex-reply"}
-	hd := &turnHandler{s: srv, sess: sess, call: call}
+	inR, inW := io.Pipe()
+	conn := mcpconn.New(mcpconn.Config{Handler: nil})
+	conn.Start(inR, outW)
+	b.Cleanup(func() { inW.Close(); <-conn.Done(); conn.Close(); outW.Close(); outR.Close() })
+	sink := eventSink{conn}
+	ids := session.IDs{AgentID: []byte(`"arch-0001"`), Identity: []byte(`"arch"`)}
+	call := benchCall{}
 	var size int
 	for _, e := range h.events {
 		size += len(e.Params)
@@ -88,14 +92,14 @@ func BenchmarkForwardEvent(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		if i == 0 {
-			for srv.client.queued() > 0 || !gauge.has(gauge.capacity-inlineSlack) {
+			for conn.Stats().Queued > 0 {
 				runtime.Gosched()
 			}
 			cpu -= threadCPU()
 		}
-		hd.Event(h.events[i])
+		sink.Event(h.events[i], ids, call)
 		if i++; i == len(h.events) {
-			hd.Flush() // the turn's events are all read
+			sink.Flush() // the turn's events are all read
 			cpu += threadCPU()
 			i = 0
 		}
@@ -104,7 +108,7 @@ func BenchmarkForwardEvent(b *testing.B) {
 		cpu += threadCPU()
 	}
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/event")
-	if n := srv.client.dropped.Load(); n > 0 {
+	if n := conn.Stats().Dropped; n > 0 {
 		b.Fatalf("%d events dropped", n)
 	}
 }

@@ -26,6 +26,8 @@ type testConn struct {
 	home string
 
 	stalled atomic.Bool // set: the client stops reading the proxy's output
+	hungUp  atomic.Bool // set: the client has closed the proxy's stdout
+	out     io.Closer   // the client's end of the proxy's stdout
 
 	mu          sync.Mutex
 	next        int64
@@ -103,7 +105,7 @@ func startProxyAt(t *testing.T, home string, ho harnessOpts) *testConn {
 	} else {
 		outR, outW = io.Pipe()
 	}
-	c := &testConn{t: t, in: inW, w: jsonrpcframe.NewLineWriter(inW), srv: srv, fb: fb, home: home,
+	c := &testConn{t: t, in: inW, w: jsonrpcframe.NewLineWriter(inW), srv: srv, fb: fb, home: home, out: outR,
 		waiting: map[jsonrpcframe.ID]chan *jsonrpcframe.Message{}, runErr: make(chan error, 1)}
 	go func() {
 		err := srv.Run(context.Background(), inR, outW)
@@ -133,7 +135,7 @@ func (c *testConn) readLoop(r io.Reader) {
 	for {
 		m, err := lr.Read()
 		if err != nil {
-			if !errors.Is(err, io.EOF) {
+			if !errors.Is(err, io.EOF) && !c.hungUp.Load() {
 				c.t.Errorf("proxy wrote something that is not JSON-RPC: %v", err)
 				if errors.Is(err, jsonrpcframe.ErrParse) {
 					continue
@@ -284,6 +286,13 @@ func (c *testConn) initialize(elicitation bool) {
 	}
 	n, _ := jsonrpcframe.NewNotification("notifications/initialized", nil)
 	_ = c.w.Write(n)
+}
+
+// hangUp closes the client's end of the proxy's stdout: the proxy's next
+// write fails, as when Claude has gone.
+func (c *testConn) hangUp() {
+	c.hungUp.Store(true)
+	c.out.Close()
 }
 
 // close ends the client's stdin and waits for a graceful shutdown.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
 	"github.com/google/go-cmp/cmp"
 )
@@ -32,9 +33,9 @@ func TestEventMessage(t *testing.T) {
 			if tt.reqID != "" {
 				req = json.RawMessage(tt.reqID)
 			}
-			var ids quotedIDs
+			var ids session.IDs
 			if tt.agent != "" {
-				ids = quotedIDs{jsonString(tt.agent), jsonString("arch")}
+				ids = session.IDs{AgentID: jsonString(tt.agent), Identity: jsonString("arch")}
 			}
 			m := eventMessage(tt.e, ids, req)
 			if !json.Valid(m.Params) {

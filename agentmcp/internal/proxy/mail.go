@@ -5,93 +5,123 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
 	"github.com/atm-agent-mcp/atm-agent-mcp/mailbridge"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
 // startMail starts the mail bridge (FR-8) and binds the sessions that are
 // already live (resumed at start-up).
-func (s *Server) startMail() error {
+func (s *Server) startMail(ctx context.Context) error {
 	b, err := mailbridge.New(mailbridge.Config{
-		ATM: s.atm, Team: s.opts.Team, Target: s,
-		PollInterval: s.opts.MailPollInterval, IdleTimeout: s.opts.MailIdleTimeout, MaxMessages: s.opts.MaxMailMessages, MaxMessageLength: s.opts.MaxMailMessageLength,
-		OnBatch: s.auditBatch, Logger: s.log, Now: s.now,
+		ATM: s.atm, Team: s.opts.Team, Target: mailTarget{s},
+		PollInterval: s.opts.MailPollInterval, IdleTimeout: s.opts.MailIdleTimeout, MaxMessages: s.opts.MaxMailMessages,
+		MaxMessageLength: s.opts.MaxMailMessageLength, OnBatch: s.auditBatch, Logger: s.log, Now: s.opts.Now,
 	})
 	if err != nil {
 		return err
 	}
-	if err := b.Start(s.ctx); err != nil {
+	if err := b.Start(ctx); err != nil {
 		return err
 	}
-	s.smu.Lock()
-	s.mail = b
-	live := make([]*session, 0, len(s.byIdentity))
-	for _, sess := range s.byIdentity {
-		live = append(live, sess)
-	}
-	s.smu.Unlock()
-	for _, sess := range live {
-		s.bindMail(sess)
+	s.mail.set(b, s.log)
+	for identity, sess := range s.sessions.Live() {
+		s.mail.Bind(identity, sess.Detail(0).AutoMail)
 	}
 	return nil
 }
 
-// bindMail tells the bridge that sess holds its identity, with its
-// auto-mail switch. It is a no-op before the bridge starts.
-func (s *Server) bindMail(sess *session) {
-	if s.mail == nil {
-		return
-	}
-	sess.mu.Lock()
-	identity, on := sess.rec.Identity, sess.autoMail
-	sess.mu.Unlock()
-	if err := s.mail.Bind(identity); err != nil {
-		s.log.Warn("cannot watch the inbox", "identity", identity, "err", err)
-		return
-	}
-	s.mail.SetAutoMail(identity, on)
+// mailHooks is the mail layer as sessions see it (session.Mail): the bridge
+// once it runs, nothing before.
+type mailHooks struct {
+	mu  sync.Mutex // guards b and log
+	b   *mailbridge.Bridge
+	log interface{ Warn(string, ...any) }
 }
 
-// Deliver implements mailbridge.Target: it starts an auto-mail turn on the
-// session bound to identity, only if that session is idle with nothing
-// queued and auto-mail on (FR-8.10, FR-17.6). done reports whether the turn's
-// request was written to the child (then the mail is marked read).
-func (s *Server) Deliver(identity, prompt string, done func(sent bool)) bool {
-	s.smu.Lock()
-	sess := s.byIdentity[identity]
-	s.smu.Unlock()
-	if sess == nil || s.isClosing() {
+func (h *mailHooks) set(b *mailbridge.Bridge, log interface{ Warn(string, ...any) }) {
+	h.mu.Lock()
+	h.b, h.log = b, log
+	h.mu.Unlock()
+}
+
+func (h *mailHooks) bridge() *mailbridge.Bridge {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.b
+}
+
+// Bind tells the bridge that identity is held, with its auto-mail switch.
+func (h *mailHooks) Bind(identity string, autoMail bool) {
+	b := h.bridge()
+	if b == nil {
+		return
+	}
+	if err := b.Bind(identity); err != nil {
+		h.log.Warn("cannot watch the inbox", "identity", identity, "err", err)
+		return
+	}
+	b.SetAutoMail(identity, autoMail)
+}
+
+// Unbind tells the bridge that identity is no longer held.
+func (h *mailHooks) Unbind(identity string) {
+	if b := h.bridge(); b != nil {
+		b.Unbind(identity)
+	}
+}
+
+// Idle is the post-turn mail check (FR-8.1).
+func (h *mailHooks) Idle(identity string) {
+	if b := h.bridge(); b != nil {
+		b.Idle(identity)
+	}
+}
+
+// Stats returns the bridge's counters for identity.
+func (h *mailHooks) Stats(identity string) session.MailStats {
+	b := h.bridge()
+	if b == nil {
+		return session.MailStats{}
+	}
+	st := b.Stats(identity)
+	return session.MailStats{AutoMail: st.AutoMail, Batches: st.Batches, Delivered: st.Delivered, InFlight: st.InFlight,
+		LastDelivery: st.LastDelivery, LastError: st.LastError, Pending: st.Pending, Polling: st.Polling}
+}
+
+// close stops the bridge, if it runs.
+func (h *mailHooks) close() error {
+	if b := h.bridge(); b != nil {
+		return b.Close()
+	}
+	return nil
+}
+
+// mailTarget delivers mail to sessions (mailbridge.Target).
+type mailTarget struct{ s *Server }
+
+// Deliver starts an auto-mail turn on the session bound to identity, only
+// if that session is idle with nothing queued and auto-mail on (FR-8.10,
+// FR-17.6). done reports whether the turn's request was written to the
+// child (then the mail is marked read).
+func (t mailTarget) Deliver(identity, prompt string, done func(sent bool)) bool {
+	sess := t.s.sessions.ByIdentity(identity)
+	if sess == nil || t.s.sessions.Closing() {
 		return false
 	}
-	var once sync.Once
-	report := func(sent bool) { once.Do(func() { done(sent) }) }
-	j := &job{
-		source: sourceMail,
-		run: func(ctx context.Context) func() {
-			_, err := s.turn(ctx, sess, turnInput{prompt: prompt, source: sourceMail, onSent: func() { report(true) }})
-			report(false)
-			if err != nil {
-				s.log.Warn("auto-mail turn failed", "agent_id", sess.agentID(), "identity", identity, "err", err)
-			}
-			return nil
-		},
-		discard: func(error) { report(false) },
-	}
-	return sess.tryMail(j)
+	return sess.TryMail(prompt, done)
 }
 
 // auditBatch records an injected batch of mail (FR-9).
 func (s *Server) auditBatch(b mailbridge.Batch) {
 	var agentID string
-	s.smu.Lock()
-	if sess := s.byIdentity[b.Identity]; sess != nil {
-		agentID = sess.agentID()
+	if sess := s.sessions.ByIdentity(b.Identity); sess != nil {
+		agentID = sess.Record().AgentID
 	}
-	s.smu.Unlock()
 	outcome := fmt.Sprintf("delivered %d message(s), marked %d read", len(b.Keys), b.Marked)
 	if b.Err != nil {
 		outcome += "; mark failed: " + b.Err.Error()
 	}
-	s.appendAudit(registry.Entry{Event: "turn:auto-mail", AgentID: agentID, Identity: b.Identity,
+	s.auditor.Append(registry.Entry{Event: "turn:auto-mail", AgentID: agentID, Identity: b.Identity,
 		Summary: fmt.Sprintf("%d message(s)", len(b.Keys)), Outcome: outcome})
 }

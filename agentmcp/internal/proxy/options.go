@@ -2,22 +2,16 @@ package proxy
 
 import (
 	"log/slog"
+	"os"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
 )
 
-// backendT is the Codex child as the proxy uses it.
-type backendT = codexchild.Backend
-
 // ThreadDefaults are the Codex settings a new thread gets unless the caller
 // overrides them; empty fields are not sent (Codex uses its own default).
-type ThreadDefaults struct {
-	Model           string
-	ReasoningEffort string
-	Sandbox         string
-	ApprovalPolicy  string
-}
+type ThreadDefaults = session.ThreadDefaults
 
 // Options configure a Server. Zero values are documented per field.
 type Options struct {
@@ -112,4 +106,38 @@ type Options struct {
 	Logger *slog.Logger
 	// Now returns the current time. optional: nil means time.Now.
 	Now func() time.Time
+	// Version is the version reported in serverInfo. optional: "" means
+	// "dev".
+	Version string
+
+	// wrapRegistry, when set (tests), wraps the sessions' view of the
+	// registry.
+	wrapRegistry func(session.Registry) session.Registry
+}
+
+// setDefaults fills the optional fields.
+func (o *Options) setDefaults() {
+	if o.DefaultIdentity == "" {
+		o.DefaultIdentity = "codex"
+	}
+	if o.RequestTimeout == 0 {
+		o.RequestTimeout = 300 * time.Second
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = 10
+	}
+	if o.Cwd == "" {
+		if wd, err := os.Getwd(); err == nil {
+			o.Cwd = wd
+		}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
 }

@@ -1,4 +1,4 @@
-package proxy
+package mcpconn
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
@@ -43,7 +44,7 @@ func TestParseToolCall(t *testing.T) {
 		{name: "arguments not an object", params: `{"name":"codex","arguments":["prompt"]}`, wantErr: true},
 		{name: "params not an object", params: `["codex"]`, wantErr: true},
 	}
-	s := &Server{}
+	s := New(Config{Handler: nil})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m, err := jsonrpcframe.Parse([]byte(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":` + tt.params + `}`))
@@ -52,7 +53,7 @@ func TestParseToolCall(t *testing.T) {
 			}
 			c, err := s.parseToolCall(m)
 			if tt.wantErr {
-				if !errors.Is(err, ErrInvalidParams) {
+				if !errors.Is(err, proxyerr.ErrInvalidParams) {
 					t.Fatalf("err = %v, want -32602", err)
 				}
 				return
@@ -60,12 +61,12 @@ func TestParseToolCall(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c.name != tt.wantTool || string(c.rawID) != "3" {
-				t.Errorf("tool %q id %s, want %q id 3", c.name, c.rawID, tt.wantTool)
+			if c.Name != tt.wantTool || string(c.RawID) != "3" {
+				t.Errorf("tool %q id %s, want %q id 3", c.Name, c.RawID, tt.wantTool)
 			}
 			got := map[string]string{}
-			for k := range c.args {
-				if got[k], err = c.args.str(k); err != nil {
+			for k := range c.Args {
+				if got[k], err = c.Args.Str(k); err != nil {
 					t.Fatalf("argument %s: %v", k, err)
 				}
 			}
@@ -73,8 +74,8 @@ func TestParseToolCall(t *testing.T) {
 				t.Errorf("arguments (-want +got):\n%s", diff)
 			}
 			var token string
-			if c.prog != nil {
-				token = string(c.prog.token)
+			if c.Progress != nil {
+				token = string(c.Progress.token)
 			}
 			if token != tt.wantToken {
 				t.Errorf("progress token %q, want %q", token, tt.wantToken)
@@ -89,19 +90,19 @@ func TestParseToolCall(t *testing.T) {
 func TestResultJSON(t *testing.T) {
 	tests := []struct {
 		name string
-		r    toolResult
+		r    ToolResult
 	}{
-		{"turn result", toolResult{Text: "mock reply: <session-context>\n\t\"quoted\" & done ✓", Structured: map[string]any{
+		{"turn result", ToolResult{Text: "mock reply: <session-context>\n\t\"quoted\" & done ✓", Structured: map[string]any{
 			"agent_id": "arch-1", "threadId": "019a", "identity": "arch", "content": "x\\y", "status": "completed"}}},
-		{"failed turn", toolResult{Text: "codex failed", IsError: true, Structured: map[string]any{"status": "failed", "agent_id": ""}}},
-		{"scalars", toolResult{Text: "3 unread", Structured: map[string]any{"identity": "arch", "count": 3, "big": int64(1) << 40, "ok": true, "none": nil}}},
-		{"no structured content", toolResult{Text: "plain"}},
-		{"nested", toolResult{Text: "sessions", Structured: map[string]any{"sessions": []any{map[string]any{"agent_id": "a<b"}}}}},
-		{"float", toolResult{Text: "t", Structured: map[string]any{"timeout_secs": 1.5}}},
-		{"struct", toolResult{Text: "t", Structured: struct {
+		{"failed turn", ToolResult{Text: "codex failed", IsError: true, Structured: map[string]any{"status": "failed", "agent_id": ""}}},
+		{"scalars", ToolResult{Text: "3 unread", Structured: map[string]any{"identity": "arch", "count": 3, "big": int64(1) << 40, "ok": true, "none": nil}}},
+		{"no structured content", ToolResult{Text: "plain"}},
+		{"nested", ToolResult{Text: "sessions", Structured: map[string]any{"sessions": []any{map[string]any{"agent_id": "a<b"}}}}},
+		{"float", ToolResult{Text: "t", Structured: map[string]any{"timeout_secs": 1.5}}},
+		{"struct", ToolResult{Text: "t", Structured: struct {
 			A string `json:"a"`
 		}{"<x>"}}},
-		{"invalid utf-8", toolResult{Text: "bad \xff", Structured: map[string]any{"k\xfe": "v\xff"}}},
+		{"invalid utf-8", ToolResult{Text: "bad \xff", Structured: map[string]any{"k\xfe": "v\xff"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -118,7 +119,7 @@ func TestResultJSON(t *testing.T) {
 			if err := enc.Encode(want); err != nil {
 				t.Fatal(err)
 			}
-			got := resultJSON(&tt.r)
+			got := tt.r.JSON()
 			if w := bytes.TrimRight(buf.Bytes(), "\n"); !bytes.Equal(got, w) {
 				t.Errorf("got  %s\nwant %s", got, w)
 			}

@@ -1,4 +1,4 @@
-package proxy
+package tools
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/mcpconn"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
 	"github.com/atm-agent-mcp/atm-agent-mcp/atmclient"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
@@ -22,6 +24,8 @@ type ToolsOptions struct {
 	// Team and Identity fix who the tools act as. required.
 	Team     string
 	Identity string
+	// Version is the server's version in serverInfo. optional: "" means "dev".
+	Version string
 	// Logger receives logs. optional: nil means discard.
 	Logger *slog.Logger
 }
@@ -65,10 +69,10 @@ func ServeTools(ctx context.Context, opts ToolsOptions, r io.Reader, w io.Writer
 	tools := &atmTools{
 		atm:  atm,
 		team: opts.Team,
-		sender: func(a args) (string, error) {
+		sender: func(a mcpconn.Args) (string, error) {
 			for _, n := range []string{"identity", "from", "agent_id"} {
-				if v, _ := a.str(n); v != "" && v != opts.Identity {
-					return "", newError(ErrInvalidParams, map[string]any{"argument": n},
+				if v, _ := a.Str(n); v != "" && v != opts.Identity {
+					return "", proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": n},
 						"this tool server acts only as %q; it cannot act as %q", opts.Identity, v)
 				}
 			}
@@ -93,12 +97,12 @@ func ServeTools(ctx context.Context, opts ToolsOptions, r io.Reader, w io.Writer
 	defer wg.Wait()
 	reply := func(id jsonrpcframe.ID, result any, err error) {
 		if err != nil {
-			_ = writer.Write(jsonrpcframe.NewErrorResponse(id, toRPCError(err)))
+			_ = writer.Write(jsonrpcframe.NewErrorResponse(id, proxyerr.ToWire(err)))
 			return
 		}
 		m, merr := jsonrpcframe.NewResponse(id, result)
 		if merr != nil {
-			_ = writer.Write(jsonrpcframe.NewErrorResponse(id, toRPCError(merr)))
+			_ = writer.Write(jsonrpcframe.NewErrorResponse(id, proxyerr.ToWire(merr)))
 			return
 		}
 		_ = writer.Write(m)
@@ -124,8 +128,8 @@ func ServeTools(ctx context.Context, opts ToolsOptions, r io.Reader, w io.Writer
 				ProtocolVersion string `json:"protocolVersion"`
 			}
 			_ = json.Unmarshal(m.Params, &p)
-			version := supportedVersions[0]
-			for _, v := range supportedVersions {
+			version := mcpconn.ProtocolVersions[0]
+			for _, v := range mcpconn.ProtocolVersions {
 				if v == p.ProtocolVersion {
 					version = v
 				}
@@ -133,7 +137,7 @@ func ServeTools(ctx context.Context, opts ToolsOptions, r io.Reader, w io.Writer
 			reply(m.ID, map[string]any{
 				"protocolVersion": version,
 				"capabilities":    map[string]any{"tools": map[string]any{"listChanged": false}},
-				"serverInfo":      map[string]any{"name": "atm-agent-mcp-tools", "version": serverVersion},
+				"serverInfo":      map[string]any{"name": "atm-agent-mcp-tools", "version": firstNonEmpty(opts.Version, "dev")},
 				"instructions":    "Team mail for " + opts.Identity + " in team " + opts.Team + ".",
 			}, nil)
 		case "ping":
@@ -149,37 +153,37 @@ func ServeTools(ctx context.Context, opts ToolsOptions, r io.Reader, w io.Writer
 					Arguments json.RawMessage `json:"arguments"`
 				}
 				if err := json.Unmarshal(m.Params, &p); err != nil {
-					reply(m.ID, nil, newError(ErrInvalidParams, nil, "tools/call needs params {name, arguments}"))
+					reply(m.ID, nil, proxyerr.New(proxyerr.ErrInvalidParams, nil, "tools/call needs params {name, arguments}"))
 					return
 				}
-				a, err := parseArgs(p.Arguments)
+				a, err := mcpconn.ParseArgs(p.Arguments)
 				if err != nil {
 					reply(m.ID, nil, err)
 					return
 				}
-				c := &toolCall{id: m.ID, rawID: m.ID.Raw(), name: p.Name, args: a}
-				var res *toolResult
+				c := &mcpconn.ToolCall{ID: m.ID, RawID: m.ID.Raw(), Name: p.Name, Args: a}
+				var res *mcpconn.ToolResult
 				switch p.Name {
 				case "atm_send":
-					res, err = tools.toolATMSend(ctx, c)
+					res, err = tools.send(ctx, c)
 				case "atm_read":
-					res, err = tools.toolATMRead(ctx, c)
+					res, err = tools.read(ctx, c)
 				case "atm_broadcast":
-					res, err = tools.toolATMBroadcast(ctx, c)
+					res, err = tools.broadcast(ctx, c)
 				case "atm_pending_count":
-					res, err = tools.toolATMPending(ctx, c)
+					res, err = tools.pending(ctx, c)
 				default:
-					err = newError(ErrInvalidParams, map[string]any{"tool": p.Name}, "unknown tool %q", p.Name)
+					err = proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"tool": p.Name}, "unknown tool %q", p.Name)
 				}
 				if err != nil {
 					// Tool failures are results the model can read.
-					reply(m.ID, resultJSON(&toolResult{Text: err.Error(), IsError: true}), nil)
+					reply(m.ID, (&mcpconn.ToolResult{Text: err.Error(), IsError: true}).JSON(), nil)
 					return
 				}
-				reply(m.ID, resultJSON(res), nil)
+				reply(m.ID, res.JSON(), nil)
 			}()
 		default:
-			reply(m.ID, nil, newError(ErrMethodNotFound, map[string]any{"method": m.Method}, "method not found: %s", m.Method))
+			reply(m.ID, nil, proxyerr.New(proxyerr.ErrMethodNotFound, map[string]any{"method": m.Method}, "method not found: %s", m.Method))
 		}
 	}
 }
@@ -188,7 +192,7 @@ func ServeTools(ctx context.Context, opts ToolsOptions, r io.Reader, w io.Writer
 // without agent_id and identity, which the command line fixes.
 func toolsOnlyList(identity string) ([]byte, error) {
 	var all []map[string]any
-	if err := json.Unmarshal(toolsJSON, &all); err != nil {
+	if err := json.Unmarshal(Definitions, &all); err != nil {
 		return nil, err
 	}
 	var out []map[string]any

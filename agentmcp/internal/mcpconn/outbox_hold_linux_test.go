@@ -1,4 +1,4 @@
-package proxy
+package mcpconn
 
 import (
 	"bytes"
@@ -48,9 +48,9 @@ func (r *batchRecorder) got() []string {
 	return append([]string(nil), r.writes...)
 }
 
-// newHoldingClient returns a client writing to a batchRecorder, with the
+// newHoldingOutbox returns a client writing to a batchRecorder, with the
 // gauge of an OS pipe (which nothing reads; fill writes bytes to it).
-func newHoldingClient(t *testing.T) (c *client, rec *batchRecorder, fill func(n int)) {
+func newHoldingOutbox(t *testing.T) (c *outbox, rec *batchRecorder, fill func(n int)) {
 	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -61,7 +61,7 @@ func newHoldingClient(t *testing.T) (c *client, rec *batchRecorder, fill func(n 
 		t.Fatal("no gauge for an OS pipe")
 	}
 	rec = &batchRecorder{}
-	c = newClient(rec, gauge, 0, slog.New(slog.DiscardHandler))
+	c = newOutbox(rec, gauge, 0, slog.New(slog.DiscardHandler))
 	t.Cleanup(func() { c.close(); w.Close(); r.Close() })
 	fill = func(n int) {
 		if _, err := gauge.Write(bytes.Repeat([]byte("x"), n)); err != nil {
@@ -96,7 +96,7 @@ func aResponse(t *testing.T) *jsonrpcframe.Message {
 // gets them from the pump, in order; a client that is gone drops them.
 func TestHeldEvents(t *testing.T) {
 	t.Run("flush", func(t *testing.T) {
-		c, rec, _ := newHoldingClient(t)
+		c, rec, _ := newHoldingOutbox(t)
 		c.event(aNote("e1"), true)
 		c.event(aNote("e2"), true)
 		if got := rec.got(); len(got) != 0 {
@@ -111,7 +111,7 @@ func TestHeldEvents(t *testing.T) {
 		}
 	})
 	t.Run("response", func(t *testing.T) {
-		c, rec, _ := newHoldingClient(t)
+		c, rec, _ := newHoldingOutbox(t)
 		c.event(aNote("e1"), true)
 		c.event(aNote("e2"), true)
 		if err := c.write(aResponse(t)); err != nil {
@@ -123,7 +123,7 @@ func TestHeldEvents(t *testing.T) {
 		}
 	})
 	t.Run("reserved_answer", func(t *testing.T) {
-		c, rec, _ := newHoldingClient(t)
+		c, rec, _ := newHoldingOutbox(t)
 		c.event(aNote("e1"), true)
 		if !c.reserve(100) {
 			t.Fatal("reserve refused with room in the pipe")
@@ -136,7 +136,7 @@ func TestHeldEvents(t *testing.T) {
 		}
 	})
 	t.Run("other_events_queue_behind", func(t *testing.T) {
-		c, rec, _ := newHoldingClient(t)
+		c, rec, _ := newHoldingOutbox(t)
 		c.event(aNote("e1"), true)
 		c.event(aNote("other"), false)
 		c.event(aNote("e2"), true)        // behind the queued one now
@@ -151,7 +151,7 @@ func TestHeldEvents(t *testing.T) {
 		}
 	})
 	t.Run("full_batch", func(t *testing.T) {
-		c, rec, _ := newHoldingClient(t)
+		c, rec, _ := newHoldingOutbox(t)
 		var want []string
 		for i := range maxEventBatch + 1 {
 			want = append(want, fmt.Sprintf("e%d", i))
@@ -163,7 +163,7 @@ func TestHeldEvents(t *testing.T) {
 		}
 	})
 	t.Run("client_behind", func(t *testing.T) {
-		c, rec, fill := newHoldingClient(t)
+		c, rec, fill := newHoldingOutbox(t)
 		c.event(aNote("e1"), true)
 		c.event(aNote("e2"), true)
 		fill(c.gauge.capacity - inlineSlack) // no room for another event
@@ -175,7 +175,7 @@ func TestHeldEvents(t *testing.T) {
 		}
 	})
 	t.Run("gone", func(t *testing.T) {
-		c, rec, _ := newHoldingClient(t)
+		c, rec, _ := newHoldingOutbox(t)
 		c.event(aNote("e1"), true)
 		c.markGone(nil)
 		c.flushHeld()

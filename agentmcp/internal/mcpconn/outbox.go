@@ -1,19 +1,18 @@
-package proxy
+package mcpconn
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
-// client is the upstream MCP connection (Claude). It owns the only writer
-// to stdout: responses, server→client requests and progress are written
+// outbox is the connection's writing side. It owns the only writer to the
+// client's stream (stdout): responses, server→client requests and progress are written
 // directly (the writer serialises them). Events never wait for the client
 // (FR-19.3): the goroutine that has one (the Codex reader) writes it itself
 // when the client's pipe has room for it and no other event is waiting,
@@ -27,11 +26,11 @@ import (
 // event waits while the reader has nothing else to do. Held events go out
 // before anything else: other events queue behind them, and a direct write
 // (a response) takes them along, in front of itself, in the same write.
-type client struct {
+type outbox struct {
 	w   jsonrpcframe.Writer
 	log *slog.Logger
 
-	mu      sync.Mutex
+	mu      sync.Mutex // guards nextID, pending and gone
 	nextID  int64
 	pending map[jsonrpcframe.ID]chan *jsonrpcframe.Message
 	gone    bool // stdin closed or stdout broken: drop events, fail requests
@@ -40,7 +39,7 @@ type client struct {
 	// blocking (nil when that cannot be known: every event is queued).
 	gauge *pipeGauge
 
-	emu      sync.Mutex
+	emu      sync.Mutex                     // guards queue, writing, held, heldSize and spare
 	queue    []func() *jsonrpcframe.Message // events waiting for the pump, in order
 	queueMax int
 	writing  bool // an event write is in progress (pump or inline)
@@ -52,27 +51,24 @@ type client struct {
 	bw jsonrpcframe.BatchWriter
 	// omu orders writes that take held events along against each other,
 	// so that no response overtakes events held before it.
-	omu      sync.Mutex
+	omu      sync.Mutex    // guards the writes of held events (taken before emu)
 	wake     chan struct{} // tells the pump there is work
 	stopPump chan struct{}
 	pumpDone chan struct{}
 	dropped  atomic.Int64
-
-	// Set by initialize.
-	elicitation     atomic.Bool
-	protocolVersion atomic.Value // string
 }
 
-// errClientGone reports that the client has disconnected.
-var errClientGone = errors.New("mcp client disconnected")
+// ErrClientGone reports that the client has disconnected: its stdin ended
+// or its stdout broke.
+var ErrClientGone = errors.New("mcp client disconnected")
 
-// newClient returns the client writing to w; gauge (nil when unknown)
+// newOutbox returns the outbox writing to w; gauge (nil when unknown)
 // measures the pipe w writes to. queue bounds the event queue.
-func newClient(w jsonrpcframe.Writer, gauge *pipeGauge, queue int, log *slog.Logger) *client {
+func newOutbox(w jsonrpcframe.Writer, gauge *pipeGauge, queue int, log *slog.Logger) *outbox {
 	if queue <= 0 {
 		queue = 1024
 	}
-	c := &client{
+	c := &outbox{
 		w:        w,
 		log:      log,
 		pending:  map[jsonrpcframe.ID]chan *jsonrpcframe.Message{},
@@ -101,7 +97,7 @@ const heldOverhead = 256
 const inlineSlack = 16 << 10
 
 // signalLocked wakes the pump; c.emu is held.
-func (c *client) signalLocked() {
+func (c *outbox) signalLocked() {
 	select {
 	case c.wake <- struct{}{}:
 	default:
@@ -110,7 +106,7 @@ func (c *client) signalLocked() {
 
 // pump writes queued events until stop. Events that are already queued go
 // out together, in one write, when the writer can batch.
-func (c *client) pump() {
+func (c *outbox) pump() {
 	defer close(c.pumpDone)
 	bw, canBatch := c.w.(jsonrpcframe.BatchWriter)
 	limit := 1
@@ -164,7 +160,7 @@ func (c *client) pump() {
 }
 
 // markGone records that the client cannot be written to any more.
-func (c *client) markGone(err error) {
+func (c *outbox) markGone(err error) {
 	c.mu.Lock()
 	if !c.gone {
 		c.gone = true
@@ -186,7 +182,7 @@ func (c *client) markGone(err error) {
 }
 
 // isGone reports whether the client has disconnected.
-func (c *client) isGone() bool {
+func (c *outbox) isGone() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.gone
@@ -195,7 +191,7 @@ func (c *client) isGone() bool {
 // close stops the event pump; queued events are dropped. A pump stuck
 // writing to a client that no longer reads is abandoned after a second (the
 // process is about to exit); shutdown never hangs on it.
-func (c *client) close() {
+func (c *outbox) close() {
 	c.markGone(nil)
 	select {
 	case <-c.stopPump:
@@ -210,9 +206,9 @@ func (c *client) close() {
 }
 
 // write writes m directly, after any held events (in the same write).
-func (c *client) write(m *jsonrpcframe.Message) error {
+func (c *outbox) write(m *jsonrpcframe.Message) error {
 	if c.isGone() {
-		return errClientGone
+		return ErrClientGone
 	}
 	c.omu.Lock()
 	defer c.omu.Unlock()
@@ -234,7 +230,7 @@ func (c *client) write(m *jsonrpcframe.Message) error {
 
 // flushHeld writes the held events, if any, in one write. The Codex reader
 // calls it when it has read all Codex has written so far.
-func (c *client) flushHeld() {
+func (c *outbox) flushHeld() {
 	c.omu.Lock()
 	defer c.omu.Unlock()
 	c.emu.Lock()
@@ -249,7 +245,7 @@ func (c *client) flushHeld() {
 }
 
 // takeHeldLocked takes the held events for writing; c.emu is held.
-func (c *client) takeHeldLocked() []*jsonrpcframe.Message {
+func (c *outbox) takeHeldLocked() []*jsonrpcframe.Message {
 	if len(c.held) == 0 {
 		return nil
 	}
@@ -261,7 +257,7 @@ func (c *client) takeHeldLocked() []*jsonrpcframe.Message {
 // writeHeld writes held events taken by takeHeldLocked, and m after them
 // when not nil, in one write; c.omu is held. Then events queued behind the
 // held ones may go.
-func (c *client) writeHeld(held []*jsonrpcframe.Message, m *jsonrpcframe.Message) error {
+func (c *outbox) writeHeld(held []*jsonrpcframe.Message, m *jsonrpcframe.Message) error {
 	if m != nil {
 		held = append(held, m)
 	}
@@ -279,10 +275,10 @@ func (c *client) writeHeld(held []*jsonrpcframe.Message, m *jsonrpcframe.Message
 }
 
 // reply sends a successful response.
-func (c *client) reply(id jsonrpcframe.ID, result any) {
+func (c *outbox) reply(id jsonrpcframe.ID, result any) {
 	m, err := jsonrpcframe.NewResponse(id, result)
 	if err != nil {
-		c.replyError(id, newError(ErrInternal, nil, "encode result: %v", err))
+		c.replyError(id, proxyerr.New(proxyerr.ErrInternal, nil, "encode result: %v", err))
 		return
 	}
 	if err := c.write(m); err != nil {
@@ -291,15 +287,15 @@ func (c *client) reply(id jsonrpcframe.ID, result any) {
 }
 
 // replyError sends an error response.
-func (c *client) replyError(id jsonrpcframe.ID, err error) {
-	if werr := c.write(jsonrpcframe.NewErrorResponse(id, toRPCError(err))); werr != nil {
+func (c *outbox) replyError(id jsonrpcframe.ID, err error) {
+	if werr := c.write(jsonrpcframe.NewErrorResponse(id, proxyerr.ToWire(err))); werr != nil {
 		c.log.Debug("error reply not delivered", "id", id.String(), "err", werr)
 	}
 }
 
 // notify writes a notification directly (used for progress, which must
 // precede the response it belongs to).
-func (c *client) notify(method string, params any) error {
+func (c *outbox) notify(method string, params any) error {
 	m, err := jsonrpcframe.NewNotification(method, params)
 	if err != nil {
 		return err
@@ -314,7 +310,7 @@ func (c *client) notify(method string, params any) error {
 // of output) an event that would be written at once is held instead, to go
 // out with the events after it. It reports false when the event was dropped
 // (queue full or client gone).
-func (c *client) event(build func() *jsonrpcframe.Message, hold bool) bool {
+func (c *outbox) event(build func() *jsonrpcframe.Message, hold bool) bool {
 	if c.isGone() {
 		c.dropped.Add(1)
 		return false
@@ -374,7 +370,7 @@ func (c *client) event(build func() *jsonrpcframe.Message, hold bool) bool {
 // room for it after the held events. The caller then calls writeReserved
 // (which writes the held events first) or release; events meanwhile go to
 // the queue.
-func (c *client) reserve(n int) bool {
+func (c *outbox) reserve(n int) bool {
 	if c.isGone() {
 		return false
 	}
@@ -388,7 +384,7 @@ func (c *client) reserve(n int) bool {
 }
 
 // writeReserved writes m in the room reserve claimed, then releases it.
-func (c *client) writeReserved(m *jsonrpcframe.Message) {
+func (c *outbox) writeReserved(m *jsonrpcframe.Message) {
 	if err := c.write(m); err != nil {
 		c.log.Debug("reply not delivered", "id", m.ID.String(), "err", err)
 	}
@@ -396,7 +392,7 @@ func (c *client) writeReserved(m *jsonrpcframe.Message) {
 }
 
 // release gives up a reservation.
-func (c *client) release() {
+func (c *outbox) release() {
 	c.emu.Lock()
 	defer c.emu.Unlock()
 	c.writing = false
@@ -406,7 +402,7 @@ func (c *client) release() {
 }
 
 // queued returns how many events wait for the pump.
-func (c *client) queued() int {
+func (c *outbox) queued() int {
 	c.emu.Lock()
 	defer c.emu.Unlock()
 	return len(c.queue)
@@ -414,7 +410,7 @@ func (c *client) queued() int {
 
 // enqueueLocked queues an event for the pump, or drops it when the queue is
 // full; c.emu is held.
-func (c *client) enqueueLocked(build func() *jsonrpcframe.Message) bool {
+func (c *outbox) enqueueLocked(build func() *jsonrpcframe.Message) bool {
 	if len(c.queue) >= c.queueMax {
 		c.dropped.Add(1)
 		return false
@@ -422,91 +418,4 @@ func (c *client) enqueueLocked(build func() *jsonrpcframe.Message) bool {
 	c.queue = append(c.queue, build)
 	c.signalLocked()
 	return true
-}
-
-// request sends a server→client request with the proxy's own id and waits
-// for the answer, ctx or the client's departure.
-func (c *client) request(ctx context.Context, method string, params any) (*jsonrpcframe.Message, error) {
-	c.mu.Lock()
-	if c.gone {
-		c.mu.Unlock()
-		return nil, errClientGone
-	}
-	c.nextID++
-	id := jsonrpcframe.IntID(c.nextID)
-	ch := make(chan *jsonrpcframe.Message, 1)
-	c.pending[id] = ch
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		delete(c.pending, id)
-		c.mu.Unlock()
-	}()
-	m, err := jsonrpcframe.NewRequest(id, method, params)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.write(m); err != nil {
-		return nil, err
-	}
-	select {
-	case resp, ok := <-ch:
-		if !ok {
-			return nil, errClientGone
-		}
-		return resp, nil
-	case <-ctx.Done():
-		// Tell the client the request is moot (MCP cancellation).
-		_ = c.notify("notifications/cancelled", map[string]any{"requestId": id, "reason": "no longer needed"})
-		return nil, ctx.Err()
-	}
-}
-
-// deliver routes a response from the client to the request waiting for it;
-// it reports false for an unknown id.
-func (c *client) deliver(m *jsonrpcframe.Message) bool {
-	c.mu.Lock()
-	ch, ok := c.pending[m.ID]
-	if ok {
-		delete(c.pending, m.ID)
-	}
-	c.mu.Unlock()
-	if ok {
-		ch <- m
-	}
-	return ok
-}
-
-// progress sends notifications/progress for a client-supplied token.
-type progress struct {
-	c     *client
-	token json.RawMessage
-	mu    sync.Mutex
-	n     int
-	done  bool
-}
-
-func (p *progress) send(message string) {
-	if p == nil {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.done {
-		return
-	}
-	p.n++
-	_ = p.c.notify("notifications/progress", map[string]any{
-		"progressToken": p.token, "progress": p.n, "message": message,
-	})
-}
-
-// finish stops progress; nothing is sent for the token afterwards.
-func (p *progress) finish() {
-	if p == nil {
-		return
-	}
-	p.mu.Lock()
-	p.done = true
-	p.mu.Unlock()
 }

@@ -1,4 +1,4 @@
-package proxy
+package tools
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/mcpconn"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
 	"github.com/atm-agent-mcp/atm-agent-mcp/atmclient"
 )
 
@@ -14,49 +16,44 @@ import (
 // identity of the session named by agent_id, or an explicit identity this
 // proxy holds (its own, or one bound to a live session). Nobody can act as
 // someone else.
-func (s *Server) sender(a args) (string, error) {
-	agentID, err := a.str("agent_id")
+func (e *Env) sender(a mcpconn.Args) (string, error) {
+	agentID, err := a.Str("agent_id")
 	if err != nil {
 		return "", err
 	}
-	identity, err := a.str("identity")
+	identity, err := a.Str("identity")
 	if err != nil {
 		return "", err
 	}
 	if agentID != "" {
-		s.smu.Lock()
-		sess := s.sessions[agentID]
-		s.smu.Unlock()
+		sess := e.m.Get(agentID)
 		if sess == nil {
-			return "", newError(ErrSessionNotFound, map[string]any{"agent_id": agentID}, "no session with agent_id %q", agentID)
+			return "", proxyerr.New(proxyerr.ErrSessionNotFound, map[string]any{"agent_id": agentID}, "no session with agent_id %q", agentID)
 		}
-		rec := sess.snapshot()
+		rec := sess.Record()
 		if !rec.Status.Live() {
-			return "", newError(ErrSessionClosed, map[string]any{"agent_id": agentID}, "session %s is %s; its identity is not held", agentID, rec.Status)
+			return "", proxyerr.New(proxyerr.ErrSessionClosed, map[string]any{"agent_id": agentID}, "session %s is %s; its identity is not held", agentID, rec.Status)
 		}
 		if identity != "" && identity != rec.Identity {
-			return "", newError(ErrInvalidParams, map[string]any{"argument": "identity"},
+			return "", proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "identity"},
 				"identity %q does not match the identity %q of session %s", identity, rec.Identity, agentID)
 		}
 		return rec.Identity, nil
 	}
 	if identity == "" {
-		return "", newError(ErrIdentityRequired, nil,
+		return "", proxyerr.New(proxyerr.ErrIdentityRequired, nil,
 			"an ATM tool called outside a session needs agent_id or identity (an identity this proxy holds)")
 	}
 	if err := atmclient.ValidateName("identity", identity); err != nil {
-		return "", newError(ErrInvalidParams, map[string]any{"argument": "identity"}, "%v", err)
+		return "", proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "identity"}, "%v", err)
 	}
-	if identity == s.opts.Identity {
+	if identity == e.cfg.Identity {
 		return identity, nil
 	}
-	s.smu.Lock()
-	held := s.byIdentity[identity] != nil
-	s.smu.Unlock()
-	if !held {
-		return "", newError(ErrIdentityConflict, map[string]any{"identity": identity},
+	if e.m.ByIdentity(identity) == nil {
+		return "", proxyerr.New(proxyerr.ErrIdentityConflict, map[string]any{"identity": identity},
 			"identity %q is not held by this proxy (it holds %q and the identities of its live sessions); nobody can send as someone else",
-			identity, s.opts.Identity)
+			identity, e.cfg.Identity)
 	}
 	return identity, nil
 }
@@ -66,7 +63,7 @@ func (s *Server) sender(a args) (string, error) {
 type atmTools struct {
 	atm    *atmclient.Client
 	team   string
-	sender func(a args) (string, error)
+	sender func(a mcpconn.Args) (string, error)
 	audit  func(tool, identity, recipient, text string, err error)
 	// extraArgs are the argument names accepted besides the tool's own
 	// (agent_id and identity in the proxy).
@@ -81,35 +78,35 @@ func atmError(op string, err error) error {
 	for _, bad := range []error{atmclient.ErrInvalidName, atmclient.ErrInvalidText, atmclient.ErrInvalidAddress,
 		atmclient.ErrTeamNotFound, atmclient.ErrNotMember} {
 		if errors.Is(err, bad) {
-			return newError(ErrInvalidParams, nil, "%s: %v", op, err)
+			return proxyerr.New(proxyerr.ErrInvalidParams, nil, "%s: %v", op, err)
 		}
 	}
-	return newError(ErrInternal, nil, "%s: %v", op, err)
+	return proxyerr.New(proxyerr.ErrInternal, nil, "%s: %v", op, err)
 }
 
-func (s *atmTools) toolATMSend(ctx context.Context, c *toolCall) (*toolResult, error) {
-	a := c.args
-	if err := a.checkUnknown("atm_send", s.allowed("to", "message", "summary")...); err != nil {
+func (s *atmTools) send(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, error) {
+	a := c.Args
+	if err := a.CheckUnknown("atm_send", s.allowed("to", "message", "summary")...); err != nil {
 		return nil, err
 	}
 	from, err := s.sender(a)
 	if err != nil {
 		return nil, err
 	}
-	to, err := a.str("to")
+	to, err := a.Str("to")
 	if err != nil {
 		return nil, err
 	}
-	text, err := a.str("message")
+	text, err := a.Str("message")
 	if err != nil {
 		return nil, err
 	}
-	summary, err := a.str("summary")
+	summary, err := a.Str("summary")
 	if err != nil {
 		return nil, err
 	}
 	if to == "" {
-		return nil, newError(ErrInvalidParams, map[string]any{"argument": "to"}, "argument \"to\" is required")
+		return nil, proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "to"}, "argument \"to\" is required")
 	}
 	msg, err := s.atm.Send(ctx, atmclient.SendRequest{From: from, Team: s.team, To: to, Text: text, Summary: summary})
 	s.audit("atm_send", from, to, text, err)
@@ -121,27 +118,27 @@ func (s *atmTools) toolATMSend(ctx context.Context, c *toolCall) (*toolResult, e
 		team = s.team
 	}
 	out := map[string]any{"message_id": msg.MessageID, "from": from, "to": agent, "team": team}
-	return &toolResult{Text: fmt.Sprintf("sent to %s@%s as %s (message_id %s)", agent, team, from, msg.MessageID), Structured: out}, nil
+	return &mcpconn.ToolResult{Text: fmt.Sprintf("sent to %s@%s as %s (message_id %s)", agent, team, from, msg.MessageID), Structured: out}, nil
 }
 
-func (s *atmTools) toolATMBroadcast(ctx context.Context, c *toolCall) (*toolResult, error) {
-	a := c.args
-	if err := a.checkUnknown("atm_broadcast", s.allowed("message", "summary", "team")...); err != nil {
+func (s *atmTools) broadcast(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, error) {
+	a := c.Args
+	if err := a.CheckUnknown("atm_broadcast", s.allowed("message", "summary", "team")...); err != nil {
 		return nil, err
 	}
 	from, err := s.sender(a)
 	if err != nil {
 		return nil, err
 	}
-	text, err := a.str("message")
+	text, err := a.Str("message")
 	if err != nil {
 		return nil, err
 	}
-	summary, err := a.str("summary")
+	summary, err := a.Str("summary")
 	if err != nil {
 		return nil, err
 	}
-	team, err := a.str("team")
+	team, err := a.Str("team")
 	if err != nil {
 		return nil, err
 	}
@@ -156,41 +153,41 @@ func (s *atmTools) toolATMBroadcast(ctx context.Context, c *toolCall) (*toolResu
 		recipients = []string{}
 	}
 	out := map[string]any{"message_id": res.Message.MessageID, "from": from, "team": target, "recipients": recipients}
-	return &toolResult{Text: fmt.Sprintf("broadcast to %d member(s) of %s: %s", len(recipients), target, strings.Join(recipients, ", ")), Structured: out}, nil
+	return &mcpconn.ToolResult{Text: fmt.Sprintf("broadcast to %d member(s) of %s: %s", len(recipients), target, strings.Join(recipients, ", ")), Structured: out}, nil
 }
 
-func (s *atmTools) toolATMRead(ctx context.Context, c *toolCall) (*toolResult, error) {
-	a := c.args
-	if err := a.checkUnknown("atm_read", s.allowed("all", "mark_read", "limit", "since", "from")...); err != nil {
+func (s *atmTools) read(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, error) {
+	a := c.Args
+	if err := a.CheckUnknown("atm_read", s.allowed("all", "mark_read", "limit", "since", "from")...); err != nil {
 		return nil, err
 	}
 	who, err := s.sender(a)
 	if err != nil {
 		return nil, err
 	}
-	all, _, err := a.boolean("all")
+	all, _, err := a.Bool("all")
 	if err != nil {
 		return nil, err
 	}
-	markRead, markSet, err := a.boolean("mark_read")
+	markRead, markSet, err := a.Bool("mark_read")
 	if err != nil {
 		return nil, err
 	}
 	if !markSet {
 		markRead = true
 	}
-	limit, limitSet, err := a.integer("limit")
+	limit, limitSet, err := a.Int("limit")
 	if err != nil {
 		return nil, err
 	}
 	if limitSet && limit < 1 {
-		return nil, newError(ErrInvalidParams, map[string]any{"argument": "limit"}, "argument \"limit\" must be at least 1")
+		return nil, proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "limit"}, "argument \"limit\" must be at least 1")
 	}
-	sinceArg, err := a.str("since")
+	sinceArg, err := a.Str("since")
 	if err != nil {
 		return nil, err
 	}
-	from, err := a.str("from")
+	from, err := a.Str("from")
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +195,7 @@ func (s *atmTools) toolATMRead(ctx context.Context, c *toolCall) (*toolResult, e
 	if sinceArg != "" {
 		t, err := parseSince(sinceArg)
 		if err != nil {
-			return nil, newError(ErrInvalidParams, map[string]any{"argument": "since"}, "argument \"since\": %v", err)
+			return nil, proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "since"}, "argument \"since\": %v", err)
 		}
 		opts.Since = t
 	}
@@ -230,7 +227,7 @@ func (s *atmTools) toolATMRead(ctx context.Context, c *toolCall) (*toolResult, e
 	if len(out) > 0 {
 		text += "\n" + jsonText(out)
 	}
-	return &toolResult{Text: text, Structured: structured}, nil
+	return &mcpconn.ToolResult{Text: text, Structured: structured}, nil
 }
 
 // parseSince accepts RFC 3339 with or without fractions, and a date.
@@ -243,9 +240,9 @@ func parseSince(v string) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("%q is not an ISO 8601 / RFC 3339 time", v)
 }
 
-func (s *atmTools) toolATMPending(ctx context.Context, c *toolCall) (*toolResult, error) {
-	a := c.args
-	if err := a.checkUnknown("atm_pending_count", s.allowed()...); err != nil {
+func (s *atmTools) pending(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, error) {
+	a := c.Args
+	if err := a.CheckUnknown("atm_pending_count", s.allowed()...); err != nil {
 		return nil, err
 	}
 	who, err := s.sender(a)
@@ -256,5 +253,5 @@ func (s *atmTools) toolATMPending(ctx context.Context, c *toolCall) (*toolResult
 	if err != nil {
 		return nil, atmError("atm_pending_count", err)
 	}
-	return &toolResult{Text: fmt.Sprintf("%d unread message(s) for %s", n, who), Structured: map[string]any{"identity": who, "count": n}}, nil
+	return &mcpconn.ToolResult{Text: fmt.Sprintf("%d unread message(s) for %s", n, who), Structured: map[string]any{"identity": who, "count": n}}, nil
 }

@@ -1,0 +1,60 @@
+package mcpconn
+
+import (
+	"context"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
+)
+
+// request sends a server→client request with the proxy's own id and waits
+// for the answer, ctx or the client's departure.
+func (c *outbox) request(ctx context.Context, method string, params any) (*jsonrpcframe.Message, error) {
+	c.mu.Lock()
+	if c.gone {
+		c.mu.Unlock()
+		return nil, ErrClientGone
+	}
+	c.nextID++
+	id := jsonrpcframe.IntID(c.nextID)
+	ch := make(chan *jsonrpcframe.Message, 1)
+	c.pending[id] = ch
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.pending, id)
+		c.mu.Unlock()
+	}()
+	m, err := jsonrpcframe.NewRequest(id, method, params)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.write(m); err != nil {
+		return nil, err
+	}
+	select {
+	case resp, ok := <-ch:
+		if !ok {
+			return nil, ErrClientGone
+		}
+		return resp, nil
+	case <-ctx.Done():
+		// Tell the client the request is moot (MCP cancellation).
+		_ = c.notify("notifications/cancelled", map[string]any{"requestId": id, "reason": "no longer needed"})
+		return nil, ctx.Err()
+	}
+}
+
+// deliver routes a response from the client to the request waiting for it;
+// it reports false for an unknown id.
+func (c *outbox) deliver(m *jsonrpcframe.Message) bool {
+	c.mu.Lock()
+	ch, ok := c.pending[m.ID]
+	if ok {
+		delete(c.pending, m.ID)
+	}
+	c.mu.Unlock()
+	if ok {
+		ch <- m
+	}
+	return ok
+}

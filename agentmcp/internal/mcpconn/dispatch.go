@@ -1,0 +1,206 @@
+package mcpconn
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
+	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
+)
+
+// dispatch handles one message on the reading goroutine. It never waits on
+// anything but a Handler's CallTool that has not released; it returns
+// errReleased when that call gave the reading role away.
+func (c *Conn) dispatch(m *jsonrpcframe.Message, rd *reader) error {
+	switch m.Kind() {
+	case jsonrpcframe.KindResponse:
+		if !c.out.deliver(m) {
+			c.log.Warn("response from client for an unknown request", "id", m.ID.String())
+		}
+	case jsonrpcframe.KindNotification:
+		c.notification(m)
+	case jsonrpcframe.KindRequest:
+		return c.request(m, rd)
+	}
+	return nil
+}
+
+func (c *Conn) notification(m *jsonrpcframe.Message) {
+	switch m.Method {
+	case "notifications/initialized", "initialized":
+		return
+	case "notifications/cancelled":
+		var p struct {
+			RequestID jsonrpcframe.ID `json:"requestId"`
+			Reason    string          `json:"reason"`
+		}
+		if err := json.Unmarshal(m.Params, &p); err != nil || p.RequestID.IsZero() {
+			c.log.Warn("notifications/cancelled without a usable requestId", "params", string(m.Params))
+			return
+		}
+		c.mu.Lock()
+		cancel := c.inflight[p.RequestID]
+		c.mu.Unlock()
+		if cancel != nil {
+			c.log.Info("client cancelled a request", "id", p.RequestID.String(), "reason", p.Reason)
+			cancel()
+		}
+		return
+	}
+	if f, ok := c.cfg.Handler.(Forwarder); ok {
+		f.Notify(m)
+	}
+}
+
+func (c *Conn) request(m *jsonrpcframe.Message, rd *reader) error {
+	switch m.Method {
+	case "initialize":
+		c.initialize(m)
+		return nil
+	case "ping", "logging/setLevel":
+		c.out.reply(m.ID, struct{}{})
+		return nil
+	case "tools/list":
+		c.out.reply(m.ID, json.RawMessage(c.toolsList))
+		return nil
+	case "resources/list":
+		c.out.reply(m.ID, map[string]any{"resources": []any{}})
+		return nil
+	case "resources/templates/list":
+		c.out.reply(m.ID, map[string]any{"resourceTemplates": []any{}})
+		return nil
+	case "prompts/list":
+		c.out.reply(m.ID, map[string]any{"prompts": []any{}})
+		return nil
+	case "resources/read", "prompts/get":
+		c.out.replyError(m.ID, proxyerr.New(proxyerr.ErrInvalidParams, nil, "%s: this server has no resources or prompts", m.Method))
+		return nil
+	}
+	ctx, err := c.track(m.ID)
+	if err != nil {
+		c.out.replyError(m.ID, err)
+		return nil
+	}
+	if m.Method != "tools/call" {
+		go func() {
+			defer c.untrack(m.ID)
+			c.forward(ctx, m)
+		}()
+		return nil
+	}
+	call, err := c.parseToolCall(m)
+	if err != nil {
+		c.out.replyError(m.ID, err)
+		c.untrack(m.ID)
+		return nil
+	}
+	call.ctx, call.rd = ctx, rd
+	res, err := c.cfg.Handler.CallTool(context.WithValue(ctx, callKey{}, call), call)
+	kept := call.state.CompareAndSwap(holding, returned)
+	c.finish(call, res, err)
+	c.untrack(m.ID)
+	if !kept {
+		return errReleased
+	}
+	return nil
+}
+
+// finish answers a tools/call: the result or the error; nothing when the
+// client cancelled the request or TryReplyNow answered it.
+func (c *Conn) finish(call *ToolCall, res *ToolResult, err error) {
+	call.Progress.finish() // no progress after the response
+	switch {
+	case errors.Is(err, ErrAnswered) || call.answered.Load():
+	case call.ctx.Err() != nil:
+		c.log.Info("request cancelled by the client; no response sent", "id", call.ID.String(), "tool", call.Name)
+	case err != nil:
+		c.out.replyError(call.ID, err)
+	case res == nil:
+		c.out.replyError(call.ID, proxyerr.New(proxyerr.ErrInternal, nil, "tool %s returned no result", call.Name))
+	default:
+		c.out.reply(call.ID, res.JSON())
+	}
+}
+
+// track registers a request being handled; it fails with the Refuse error.
+func (c *Conn) track(id jsonrpcframe.ID) (context.Context, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.refuse != nil {
+		return nil, c.refuse
+	}
+	ctx, cancel := context.WithCancel(c.base)
+	c.inflight[id] = cancel
+	c.wg.Add(1)
+	return ctx, nil
+}
+
+func (c *Conn) untrack(id jsonrpcframe.ID) {
+	c.mu.Lock()
+	if cancel := c.inflight[id]; cancel != nil {
+		cancel()
+		delete(c.inflight, id)
+	}
+	c.mu.Unlock()
+	c.wg.Done()
+}
+
+func (c *Conn) initialize(m *jsonrpcframe.Message) {
+	var p struct {
+		ProtocolVersion string `json:"protocolVersion"`
+		Capabilities    struct {
+			Elicitation json.RawMessage `json:"elicitation"`
+		} `json:"capabilities"`
+		ClientInfo struct {
+			Name    string `json:"name"`
+			Version string `json:"version"`
+		} `json:"clientInfo"`
+	}
+	if len(m.Params) > 0 {
+		if err := json.Unmarshal(m.Params, &p); err != nil {
+			c.out.replyError(m.ID, proxyerr.New(proxyerr.ErrInvalidParams, nil, "initialize: %v", err))
+			return
+		}
+	}
+	version := ProtocolVersions[0]
+	for _, v := range ProtocolVersions {
+		if v == p.ProtocolVersion {
+			version = v
+		}
+	}
+	el := len(p.Capabilities.Elicitation) > 0 && string(p.Capabilities.Elicitation) != "null"
+	c.elicitation.Store(el)
+	c.protocolVersion.Store(version)
+	c.log.Info("mcp client initialized", "client", p.ClientInfo.Name, "client_version", p.ClientInfo.Version,
+		"protocol", version, "elicitation", el)
+	result := map[string]any{
+		"protocolVersion": version,
+		"capabilities":    map[string]any{"tools": map[string]any{"listChanged": false}, "logging": map[string]any{}},
+		"serverInfo":      c.cfg.ServerInfo,
+	}
+	if c.cfg.Instructions != "" {
+		result["instructions"] = c.cfg.Instructions
+	}
+	c.out.reply(m.ID, result)
+}
+
+// forward hands a request the Conn does not answer to the Forwarder and
+// writes its answer with the request's id.
+func (c *Conn) forward(ctx context.Context, m *jsonrpcframe.Message) {
+	f, ok := c.cfg.Handler.(Forwarder)
+	if !ok {
+		c.out.replyError(m.ID, proxyerr.New(proxyerr.ErrMethodNotFound, map[string]any{"method": m.Method}, "method not found: %s", m.Method))
+		return
+	}
+	resp, err := f.Forward(ctx, m)
+	if err != nil {
+		c.out.replyError(m.ID, err)
+		return
+	}
+	out := *resp
+	out.ID = m.ID
+	if err := c.out.write(&out); err != nil {
+		c.log.Debug("forwarded reply not delivered", "err", err)
+	}
+}

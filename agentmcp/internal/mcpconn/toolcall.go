@@ -1,0 +1,215 @@
+package mcpconn
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
+	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
+)
+
+// ToolCall is one tools/call request of the client.
+type ToolCall struct {
+	ID    jsonrpcframe.ID
+	RawID json.RawMessage // ID's JSON text, for the events of the call
+	Name  string
+	Args  Args
+	// Progress reports progress on the call; nil when the request carried
+	// no progress token (its methods do nothing then).
+	Progress *Progress
+
+	conn  *Conn           // nil for a call made otherwise (tests, the tools-only server)
+	ctx   context.Context // the request's; ends when the client cancels it
+	rd    *reader         // the reading role the call was dispatched on
+	state atomic.Int32    // holding, released or returned
+	// answered: TryReplyNow wrote the response.
+	answered atomic.Bool
+}
+
+// The states of a call's hold on the reading role.
+const (
+	holding  int32 = iota // CallTool runs on the reading goroutine
+	released              // Release handed the role on
+	returned              // CallTool returned without releasing
+)
+
+// ToolResult is a tool's answer: text content, structuredContent and the
+// isError flag (a tool's failure the model should read stays a result).
+type ToolResult struct {
+	Text       string
+	Structured any
+	IsError    bool
+}
+
+// ErrAnswered is what a Handler returns for a call answered with
+// TryReplyNow: nothing more is written for it.
+var ErrAnswered = errors.New("mcpconn: already answered")
+
+// callKey carries the ToolCall in the context given to CallTool.
+type callKey struct{}
+
+// CallOf returns the ToolCall whose CallTool ctx is (or derives from), or
+// nil.
+func CallOf(ctx context.Context) *ToolCall {
+	c, _ := ctx.Value(callKey{}).(*ToolCall)
+	return c
+}
+
+// Release is (*ToolCall).Release for the call ctx carries; for any other
+// ctx it does nothing. It is named after jsonrpc2.Async in the Go MCP SDK.
+func Release(ctx context.Context) {
+	if c := CallOf(ctx); c != nil {
+		c.Release()
+	}
+}
+
+// Release gives the role of reading the client to another goroutine if
+// this call still holds it, so that the client's next messages are read
+// while the call goes on. A handler calls it before anything that may wait.
+// It does nothing when the call does not hold the role (released already,
+// CallTool returned, a call not read by a Conn); it is safe from any
+// goroutine.
+func (c *ToolCall) Release() {
+	if c.rd != nil && c.state.CompareAndSwap(holding, released) {
+		c.rd.handOff()
+	}
+}
+
+// TryReplyNow answers the call at once, on the calling goroutine, when that
+// costs no waiting: the client has not cancelled the request and is still
+// there, no event is queued or being written, and the client's pipe has
+// room for the answer now (without a pipe gauge it never has). It then
+// claims the pipe, calls commit (optional; it must not block: the caller
+// records there what the answer reports, so the answer never reaches the
+// client before that state), ends Progress, writes the answer (held events
+// first, in the same write) and reports true; the Handler's CallTool must
+// then return ErrAnswered. Otherwise it does nothing and reports false.
+func (c *ToolCall) TryReplyNow(r *ToolResult, commit func()) bool {
+	if c.conn == nil || c.ctx.Err() != nil || c.answered.Load() {
+		return false
+	}
+	m, err := jsonrpcframe.NewResponse(c.ID, r.JSON())
+	if err != nil || !c.conn.out.reserve(len(m.Result)+len(m.ID.Raw())+64) {
+		return false
+	}
+	if commit != nil {
+		commit()
+	}
+	c.Progress.finish()
+	c.answered.Store(true)
+	c.conn.out.writeReserved(m)
+	return true
+}
+
+// parseToolCall reads a tools/call request without decoding its params
+// (a reader's message is valid JSON).
+func (cn *Conn) parseToolCall(m *jsonrpcframe.Message) (*ToolCall, error) {
+	var buf [8]jsonrpcframe.Member
+	p, ok := jsonrpcframe.AppendMembers(buf[:0], m.Params)
+	name, _ := jsonrpcframe.String(jsonrpcframe.Lookup(p, "name"))
+	if !ok || name == "" {
+		return nil, proxyerr.New(proxyerr.ErrInvalidParams, nil, "tools/call needs params {name, arguments}")
+	}
+	a, err := ParseArgs(jsonrpcframe.Lookup(p, "arguments"))
+	if err != nil {
+		return nil, err
+	}
+	c := &ToolCall{ID: m.ID, RawID: m.ID.Raw(), Name: name, Args: a, conn: cn}
+	if meta := jsonrpcframe.Lookup(p, "_meta"); len(meta) > 0 {
+		var mbuf [4]jsonrpcframe.Member
+		mm, _ := jsonrpcframe.AppendMembers(mbuf[:0], meta)
+		if tok := jsonrpcframe.Lookup(mm, "progressToken"); len(tok) > 0 && string(tok) != "null" {
+			c.Progress = &Progress{c: cn.out, token: tok}
+		}
+	}
+	return c, nil
+}
+
+// JSON renders the result as a tools/call result: text content, the isError flag,
+// structuredContent; {"content":[{"type":"text","text":…}],"isError":true,
+// "structuredContent":{…}}, the bytes encoding/json would write for the
+// same map (without HTML escapes, as jsonrpcframe writes). Every turn's
+// answer goes through here, so a flat structuredContent (strings, numbers,
+// booleans) is written by hand; anything else is encoded by encoding/json.
+func (r *ToolResult) JSON() json.RawMessage {
+	b := make([]byte, 0, 2*len(r.Text)+256)
+	b = append(b, `{"content":[{"text":`...)
+	b = jsonrpcframe.AppendString(b, r.Text)
+	b = append(b, `,"type":"text"}]`...)
+	if r.IsError {
+		b = append(b, `,"isError":true`...)
+	}
+	if r.Structured != nil {
+		b = append(b, `,"structuredContent":`...)
+		b = appendValue(b, r.Structured)
+	}
+	return append(b, '}')
+}
+
+// appendValue appends v as JSON: a map of scalars by hand, with its keys
+// sorted as encoding/json sorts them; anything else through encoding/json.
+func appendValue(b []byte, v any) []byte {
+	if m, ok := v.(map[string]any); ok && len(m) <= 16 {
+		var keyBuf [16]string
+		keys := keyBuf[:0]
+		for k, x := range m {
+			switch x.(type) {
+			case string, bool, int, int64, nil:
+			default:
+				return appendEncoded(b, v)
+			}
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b = append(b, '{')
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = jsonrpcframe.AppendString(b, k)
+			b = append(b, ':')
+			switch x := m[k].(type) {
+			case string:
+				b = jsonrpcframe.AppendString(b, x)
+			case bool:
+				b = strconv.AppendBool(b, x)
+			case int:
+				b = strconv.AppendInt(b, int64(x), 10)
+			case int64:
+				b = strconv.AppendInt(b, x, 10)
+			case nil:
+				b = append(b, "null"...)
+			}
+		}
+		return append(b, '}')
+	}
+	return appendEncoded(b, v)
+}
+
+// appendEncoded appends v encoded by encoding/json, without HTML escapes;
+// a value it cannot encode becomes null (tool results are built from
+// plain data: it does not happen).
+func appendEncoded(b []byte, v any) []byte {
+	buf := bytes.NewBuffer(b)
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return append(b, "null"...)
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n")
+}
+
+// JSONText renders v as indented JSON for a text content block ("{}" when
+// it cannot be encoded).
+func JSONText(v any) string {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return "{}"
+	}
+	return string(b)
+}

@@ -1,0 +1,249 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/gitctx"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/mcpconn"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/tools"
+	"github.com/atm-agent-mcp/atm-agent-mcp/atmclient"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
+	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
+)
+
+// Server is the MCP proxy: one upstream MCP connection (mcpconn), one Codex
+// child (codexchild), many sessions (session), the tools between them
+// (tools). Create it with New and run it with Run. It owns nothing
+// long-lived beyond what Run starts and stops.
+type Server struct {
+	opts     Options
+	log      *slog.Logger
+	backend  codexchild.Backend
+	reg      *registry.Registry
+	audit    *registry.Audit
+	auditor  *session.Auditor
+	atm      *atmclient.Client
+	git      *gitctx.Watcher
+	conn     *mcpconn.Conn
+	sessions *session.Manager
+	tools    *tools.Env
+	mail     mailHooks
+}
+
+// New opens the instance registry (claiming the instance identity) and the
+// audit log, and returns a Server ready to Run. It fails with a
+// *registry.ConflictError when another live process holds the identity.
+func New(opts Options) (*Server, error) {
+	if opts.Backend == nil {
+		return nil, errors.New("proxy: no codex backend")
+	}
+	opts.setDefaults()
+	log := opts.Logger.With("component", "proxy", "team", opts.Team, "instance", opts.Identity)
+	for kind, name := range map[string]string{"team": opts.Team, "identity": opts.Identity, "default identity": opts.DefaultIdentity} {
+		if err := atmclient.ValidateName(kind, name); err != nil {
+			return nil, fmt.Errorf("proxy: %w", err)
+		}
+	}
+	reg, err := registry.Open(registry.Config{Home: opts.Home, Team: opts.Team, Identity: opts.Identity, Logger: opts.Logger, Now: opts.Now})
+	if err != nil {
+		return nil, err
+	}
+	audit, err := reg.Dir().OpenAudit(registry.AuditConfig{Now: opts.Now})
+	if err != nil {
+		reg.Close()
+		return nil, err
+	}
+	atm, err := atmclient.New(atmclient.Config{Home: opts.Home, Logger: opts.Logger})
+	if err != nil {
+		audit.Close()
+		reg.Close()
+		return nil, err
+	}
+	s := &Server{opts: opts, log: log, backend: opts.Backend, reg: reg, audit: audit, atm: atm,
+		auditor: session.NewAuditor(audit, log), git: gitctx.New(gitctx.Config{Logger: log})}
+	s.conn = mcpconn.New(mcpconn.Config{
+		Handler:      handler{s},
+		ServerInfo:   mcpconn.ServerInfo{Name: "atm-agent-mcp", Title: "ATM agent proxy for Codex", Version: opts.Version},
+		Instructions: instructions,
+		Tools:        tools.Definitions,
+		EventQueue:   opts.EventQueue,
+		Logger:       log,
+	})
+	var registryView session.Registry = session.RegistryOf(reg)
+	if opts.wrapRegistry != nil {
+		registryView = opts.wrapRegistry(registryView)
+	}
+	s.sessions, err = session.NewManager(session.Config{
+		Home: opts.Home, Team: opts.Team, Backend: opts.Backend, Registry: registryView, Audit: s.auditor, Git: s.git,
+		Sink: eventSink{s.conn}, Asker: asker{s.conn, log}, Mail: &s.mail,
+		Defaults: opts.Defaults, Roles: opts.Roles, BaseInstructions: opts.BaseInstructions, ExtraInstructions: opts.ExtraInstructions,
+		CodexConfig: opts.CodexConfig, ToolServer: opts.ToolServer, ToolServerEnv: opts.ToolServerEnv,
+		RequestTimeout: opts.RequestTimeout, MaxSessions: opts.MaxSessions, ElicitationTimeout: opts.ElicitationTimeout,
+		ApprovalFallback: opts.ApprovalFallback, SummaryTimeout: opts.SummaryTimeout, AutoMail: opts.AutoMail, AutoMailFor: opts.AutoMailFor,
+		PersistThreads: opts.PersistThreads, EventRing: opts.EventRing, MaxResultChars: opts.MaxResultChars, Cwd: opts.Cwd,
+		Logger: log, Now: opts.Now,
+	})
+	if err != nil {
+		s.git.Close()
+		audit.Close()
+		reg.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// instructions are the initialize result's instructions.
+const instructions = "Runs OpenAI Codex agents as named members of an ATM team. Start one with `codex` (identity, prompt), " +
+	"continue it with `codex-reply` (agent_id), exchange team mail with atm_send/atm_read/atm_broadcast/atm_pending_count, " +
+	"and manage sessions with agent_sessions/agent_status/agent_close."
+
+// Run serves the MCP client on r/w until the client closes stdin or ctx is
+// cancelled (SIGTERM/SIGINT), then shuts down gracefully (FR-7): summaries,
+// registry, identities, child. It returns nil after a graceful shutdown.
+func (s *Server) Run(ctx context.Context, r io.Reader, w io.Writer) error {
+	s.tools = tools.New(tools.Config{
+		Sessions: s.sessions, ATM: s.atm, Client: s.conn, Child: s.backend, Team: s.opts.Team, Identity: s.opts.Identity,
+		BaseInstructions: s.opts.BaseInstructions, MaxSessions: s.opts.MaxSessions,
+		DefaultIdentity: s.opts.DefaultIdentity, Audit: s.auditor, CodexHome: s.opts.CodexHome, Cwd: s.opts.Cwd,
+		Started: s.opts.Now(), Logger: s.log, Now: s.opts.Now,
+	})
+	s.conn.Start(r, w)
+	mailCtx, stopMail := context.WithCancel(context.Background())
+	defer stopMail()
+	if err := s.startMail(mailCtx); err != nil {
+		s.log.Error("mail delivery disabled", "err", err)
+	}
+	var err error
+	select {
+	case err = <-s.conn.Done():
+	case <-ctx.Done():
+		s.log.Info("shutdown requested")
+	}
+	s.shutdown()
+	return err
+}
+
+// shutdown is FR-7, in this order: no new requests; every live session
+// closed with a summary; mail delivery stopped (before the child, so that
+// batches already written to it are marked read); requests cancelled;
+// sessions' jobs ended and their state written; the child stopped; the
+// connection closed; the audit log and the registry (identities) released.
+func (s *Server) shutdown() {
+	s.conn.Refuse(proxyerr.New(proxyerr.ErrInvalidSessionParams, nil, "the proxy is shutting down"))
+	s.sessions.Shutdown()
+	if err := s.mail.close(); err != nil {
+		s.log.Warn("stopping mail delivery", "err", err)
+	}
+	s.conn.CancelAll()
+	s.sessions.Stop()
+	stopCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
+	if err := s.backend.Close(stopCtx); err != nil {
+		s.log.Warn("stopping the codex child", "err", err)
+	}
+	stop()
+	if !s.conn.Wait(5*time.Second) || !s.sessions.Wait(time.Second) {
+		s.log.Warn("some requests were still running at shutdown")
+	}
+	s.conn.Close()
+	if err := s.git.Close(); err != nil {
+		s.log.Debug("closing the git watcher", "err", err)
+	}
+	if err := s.audit.Close(); err != nil {
+		s.log.Warn("closing the audit log", "err", err)
+	}
+	if err := s.reg.Close(); err != nil {
+		s.log.Warn("releasing identities", "err", err)
+	}
+	s.log.Info("shutdown complete")
+}
+
+// Resume binds a previous session at start-up (serve --resume, FR-6):
+// target "" is the most recent session of the instance identity (else of the
+// registry), an agent_id, or an identity. Its summary is put before its
+// first turn. It returns the resumed session's agent_id.
+func (s *Server) Resume(target string) (string, error) {
+	var rec registry.Session
+	var ok bool
+	switch {
+	case target == "":
+		if rec, ok = s.reg.MostRecent(s.opts.Identity); !ok {
+			for _, r := range s.reg.List(registry.Filter{}) {
+				if !ok || r.LastActive.After(rec.LastActive) {
+					rec, ok = r, true
+				}
+			}
+		}
+	default:
+		if rec, ok = s.reg.ByAgentID(target); !ok {
+			rec, ok = s.reg.MostRecent(target)
+		}
+	}
+	if !ok {
+		if target == "" {
+			return "", errors.New("--resume: this instance has no previous session")
+		}
+		return "", errors.New("--resume: no session with agent_id or identity " + target)
+	}
+	sess := s.sessions.Get(rec.AgentID)
+	if sess == nil {
+		return "", errors.New("--resume: session " + rec.AgentID + " vanished")
+	}
+	if err := s.sessions.Rebind(sess, session.SourceResume); err != nil {
+		return "", err
+	}
+	s.log.Info("resumed session", "agent_id", rec.AgentID, "identity", rec.Identity, "thread", rec.BackendID)
+	return rec.AgentID, nil
+}
+
+// handler is the connection's Handler and Forwarder: tools/call goes to the
+// tools; any other request goes to Codex where the backend passes MCP
+// through (mcp-server), else it is METHOD_NOT_FOUND.
+type handler struct{ s *Server }
+
+func (h handler) CallTool(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, error) {
+	return h.s.tools.CallTool(ctx, c)
+}
+
+// Forward sends a request the proxy does not handle to the Codex child
+// verbatim and returns the child's reply.
+func (h handler) Forward(ctx context.Context, m *jsonrpcframe.Message) (*jsonrpcframe.Message, error) {
+	pt, ok := h.s.backend.(codexchild.Passthrough)
+	notFound := proxyerr.New(proxyerr.ErrMethodNotFound, map[string]any{"method": m.Method}, "method not found: %s", m.Method)
+	if !ok {
+		return nil, notFound
+	}
+	ctx, cancel := context.WithTimeout(ctx, h.s.opts.RequestTimeout)
+	defer cancel()
+	resp, err := pt.Forward(ctx, m)
+	switch {
+	case errors.Is(err, codexchild.ErrUnsupported):
+		return nil, notFound
+	case err != nil:
+		return nil, session.BackendError(err)
+	case resp.Error != nil:
+		return nil, &proxyerr.ChildError{Raw: resp.Error}
+	}
+	return resp, nil
+}
+
+// Notify passes a notification on to the child (mcp-server), on a goroutine
+// of its own: the child's stdin may be full.
+func (h handler) Notify(m *jsonrpcframe.Message) {
+	pt, ok := h.s.backend.(codexchild.Passthrough)
+	if !ok {
+		return
+	}
+	go func() {
+		if err := pt.Notify(context.Background(), m); err != nil {
+			h.s.log.Debug("notification not forwarded to codex", "method", m.Method, "err", err)
+		}
+	}()
+}

@@ -1,0 +1,255 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/mcpconn"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
+)
+
+// agentSessions lists every session this proxy knows (FR-10.1).
+func (e *Env) agentSessions(_ context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, error) {
+	if err := c.Args.CheckUnknown("agent_sessions"); err != nil {
+		return nil, err
+	}
+	views := []session.View{}
+	var lines []string
+	for _, s := range e.m.Sessions() {
+		v := s.View()
+		views = append(views, v)
+		thread := "-"
+		if v.BackendID != nil {
+			thread = *v.BackendID
+		}
+		lines = append(lines, fmt.Sprintf("%s  %-16s %-11s %-6s thread=%v", v.AgentID, v.Identity, v.Status, v.ThreadState, thread))
+	}
+	text := fmt.Sprintf("%d session(s)", len(views))
+	if len(lines) > 0 {
+		text += "\n" + strings.Join(lines, "\n")
+	}
+	return &mcpconn.ToolResult{Text: text, Structured: map[string]any{"sessions": views}}, nil
+}
+
+// ServerStatus is agent_status without an agent_id: the child, the team,
+// the live sessions and the event and mail counters. Its fields are in the
+// order of their JSON names.
+type ServerStatus struct {
+	ActiveSessions       int               `json:"active_sessions"`
+	Child                ChildStatus       `json:"child"`
+	Elicitation          bool              `json:"elicitation"`
+	Events               ServerEvents      `json:"events"`
+	Identities           map[string]string `json:"identities"`
+	InstanceIdentity     string            `json:"instance_identity"`
+	MaxConcurrentThreads int               `json:"max_concurrent_threads"`
+	PendingMail          int               `json:"pending_mail"`
+	Team                 string            `json:"team"`
+	UptimeSecs           int               `json:"uptime_secs"`
+}
+
+// ChildStatus is the Codex child in ServerStatus.
+type ChildStatus struct {
+	Alive    bool    `json:"alive"`
+	Backend  string  `json:"backend"`
+	Exit     *string `json:"exit,omitempty"`
+	ExitCode *int    `json:"exit_code,omitempty"`
+	PID      int     `json:"pid"`
+	Signal   *string `json:"signal,omitempty"`
+	Started  bool    `json:"started"`
+	Version  string  `json:"version"`
+}
+
+// ServerEvents are the event counters of ServerStatus.
+type ServerEvents struct {
+	Dropped      int64 `json:"dropped"`
+	DroppedTotal int64 `json:"dropped_total"`
+	Forwarded    int64 `json:"forwarded"`
+}
+
+// agentStatus reports one session (agent_id) or the proxy.
+func (e *Env) agentStatus(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, error) {
+	if err := c.Args.CheckUnknown("agent_status", "agent_id", "offset"); err != nil {
+		return nil, err
+	}
+	agentID, err := c.Args.Str("agent_id")
+	if err != nil {
+		return nil, err
+	}
+	offset, _, err := c.Args.Int("offset")
+	if err != nil {
+		return nil, err
+	}
+	if agentID != "" {
+		s := e.m.Get(agentID)
+		if s == nil {
+			return nil, proxyerr.New(proxyerr.ErrSessionNotFound, map[string]any{"agent_id": agentID}, "no session with agent_id %q", agentID)
+		}
+		d := s.Detail(offset)
+		return &mcpconn.ToolResult{Text: jsonText(d), Structured: d}, nil
+	}
+	st := e.cfg.Child.Status()
+	child := ChildStatus{Backend: string(st.Kind), Started: st.Started, Alive: st.Running, PID: st.PID, Version: st.Version}
+	if st.Exit != nil {
+		code, exit := st.Exit.Code, st.Exit.String()
+		child.ExitCode, child.Exit = &code, &exit
+		if st.Exit.Signal != "" {
+			sig := st.Exit.Signal
+			child.Signal = &sig
+		}
+	}
+	v := ServerStatus{Child: child, Team: e.cfg.Team, InstanceIdentity: e.cfg.Identity,
+		UptimeSecs: int(e.cfg.Now().Sub(e.cfg.Started).Seconds()), Identities: map[string]string{},
+		Elicitation: e.cfg.Client.Elicitation(), MaxConcurrentThreads: e.cfg.MaxSessions}
+	live := e.m.Live()
+	v.ActiveSessions = len(live)
+	for id, s := range live {
+		v.Identities[id] = s.Record().AgentID
+		d := s.Counts()
+		v.Events.Dropped += d.Dropped
+		v.Events.Forwarded += d.Forwarded
+		if n, err := e.cfg.ATM.Pending(ctx, e.cfg.Team, id); err == nil {
+			v.PendingMail += n
+		}
+	}
+	v.Events.DroppedTotal = e.cfg.Client.Stats().Dropped
+	return &mcpconn.ToolResult{Text: jsonText(v), Structured: v}, nil
+}
+
+// agentClose closes a session by agent_id or identity (FR-17.3).
+func (e *Env) agentClose(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, error) {
+	a := c.Args
+	if err := a.CheckUnknown("agent_close", "agent_id", "identity"); err != nil {
+		return nil, err
+	}
+	agentID, err := a.Str("agent_id")
+	if err != nil {
+		return nil, err
+	}
+	identity, err := a.Str("identity")
+	if err != nil {
+		return nil, err
+	}
+	var s *session.Session
+	switch {
+	case agentID != "":
+		if s = e.m.Get(agentID); s == nil {
+			return nil, proxyerr.New(proxyerr.ErrSessionNotFound, map[string]any{"agent_id": agentID}, "no session with agent_id %q", agentID)
+		}
+	case identity != "":
+		if s = e.m.ByIdentity(identity); s == nil {
+			return nil, proxyerr.New(proxyerr.ErrSessionNotFound, map[string]any{"identity": identity}, "no live session with identity %q", identity)
+		}
+	default:
+		return nil, proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "agent_id"}, "agent_close needs agent_id or identity")
+	}
+	out := e.m.Close(ctx, s, false)
+	v := map[string]any{"agent_id": out.Record.AgentID, "identity": out.Record.Identity, "status": string(out.Record.Status),
+		"summary_saved": out.SummarySaved, "already_closed": out.Already}
+	text := fmt.Sprintf("session %s (%s) is %s", out.Record.AgentID, out.Record.Identity, out.Record.Status)
+	if out.Already {
+		text += " (it was already closed)"
+	}
+	return &mcpconn.ToolResult{Text: text, Structured: v}, nil
+}
+
+// maxWait caps agent_wait's timeout_secs.
+const maxWait = 300 * time.Second
+
+// agentWait waits for the running turn of a session to end and returns its
+// result, or the current status when timeout_secs pass first (default 50 s,
+// below common client timeouts). Progress goes to the client's token while
+// it waits.
+func (e *Env) agentWait(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, error) {
+	if err := c.Args.CheckUnknown("agent_wait", "agent_id", "timeout_secs"); err != nil {
+		return nil, err
+	}
+	s, err := e.lookup(c.Args)
+	if err != nil {
+		return nil, err
+	}
+	secs, set, err := c.Args.Int("timeout_secs")
+	if err != nil {
+		return nil, err
+	}
+	wait := 50 * time.Second
+	if set {
+		if secs < 0 {
+			return nil, proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "timeout_secs"}, "argument \"timeout_secs\" must not be negative")
+		}
+		wait = min(time.Duration(secs)*time.Second, maxWait)
+	}
+	finished, err := s.Wait(ctx, wait, c.Progress.Send)
+	if err != nil {
+		return nil, err
+	}
+	d := s.Detail(0)
+	d.Done = &finished
+	text := jsonText(d)
+	switch {
+	case !finished:
+		text = fmt.Sprintf("still %s after %s; call agent_wait again or agent_status\n%s", d.Status, wait, text)
+	case d.LastResult != nil && d.LastResult.Content != nil:
+		text = *d.LastResult.Content
+	}
+	return &mcpconn.ToolResult{Text: text, Structured: d}, nil
+}
+
+// agentInterrupt interrupts the running turn of a session; the session
+// becomes interrupted and can be continued. On mcp-server the next turn
+// runs on a fresh thread, seeded with the agent's recent messages, because
+// the interrupted thread may deliver stray results
+// (docs/codex-wire.md#stale-listener).
+func (e *Env) agentInterrupt(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, error) {
+	if err := c.Args.CheckUnknown("agent_interrupt", "agent_id"); err != nil {
+		return nil, err
+	}
+	s, err := e.lookup(c.Args)
+	if err != nil {
+		return nil, err
+	}
+	interrupted, err := s.Interrupt(ctx)
+	if err != nil {
+		return nil, err
+	}
+	d := s.Detail(0)
+	d.Interrupted = &interrupted
+	if !interrupted {
+		return &mcpconn.ToolResult{Text: "nothing to interrupt: the session is " + d.Status, Structured: d}, nil
+	}
+	return &mcpconn.ToolResult{Text: "interrupted; continue with codex-reply", Structured: d}, nil
+}
+
+// agentRespond answers a pending approval (approval_fallback "queue", or
+// instead of the client's elicitation): approve, approve_for_session, deny,
+// or "deny: <reason>".
+func (e *Env) agentRespond(_ context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, error) {
+	if err := c.Args.CheckUnknown("agent_respond", "agent_id", "approval_id", "answer", "reason"); err != nil {
+		return nil, err
+	}
+	s, err := e.lookup(c.Args)
+	if err != nil {
+		return nil, err
+	}
+	var id, ans, reason string
+	for _, arg := range []struct {
+		name string
+		v    *string
+	}{{"approval_id", &id}, {"answer", &ans}, {"reason", &reason}} {
+		if *arg.v, err = c.Args.Str(arg.name); err != nil {
+			return nil, err
+		}
+	}
+	d, err := session.ParseAnswer(ans, reason)
+	if err != nil {
+		return nil, proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "answer"}, "%v", err)
+	}
+	id, err = s.Respond(id, d)
+	if err != nil {
+		return nil, err
+	}
+	v := map[string]any{"agent_id": s.Record().AgentID, "approval_id": id, "decision": string(d.Kind), "reason": d.Reason}
+	return &mcpconn.ToolResult{Text: fmt.Sprintf("approval %s: %s", id, d.Kind), Structured: v}, nil
+}

@@ -1,0 +1,277 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/mcpconn"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
+	"github.com/atm-agent-mcp/atm-agent-mcp/atmclient"
+)
+
+// codexArgNames are the arguments of the codex tool. The proxy-only ones
+// (identity, agent_file, agent_id, role, tag, auto_mail, background,
+// thread_id) are never forwarded: Codex 0.153.4 rejects unknown arguments.
+var codexArgNames = []string{"prompt", "agent_file", "agent_id", "identity", "role", "tag", "auto_mail", "cwd",
+	"model", "approval-policy", "sandbox", "base-instructions", "developer-instructions", "compact-prompt", "profile", "config",
+	"background", "thread_id"}
+
+// defaultContinuation is the prompt of a resume without one.
+const defaultContinuation = "Continue where you left off."
+
+// codex starts a session (FR-2, FR-3, FR-16), adopts a Codex session
+// (thread_id) or resumes one by agent_id.
+func (e *Env) codex(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, error) {
+	a := c.Args
+	if err := a.CheckUnknown("codex", codexArgNames...); err != nil {
+		return nil, err
+	}
+	str := map[string]string{}
+	for _, n := range []string{"prompt", "agent_file", "agent_id", "identity", "role", "tag", "cwd", "model",
+		"approval-policy", "sandbox", "base-instructions", "developer-instructions", "compact-prompt", "profile", "thread_id"} {
+		v, err := a.Str(n)
+		if err != nil {
+			return nil, err
+		}
+		str[n] = v
+	}
+	config, err := a.Object("config")
+	if err != nil {
+		return nil, err
+	}
+	autoMail, autoMailSet, err := a.Bool("auto_mail")
+	if err != nil {
+		return nil, err
+	}
+	background, _, err := a.Bool("background")
+	if err != nil {
+		return nil, err
+	}
+	prompt, agentFile, agentID, adopt := str["prompt"], str["agent_file"], str["agent_id"], str["thread_id"]
+	if agentID != "" {
+		if agentFile != "" || adopt != "" {
+			return nil, proxyerr.New(proxyerr.ErrInvalidSessionParams, map[string]any{"arguments": []string{"agent_id", "agent_file", "thread_id"}},
+				"agent_id (resume) excludes agent_file and thread_id")
+		}
+		return e.resume(ctx, c, agentID, prompt, str["cwd"], background)
+	}
+	var seed string
+	if adopt != "" {
+		if agentFile != "" {
+			return nil, proxyerr.New(proxyerr.ErrInvalidSessionParams, map[string]any{"arguments": []string{"thread_id", "agent_file"}},
+				"thread_id (adopt) and agent_file are mutually exclusive")
+		}
+		if other := e.m.ByThread(adopt); other != nil && other.Record().Status.Live() {
+			id := other.Record().AgentID
+			return nil, proxyerr.New(proxyerr.ErrInvalidSessionParams, map[string]any{"thread_id": adopt, "agent_id": id},
+				"Codex session %s is already bound to agent_id %s; continue it with codex-reply", adopt, id)
+		}
+		r, note, err := e.adoptNote(adopt)
+		if err != nil {
+			return nil, err
+		}
+		seed = note
+		if str["cwd"] == "" && r.Cwd != "" {
+			if st, err := os.Stat(r.Cwd); err == nil && st.IsDir() {
+				str["cwd"] = r.Cwd
+			}
+		}
+		if strings.TrimSpace(prompt) == "" {
+			prompt = defaultContinuation
+		}
+	}
+	if prompt != "" && agentFile != "" {
+		return nil, proxyerr.New(proxyerr.ErrInvalidSessionParams, map[string]any{"arguments": []string{"prompt", "agent_file"}},
+			"prompt and agent_file are mutually exclusive: give exactly one")
+	}
+	if strings.TrimSpace(prompt) == "" && agentFile == "" {
+		return nil, proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "prompt"},
+			"argument \"prompt\" is required (or agent_file, or agent_id to resume)")
+	}
+	cwd, err := e.m.ResolveCwd(ctx, str["cwd"])
+	if err != nil {
+		return nil, err
+	}
+	if agentFile != "" {
+		path := agentFile
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(cwd, path)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, proxyerr.New(proxyerr.ErrAgentFileNotFound, map[string]any{"agent_file": agentFile, "path": path},
+				"agent_file %q cannot be read: %v", agentFile, errors.Unwrap(err))
+		}
+		if strings.TrimSpace(string(b)) == "" {
+			return nil, proxyerr.New(proxyerr.ErrAgentFileNotFound, map[string]any{"agent_file": agentFile, "path": path},
+				"agent_file %q is empty", agentFile)
+		}
+		prompt = string(b)
+		agentFile = path
+	}
+	identity := str["identity"]
+	if identity == "" {
+		identity = e.cfg.DefaultIdentity
+	}
+	if err := atmclient.ValidateName("identity", identity); err != nil {
+		return nil, proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "identity"}, "%v", err)
+	}
+	settings, err := e.m.Settings(str["role"])
+	if err != nil {
+		return nil, err
+	}
+	if v := str["model"]; v != "" {
+		settings.Model = v
+	}
+	if v := str["approval-policy"]; v != "" {
+		settings.ApprovalPolicy = v
+	}
+	if v := str["sandbox"]; v != "" {
+		settings.Sandbox = v
+	}
+	settings.BaseInstructions = firstNonEmpty(str["base-instructions"], e.cfg.BaseInstructions)
+	settings.DeveloperInstructions = str["developer-instructions"]
+	settings.CompactPrompt = str["compact-prompt"]
+	settings.Profile = str["profile"]
+	settings.Config = config
+
+	req := session.CreateRequest{Identity: identity, Cwd: cwd, Tag: str["tag"], Role: str["role"], AgentFile: agentFile, Settings: settings}
+	if autoMailSet {
+		req.AutoMail = &autoMail
+	}
+	s, err := e.m.Create(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if adopt != "" {
+		s.Adopt(adopt, seed)
+	}
+	return e.run(ctx, c, s, session.Turn{Prompt: prompt, Source: session.SourceClaude}, background)
+}
+
+// run runs a turn on s for the call: in the background (answered at once),
+// or queued and answered with its result.
+func (e *Env) run(ctx context.Context, c *mcpconn.ToolCall, s *session.Session, t session.Turn, background bool) (*mcpconn.ToolResult, error) {
+	t.Call = callRef{c} // a background turn's events still name the request that started it
+	if background {
+		r, err := s.RunBackground(t)
+		if err != nil {
+			return nil, err
+		}
+		text := fmt.Sprintf("started in the background: agent_id %s (%s). Poll with agent_status or wait with agent_wait.", r.AgentID, r.Identity)
+		return &mcpconn.ToolResult{Text: text, Structured: map[string]any{
+			"agent_id": r.AgentID, "threadId": r.ThreadID, "identity": r.Identity, "content": text, "status": "busy",
+		}}, nil
+	}
+	r, err := s.Run(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	return turnResult(r), nil
+}
+
+// codexReply continues a session by agent_id, or by Codex thread id
+// (threadId / conversationId), on the goroutine reading the client: it
+// checks the call and queues the turn in read order. A thread id no session
+// knows is passed to Codex as it is, without context (Codex decides whether
+// it exists).
+func (e *Env) codexReply(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, error) {
+	a := c.Args
+	if err := a.CheckUnknown("codex-reply", "prompt", "agent_id", "threadId", "conversationId", "cwd", "background"); err != nil {
+		return nil, err
+	}
+	background, _, err := a.Bool("background")
+	if err != nil {
+		return nil, err
+	}
+	var prompt, agentID, threadID, convID, cwdArg string
+	for _, arg := range []struct {
+		name string
+		v    *string
+	}{{"prompt", &prompt}, {"agent_id", &agentID}, {"threadId", &threadID}, {"conversationId", &convID}, {"cwd", &cwdArg}} {
+		if *arg.v, err = a.Str(arg.name); err != nil {
+			return nil, err
+		}
+	}
+	if strings.TrimSpace(prompt) == "" {
+		return nil, proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "prompt"}, "argument \"prompt\" is required")
+	}
+	if threadID == "" {
+		threadID = convID
+	}
+	var s *session.Session
+	switch {
+	case agentID != "":
+		if s = e.m.Get(agentID); s == nil {
+			return nil, proxyerr.New(proxyerr.ErrSessionNotFound, map[string]any{"agent_id": agentID}, "no session with agent_id %q", agentID)
+		}
+	case threadID != "":
+		if s = e.m.ByThread(threadID); s == nil {
+			mcpconn.Release(ctx)
+			r, err := e.m.AnonymousReply(ctx, callRef{c}, threadID, prompt)
+			if err != nil {
+				return nil, err
+			}
+			return &mcpconn.ToolResult{Text: r.Text, IsError: r.IsError, Structured: map[string]any{
+				"agent_id": "", "threadId": r.ThreadID, "identity": "", "content": r.Text, "status": r.Status,
+			}}, nil
+		}
+	default:
+		return nil, proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "agent_id"}, "codex-reply needs agent_id (or threadId)")
+	}
+	rec := s.Record()
+	if !rec.Status.Live() {
+		return nil, proxyerr.New(proxyerr.ErrSessionClosed, map[string]any{"agent_id": rec.AgentID, "status": string(rec.Status)},
+			"session %s is %s; resume it with the codex tool and agent_id", rec.AgentID, rec.Status)
+	}
+	if cwdArg != "" {
+		mcpconn.Release(ctx) // a directory to look at
+		cwd, err := e.m.ResolveCwd(ctx, cwdArg)
+		if err != nil {
+			return nil, err
+		}
+		s.SetCwd(cwd)
+	}
+	if background {
+		mcpconn.Release(ctx)
+	}
+	return e.run(ctx, c, s, session.Turn{Prompt: prompt, Source: session.SourceClaude}, background)
+}
+
+// resume is codex with agent_id (FR-16.3, FR-17.7): a live session just
+// gets the prompt; a closed, stale or interrupted one is bound again (its
+// identity claimed), its saved summary put before the first turn.
+func (e *Env) resume(ctx context.Context, c *mcpconn.ToolCall, agentID, prompt, cwdArg string, background bool) (*mcpconn.ToolResult, error) {
+	s := e.m.Get(agentID)
+	if s == nil {
+		return nil, proxyerr.New(proxyerr.ErrSessionNotFound, map[string]any{"agent_id": agentID}, "no session with agent_id %q in this proxy's registry", agentID)
+	}
+	if err := e.m.Rebind(s, session.SourceClaude); err != nil {
+		return nil, err
+	}
+	if cwdArg != "" {
+		cwd, err := e.m.ResolveCwd(ctx, cwdArg)
+		if err != nil {
+			return nil, err
+		}
+		s.SetCwd(cwd)
+	}
+	if strings.TrimSpace(prompt) == "" {
+		prompt = defaultContinuation
+	}
+	return e.run(ctx, c, s, session.Turn{Prompt: prompt, Source: session.SourceResume}, background)
+}
+
+func firstNonEmpty(v ...string) string {
+	for _, s := range v {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}

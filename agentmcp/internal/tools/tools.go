@@ -1,0 +1,182 @@
+package tools
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/mcpconn"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
+	"github.com/atm-agent-mcp/atm-agent-mcp/atmclient"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+)
+
+// Definitions is the JSON array of the tools' definitions (name,
+// description, inputSchema, annotations), as tools/list lists them.
+//
+//go:embed tools.json
+var Definitions []byte
+
+// Client is what the tools need of the MCP connection.
+type Client interface {
+	// Elicitation reports whether the client can answer approvals.
+	Elicitation() bool
+	// Stats are the connection's event counters.
+	Stats() mcpconn.Stats
+}
+
+// Config configures an Env. Zero values are documented per field.
+type Config struct {
+	// Sessions are the proxy's sessions. required.
+	Sessions *session.Manager
+	// ATM reads and writes the team's inboxes. required.
+	ATM *atmclient.Client
+	// Client is the MCP connection. required.
+	Client Client
+	// Team is the ATM team. required.
+	Team string
+	// Identity is the proxy instance's own identity. required.
+	Identity string
+	// Child reports the Codex child's state (agent_status). required.
+	Child interface{ Status() codexchild.Status }
+	// BaseInstructions replace Codex's base instructions when the caller
+	// does not give base-instructions. optional.
+	BaseInstructions string
+	// MaxSessions is max_concurrent_threads, as agent_status reports it.
+	MaxSessions int
+	// DefaultIdentity is the identity of a session started without one.
+	// optional: "" means "codex".
+	DefaultIdentity string
+	// Audit writes the audit trail. optional: nil records nothing.
+	Audit *session.Auditor
+	// CodexHome is where session discovery looks for rollouts. optional:
+	// "" means $CODEX_HOME, else ~/.codex.
+	CodexHome string
+	// Cwd is the proxy's directory. required.
+	Cwd string
+	// Started is when the proxy started (agent_status uptime).
+	Started time.Time
+	// Logger receives logs. optional: nil discards.
+	Logger *slog.Logger
+	// Now returns the current time. optional: nil means time.Now.
+	Now func() time.Time
+}
+
+// Env runs the proxy's 13 tools; it is the MCP connection's Handler.
+type Env struct {
+	cfg   Config
+	log   *slog.Logger
+	m     *session.Manager
+	atm   *atmTools
+	table map[string]tool
+}
+
+// tool runs one tool; it may wait (the caller has released the reader).
+type tool func(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, error)
+
+// names lists the tools for error messages, in tools.json's order.
+var names = []string{"codex", "codex-reply", "atm_send", "atm_read", "atm_broadcast", "atm_pending_count",
+	"agent_sessions", "agent_status", "agent_close", "agent_wait", "agent_interrupt", "agent_respond", "agent_list_codex_sessions"}
+
+// New returns the tools over cfg.
+func New(cfg Config) *Env {
+	if cfg.DefaultIdentity == "" {
+		cfg.DefaultIdentity = "codex"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	e := &Env{cfg: cfg, log: cfg.Logger, m: cfg.Sessions}
+	e.atm = &atmTools{atm: cfg.ATM, team: cfg.Team, sender: e.sender, audit: cfg.Audit.ATM, extraArgs: []string{"agent_id", "identity"}}
+	e.table = map[string]tool{
+		"codex":                     e.codex,
+		"atm_send":                  e.atm.send,
+		"atm_read":                  e.atm.read,
+		"atm_broadcast":             e.atm.broadcast,
+		"atm_pending_count":         e.atm.pending,
+		"agent_sessions":            e.agentSessions,
+		"agent_status":              e.agentStatus,
+		"agent_close":               e.agentClose,
+		"agent_wait":                e.agentWait,
+		"agent_interrupt":           e.agentInterrupt,
+		"agent_respond":             e.agentRespond,
+		"agent_list_codex_sessions": e.listCodexSessions,
+	}
+	return e
+}
+
+// CallTool runs one tools/call. It is called on the goroutine reading the
+// client: a codex-reply is checked and queued on its session right here, in
+// the order the client sent it, and may run its turn on this goroutine up
+// to the write to Codex (see session.Session.Run); every other tool first
+// releases the reader.
+func (e *Env) CallTool(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, error) {
+	if c.Name == "codex-reply" {
+		return answered(e.codexReply(ctx, c))
+	}
+	mcpconn.Release(ctx)
+	run, ok := e.table[c.Name]
+	if !ok {
+		return nil, proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"tool": c.Name, "available": names},
+			"unknown tool %q (available: %s)", c.Name, strings.Join(names, ", "))
+	}
+	return answered(run(ctx, c))
+}
+
+// answered maps a turn answered from the Codex reader to mcpconn's word
+// for it.
+func answered(r *mcpconn.ToolResult, err error) (*mcpconn.ToolResult, error) {
+	if errors.Is(err, session.ErrAnswered) {
+		return nil, mcpconn.ErrAnswered
+	}
+	return r, err
+}
+
+// callRef is a tools/call as a turn sees it.
+type callRef struct{ c *mcpconn.ToolCall }
+
+func (r callRef) RequestID() json.RawMessage { return r.c.RawID }
+func (r callRef) Progress(msg string)        { r.c.Progress.Send(msg) }
+func (r callRef) Release()                   { r.c.Release() }
+func (r callRef) TryReplyNow(t *session.TurnResult, commit func()) bool {
+	return r.c.TryReplyNow(turnResult(t), commit)
+}
+
+// turnResult is the answer to a turn: the (capped) text, and in
+// structuredContent the session's ids with the text and the status.
+func turnResult(t *session.TurnResult) *mcpconn.ToolResult {
+	return &mcpconn.ToolResult{
+		Text:    t.Text,
+		IsError: t.IsError,
+		Structured: map[string]any{
+			"agent_id": t.AgentID, "threadId": t.ThreadID, "identity": t.Identity, "content": t.Text, "status": t.Status,
+		},
+	}
+}
+
+// lookup returns the session of the agent_id argument or SESSION_NOT_FOUND.
+func (e *Env) lookup(a mcpconn.Args) (*session.Session, error) {
+	agentID, err := a.Str("agent_id")
+	if err != nil {
+		return nil, err
+	}
+	if agentID == "" {
+		return nil, proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "agent_id"}, "argument \"agent_id\" is required")
+	}
+	s := e.m.Get(agentID)
+	if s == nil {
+		return nil, proxyerr.New(proxyerr.ErrSessionNotFound, map[string]any{"agent_id": agentID}, "no session with agent_id %q", agentID)
+	}
+	return s, nil
+}
+
+// jsonText renders v as indented JSON for a text content block.
+func jsonText(v any) string { return mcpconn.JSONText(v) }

@@ -1,0 +1,55 @@
+package agentmcp
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// layers are the proxy's dependency rules: which of the module's own
+// packages each internal package may not depend on, directly or not, and
+// which sibling modules it may not import itself. The connection layer knows
+// no domain; the domain knows no MCP; nothing below the composition root
+// knows it.
+var layers = []struct {
+	pkg       string
+	forbidden []string
+}{
+	{"internal/proxyerr", []string{"internal/mcpconn", "internal/session", "internal/tools", "internal/proxy", "codexchild", "registry", "atmclient", "mailbridge"}},
+	{"internal/gitctx", []string{"internal/mcpconn", "internal/session", "internal/tools", "internal/proxy", "codexchild", "registry", "atmclient", "mailbridge"}},
+	{"internal/mcpconn", []string{"internal/session", "internal/tools", "internal/proxy", "internal/gitctx", "codexchild", "registry", "atmclient", "mailbridge"}},
+	{"internal/session", []string{"internal/mcpconn", "internal/tools", "internal/proxy", "atmclient", "mailbridge"}},
+	{"internal/tools", []string{"internal/proxy", "mailbridge"}},
+}
+
+// TestLayers checks the dependency rules with go list -deps.
+func TestLayers(t *testing.T) {
+	const mod = "github.com/atm-agent-mcp/atm-agent-mcp/"
+	for _, l := range layers {
+		t.Run(l.pkg, func(t *testing.T) {
+			deps := goList(t, "-deps", "./"+l.pkg)
+			imports := goList(t, "-f", "{{join .Imports \"\\n\"}}", "./"+l.pkg)
+			for _, f := range l.forbidden {
+				switch {
+				case strings.HasPrefix(f, "internal/"):
+					if name := mod + "agentmcp/" + f; slices.Contains(deps, name) {
+						t.Errorf("%s depends on %s", l.pkg, name)
+					}
+				case slices.Contains(imports, mod+f):
+					t.Errorf("%s imports %s", l.pkg, mod+f)
+				}
+			}
+		})
+	}
+}
+
+// goList runs go list with args and returns the words it prints.
+func goList(t *testing.T, args ...string) []string {
+	t.Helper()
+	out, err := exec.Command("go", append([]string{"list"}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("go list %v: %v", args, err)
+	}
+	return strings.Fields(string(out))
+}
