@@ -21,6 +21,27 @@ type appApproval struct {
 	answered atomic.Bool
 }
 
+// exitLocked empties the turns and approvals when the child has exited
+// (b.mu is held); the turns end once the pending calls have failed.
+func (b *AppServer) exitLocked(ee *ExitError) func() {
+	turns := make([]*appTurn, 0, len(b.turns))
+	for _, t := range b.turns {
+		t.err = ee
+		turns = append(turns, t)
+	}
+	clear(b.turns)
+	clear(b.approvals)
+	if len(turns) > 0 {
+		b.log.Info("codex turns ended by the child's exit", "turns", len(turns))
+	}
+	return func() {
+		for _, t := range turns {
+			t.closed.Store(true)
+			t.finish()
+		}
+	}
+}
+
 // dispatch handles one message of the child, on the reader goroutine.
 func (b *AppServer) dispatch(m *jsonrpcframe.Message) {
 	if m.Versioned && !b.versioned.Load() {
@@ -36,54 +57,12 @@ func (b *AppServer) dispatch(m *jsonrpcframe.Message) {
 	}
 }
 
-// watchExit fails every pending call and running turn when the child has
-// exited.
-func (b *AppServer) watchExit(ch *child) {
-	<-ch.done
-	ee := ch.exitError()
-	b.mu.Lock()
-	b.exitErr = ee
-	closed := b.closed
-	calls := make([]*appCall, 0, len(b.pending))
-	for _, c := range b.pending {
-		calls = append(calls, c)
-	}
-	turns := make([]*appTurn, 0, len(b.turns))
-	for _, t := range b.turns {
-		t.err = ee
-		turns = append(turns, t)
-	}
-	clear(b.pending)
-	clear(b.turns)
-	clear(b.approvals)
-	b.mu.Unlock()
-	if closed {
-		b.log.Info("codex child stopped", "status", ee.Status.String(), "pending", len(calls), "turns", len(turns))
-	} else {
-		b.log.Error("codex child died", "status", ee.Status.String(), "pending", len(calls), "turns", len(turns), "stderr", ee.Stderr)
-	}
-	for _, c := range calls {
-		if c.reply != nil {
-			c.reply <- appReply{err: ee}
-		}
-	}
-	for _, t := range turns {
-		t.closed.Store(true)
-		t.finish()
-	}
-	if b.cfg.OnExit != nil {
-		b.cfg.OnExit(ee.Status)
-	}
-	close(b.exitHandled)
-}
-
 // handleResponse delivers a response to the call its id names. The response
 // to turn/start is handled here for the turn: its id is recorded (and a
 // deferred turn/interrupt sent), or its error ends the turn.
 func (b *AppServer) handleResponse(m *jsonrpcframe.Message) {
 	b.mu.Lock()
-	c := b.pending[m.ID]
-	delete(b.pending, m.ID)
+	c, _ := b.popLocked(m.ID)
 	b.mu.Unlock()
 	switch {
 	case c == nil:
@@ -265,16 +244,6 @@ func (t *appTurn) observe(method string, params json.RawMessage) {
 	}
 }
 
-// toOnEvent hands an event that belongs to no running turn to
-// Config.OnEvent, or drops it.
-func (b *AppServer) toOnEvent(ev Event) {
-	if b.cfg.OnEvent != nil {
-		b.cfg.OnEvent(ev)
-		return
-	}
-	b.log.Debug("codex: event of no running turn dropped", "method", ev.Method, "thread", ev.ThreadID)
-}
-
 // handleRequest answers the child's own requests: approvals go to the turn's
 // handler as typed Approvals; every other request is answered at once (see
 // otherRequestAnswer). No request is left unanswered.
@@ -340,7 +309,7 @@ func (b *AppServer) answerApproval(a *Approval, pa *appApproval, d Decision) err
 		return err
 	}
 	b.log.Info("codex approval answered", "approval", a.ID, "kind", string(a.Kind), "decision", string(d.Kind))
-	return b.write(resp)
+	return b.write(resp, nil)
 }
 
 // answerLeftovers answers the unanswered approvals of a turn with d.
@@ -357,12 +326,5 @@ func (b *AppServer) answerLeftovers(t *appTurn, d Decision) {
 		if err := a.Respond(d); err == nil {
 			b.log.Info("codex approval answered because its turn ended", "approval", a.ID, "decision", string(d.Kind))
 		}
-	}
-}
-
-// answer writes a response to a request of the child, logging a failure.
-func (b *AppServer) answer(id jsonrpcframe.ID, resp *jsonrpcframe.Message) {
-	if err := b.write(resp); err != nil {
-		b.log.Warn("codex: answering the child failed", "id", id.String(), "err", err)
 	}
 }

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
@@ -45,18 +43,10 @@ import (
 // The child is started lazily and a start failure or the child's death is
 // final, exactly as for MCPServer.
 type AppServer struct {
-	cfg Config
-	log *slog.Logger
-
 	flushes flushSet // the reader goroutine's own
 
-	lazyChild // mu guards it and the fields below
+	core[*appCall] // mu guards it and the fields below (version: from the initialize userAgent, else probed)
 
-	versioned atomic.Bool // the child sent "jsonrpc": answer in kind
-
-	version     string // from the initialize userAgent, else probed
-	nextID      int64
-	pending     map[jsonrpcframe.ID]*appCall
 	turns       map[string]*appTurn // thread id → its running (or draining) turn
 	loaded      map[string]bool     // threads this process started or resumed
 	approvals   map[*Approval]*appApproval
@@ -75,18 +65,23 @@ var drainWait = 10 * time.Second // a var for tests
 // NewAppServer returns a backend that runs `cfg.Bin [cfg.Args...]
 // app-server` on first use.
 func NewAppServer(cfg Config) *AppServer {
-	return &AppServer{
-		cfg:       cfg,
-		log:       cfg.logger().With("component", "codexchild", "backend", string(KindAppServer)),
-		pending:   map[jsonrpcframe.ID]*appCall{},
+	b := &AppServer{
 		turns:     map[string]*appTurn{},
 		loaded:    map[string]bool{},
 		approvals: map[*Approval]*appApproval{},
 	}
+	// The child is answered in kind: without "jsonrpc" until it is seen
+	// using it.
+	b.core = core[*appCall]{
+		cfg: cfg, kind: KindAppServer, pending: map[jsonrpcframe.ID]*appCall{}, onExit: cfg.OnExit, plain: true,
+		log: cfg.logger().With("component", "codexchild", "backend", string(KindAppServer)),
+		hooks: childHooks{
+			subcommand: "app-server", dispatch: b.dispatch, idle: b.flushes.flush, handshake: b.handshake,
+		},
+		exitLocked: b.exitLocked,
+	}
+	return b
 }
-
-// Kind returns KindAppServer.
-func (b *AppServer) Kind() Kind { return KindAppServer }
 
 // appCall is one request of the backend to the child waiting for its
 // response. Whoever removes it from pending delivers its one reply.
@@ -97,18 +92,25 @@ type appCall struct {
 	turn   *appTurn      // turn/start: the turn it starts
 }
 
+func (c *appCall) callID() jsonrpcframe.ID { return c.id }
+
+func (c *appCall) fail(ee *ExitError) {
+	if c.reply != nil {
+		c.reply <- appReply{err: ee}
+	}
+}
+
+func (c *appCall) ended() error {
+	if c.reply == nil {
+		return nil
+	}
+	return (<-c.reply).err
+}
+
 // appReply is how a call ended: the child's response or the child's death.
 type appReply struct {
 	msg *jsonrpcframe.Message
 	err error
-}
-
-// ensureStarted starts the child and does the handshake, once; callers wait
-// for it until ctx ends.
-func (b *AppServer) ensureStarted(ctx context.Context) error {
-	return b.lazyChild.ensureStarted(ctx, b.cfg, b.log, childHooks{
-		subcommand: "app-server", dispatch: b.dispatch, idle: b.flushes.flush, watchExit: b.watchExit, handshake: b.handshake,
-	})
 }
 
 // handshake sends initialize and the initialized notification, and reads
@@ -140,7 +142,7 @@ func (b *AppServer) handshake() error {
 	version := b.version
 	b.mu.Unlock()
 	b.log.Info("codex handshake done", "version", version, "user_agent", init.UserAgent, "codex_home", init.CodexHome)
-	return b.write(&jsonrpcframe.Message{Method: "initialized"})
+	return b.write(&jsonrpcframe.Message{Method: "initialized"}, nil)
 }
 
 // userAgentVersion returns the version in an app-server userAgent such as
@@ -156,54 +158,6 @@ func userAgentVersion(ua string) string {
 		return ""
 	}
 	return v
-}
-
-// Version returns the Codex version ("" before the handshake).
-func (b *AppServer) Version() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.version
-}
-
-// Status reports the child's state.
-func (b *AppServer) Status() Status {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	s := Status{Kind: KindAppServer, Started: b.ch != nil, Version: b.version}
-	if b.ch != nil {
-		s.PID = b.ch.cmd.Process.Pid
-		s.Running = b.exitErr == nil
-	}
-	if b.exitErr != nil {
-		st := b.exitErr.Status
-		s.Exit = &st
-	}
-	return s
-}
-
-// Close stops the child gracefully (close stdin; SIGTERM to its process
-// group after Config.StopGrace; SIGKILL after another) and returns once it
-// has exited and every pending call has failed with an *ExitError. When ctx
-// ends first, the group is killed at once. Close is idempotent.
-func (b *AppServer) Close(ctx context.Context) error {
-	b.mu.Lock()
-	b.closed = true
-	ch, started := b.ch, b.startDone
-	b.mu.Unlock()
-	var err error
-	if ch != nil {
-		err = ch.stop(ctx)
-	}
-	if started != nil {
-		<-started
-	}
-	b.mu.Lock()
-	handled := b.exitHandled
-	b.mu.Unlock()
-	if handled != nil {
-		<-handled
-	}
-	return err
 }
 
 // roundTrip sends a request of the backend's own and waits for its
@@ -232,70 +186,11 @@ func (b *AppServer) send(method string, params any, wait bool, t *appTurn) (*app
 	if err != nil {
 		return nil, fmt.Errorf("codexchild: %s: %w", method, err)
 	}
-	b.mu.Lock()
-	if b.exitErr != nil {
-		defer b.mu.Unlock()
-		return nil, b.exitErr
-	}
-	if b.w == nil {
-		b.mu.Unlock()
-		return nil, ErrClosed
-	}
-	b.nextID++
-	m.ID = jsonrpcframe.IntID(b.nextID)
-	c := &appCall{id: m.ID, method: method, turn: t}
-	if wait {
-		c.reply = make(chan appReply, 1)
-	}
-	b.pending[c.id] = c
-	b.mu.Unlock()
-	if err := b.write(m); err != nil {
-		if b.take(c) || c.reply == nil {
-			return nil, err
+	return b.core.send(m, func(id jsonrpcframe.ID) (*appCall, error) {
+		c := &appCall{id: id, method: method, turn: t}
+		if wait {
+			c.reply = make(chan appReply, 1)
 		}
-		// The exit handler got there first.
-		if r := <-c.reply; r.err != nil {
-			return nil, r.err
-		}
-		return nil, err
-	}
-	return c, nil
-}
-
-// take removes c from pending; the caller then owns its reply.
-func (b *AppServer) take(c *appCall) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.pending[c.id] != c {
-		return false
-	}
-	delete(b.pending, c.id)
-	return true
-}
-
-// write writes one message to the child, without the "jsonrpc" member
-// unless the child uses it. A failed write to a dying child reports the
-// *ExitError.
-func (b *AppServer) write(m *jsonrpcframe.Message) error {
-	b.mu.Lock()
-	w, ch := b.w, b.ch
-	b.mu.Unlock()
-	if w == nil {
-		return ErrClosed
-	}
-	out := *m
-	out.Versioned = b.versioned.Load()
-	err := w.Write(&out)
-	if err == nil {
-		return nil
-	}
-	select {
-	case <-ch.done:
-		<-b.exitHandled
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		return b.exitErr
-	case <-time.After(time.Second):
-	}
-	return fmt.Errorf("codexchild: write to codex child: %w", err)
+		return c, nil
+	}, nil)
 }

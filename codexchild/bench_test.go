@@ -100,23 +100,7 @@ func (nopHandler) Approval(a *Approval) { _ = a.Respond(Decision{Kind: Deny}) }
 // (which does nothing). It is the backend's CPU per event (ns/op is per
 // event).
 func BenchmarkDispatchEvent(b *testing.B) {
-	be, dir := benchBackend(b)
-	ctx := context.Background()
-	first, err := be.Turn(ctx, TurnRequest{Prompt: "start", Params: ThreadParams{Cwd: dir}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	h := &captureHandler{}
-	if _, err := be.Turn(ctx, TurnRequest{ThreadID: first.ThreadID, Prompt: "bench", Handler: h}); err != nil {
-		b.Fatal(err)
-	}
-	var lines [][]byte
-	for _, e := range h.events {
-		lines = append(lines, fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"codex/event","params":%s}`, e.Params))
-	}
-	if len(lines) < 5 {
-		b.Fatalf("only %d events", len(lines))
-	}
+	lines, threadID := eventLines(b)
 	// A backend with no child, and the turn the events belong to pending
 	// under the request id they carry.
 	m, err := jsonrpcframe.Parse(lines[0])
@@ -129,9 +113,9 @@ func BenchmarkDispatchEvent(b *testing.B) {
 	}
 	reqID, _ := jsonrpcframe.ParseID(env.Meta.RequestID)
 	rb := NewMCPServer(Config{Logger: slog.New(slog.DiscardHandler)})
-	t := &turn{handler: nopHandler{}, threadID: first.ThreadID}
+	t := &turn{handler: nopHandler{}, threadID: threadID}
 	rb.pending[reqID] = &call{id: reqID, method: "tools/call", reply: make(chan reply, 1), turn: t}
-	rb.threads[first.ThreadID] = rb.pending[reqID]
+	rb.threads[threadID] = rb.pending[reqID]
 	var size int
 	for _, l := range lines {
 		size += len(l)
@@ -151,4 +135,27 @@ func BenchmarkDispatchEvent(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(len(lines)), "events/turn")
+}
+
+// eventLines returns the codex/event lines of a second turn of a mockcodex
+// thread, as the child writes them, and the thread's id.
+func eventLines(b *testing.B) ([][]byte, string) {
+	be, dir := benchBackend(b)
+	ctx := context.Background()
+	first, err := be.Turn(ctx, TurnRequest{Prompt: "start", Params: ThreadParams{Cwd: dir}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := &captureHandler{}
+	if _, err := be.Turn(ctx, TurnRequest{ThreadID: first.ThreadID, Prompt: "bench", Handler: h}); err != nil {
+		b.Fatal(err)
+	}
+	var lines [][]byte
+	for _, e := range h.events {
+		lines = append(lines, fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"codex/event","params":%s}`, e.Params))
+	}
+	if len(lines) < 5 {
+		b.Fatalf("only %d events", len(lines))
+	}
+	return lines, first.ThreadID
 }

@@ -44,7 +44,7 @@ func (b *MCPServer) wait(ctx context.Context, c *call, timeout time.Duration) (r
 
 // roundTrip sends a request of the backend's own and waits for its answer.
 func (b *MCPServer) roundTrip(ctx context.Context, method string, params any, timeout time.Duration) (*jsonrpcframe.Message, error) {
-	c, err := b.send(method, params, nil)
+	c, err := b.request(method, params, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -60,106 +60,31 @@ func (b *MCPServer) roundTrip(ctx context.Context, method string, params any, ti
 	return r.msg, nil
 }
 
-// send registers a call for a new request and writes it.
-func (b *MCPServer) send(method string, params any, t *turn) (*call, error) {
-	return b.sendHook(method, params, t, nil)
-}
-
-// sendHook is send with blocked (optional) called before the write waits
-// for room in the child's stdin, or for the child's exit after a failed
-// write. blocked may be called more than once: pass an idempotent function
-// (Turn passes its Release, wrapped to run once).
-func (b *MCPServer) sendHook(method string, params any, t *turn, blocked func()) (*call, error) {
+// request registers a call for a new request of t (nil: none) and writes
+// it. blocked (optional) is called before the write waits for room in the
+// child's stdin, or for the child's exit after a failed write; it may be
+// called more than once: pass an idempotent function (Turn passes its
+// Release, wrapped to run once).
+func (b *MCPServer) request(method string, params any, t *turn, blocked func()) (*call, error) {
 	m, err := jsonrpcframe.NewRequest(jsonrpcframe.ID{}, method, params)
 	if err != nil {
 		return nil, fmt.Errorf("codexchild: %s: %w", method, err)
 	}
-	return b.sendMessageHook(m, jsonrpcframe.ID{}, t, blocked)
+	return b.sendMessage(m, jsonrpcframe.ID{}, t, blocked)
 }
 
-// sendMessage gives m the backend's next id, registers the call and writes
-// m.
-func (b *MCPServer) sendMessage(m *jsonrpcframe.Message, origID jsonrpcframe.ID, t *turn) (*call, error) {
-	return b.sendMessageHook(m, origID, t, nil)
-}
-
-// sendMessageHook is sendMessage with blocked (optional) called before the
-// write waits for room in the child's stdin.
-func (b *MCPServer) sendMessageHook(m *jsonrpcframe.Message, origID jsonrpcframe.ID, t *turn, blocked func()) (*call, error) {
-	b.mu.Lock()
-	if b.exitErr != nil {
-		defer b.mu.Unlock()
-		return nil, b.exitErr
-	}
-	if b.w == nil {
-		b.mu.Unlock()
-		return nil, ErrClosed
-	}
-	if t != nil && t.threadID != "" {
-		if b.threads[t.threadID] != nil {
-			b.mu.Unlock()
+// sendMessage gives m the backend's next id, registers the call (of t, for
+// the caller's origID) and writes m; blocked is as for request. A turn on a
+// known thread is refused while another turn runs there.
+func (b *MCPServer) sendMessage(m *jsonrpcframe.Message, origID jsonrpcframe.ID, t *turn, blocked func()) (*call, error) {
+	return b.send(m, func(id jsonrpcframe.ID) (*call, error) {
+		if t != nil && t.threadID != "" && b.threads[t.threadID] != nil {
 			return nil, fmt.Errorf("codexchild: turn on thread %s: %w", t.threadID, ErrThreadBusy)
 		}
-	}
-	b.nextID++
-	m.ID = jsonrpcframe.IntID(b.nextID)
-	c := &call{id: m.ID, origID: origID, method: m.Method, reply: make(chan reply, 1), turn: t}
-	b.pending[c.id] = c
-	if t != nil && t.threadID != "" {
-		b.threads[t.threadID] = c
-	}
-	b.mu.Unlock()
-	if err := b.writeHook(m, blocked); err != nil {
-		if b.take(c) {
-			return nil, err
+		c := &call{id: id, origID: origID, method: m.Method, reply: make(chan reply, 1), turn: t}
+		if t != nil && t.threadID != "" {
+			b.threads[t.threadID] = c
 		}
-		// The exit handler (or the reader) got there first.
-		if blocked != nil {
-			blocked()
-		}
-		r := <-c.reply
-		if r.err != nil {
-			return nil, r.err
-		}
-		return nil, err
-	}
-	return c, nil
-}
-
-// write writes one message to the child. A failed write to a child that is
-// dying reports the *ExitError.
-func (b *MCPServer) write(m *jsonrpcframe.Message) error {
-	return b.writeHook(m, nil)
-}
-
-// writeHook is write with blocked (optional) called before the write waits
-// for room in the child's stdin. Writes are serialised here, so that the
-// child calls the hook of the write it is doing.
-func (b *MCPServer) writeHook(m *jsonrpcframe.Message, blocked func()) error {
-	b.mu.Lock()
-	w, ch := b.w, b.ch
-	b.mu.Unlock()
-	if w == nil {
-		return ErrClosed
-	}
-	b.wmu.Lock()
-	ch.blocked = blocked
-	err := w.Write(m)
-	ch.blocked = nil
-	b.wmu.Unlock()
-	if err == nil {
-		return nil
-	}
-	if blocked != nil {
-		blocked() // waits below for the child's exit
-	}
-	select {
-	case <-ch.done:
-		<-b.exitHandled
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		return b.exitErr
-	case <-time.After(time.Second):
-	}
-	return fmt.Errorf("codexchild: write to codex child: %w", err)
+		return c, nil
+	}, blocked)
 }

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
@@ -52,29 +50,17 @@ import (
 // restart): every pending call fails at once with the *ExitError and every
 // later call fails fast with the same one.
 type MCPServer struct {
-	cfg Config
-	log *slog.Logger
+	flushes flushSet // the reader goroutine's own
 
-	flushes flushSet   // the reader goroutine's own
-	wmu     sync.Mutex // serialises writes to the child (writeHook)
+	core[*call] // mu guards it and the fields below
 
-	lazyChild // mu guards it and the fields below
-
-	version     string
 	tools       json.RawMessage
-	nextID      int64
-	pending     map[jsonrpcframe.ID]*call
 	threads     map[string]*call               // thread id → running turn
 	dead        map[jsonrpcframe.ID]deadCall   // abandoned request ids
 	approvals   map[*Approval]*pendingApproval // unanswered approvals
 	approvalSeq int64
 
-	// The thread policy (threads.go): threads this child has run, those
-	// whose last turn was interrupted, and each thread's last agent
-	// messages.
-	known   map[string]bool
-	tainted map[string]bool
-	said    map[string][]string
+	book *threadBook // the thread policy (threads.go); its own lock
 
 	ids interner // strings of the events' envelopes; the reader's own
 }
@@ -87,28 +73,26 @@ var (
 // NewMCPServer returns a backend that runs `cfg.Bin [cfg.Args...]
 // mcp-server` on first use.
 func NewMCPServer(cfg Config) *MCPServer {
-	return &MCPServer{
-		cfg:       cfg,
-		log:       cfg.logger().With("component", "codexchild", "backend", string(KindMCPServer)),
-		pending:   map[jsonrpcframe.ID]*call{},
+	b := &MCPServer{
 		threads:   map[string]*call{},
 		dead:      map[jsonrpcframe.ID]deadCall{},
 		approvals: map[*Approval]*pendingApproval{},
-		known:     map[string]bool{},
-		tainted:   map[string]bool{},
-		said:      map[string][]string{},
+		book:      newThreadBook(),
 	}
-}
-
-// Kind returns KindMCPServer.
-func (b *MCPServer) Kind() Kind { return KindMCPServer }
-
-// ensureStarted starts the child and does the handshake, once; callers wait
-// for it until ctx ends.
-func (b *MCPServer) ensureStarted(ctx context.Context) error {
-	return b.lazyChild.ensureStarted(ctx, b.cfg, b.log, childHooks{
-		subcommand: "mcp-server", dispatch: b.dispatch, idle: b.flushes.flush, watchExit: b.watchExit, handshake: b.handshake,
-	})
+	b.core = core[*call]{
+		cfg: cfg, kind: KindMCPServer, pending: map[jsonrpcframe.ID]*call{}, onExit: cfg.OnExit,
+		log: cfg.logger().With("component", "codexchild", "backend", string(KindMCPServer)),
+		hooks: childHooks{
+			subcommand: "mcp-server", dispatch: b.dispatch, idle: b.flushes.flush, handshake: b.handshake,
+		},
+		forgetLocked: b.forgetLocked,
+		exitLocked: func(*ExitError) func() {
+			clear(b.threads)
+			clear(b.approvals)
+			return nil
+		},
+	}
+	return b
 }
 
 // handshake sends initialize (declaring the elicitation capability),
@@ -142,7 +126,7 @@ func (b *MCPServer) handshake() error {
 	b.mu.Unlock()
 	b.log.Info("codex handshake done", "server", init.ServerInfo.Name, "version", init.ServerInfo.Version)
 	n, _ := jsonrpcframe.NewNotification("notifications/initialized", nil)
-	if err := b.write(n); err != nil {
+	if err := b.write(n, nil); err != nil {
 		return err
 	}
 	_, err = b.fetchTools(ctx)
@@ -179,29 +163,6 @@ func (b *MCPServer) Tools(ctx context.Context) (json.RawMessage, error) {
 	return b.fetchTools(ctx)
 }
 
-// Version returns the Codex version the handshake reported ("" before).
-func (b *MCPServer) Version() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.version
-}
-
-// Status reports the child's state.
-func (b *MCPServer) Status() Status {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	s := Status{Kind: KindMCPServer, Started: b.ch != nil, Version: b.version}
-	if b.ch != nil {
-		s.PID = b.ch.cmd.Process.Pid
-		s.Running = b.exitErr == nil
-	}
-	if b.exitErr != nil {
-		st := b.exitErr.Status
-		s.Exit = &st
-	}
-	return s
-}
-
 // Turn runs one turn with the codex tool (a new thread, or a fresh one in
 // place of a thread this child cannot continue: see TurnRequest and
 // threads.go) or codex-reply. ThreadParams are sent only when a thread
@@ -216,10 +177,13 @@ func (b *MCPServer) Turn(ctx context.Context, req TurnRequest) (*Result, error) 
 	if err := b.ensureStarted(ctx); err != nil {
 		return nil, err
 	}
-	req, carried := b.plan(req)
+	b.mu.Lock()
+	running := req.ThreadID != "" && b.threads[req.ThreadID] != nil
+	b.mu.Unlock()
+	req, carried := b.book.plan(req, running, b.log)
 	name, params := toolCallParams(req)
 	t := &turn{handler: req.Handler, threadID: req.ThreadID, onResult: req.OnResult}
-	c, err := b.sendHook("tools/call", params, t, release)
+	c, err := b.request("tools/call", params, t, release)
 	if err != nil {
 		return nil, err
 	}
@@ -243,13 +207,12 @@ func (b *MCPServer) Turn(ctx context.Context, req TurnRequest) (*Result, error) 
 	threadID := t.threadID
 	b.mu.Unlock()
 	res, err := b.turnResult(ctx, name, r, how, timeout, threadID, turnID, partial)
-	b.remember(res, threadID, carried, texts)
+	b.book.remember(res, threadID, carried, texts)
 	return res, err
 }
 
 // turnResult makes the Result (or the error) of a turn from its reply.
 func (b *MCPServer) turnResult(ctx context.Context, name string, r reply, how waitHow, timeout time.Duration, threadID, turnID, partial string) (*Result, error) {
-
 	switch {
 	case r.err != nil:
 		return nil, r.err
@@ -318,7 +281,7 @@ func (b *MCPServer) Forward(ctx context.Context, req *jsonrpcframe.Message) (*js
 		return nil, err
 	}
 	out := *req
-	c, err := b.sendMessage(&out, req.ID, nil)
+	c, err := b.sendMessage(&out, req.ID, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -349,31 +312,5 @@ func (b *MCPServer) Notify(ctx context.Context, n *jsonrpcframe.Message) error {
 	if err := b.ensureStarted(ctx); err != nil {
 		return err
 	}
-	return b.write(n)
-}
-
-// Close stops the child gracefully (close stdin; SIGTERM to its process
-// group after Config.StopGrace; SIGKILL after another) and returns once it
-// has exited and every pending call has failed with an *ExitError. When ctx
-// ends first, the group is killed at once. Later calls fail with the
-// *ExitError (ErrClosed if the child never started). Close is idempotent.
-func (b *MCPServer) Close(ctx context.Context) error {
-	b.mu.Lock()
-	b.closed = true
-	ch, started := b.ch, b.startDone
-	b.mu.Unlock()
-	var err error
-	if ch != nil {
-		err = ch.stop(ctx)
-	}
-	if started != nil {
-		<-started
-	}
-	b.mu.Lock()
-	handled := b.exitHandled
-	b.mu.Unlock()
-	if handled != nil {
-		<-handled
-	}
-	return err
+	return b.write(n, nil)
 }

@@ -28,38 +28,6 @@ type pendingApproval struct {
 	answered atomic.Bool
 }
 
-// watchExit fails every pending call when the child has exited.
-func (b *MCPServer) watchExit(ch *child) {
-	<-ch.done
-	ee := ch.exitError()
-	b.mu.Lock()
-	b.exitErr = ee
-	closed := b.closed
-	calls := make([]*call, 0, len(b.pending))
-	for _, c := range b.pending {
-		calls = append(calls, c)
-	}
-	clear(b.pending)
-	clear(b.threads)
-	clear(b.approvals)
-	b.mu.Unlock()
-	if closed {
-		b.log.Info("codex child stopped", "status", ee.Status.String(), "pending", len(calls))
-	} else {
-		b.log.Error("codex child died", "status", ee.Status.String(), "pending", len(calls), "stderr", ee.Stderr)
-	}
-	for _, c := range calls {
-		if c.turn != nil {
-			c.turn.closed.Store(true)
-		}
-		c.reply <- reply{err: ee}
-	}
-	if b.cfg.OnExit != nil {
-		b.cfg.OnExit(ee.Status)
-	}
-	close(b.exitHandled)
-}
-
 // dispatch routes one message of the child.
 func (b *MCPServer) dispatch(m *jsonrpcframe.Message) {
 	switch {
@@ -117,26 +85,14 @@ func (b *MCPServer) routeLocked(reqID jsonrpcframe.ID, threadID, turnID string) 
 	return nil, false
 }
 
-// removeLocked takes c out of pending and threads; b.mu is held. It
-// reports whether c was still pending.
-func (b *MCPServer) removeLocked(c *call) bool {
-	if b.pending[c.id] != c {
-		return false
-	}
-	delete(b.pending, c.id)
+// forgetLocked takes a call that left pending out of threads; b.mu is
+// held.
+func (b *MCPServer) forgetLocked(c *call) {
 	if c.turn != nil {
 		if tid := c.turn.threadID; tid != "" && b.threads[tid] == c {
 			delete(b.threads, tid)
 		}
 	}
-	return true
-}
-
-// take removes c from pending; the caller then owns its reply.
-func (b *MCPServer) take(c *call) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.removeLocked(c)
 }
 
 // abandon ends c without the child's answer: the request id becomes dead
@@ -145,7 +101,7 @@ func (b *MCPServer) take(c *call) bool {
 // unanswered approvals are denied, and the caller gets its reply at once.
 func (b *MCPServer) abandon(c *call, kind abandonKind) {
 	b.mu.Lock()
-	if !b.removeLocked(c) {
+	if !b.takeLocked(c) {
 		b.mu.Unlock()
 		return
 	}
@@ -163,7 +119,7 @@ func (b *MCPServer) abandon(c *call, kind abandonKind) {
 	b.log.Info("codex request abandoned; its id is dead and its thread tainted", "id", c.id.String(), "method", c.method, "thread", tid, "why", reason)
 	if kind != abandonAbort {
 		n, _ := jsonrpcframe.NewNotification("notifications/cancelled", map[string]any{"requestId": c.id, "reason": reason})
-		if err := b.write(n); err != nil {
+		if err := b.write(n, nil); err != nil {
 			b.log.Warn("codex: sending notifications/cancelled failed", "id", c.id.String(), "err", err)
 		}
 	}
@@ -199,7 +155,7 @@ func (b *MCPServer) handleResponse(m *jsonrpcframe.Message) {
 	dead, wasDead := b.dead[m.ID]
 	delete(b.dead, m.ID) // Codex's listener for that id ends with this result
 	if target != nil {
-		b.removeLocked(target)
+		b.takeLocked(target)
 	}
 	b.mu.Unlock()
 	switch {
@@ -284,16 +240,6 @@ func (b *MCPServer) handleEvent(m *jsonrpcframe.Message) {
 	}
 }
 
-// toOnEvent hands an event that belongs to no running turn to
-// Config.OnEvent, or drops it.
-func (b *MCPServer) toOnEvent(ev Event) {
-	if b.cfg.OnEvent != nil {
-		b.cfg.OnEvent(ev)
-		return
-	}
-	b.log.Debug("codex: event of no running turn dropped", "method", ev.Method, "type", ev.Type, "thread", ev.ThreadID)
-}
-
 // handleRequest answers the child's own requests. elicitation/create (an
 // approval) goes to the turn's handler; it is always answered with a
 // decision, never with a JSON-RPC error (which would hang the turn).
@@ -366,17 +312,10 @@ func (b *MCPServer) answerApproval(a *Approval, pa *pendingApproval, d Decision)
 		return err
 	}
 	b.log.Info("codex approval answered", "approval", a.ID, "kind", string(a.Kind), "decision", string(d.Kind))
-	err = b.write(resp)
+	err = b.write(resp, nil)
 	if d.Kind == Abort && pa.owner != nil {
 		// Codex aborts the turn and never answers its tools/call.
 		b.abandon(pa.owner, abandonAbort)
 	}
 	return err
-}
-
-// answer writes a response to a request of the child, logging a failure.
-func (b *MCPServer) answer(id jsonrpcframe.ID, resp *jsonrpcframe.Message) {
-	if err := b.write(resp); err != nil {
-		b.log.Warn("codex: answering the child failed", "id", id.String(), "err", err)
-	}
 }

@@ -1,6 +1,10 @@
 package codexchild
 
-import "strings"
+import (
+	"log/slog"
+	"strings"
+	"sync"
+)
 
 // This file is the mcp-server backend's thread policy: which thread a turn
 // runs on. Codex's mcp-server cannot load a thread another process ran, and
@@ -13,16 +17,31 @@ import "strings"
 // maxSaid bounds the agent messages kept per thread.
 const maxSaid = 20
 
+// threadBook is what the backend knows of threads: those this child has
+// run, those whose last turn was interrupted, and each thread's last agent
+// messages. mu guards it; it is a leaf lock.
+type threadBook struct {
+	mu      sync.Mutex
+	known   map[string]bool
+	tainted map[string]bool
+	said    map[string][]string
+}
+
+func newThreadBook() *threadBook {
+	return &threadBook{known: map[string]bool{}, tainted: map[string]bool{}, said: map[string][]string{}}
+}
+
 // plan returns the turn to send for req — req itself, or a new thread in
 // place of req.ThreadID — and the agent messages the new thread inherits.
-func (b *MCPServer) plan(req TurnRequest) (TurnRequest, []string) {
+// running says a turn runs on req.ThreadID in this child now.
+func (tb *threadBook) plan(req TurnRequest, running bool, log *slog.Logger) (TurnRequest, []string) {
 	if req.ThreadID == "" {
 		return req, nil
 	}
-	b.mu.Lock()
-	known := b.known[req.ThreadID] || b.threads[req.ThreadID] != nil // run here, or running
-	tainted, said := b.tainted[req.ThreadID], b.said[req.ThreadID]
-	b.mu.Unlock()
+	tb.mu.Lock()
+	known := tb.known[req.ThreadID] || running
+	tainted, said := tb.tainted[req.ThreadID], tb.said[req.ThreadID]
+	tb.mu.Unlock()
 	if req.SameThread || known && !tainted {
 		req.Prompt = req.Preamble + req.Prompt
 		return req, nil
@@ -31,7 +50,7 @@ func (b *MCPServer) plan(req TurnRequest) (TurnRequest, []string) {
 	if known {
 		note, reason = interruptedNote(req.ThreadID, said), "thread was interrupted"
 	}
-	b.log.Info("continuing the session on a new Codex thread", "old_thread", req.ThreadID, "reason", reason)
+	log.Info("continuing the session on a new Codex thread", "old_thread", req.ThreadID, "reason", reason)
 	if note != "" {
 		req.Params.DeveloperInstructions = note + "\n\n" + req.Params.DeveloperInstructions
 	}
@@ -42,16 +61,16 @@ func (b *MCPServer) plan(req TurnRequest) (TurnRequest, []string) {
 // remember records what a turn tells about its thread: it ran here, it was
 // interrupted, what the agent said (after the messages carried over from
 // the thread it replaced).
-func (b *MCPServer) remember(res *Result, threadID string, carried, texts []string) {
+func (tb *threadBook) remember(res *Result, threadID string, carried, texts []string) {
 	if res != nil && res.ThreadID != "" {
 		threadID = res.ThreadID
 	}
 	if threadID == "" {
 		return
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	said := b.said[threadID]
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	said := tb.said[threadID]
 	if said == nil {
 		said = append([]string(nil), carried...)
 	}
@@ -63,11 +82,11 @@ func (b *MCPServer) remember(res *Result, threadID string, carried, texts []stri
 	if len(said) > maxSaid {
 		said = said[len(said)-maxSaid:]
 	}
-	b.said[threadID] = said
+	tb.said[threadID] = said
 	if res != nil {
-		b.known[threadID] = true
+		tb.known[threadID] = true
 		if res.Status == "interrupted" {
-			b.tainted[threadID] = true
+			tb.tainted[threadID] = true
 		}
 	}
 }

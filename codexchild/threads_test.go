@@ -19,13 +19,14 @@ func TestPlan(t *testing.T) {
 	tests := []struct {
 		name      string
 		setup     func(b *MCPServer)
+		running   bool // a turn runs on the thread now
 		req       TurnRequest
 		want      TurnRequest
 		inherited []string
 	}{
 		{name: "new thread", req: TurnRequest{Prompt: "hi", Preamble: "[ctx]\n"}, want: TurnRequest{Prompt: "hi", Preamble: "[ctx]\n"}},
 		{name: "thread run here continues, with the preamble",
-			setup: func(b *MCPServer) { b.known[old] = true },
+			setup: func(b *MCPServer) { b.book.known[old] = true },
 			req:   base, want: with(base, func(r *TurnRequest) { r.Prompt = "[ctx]\ngo on" })},
 		{name: "thread never run here: a fresh thread with the seed",
 			req: base, want: with(base, func(r *TurnRequest) { r.ThreadID = ""; r.Params.DeveloperInstructions = "[seed]\n\ndev" })},
@@ -34,8 +35,8 @@ func TestPlan(t *testing.T) {
 			want: with(base, func(r *TurnRequest) { r.ThreadID = ""; r.Seed = "" })},
 		{name: "interrupted thread: a fresh thread with the last messages",
 			setup: func(b *MCPServer) {
-				b.known[old], b.tainted[old] = true, true
-				b.said[old] = []string{"m1", "m2", "m3", "m4", "m5", long}
+				b.book.known[old], b.book.tainted[old] = true, true
+				b.book.said[old] = []string{"m1", "m2", "m3", "m4", "m5", long}
 			},
 			req: base,
 			want: with(base, func(r *TurnRequest) {
@@ -45,15 +46,15 @@ func TestPlan(t *testing.T) {
 			}),
 			inherited: []string{"m1", "m2", "m3", "m4", "m5", long}},
 		{name: "interrupted thread, SameThread: continues",
-			setup: func(b *MCPServer) { b.known[old], b.tainted[old] = true, true },
+			setup: func(b *MCPServer) { b.book.known[old], b.book.tainted[old] = true, true },
 			req:   with(base, func(r *TurnRequest) { r.SameThread = true }),
 			want:  with(base, func(r *TurnRequest) { r.SameThread = true; r.Prompt = "[ctx]\ngo on" })},
 		{name: "unknown thread, SameThread: sent as given",
 			req:  with(base, func(r *TurnRequest) { r.SameThread = true }),
 			want: with(base, func(r *TurnRequest) { r.SameThread = true; r.Prompt = "[ctx]\ngo on" })},
 		{name: "a thread running here counts as run here",
-			setup: func(b *MCPServer) { b.threads[old] = &call{} },
-			req:   base, want: with(base, func(r *TurnRequest) { r.Prompt = "[ctx]\ngo on" })},
+			running: true,
+			req:     base, want: with(base, func(r *TurnRequest) { r.Prompt = "[ctx]\ngo on" })},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -61,7 +62,7 @@ func TestPlan(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(b)
 			}
-			got, inherited := b.plan(tt.req)
+			got, inherited := b.book.plan(tt.req, tt.running, b.log)
 			if diff := cmp.Diff(tt.want, got, cmpTurnRequest); diff != "" {
 				t.Errorf("plan (-want +got):\n%s", diff)
 			}

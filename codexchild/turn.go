@@ -31,6 +31,17 @@ type call struct {
 	turn   *turn      // nil unless a Turn
 }
 
+func (c *call) callID() jsonrpcframe.ID { return c.id }
+
+func (c *call) fail(ee *ExitError) {
+	if c.turn != nil {
+		c.turn.closed.Store(true)
+	}
+	c.reply <- reply{err: ee}
+}
+
+func (c *call) ended() error { return (<-c.reply).err }
+
 // reply is how a call ended.
 type reply struct {
 	msg       *jsonrpcframe.Message // the child's response
