@@ -28,7 +28,7 @@ func (k eventSink) Event(e codexchild.Event, ids session.IDs, call session.CallR
 		reqID = call.RequestID()
 	}
 	ok := k.c.Event(func() *jsonrpcframe.Message { return eventMessage(e, ids, reqID) }, true)
-	if call != nil {
+	if call != nil && call.WantsProgress() {
 		if msg := progressMessage(e); msg != "" {
 			call.Progress(msg)
 		}
@@ -98,8 +98,25 @@ func eventMessage(e codexchild.Event, ids session.IDs, reqID json.RawMessage) *j
 }
 
 // progressMessage is a short human line for the events worth reporting as
-// progress ("running `go test`", "editing 3 files"), "" for the rest.
+// progress ("running `go test`", "editing 3 files"), "" for the rest. Only
+// the events whose line names a command or files are decoded.
 func progressMessage(e codexchild.Event) string {
+	switch e.Type {
+	case "task_started", "turn/started":
+		return "turn started"
+	case "exec_approval_request", "apply_patch_approval_request":
+		return "waiting for approval"
+	case "mcp_tool_call_begin":
+		return "calling a tool"
+	case "exec_command_begin", "patch_apply_begin", "item/started":
+	default:
+		// Nothing for the rest, nor for the turn's last events
+		// (agent_message, task_complete, turn/completed): progress that
+		// arrives in the same read as the response trips the TypeScript SDK
+		// (typescript-sdk#2580), and Claude Code drops the connection on
+		// progress for a finished request.
+		return ""
+	}
 	var p struct {
 		Msg struct {
 			Type    string          `json:"type"`
@@ -116,16 +133,10 @@ func progressMessage(e codexchild.Event) string {
 	}
 	_ = json.Unmarshal(e.Params, &p)
 	switch e.Type {
-	case "task_started", "turn/started":
-		return "turn started"
 	case "exec_command_begin":
 		return "running `" + session.ShortCommand(p.Msg.Command) + "`"
 	case "patch_apply_begin":
 		return fmt.Sprintf("editing %d file%s", len(p.Msg.Changes), plural(len(p.Msg.Changes)))
-	case "exec_approval_request", "apply_patch_approval_request":
-		return "waiting for approval"
-	case "mcp_tool_call_begin":
-		return "calling a tool"
 	case "item/started":
 		switch p.Item.Type {
 		case "commandExecution":
@@ -136,10 +147,6 @@ func progressMessage(e codexchild.Event) string {
 			return "calling " + p.Item.Tool
 		}
 	}
-	// Nothing for the turn's last events (agent_message, task_complete,
-	// turn/completed): progress that arrives in the same read as the response
-	// trips the TypeScript SDK (typescript-sdk#2580), and Claude Code drops
-	// the connection on progress for a finished request.
 	return ""
 }
 

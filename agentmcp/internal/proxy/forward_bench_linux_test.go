@@ -41,6 +41,7 @@ type benchCall struct{}
 
 func (benchCall) RequestID() json.RawMessage                   { return json.RawMessage("7") }
 func (benchCall) Progress(string)                              {}
+func (benchCall) WantsProgress() bool                          { return true }
 func (benchCall) Release()                                     {}
 func (benchCall) TryReplyNow(*session.TurnResult, func()) bool { return false }
 

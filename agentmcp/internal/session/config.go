@@ -100,6 +100,9 @@ type Asker interface {
 type CallRef interface {
 	// RequestID is the request's JSON id.
 	RequestID() json.RawMessage
+	// WantsProgress reports whether the request asked for progress (a
+	// progress token): progress costs a decode per event, done only then.
+	WantsProgress() bool
 	// Progress reports progress on the request (nothing without a token).
 	Progress(msg string)
 	// Release gives up the goroutine's role of reading the client, if it

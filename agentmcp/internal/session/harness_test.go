@@ -144,6 +144,9 @@ func (c *fakeCall) Progress(msg string) {
 	c.progress = append(c.progress, msg)
 	c.mu.Unlock()
 }
+
+// WantsProgress reports true: the tests see every progress message.
+func (c *fakeCall) WantsProgress() bool { return true }
 func (c *fakeCall) Release() {
 	c.mu.Lock()
 	c.releases++

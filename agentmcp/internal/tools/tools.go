@@ -145,6 +145,7 @@ type callRef struct{ c *mcpconn.ToolCall }
 
 func (r callRef) RequestID() json.RawMessage { return r.c.RawID }
 func (r callRef) Progress(msg string)        { r.c.Progress.Send(msg) }
+func (r callRef) WantsProgress() bool        { return r.c.Progress != nil }
 func (r callRef) Release()                   { r.c.Release() }
 func (r callRef) TryReplyNow(t *session.TurnResult, commit func()) bool {
 	return r.c.TryReplyNow(turnResult(t), commit)
