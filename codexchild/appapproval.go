@@ -11,7 +11,7 @@ import (
 // This file maps app-server approval requests to typed Approvals and the
 // backend's decisions to what the app-server understands, and decides the
 // answers to the other server requests. The measured behaviour is in the
-// codex-wire notes, section 4: the answer is {"decision": ...}; a bad answer
+// docs/codex-wire.md#app-server-approvals: the answer is {"decision": ...}; a bad answer
 // or a JSON-RPC error fails the item but does not hang the turn.
 
 // appDecision returns the result for an approval request of the given

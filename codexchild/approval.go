@@ -9,7 +9,7 @@ import (
 
 // This file maps the backend's approval decisions to what codex mcp-server
 // understands, and Codex's elicitation/create requests to typed Approvals.
-// The measured behaviour is in the codex-wire notes, section 2: Codex reads
+// The measured behaviour is in docs/codex-wire.md#elicitation-answers: Codex reads
 // only a top-level "decision"; the MCP-standard {"action": ...} alone is
 // treated as "not approved", and a JSON-RPC error hangs the turn forever.
 

@@ -80,7 +80,7 @@ const (
 // Params) first; mcp-server, which cannot, starts a fresh thread in its
 // place, seeded with Seed. On mcp-server a thread whose last turn was
 // interrupted is also left for a fresh thread (Codex may still deliver that
-// turn's results under a later request: docs/codex-wire.md), seeded with
+// turn's results under a later request: docs/codex-wire.md#stale-listener), seeded with
 // the agent's last messages there, unless SameThread is set. The Result's
 // ThreadID names the thread the turn ran on.
 type TurnRequest struct {

@@ -11,7 +11,7 @@
 // [NewMCPServer] returns the backend for `codex mcp-server` (Codex 0.104 –
 // 0.153.4). It starts the child on first use, does the MCP handshake with the
 // proxy's own client info, caches tools/list, and works around the traps of
-// the real Codex measured in the codex-wire notes: cancelled requests are
+// the real Codex described in docs/codex-wire.md: cancelled requests are
 // never answered (the backend answers its caller itself), approvals must be
 // answered with Codex's own {"decision": ...} and never with a JSON-RPC error,
 // resources/list and prompts/list are never answered, and after a cancel a

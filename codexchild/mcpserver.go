@@ -36,7 +36,7 @@ import (
 // or a timeout sends notifications/cancelled and answers the caller at once;
 // an approval answered with Abort ends the turn the same way without the
 // notification. The request id is then dead and its thread tainted: because
-// of Codex's stale-listener bug (codex-wire notes, section 2), the events and
+// of Codex's stale-listener bug (docs/codex-wire.md#stale-listener), the events and
 // even the result of a later turn on the same thread may arrive under the
 // dead id. An event, approval or result whose request id is not live is
 // therefore routed by its threadId to that thread's running turn, if any,

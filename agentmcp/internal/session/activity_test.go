@@ -10,7 +10,7 @@ import (
 )
 
 // mcpEvent is a codex/event of mcp-server with msg as recorded from Codex
-// 0.153.4 (../shared/notes/codex-wire/transcripts/mcp-0.153.4).
+// 0.153.4 (docs/codex-wire.md#codexevent).
 func mcpEvent(msg string) codexchild.Event {
 	var m struct {
 		Type string `json:"type"`

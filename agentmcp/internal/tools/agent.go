@@ -161,7 +161,7 @@ const maxWait = 300 * time.Second
 // agentWait waits for the running turn of a session to end and returns its
 // result, or the current status when timeout_secs pass first (default 50 s,
 // below common client timeouts). Progress goes to the client's token while
-// it waits.
+// it waits.
 func (e *Env) agentWait(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, error) {
 	if err := c.Args.CheckUnknown("agent_wait", "agent_id", "timeout_secs"); err != nil {
 		return nil, err
@@ -197,7 +197,7 @@ func (e *Env) agentWait(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.Tool
 	return &mcpconn.ToolResult{Text: text, Structured: d}, nil
 }
 
-// agentInterrupt interrupts the running turn of a session; the session
+// agentInterrupt interrupts the running turn of a session; the session
 // becomes interrupted and can be continued. On mcp-server the next turn
 // runs on a fresh thread, seeded with the agent's recent messages, because
 // the interrupted thread may deliver stray results
@@ -224,7 +224,7 @@ func (e *Env) agentInterrupt(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn
 
 // agentRespond answers a pending approval (approval_fallback "queue", or
 // instead of the client's elicitation): approve, approve_for_session, deny,
-// or "deny: <reason>".
+// or "deny: <reason>".
 func (e *Env) agentRespond(_ context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, error) {
 	if err := c.Args.CheckUnknown("agent_respond", "agent_id", "approval_id", "answer", "reason"); err != nil {
 		return nil, err

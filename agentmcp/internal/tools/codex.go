@@ -25,7 +25,7 @@ var codexArgNames = []string{"prompt", "agent_file", "agent_id", "identity", "ro
 const defaultContinuation = "Continue where you left off."
 
 // codex starts a session (FR-2, FR-3, FR-16), adopts a Codex session
-// (thread_id) or resumes one by agent_id.
+// (thread_id, X-7) or resumes one by agent_id.
 func (e *Env) codex(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, error) {
 	a := c.Args
 	if err := a.CheckUnknown("codex", codexArgNames...); err != nil {

@@ -14,7 +14,7 @@ import (
 )
 
 // listCodexSessions lists every Codex session on this machine from its
-// rollout files, newest first, and whether this proxy has it bound.
+// rollout files, newest first, and whether this proxy has it bound.
 func (e *Env) listCodexSessions(_ context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, error) {
 	if err := c.Args.CheckUnknown("agent_list_codex_sessions", "cwd", "limit"); err != nil {
 		return nil, err
