@@ -8,8 +8,8 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
 )
 
-// A backend on a Codex binary (here mockcodex, which the tests build; set
-// CODEXCHILD_EXAMPLE_BIN to it) runs a turn on a new thread and continues it.
+// A backend on a Codex binary (here mockcodex, which TestMain names in
+// CODEXCHILD_EXAMPLE_BIN) runs a turn on a new thread and continues it.
 func Example() {
 	bin := os.Getenv("CODEXCHILD_EXAMPLE_BIN")
 	b := codexchild.NewMCPServer(codexchild.Config{Bin: bin, Dir: os.TempDir()})

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -16,17 +15,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/mockcodex"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/modelmock"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realcodex"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
-// mockcodexBin is the mockcodex binary built by TestMain ("" when
-// cmd/mockcodex does not exist yet), and mockcodexErr why it could not be
-// built.
-var mockcodexBin, mockcodexErr = "", error(nil)
+// mockcodexBin runs this test binary as mockcodex (package mockcodex's
+// Main): a link to it named "mockcodex", made by TestMain.
+var mockcodexBin string
 
 func TestMain(m *testing.M) {
+	if filepath.Base(os.Args[0]) == "mockcodex" {
+		os.Exit(mockcodex.Main())
+	}
 	if os.Getenv(fakeChildEnv) != "" {
 		os.Exit(runFakeChild())
 	}
@@ -38,45 +40,25 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	if _, err := os.Stat("cmd/mockcodex"); err == nil {
-		bin := filepath.Join(dir, "mockcodex")
-		out, err := exec.Command("go", "build", "-o", bin, "./cmd/mockcodex").CombinedOutput()
-		switch {
-		case err != nil && !gitTracked("cmd/mockcodex"):
-			// Another engineer is still writing it: not landed yet.
-			fmt.Fprintf(os.Stderr, "codexchild: cmd/mockcodex is not committed and does not build; mock target skipped:\n%s", out)
-		case err != nil:
-			mockcodexErr = fmt.Errorf("go build ./cmd/mockcodex: %v\n%s", err, out)
-		default:
-			mockcodexBin = bin
-			os.Setenv("CODEXCHILD_EXAMPLE_BIN", bin)
-		}
+	mockcodexBin = filepath.Join(dir, "mockcodex")
+	exe, err := os.Executable()
+	if err == nil {
+		err = os.Symlink(exe, mockcodexBin)
 	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "codexchild: installing this test binary as mockcodex: %v\n", err)
+		os.RemoveAll(dir)
+		os.Exit(2)
+	}
+	os.Setenv("CODEXCHILD_EXAMPLE_BIN", mockcodexBin)
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
-// gitTracked reports whether git tracks files under path (true when git
-// cannot tell).
-func gitTracked(path string) bool {
-	out, err := exec.Command("git", "ls-files", "--", path).Output()
-	if err != nil {
-		return true
-	}
-	return len(bytes.TrimSpace(out)) > 0
-}
-
-// mockBin returns the mockcodex binary or ends the test: skipped while
-// cmd/mockcodex does not exist, failed when it does not build.
+// mockBin returns the path that runs mockcodex (see mockcodexBin).
 func mockBin(t testing.TB) string {
 	t.Helper()
-	if mockcodexErr != nil {
-		t.Fatal(mockcodexErr)
-	}
-	if mockcodexBin == "" {
-		t.Skip("SKIP mock target: cmd/mockcodex has not landed yet")
-	}
 	return mockcodexBin
 }
 

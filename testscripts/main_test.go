@@ -14,31 +14,28 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/mockcodex"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/mockmodel"
 )
 
-// TestMain registers the programs under test as testscript commands: the
-// test binary re-executes itself as "atm-agent-mcp", so every scenario runs
-// the real command line (agentmcp.Main, exactly what cmd/atm-agent-mcp
-// runs) with no separate build step. Scenarios must call them with exec
-// (Params.RequireExplicitExec).
+// TestMain registers the programs the scenarios run as testscript
+// commands, so that nothing is built for the tests: the test binary
+// re-executes itself as "atm-agent-mcp" (agentmcp.Main, exactly what
+// cmd/atm-agent-mcp runs), as "mockcodex" (the mock Codex CLI) and as
+// "mockmodel" (the mock Responses API), the Main of packages mockcodex and
+// mockmodel, exactly what their commands in codexchild/cmd run.
+// testscript.Main installs them in a directory on PATH for the whole test
+// run, so scenarios, the programs they start (atm-agent-mcp serve
+// --codex-bin mockcodex) and the tests themselves (exec.LookPath) find them
+// by name. Scenarios must call them with exec (Params.RequireExplicitExec).
 func TestMain(m *testing.M) {
-	testscript.Main(removeBuilt{m}, map[string]func(){
+	testscript.Main(m, map[string]func(){
 		"atm-agent-mcp": func() {
 			os.Exit(agentmcp.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
 		},
+		"mockcodex": func() { os.Exit(mockcodex.Main()) },
+		"mockmodel": func() { os.Exit(mockmodel.Main()) },
 	})
-}
-
-// removeBuilt runs the tests, then removes the mockcodex binary built for
-// them (testscript.Main exits when they are done).
-type removeBuilt struct{ m *testing.M }
-
-func (r removeBuilt) Run() int {
-	code := r.m.Run()
-	if mockDir != "" {
-		os.RemoveAll(mockDir)
-	}
-	return code
 }
 
 // params returns the strict Params shared by every scenario of dir

@@ -3,7 +3,6 @@ package testscripts
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -569,32 +568,4 @@ func tail(path string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-var (
-	mockOnce sync.Once
-	mockDir  string
-	mockErr  error
-)
-
-// buildMockcodex builds mockcodex once per test binary run.
-func buildMockcodex() (string, error) {
-	mockOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "mockcodex-bin-")
-		if err != nil {
-			mockErr = err
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, "mockcodex"),
-			"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/cmd/mockcodex")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			mockErr = fmt.Errorf("go build mockcodex: %v\n%s", err, out)
-			return
-		}
-		mockDir = dir
-	})
-	return mockDir, mockErr
 }

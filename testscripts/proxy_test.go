@@ -10,13 +10,9 @@ import (
 )
 
 // proxyParams are the Params of the proxy scenarios: the CLI's, plus the
-// mcp conversation command, mockcodex on PATH (as "mockcodex"), a team
-// "dev" and a CODEX_HOME in the work directory.
+// mcp conversation command, a team "dev" and a CODEX_HOME in the work
+// directory. mockcodex is on PATH already (see TestMain).
 func proxyParams(t *testing.T, glob string) testscript.Params {
-	mock, err := buildMockcodex()
-	if err != nil {
-		t.Fatal(err)
-	}
 	rollouts, err := filepath.Abs(filepath.Join("..", "agentmcp", "internal", "rollout", "testdata", "codexhome", "sessions"))
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +26,6 @@ func proxyParams(t *testing.T, glob string) testscript.Params {
 		if err := setup(env); err != nil {
 			return err
 		}
-		env.Setenv("PATH", mock+string(filepath.ListSeparator)+env.Getenv("PATH"))
 		env.Setenv("CODEX_HOME", filepath.Join(env.WorkDir, ".codex"))
 		env.Setenv("ROLLOUTS", rollouts)
 		env.Values["mcp"] = &mcpState{procs: map[string]*mcpProc{}}

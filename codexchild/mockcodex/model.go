@@ -1,4 +1,4 @@
-package main
+package mockcodex
 
 import (
 	"context"
@@ -560,19 +560,19 @@ func (p *process) midTurnFaults(text string) {
 		return
 	}
 	if code, err := strconv.Atoi(m[1]); err == nil {
-		os.Exit(code)
+		p.exitNow(code)
 	}
 	sig := map[string]syscall.Signal{"SIGKILL": syscall.SIGKILL, "SIGSEGV": syscall.SIGSEGV, "SIGTERM": syscall.SIGTERM,
 		"SIGABRT": syscall.SIGABRT, "SIGBUS": syscall.SIGBUS, "SIGINT": syscall.SIGINT, "SIGQUIT": syscall.SIGQUIT, "SIGHUP": syscall.SIGHUP}[strings.ToUpper(m[1])]
 	if sig == 0 {
-		os.Exit(101)
+		p.exitNow(101)
 	}
 	// A Go program handles SIGSEGV etc. itself; reset to the default action
 	// so the process really dies of the signal.
 	resetSignal(sig)
 	_ = syscall.Kill(os.Getpid(), sig)
 	time.Sleep(time.Second)
-	os.Exit(128 + int(sig))
+	p.exitNow(128 + int(sig))
 }
 
 // hangs reports whether the turn must hang (HANG keyword).

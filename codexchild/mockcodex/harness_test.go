@@ -1,4 +1,4 @@
-package main
+package mockcodex
 
 import (
 	"bufio"
@@ -15,12 +15,17 @@ import (
 	"time"
 )
 
-var binPath string // the mockcodex binary built by TestMain
+// binPath runs this test binary as mockcodex: a link to it named
+// "mockcodex", made by TestMain. Run under that name, the binary runs Main.
+var binPath string
 
 func TestMain(m *testing.M) {
 	if os.Getenv("MOCKCODEX_TEST_TOOLSERVER") != "" {
 		serveTestTools()
 		os.Exit(0)
+	}
+	if filepath.Base(os.Args[0]) == "mockcodex" {
+		os.Exit(Main())
 	}
 	dir, err := os.MkdirTemp("", "mockcodex-test-")
 	if err != nil {
@@ -28,9 +33,13 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binPath = filepath.Join(dir, "mockcodex")
-	out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+	exe, err := os.Executable()
+	if err == nil {
+		err = os.Symlink(exe, binPath)
+	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+		fmt.Fprintf(os.Stderr, "installing this test binary as mockcodex: %v\n", err)
+		os.RemoveAll(dir)
 		os.Exit(1)
 	}
 	code := m.Run()
@@ -57,7 +66,7 @@ func (l *lockedBuf) String() string {
 }
 
 // client talks to one mockcodex, in process (run over pipes) or as a
-// child process (the built binary).
+// child process (this test binary run as mockcodex, binPath).
 type client struct {
 	t      *testing.T
 	stdin  io.WriteCloser
@@ -78,7 +87,7 @@ func testEnv(t *testing.T, extra ...string) map[string]string {
 	return env
 }
 
-// start runs mockcodex's main logic in process.
+// start runs mockcodex in process (run, over pipes).
 func start(t *testing.T, env map[string]string, args ...string) *client {
 	t.Helper()
 	inR, inW := io.Pipe()
@@ -101,7 +110,8 @@ func start(t *testing.T, env map[string]string, args ...string) *client {
 	return c
 }
 
-// startBin runs the built binary; stderr is captured unless noStderr.
+// startBin runs mockcodex as a child process (binPath); stderr is captured
+// unless stderr is given.
 func startBin(t *testing.T, env map[string]string, stderr io.Writer, args ...string) *client {
 	t.Helper()
 	cmd := exec.Command(binPath, args...)

@@ -1,9 +1,15 @@
-// Command mockcodex stands in for the real Codex CLI in tests. It speaks
-// `codex mcp-server` as 0.153.4 does and `codex app-server` as 0.169.0 does,
-// byte-for-byte where the transcripts in notes/codex-wire recorded the
-// bytes, and its "model" answers prompts exactly as package modelmock answers
-// the real Codex, so one test can run against both (the contract tests in
-// package codexchild do).
+// Package mockcodex is a program that stands in for the real Codex CLI in
+// tests. It speaks `codex mcp-server` as 0.153.4 does and `codex app-server`
+// as 0.169.0 does (docs/codex-wire.md), byte-for-byte where recordings of
+// the real Codex gave the bytes, and its "model" answers prompts exactly as package
+// modelmock answers the real Codex, so one test can run against both (the
+// contract tests in package codexchild do).
+//
+// [Main] is the whole program. The command codexchild/cmd/mockcodex (make
+// build: bin/mockcodex) only calls it; test binaries run it as a command
+// of their own, re-executing themselves under the name "mockcodex" (in
+// testscripts, a command registered with testscript.Main), so no test has
+// to build it.
 //
 // Usage:
 //
@@ -43,7 +49,7 @@
 //     the output of a command is formatted as Codex does ("Chunk ID: …\nWall
 //     time: …\nProcess exited with code N\nOriginal token count: N\nOutput:\n…").
 //     A rejection gives `exec_command failed: CreateProcess { message:
-//     "Rejected(\"<reason>\")" }` as in the transcripts.
+//     "Rejected(\"<reason>\")" }` as the real Codex writes it.
 //   - PATCH=<path>: an apply_patch adding <path> (relative to the cwd) with
 //     "hello from modelmock\n". As in Codex, it needs approval only outside
 //     the writable roots (cwd, /tmp, $TMPDIR) under workspace-write, always
@@ -180,4 +186,4 @@
 // texts, the denied-patch output ("patch rejected by user") and the shapes of
 // mcp_startup_update and mcp_tool_call_* events were not recorded and are
 // best guesses. DELTAONLY (a modelmock keyword) is not supported.
-package main
+package mockcodex
