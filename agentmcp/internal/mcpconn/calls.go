@@ -9,20 +9,20 @@ import (
 // request sends a server→client request with the proxy's own id and waits
 // for the answer, ctx or the client's departure.
 func (c *outbox) request(ctx context.Context, method string, params any) (*jsonrpcframe.Message, error) {
-	c.mu.Lock()
-	if c.gone {
-		c.mu.Unlock()
+	c.emu.Lock()
+	if c.isGone() {
+		c.emu.Unlock()
 		return nil, ErrClientGone
 	}
 	c.nextID++
 	id := jsonrpcframe.IntID(c.nextID)
 	ch := make(chan *jsonrpcframe.Message, 1)
 	c.pending[id] = ch
-	c.mu.Unlock()
+	c.emu.Unlock()
 	defer func() {
-		c.mu.Lock()
+		c.emu.Lock()
 		delete(c.pending, id)
-		c.mu.Unlock()
+		c.emu.Unlock()
 	}()
 	m, err := jsonrpcframe.NewRequest(id, method, params)
 	if err != nil {
@@ -47,12 +47,12 @@ func (c *outbox) request(ctx context.Context, method string, params any) (*jsonr
 // deliver routes a response from the client to the request waiting for it;
 // it reports false for an unknown id.
 func (c *outbox) deliver(m *jsonrpcframe.Message) bool {
-	c.mu.Lock()
+	c.emu.Lock()
 	ch, ok := c.pending[m.ID]
 	if ok {
 		delete(c.pending, m.ID)
 	}
-	c.mu.Unlock()
+	c.emu.Unlock()
 	if ok {
 		ch <- m
 	}

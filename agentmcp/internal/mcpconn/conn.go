@@ -93,7 +93,7 @@ type Conn struct {
 	stopAll context.CancelFunc
 	wg      sync.WaitGroup // requests being handled
 
-	mu       sync.Mutex // guards inflight and refuse
+	mu       sync.Mutex // guards inflight, refuse and pool; never held with the outbox's locks
 	inflight map[jsonrpcframe.ID]context.CancelFunc
 	refuse   error // set by Refuse: new requests get it
 
@@ -118,6 +118,7 @@ func New(cfg Config) *Conn {
 	list, _ := json.Marshal(map[string]any{"tools": tools})
 	c := &Conn{cfg: cfg, log: cfg.Logger, toolsList: list, readDone: make(chan error, 1),
 		inflight: map[jsonrpcframe.ID]context.CancelFunc{}}
+	c.pool.mu = &c.mu
 	c.base, c.stopAll = context.WithCancel(context.Background())
 	c.protocolVersion.Store("")
 	return c

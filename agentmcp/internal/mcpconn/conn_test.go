@@ -542,7 +542,7 @@ func TestEventsDroppedNotWaitedFor(t *testing.T) {
 }
 
 func TestPool(t *testing.T) {
-	var p pool
+	p := &pool{mu: new(sync.Mutex)}
 	if p.take() != nil {
 		t.Fatal("take from an empty pool")
 	}

@@ -3,7 +3,6 @@ package mcpconn
 import (
 	"io"
 	"os"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"unsafe"
@@ -24,7 +23,9 @@ type pipeGauge struct {
 	capacity int
 	written  atomic.Int64 // bytes handed to the pipe so far
 
-	mu   sync.Mutex
+	// has is called by one goroutine at a time, the holder of the
+	// outbox's writing claim (or of its emu, while nobody holds the claim):
+	// room and base need no lock of their own.
 	room int   // room at the last measure
 	base int64 // written at the last measure
 }
@@ -66,8 +67,6 @@ func (g *pipeGauge) Write(p []byte) (int, error) {
 
 // has reports whether the pipe surely takes n more bytes without blocking.
 func (g *pipeGauge) has(n int) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	written := g.written.Load()
 	if g.room-int(written-g.base) >= n {
 		return true

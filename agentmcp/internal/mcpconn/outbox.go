@@ -30,16 +30,16 @@ type outbox struct {
 	w   jsonrpcframe.Writer
 	log *slog.Logger
 
-	mu      sync.Mutex // guards nextID, pending and gone
-	nextID  int64
-	pending map[jsonrpcframe.ID]chan *jsonrpcframe.Message
-	gone    bool // stdin closed or stdout broken: drop events, fail requests
+	gone atomic.Bool // stdin closed or stdout broken: drop events, fail requests
 
 	// gauge tells whether the client's pipe takes an event without
 	// blocking (nil when that cannot be known: every event is queued).
 	gauge *pipeGauge
 
-	emu      sync.Mutex                     // guards queue, writing, held, heldSize and spare
+	// Locks: omu before emu; neither is held with the Conn's mu.
+	emu      sync.Mutex // guards queue, writing, held, heldSize, spare, nextID and pending
+	nextID   int64      // the last server→client request id
+	pending  map[jsonrpcframe.ID]chan *jsonrpcframe.Message
 	queue    []func() *jsonrpcframe.Message // events waiting for the pump, in order
 	queueMax int
 	writing  bool // an event write is in progress (pump or inline)
@@ -51,7 +51,7 @@ type outbox struct {
 	bw jsonrpcframe.BatchWriter
 	// omu orders writes that take held events along against each other,
 	// so that no response overtakes events held before it.
-	omu      sync.Mutex    // guards the writes of held events (taken before emu)
+	omu      sync.Mutex    // orders the writes that take held events along, and guards each Progress
 	wake     chan struct{} // tells the pump there is work
 	stopPump chan struct{}
 	pumpDone chan struct{}
@@ -161,19 +161,14 @@ func (c *outbox) pump() {
 
 // markGone records that the client cannot be written to any more.
 func (c *outbox) markGone(err error) {
-	c.mu.Lock()
-	if !c.gone {
-		c.gone = true
-		if err != nil {
-			c.log.Warn("mcp client write failed; dropping further output", "err", err)
-		}
-		for id, ch := range c.pending {
-			close(ch)
-			delete(c.pending, id)
-		}
+	if c.gone.CompareAndSwap(false, true) && err != nil {
+		c.log.Warn("mcp client write failed; dropping further output", "err", err)
 	}
-	c.mu.Unlock()
 	c.emu.Lock()
+	for id, ch := range c.pending {
+		close(ch)
+		delete(c.pending, id)
+	}
 	clear(c.queue) // queued and held events are dropped
 	c.queue = c.queue[:0]
 	clear(c.held)
@@ -182,11 +177,7 @@ func (c *outbox) markGone(err error) {
 }
 
 // isGone reports whether the client has disconnected.
-func (c *outbox) isGone() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.gone
-}
+func (c *outbox) isGone() bool { return c.gone.Load() }
 
 // close stops the event pump; queued events are dropped. A pump stuck
 // writing to a client that no longer reads is abandoned after a second (the
@@ -212,6 +203,11 @@ func (c *outbox) write(m *jsonrpcframe.Message) error {
 	}
 	c.omu.Lock()
 	defer c.omu.Unlock()
+	return c.writeOrdered(m)
+}
+
+// writeOrdered is write with c.omu held.
+func (c *outbox) writeOrdered(m *jsonrpcframe.Message) error {
 	c.emu.Lock()
 	held := c.takeHeldLocked()
 	c.emu.Unlock()
@@ -293,8 +289,7 @@ func (c *outbox) replyError(id jsonrpcframe.ID, err error) {
 	}
 }
 
-// notify writes a notification directly (used for progress, which must
-// precede the response it belongs to).
+// notify writes a notification directly.
 func (c *outbox) notify(method string, params any) error {
 	m, err := jsonrpcframe.NewNotification(method, params)
 	if err != nil {

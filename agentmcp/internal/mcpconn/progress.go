@@ -2,7 +2,8 @@ package mcpconn
 
 import (
 	"encoding/json"
-	"sync"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
 // Progress sends notifications/progress for the progress token of a
@@ -10,9 +11,8 @@ import (
 type Progress struct {
 	c     *outbox
 	token json.RawMessage
-	mu    sync.Mutex // guards n and done
-	n     int
-	done  bool
+	n     int  // guarded by c.omu, as is done
+	done  bool // the request was answered: no more progress
 }
 
 // Send reports progress with a message; nothing once the request has been
@@ -21,15 +21,23 @@ func (p *Progress) Send(message string) {
 	if p == nil {
 		return
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	if p.c.isGone() {
+		return
+	}
+	// The write is ordered under omu with the response's, so progress never
+	// follows the response it belongs to.
+	p.c.omu.Lock()
+	defer p.c.omu.Unlock()
 	if p.done {
 		return
 	}
 	p.n++
-	_ = p.c.notify("notifications/progress", map[string]any{
+	m, err := jsonrpcframe.NewNotification("notifications/progress", map[string]any{
 		"progressToken": p.token, "progress": p.n, "message": message,
 	})
+	if err == nil {
+		_ = p.c.writeOrdered(m)
+	}
 }
 
 // finish stops progress; nothing is sent for the token afterwards.
@@ -37,7 +45,7 @@ func (p *Progress) finish() {
 	if p == nil {
 		return
 	}
-	p.mu.Lock()
+	p.c.omu.Lock()
 	p.done = true
-	p.mu.Unlock()
+	p.c.omu.Unlock()
 }

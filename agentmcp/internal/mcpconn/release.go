@@ -57,7 +57,7 @@ func (rd *reader) handOff() {
 // it, twice) in the middle of the next turn's request, before Codex gets
 // it.
 type pool struct {
-	mu     sync.Mutex     // guards idle and closed
+	mu     *sync.Mutex    // the Conn's: guards idle and closed
 	idle   []chan *reader // each parked goroutine's wake-up
 	closed bool
 }

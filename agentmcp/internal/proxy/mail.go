@@ -3,7 +3,7 @@ package proxy
 import (
 	"context"
 	"fmt"
-	"sync"
+	"sync/atomic"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
 	"github.com/atm-agent-mcp/atm-agent-mcp/mailbridge"
@@ -34,22 +34,16 @@ func (s *Server) startMail(ctx context.Context) error {
 // mailHooks is the mail layer as sessions see it (session.Mail): the bridge
 // once it runs, nothing before.
 type mailHooks struct {
-	mu  sync.Mutex // guards b and log
-	b   *mailbridge.Bridge
-	log interface{ Warn(string, ...any) }
+	b   atomic.Pointer[mailbridge.Bridge] // nil until the bridge runs
+	log interface{ Warn(string, ...any) } // written before b is published
 }
 
 func (h *mailHooks) set(b *mailbridge.Bridge, log interface{ Warn(string, ...any) }) {
-	h.mu.Lock()
-	h.b, h.log = b, log
-	h.mu.Unlock()
+	h.log = log
+	h.b.Store(b)
 }
 
-func (h *mailHooks) bridge() *mailbridge.Bridge {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.b
-}
+func (h *mailHooks) bridge() *mailbridge.Bridge { return h.b.Load() }
 
 // Bind tells the bridge that identity is held, with its auto-mail switch.
 func (h *mailHooks) Bind(identity string, autoMail bool) {

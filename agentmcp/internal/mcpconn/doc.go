@@ -1,0 +1,44 @@
+// Package mcpconn is the proxy's upstream MCP connection: one client over a
+// byte stream (the proxy's stdin and stdout), with no knowledge of what the
+// tools do. It frames messages (newline-delimited JSON or Content-Length,
+// whichever the client's first message uses), answers initialize, ping,
+// logging/setLevel and the list methods itself, hands tools/call to a
+// Handler and whatever else to an optional Forwarder, tracks requests for
+// cancellation and shutdown (Refuse, CancelAll, Wait), sends server→client
+// requests (elicitation) and progress, and writes the events the server
+// sends on its own without ever waiting for a slow client.
+//
+// # The fast path
+//
+// A tools/call runs on the goroutine that read it, in read order, so that a
+// reply to an idle session reaches Codex without waking another thread.
+// Before anything in the call may wait, the Handler calls Release(ctx) (or
+// ToolCall.Release): another goroutine, from a small pool, takes over the
+// reading and the call goes on where it is. Reading never waits for a call.
+// The name follows jsonrpc2.Async in the Go MCP SDK.
+//
+// A call may also be answered from another goroutine the moment its result
+// is known, when that costs no waiting (ToolCall.TryReplyNow: nothing
+// queued, room in the client's pipe); its Handler then returns ErrAnswered.
+// Events are held while the Codex reader has more to read and written in
+// one write when it runs dry (Conn.Event with hold, Conn.Flush); a response
+// takes the held events along, in front of itself. These three names are
+// all the rest of the proxy sees of the mechanism.
+//
+// # Locks
+//
+// Three: Conn.mu (requests in flight, the refusal, the reader pool), and
+// the outbox's omu then emu (omu orders the writes that take held events
+// along, and a request's progress against its response; emu guards the
+// event queue, the held events, the writing claim and the server→client
+// requests waiting for answers). Conn.mu is never held with the other two.
+// The pipe gauge has no lock: only the holder of the writing claim uses it.
+// No lock is held while a Handler or Forwarder runs.
+//
+// # Goroutines
+//
+// The reading goroutine (one at a time, handed on by Release), goroutines
+// parked in the pool, one per forwarded request, and the event pump, which
+// writes queued events while the client is behind. Close stops the pump and
+// the pool.
+package mcpconn
