@@ -53,7 +53,7 @@ func (f *fakeBackend) Turn(ctx context.Context, req codexchild.TurnRequest) (*co
 	}
 	intr := make(chan struct{})
 	f.running[thread] = intr
-	early := f.onResult
+	replyNow := f.onResult
 	f.mu.Unlock()
 	defer func() {
 		f.mu.Lock()
@@ -72,7 +72,7 @@ func (f *fakeBackend) Turn(ctx context.Context, req codexchild.TurnRequest) (*co
 	interrupted := &codexchild.Result{ThreadID: thread, Text: "interrupted", IsError: true, Status: "interrupted"}
 	result := func(text string) (*codexchild.Result, error) {
 		r := &codexchild.Result{ThreadID: thread, Text: text, Status: "completed"}
-		if early && req.OnResult != nil {
+		if replyNow && req.OnResult != nil {
 			done := make(chan struct{})
 			go func() { req.OnResult(r); close(done) }() // as from codexchild's reader
 			<-done
@@ -132,7 +132,7 @@ type fakeCall struct {
 	mu        sync.Mutex
 	releases  int
 	progress  []string
-	early     bool // TryReplyNow succeeds
+	replyNow  bool // TryReplyNow succeeds
 	replied   *TurnResult
 	atCommit  string // the session's status when commit ran
 	detailFor *Session
@@ -153,7 +153,7 @@ func (c *fakeCall) Release() {
 	c.mu.Unlock()
 }
 func (c *fakeCall) TryReplyNow(r *TurnResult, commit func()) bool {
-	if !c.early {
+	if !c.replyNow {
 		return false
 	}
 	commit()

@@ -85,13 +85,13 @@ type job struct {
 	done    func(*TurnResult, error)
 	discard func(err error)
 
-	// Set when the turn was answered from the Codex reader (answerEarly):
+	// Set when the turn was answered from the Codex reader (replyFromReader):
 	// the session has moved on and the answer is out.
 	answered atomic.Bool
 	idle     bool // what moving on reported; read after answered
 	// stopCancel unhooks the turn from the client's request (set by
 	// Session.Run), so that the request's end does not cancel a turn that
-	// was answered early.
+	// was answered from the Codex reader.
 	stopCancel func() bool
 }
 

@@ -274,7 +274,7 @@ func TestPersisterCoalesces(t *testing.T) {
 	}
 }
 
-func TestEarlyAnswerRecordsTheTurnBeforeTheReply(t *testing.T) {
+func TestReplyFromReaderRecordsTheTurnFirst(t *testing.T) {
 	h := newHarness(t, nil)
 	s := h.create("arch")
 	if r, err := s.Run(context.Background(), Turn{Prompt: "start", Source: SourceClaude}); err != nil || r.ThreadID == "" {
@@ -283,7 +283,7 @@ func TestEarlyAnswerRecordsTheTurnBeforeTheReply(t *testing.T) {
 	h.fb.mu.Lock()
 	h.fb.onResult = true
 	h.fb.mu.Unlock()
-	call := &fakeCall{early: true, detailFor: s}
+	call := &fakeCall{replyNow: true, detailFor: s}
 	_, err := s.Run(context.Background(), Turn{Prompt: "again", Source: SourceClaude, Call: call})
 	if !errors.Is(err, ErrAnswered) {
 		t.Fatalf("Run: %v, want ErrAnswered", err)
@@ -295,7 +295,7 @@ func TestEarlyAnswerRecordsTheTurnBeforeTheReply(t *testing.T) {
 		t.Errorf("status when the reply was committed = %q, want idle", call.atCommit)
 	}
 	if d := s.Detail(0); d.Turns != 2 || d.LastResult == nil || *d.LastResult.Content != "echo: again" {
-		t.Errorf("after the early answer: turns %d, last result %+v", d.Turns, d.LastResult)
+		t.Errorf("after the answer from the Codex reader: turns %d, last result %+v", d.Turns, d.LastResult)
 	}
 }
 

@@ -69,9 +69,9 @@ func (s *Session) turnContext(sc sessionContext, note string) (preamble string, 
 }
 
 // turn runs one Codex turn for the session: refreshed context, events and
-// approvals bridged, the result recorded. With early set and a client
-// call, the result may be answered from the Codex reader (answerEarly).
-func (s *Session) turn(ctx context.Context, j *job, t Turn, early bool) (*TurnResult, error) {
+// approvals bridged, the result recorded. With replyNow set and a client
+// call, the result may be answered from the Codex reader (replyFromReader).
+func (s *Session) turn(ctx context.Context, j *job, t Turn, replyNow bool) (*TurnResult, error) {
 	m := s.m
 	release := func() {
 		if t.Call != nil {
@@ -121,8 +121,8 @@ func (s *Session) turn(ctx context.Context, j *job, t Turn, early bool) (*TurnRe
 			t.OnSent()
 		}
 	}
-	if early && t.Call != nil && rec.BackendID != "" {
-		req.OnResult = func(r *codexchild.Result) { s.answerEarly(j, t, r) }
+	if replyNow && t.Call != nil && rec.BackendID != "" {
+		req.OnResult = func(r *codexchild.Result) { s.replyFromReader(j, t, r) }
 	}
 	res, err := m.cfg.Backend.Turn(ctx, req)
 	release()
@@ -147,11 +147,11 @@ func (s *Session) turn(ctx context.Context, j *job, t Turn, early bool) (*TurnRe
 	return turnResult(rec, res, text), nil
 }
 
-// answerEarly runs on the Codex reader with the turn's result: it answers
+// replyFromReader runs on the Codex reader with the turn's result: it answers
 // the client at once when that costs no waiting (the thread id is the
 // session's already, so nothing has to be persisted first), recording the
 // turn and moving the session on just before the answer is written.
-func (s *Session) answerEarly(j *job, t Turn, res *codexchild.Result) {
+func (s *Session) replyFromReader(j *job, t Turn, res *codexchild.Result) {
 	rec := s.Record()
 	if res.ThreadID != "" && res.ThreadID != rec.BackendID {
 		return
