@@ -72,6 +72,7 @@ func startProxy(t *testing.T, ho harnessOpts) *testConn {
 
 func startProxyAt(t *testing.T, home string, ho harnessOpts) *testConn {
 	t.Helper()
+	checkNoLeaks(t)
 	if ho.kind == "" {
 		ho.kind = codexchild.KindMCPServer
 	}

@@ -23,8 +23,9 @@ type persister struct {
 	reg Registry
 	log *slog.Logger
 
-	mu    sync.Mutex            // guards queue
-	queue map[*Session]struct{} // sessions to write, their current state
+	mu        sync.Mutex            // guards queue and scheduled
+	queue     map[*Session]struct{} // sessions to write, their current state
+	scheduled bool                  // a write of the queue is due: no need to wake the goroutine
 
 	wake chan struct{}   // 1-buffered: the queue has work
 	sync chan persistNow // writes to do at once
@@ -47,13 +48,22 @@ func newPersister(reg Registry, log *slog.Logger) *persister {
 
 // async queues s for writing; the write takes s's state as it is then, not
 // now, so a later write never carries an older state.
+//
+// Only the first change of a debounce window wakes the persister's
+// goroutine: a turn changes its session two or three times, on the request's
+// way to Codex and the result's way back, where a wake-up of another thread
+// costs the client tens of microseconds on a small machine.
 func (p *persister) async(s *Session) {
 	p.mu.Lock()
 	p.queue[s] = struct{}{}
+	wake := !p.scheduled
+	p.scheduled = true
 	p.mu.Unlock()
-	select {
-	case p.wake <- struct{}{}:
-	default:
+	if wake {
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -108,6 +118,7 @@ func (p *persister) flush() {
 	p.mu.Lock()
 	q := p.queue
 	p.queue = map[*Session]struct{}{}
+	p.scheduled = false
 	p.mu.Unlock()
 	for s := range q {
 		p.write(s)
