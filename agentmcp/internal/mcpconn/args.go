@@ -114,7 +114,12 @@ func (a Args) unknown(allowed ...string) []string {
 // CheckUnknown fails with INVALID_PARAMS when a has arguments outside
 // allowed, naming them and the tool.
 func (a Args) CheckUnknown(tool string, allowed ...string) error {
-	if bad := a.unknown(allowed...); len(bad) > 0 {
+	bad := a.unknown(allowed...)
+	if len(bad) > 0 && len(allowed) == 0 {
+		return proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"arguments": bad},
+			"%s takes no arguments (got: %s)", tool, strings.Join(bad, ", "))
+	}
+	if len(bad) > 0 {
 		return proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"arguments": bad},
 			"unknown argument(s) for %s: %s (expected one of: %s)", tool, strings.Join(bad, ", "), strings.Join(allowed, ", "))
 	}

@@ -474,6 +474,7 @@ func TestTryReplyNow(t *testing.T) {
 			// detector does not see as synchronisation.
 			msgs := make(chan chan *jsonrpcframe.Message, 1)
 			var early, committed atomic.Bool
+			returned := make(chan struct{}) // CallTool has returned: early is set
 			var pendingAtCommit atomic.Int64
 			h := handlerFunc(func(ctx context.Context, call *ToolCall) (*ToolResult, error) {
 				Release(ctx)
@@ -485,6 +486,7 @@ func TestTryReplyNow(t *testing.T) {
 						pendingAtCommit.Store(int64(len(out)))
 					})
 				}()
+				defer close(returned)
 				if <-done {
 					early.Store(true)
 					return nil, ErrAnswered
@@ -501,6 +503,7 @@ func TestTryReplyNow(t *testing.T) {
 			if !strings.Contains(string(m.Result), `"text":"`+want+`"`) {
 				t.Errorf("response %s, want %s", m.Result, want)
 			}
+			<-returned // the early answer can reach the client before CallTool returns
 			if early.Load() != osPipe || committed.Load() != osPipe {
 				t.Errorf("answered early %v, committed %v; want %v", early.Load(), committed.Load(), osPipe)
 			}

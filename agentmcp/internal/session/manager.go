@@ -323,7 +323,7 @@ func (m *Manager) all() []*Session {
 }
 
 // Sessions returns every known session, live ones first, then by last
-// activity (newest first).
+// activity (newest first), then by agent_id.
 func (m *Manager) Sessions() []*Session {
 	all := m.all()
 	recs := make(map[*Session]registry.Session, len(all))
@@ -335,7 +335,10 @@ func (m *Manager) Sessions() []*Session {
 		if a.Status.Live() != b.Status.Live() {
 			return a.Status.Live()
 		}
-		return a.LastActive.After(b.LastActive)
+		if !a.LastActive.Equal(b.LastActive) {
+			return a.LastActive.After(b.LastActive)
+		}
+		return a.AgentID < b.AgentID
 	})
 	return all
 }

@@ -108,6 +108,9 @@ func (s *atmTools) send(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.Tool
 	if to == "" {
 		return nil, proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "to"}, "argument \"to\" is required")
 	}
+	if !a.Has("message") {
+		return nil, errMessageRequired
+	}
 	msg, err := s.atm.Send(ctx, atmclient.SendRequest{From: from, Team: s.team, To: to, Text: text, Summary: summary})
 	s.audit("atm_send", from, to, text, err)
 	if err != nil {
@@ -120,6 +123,10 @@ func (s *atmTools) send(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.Tool
 	out := map[string]any{"message_id": msg.MessageID, "from": from, "to": agent, "team": team}
 	return &mcpconn.ToolResult{Text: fmt.Sprintf("sent to %s@%s as %s (message_id %s)", agent, team, from, msg.MessageID), Structured: out}, nil
 }
+
+// errMessageRequired is atm_send's and atm_broadcast's answer to a call
+// without a message.
+var errMessageRequired = proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "message"}, "argument \"message\" is required")
 
 func (s *atmTools) broadcast(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, error) {
 	a := c.Args
@@ -141,6 +148,9 @@ func (s *atmTools) broadcast(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn
 	team, err := a.Str("team")
 	if err != nil {
 		return nil, err
+	}
+	if !a.Has("message") {
+		return nil, errMessageRequired
 	}
 	res, err := s.atm.Broadcast(ctx, atmclient.BroadcastRequest{From: from, Team: s.team, ToTeam: team, Text: text, Summary: summary})
 	target := firstNonEmpty(team, s.team)

@@ -27,8 +27,11 @@ func (e *Env) listCodexSessions(_ context.Context, c *mcpconn.ToolCall) (*mcpcon
 	if err != nil {
 		return nil, err
 	}
-	if !set {
+	switch {
+	case !set:
 		limit = 50
+	case limit < 1:
+		return nil, proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "limit"}, "argument \"limit\" must be at least 1")
 	}
 	if cwd != "" && !filepath.IsAbs(cwd) {
 		cwd = filepath.Join(e.cfg.Cwd, cwd) // it need not exist here: rollouts may come from elsewhere

@@ -1,0 +1,71 @@
+package tools
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestBadArguments: every tool refuses bad arguments with a JSON-RPC error
+// that names the argument, and nothing happens.
+func TestBadArguments(t *testing.T) {
+	h := newHarness(t)
+	arch := h.ok("codex", `{"prompt":"hi","identity":"arch"}`)["agent_id"].(string)
+	before := len(h.fb.prompts)
+	tests := []struct {
+		tool, args string
+		want       string // "code message"
+	}{
+		{"nope", `{}`, `-32602 unknown tool "nope" (available: codex, codex-reply, atm_send, atm_read, atm_broadcast, atm_pending_count, agent_sessions, agent_status, agent_close, agent_wait, agent_interrupt, agent_respond, agent_list_codex_sessions)`},
+		{"codex", `{}`, `-32602 argument "prompt" is required (or agent_file, or agent_id to resume)`},
+		{"codex", `{"prompt":"  "}`, `-32602 argument "prompt" is required (or agent_file, or agent_id to resume)`},
+		{"codex", `{"prompt":5}`, `-32602 argument "prompt" must be a string`},
+		{"codex", `{"prompt":"x","bogus":1}`, `-32602 unknown argument(s) for codex: bogus (expected one of: prompt, agent_file, agent_id, identity, role, tag, auto_mail, cwd, model, approval-policy, sandbox, base-instructions, developer-instructions, compact-prompt, profile, config, background, thread_id)`},
+		{"codex", `{"prompt":"x","agent_file":"a.md"}`, `-32007 prompt and agent_file are mutually exclusive: give exactly one`},
+		{"codex", `{"agent_file":"missing.md"}`, `-32008 agent_file "missing.md" cannot be read: no such file or directory`},
+		{"codex", `{"prompt":"x","auto_mail":"yes"}`, `-32602 argument "auto_mail" must be a boolean`},
+		{"codex", `{"prompt":"x","config":[1]}`, `-32602 argument "config" must be an object`},
+		{"codex", `{"prompt":"x","cwd":"/does/not/exist"}`, `-32602 cwd "/does/not/exist" is not an existing directory`},
+		{"codex", `{"prompt":"x","identity":"arch"}`, `-32001 identity conflict: "arch" is already bound to agent_id "` + arch + `"`},
+		{"codex", `{"agent_id":"codex-x","thread_id":"t"}`, `-32007 agent_id (resume) excludes agent_file and thread_id`},
+		{"codex", `{"agent_id":"codex-nope"}`, `-32002 no session with agent_id "codex-nope" in this proxy's registry`},
+		{"codex-reply", `{"prompt":"x"}`, `-32602 codex-reply needs agent_id (or threadId)`},
+		{"codex-reply", `{"prompt":"x","agent_id":"codex-nope"}`, `-32002 no session with agent_id "codex-nope"`},
+		{"codex-reply", `{"agent_id":7,"prompt":"x"}`, `-32602 argument "agent_id" must be a string`},
+		{"atm_send", `{}`, `-32009 an ATM tool called outside a session needs agent_id or identity (an identity this proxy holds)`},
+		{"atm_send", `{"identity":"dev-1","to":"arch","message":"hi"}`, `-32001 identity "dev-1" is not held by this proxy (it holds "proxy" and the identities of its live sessions); nobody can send as someone else`},
+		{"atm_send", `{"identity":"arch"}`, `-32602 argument "to" is required`},
+		{"atm_send", `{"identity":"arch","to":"arch"}`, `-32602 argument "message" is required`},
+		{"atm_send", `{"identity":"arch","to":"arch","message":" "}`, `-32602 atm_send: send: invalid message text: text is blank`},
+		{"atm_send", `{"identity":"arch","to":"nobody","message":"hi"}`, `-32602 atm_send: send: not a team member: "nobody" is not in team "dev"`},
+		{"atm_send", `{"identity":"arch","to":"arch","message":5}`, `-32602 argument "message" must be a string`},
+		{"atm_read", `{"identity":"arch","limit":-1}`, `-32602 argument "limit" must be at least 1`},
+		{"atm_read", `{"identity":"arch","limit":"3"}`, `-32602 argument "limit" must be an integer`},
+		{"atm_broadcast", `{"identity":"arch"}`, `-32602 argument "message" is required`},
+		{"atm_pending_count", `{"identity":"arch","bogus":true}`, `-32602 unknown argument(s) for atm_pending_count: bogus (expected one of: agent_id, identity)`},
+		{"agent_status", `{"agent_id":"codex-nope"}`, `-32002 no session with agent_id "codex-nope"`},
+		{"agent_close", `{}`, `-32602 agent_close needs agent_id or identity`},
+		{"agent_wait", `{"agent_id":"codex-nope"}`, `-32002 no session with agent_id "codex-nope"`},
+		{"agent_wait", `{"agent_id":"` + arch + `","timeout_secs":"soon"}`, `-32602 argument "timeout_secs" must be an integer`},
+		{"agent_wait", `{"agent_id":"` + arch + `","timeout_secs":-1}`, `-32602 argument "timeout_secs" must not be negative`},
+		{"agent_interrupt", `{}`, `-32602 argument "agent_id" is required`},
+		{"agent_respond", `{"agent_id":"` + arch + `","approval_id":"a","decision":"approve"}`, `-32602 unknown argument(s) for agent_respond: decision (expected one of: agent_id, approval_id, answer, reason)`},
+		{"agent_respond", `{"agent_id":"` + arch + `","approval_id":"approval-9","answer":"approve"}`, `-32602 no pending approval "approval-9" for this session (see agent_status)`},
+		{"agent_respond", `{"agent_id":"` + arch + `","approval_id":"approval-9","answer":"maybe"}`, `-32602 answer "maybe" is not approve, approve_for_session, deny or "deny: reason"`},
+		{"agent_sessions", `{"status":7}`, `-32602 agent_sessions takes no arguments (got: status)`},
+		{"agent_list_codex_sessions", `{"limit":-5}`, `-32602 argument "limit" must be at least 1`},
+		{"agent_list_codex_sessions", `{"limit":1.5}`, `-32602 argument "limit" must be an integer`},
+	}
+	for _, tt := range tests {
+		_, err := h.call(tt.tool, tt.args)
+		got := "no error"
+		if err != nil {
+			got = wireError(err)
+		}
+		if got != tt.want {
+			t.Errorf("%s %s:\n got  %s\n want %s", tt.tool, tt.args, got, tt.want)
+		}
+	}
+	if n := len(h.fb.prompts) - before; n != 0 {
+		t.Errorf("%d turns reached Codex: %s", n, strings.Join(h.fb.prompts[before:], " | "))
+	}
+}

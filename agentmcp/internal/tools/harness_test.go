@@ -1,0 +1,199 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/mcpconn"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
+	"github.com/atm-agent-mcp/atm-agent-mcp/atmclient"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
+	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
+)
+
+// fakeBackend answers every turn at once with "echo: <prompt's last
+// line>", on a new thread unless the turn names one.
+type fakeBackend struct {
+	mu      sync.Mutex
+	threads int
+	prompts []string
+}
+
+func (f *fakeBackend) Turn(_ context.Context, req codexchild.TurnRequest) (*codexchild.Result, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.prompts = append(f.prompts, req.Prompt)
+	thread := req.ThreadID
+	if thread == "" {
+		f.threads++
+		thread = fmt.Sprintf("thread-%d", f.threads)
+	}
+	lines := strings.Split(strings.TrimSpace(req.Prompt), "\n")
+	return &codexchild.Result{ThreadID: thread, Text: "echo: " + lines[len(lines)-1], Status: "completed"}, nil
+}
+
+func (f *fakeBackend) Interrupt(context.Context, string) error { return nil }
+
+func (f *fakeBackend) Status() codexchild.Status {
+	return codexchild.Status{Kind: codexchild.KindMCPServer, Started: true, Running: true, Version: "0.153.4"}
+}
+
+// fakeClient is the MCP connection as the tools see it.
+type fakeClient struct{}
+
+func (fakeClient) Elicitation() bool    { return false }
+func (fakeClient) Stats() mcpconn.Stats { return mcpconn.Stats{} }
+
+// harness is an Env over real registry and inbox files in a temporary ATM
+// home, with team "dev" (members team-lead, arch, dev-1) and a fake Codex.
+type harness struct {
+	t    *testing.T
+	env  *Env
+	home string
+	atm  *atmclient.Client
+	fb   *fakeBackend
+	next int64
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	checkNoLeaks(t)
+	home := t.TempDir()
+	dir := filepath.Join(home, ".claude", "teams", "dev")
+	if err := os.MkdirAll(filepath.Join(dir, "inboxes"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var members []map[string]any
+	for _, m := range []string{"team-lead", "arch", "dev-1"} {
+		members = append(members, map[string]any{"agentId": m + "@dev", "name": m, "agentType": "general-purpose", "joinedAt": 1})
+	}
+	b, _ := json.Marshal(map[string]any{"name": "dev", "createdAt": 1, "leadAgentId": "team-lead@dev", "members": members})
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := registry.Open(registry.Config{Home: home, Team: "dev", Identity: "proxy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	atm, err := atmclient.New(atmclient.Config{Home: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb := &fakeBackend{}
+	m, err := session.NewManager(session.Config{Home: home, Team: "dev", Backend: fb, Registry: session.RegistryOf(reg), Cwd: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		m.Shutdown()
+		m.Stop()
+		m.Wait(5 * time.Second)
+		reg.Close()
+	})
+	env := New(Config{Sessions: m, ATM: atm, Client: fakeClient{}, Team: "dev", Identity: "proxy", Child: fb,
+		MaxSessions: 10, Cwd: home, CodexHome: filepath.Join(home, ".codex"), Started: time.Now()})
+	return &harness{t: t, env: env, home: home, atm: atm, fb: fb}
+}
+
+// call runs a tool with args (a JSON object, or "" for none) the way the
+// connection does, and returns its result or error.
+func (h *harness) call(name, args string) (*mcpconn.ToolResult, error) {
+	h.t.Helper()
+	var raw json.RawMessage
+	if args != "" {
+		raw = json.RawMessage(args)
+	}
+	a, err := mcpconn.ParseArgs(raw)
+	if err != nil {
+		return nil, err
+	}
+	h.next++
+	id := jsonrpcframe.IntID(h.next)
+	return h.env.CallTool(context.Background(), &mcpconn.ToolCall{ID: id, RawID: id.Raw(), Name: name, Args: a})
+}
+
+// ok runs a tool that must succeed and returns its structuredContent (or
+// its text, decoded when it is JSON) as generic JSON.
+func (h *harness) ok(name, args string) map[string]any {
+	h.t.Helper()
+	r, err := h.call(name, args)
+	if err != nil {
+		h.t.Fatalf("%s %s: %v", name, args, err)
+	}
+	if r.IsError {
+		h.t.Fatalf("%s %s: isError result %q", name, args, r.Text)
+	}
+	var out map[string]any
+	if r.Structured != nil {
+		b, _ := json.Marshal(r.Structured)
+		_ = json.Unmarshal(b, &out)
+	} else {
+		_ = json.Unmarshal([]byte(r.Text), &out)
+	}
+	return out
+}
+
+// wireError renders err as the client reads it: "code message".
+func wireError(err error) string {
+	var e *proxyerr.Error
+	if !errors.As(err, &e) {
+		return "not a proxy error: " + err.Error()
+	}
+	return fmt.Sprint(e.Kind.Code(), " ", e.Msg)
+}
+
+// checkNoLeaks records the goroutines running now and, at cleanup, waits
+// until only those remain, failing with the stacks of the others.
+func checkNoLeaks(t *testing.T) {
+	before := goroutines()
+	t.Cleanup(func() {
+		var extra []string
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			extra = extra[:0]
+			for id, stack := range goroutines() {
+				if _, ok := before[id]; !ok {
+					extra = append(extra, stack)
+				}
+			}
+			if len(extra) == 0 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if len(extra) > 0 {
+			sort.Strings(extra)
+			t.Errorf("%d goroutine(s) leaked:\n%s", len(extra), strings.Join(extra, "\n\n"))
+		}
+	})
+}
+
+// goroutines returns the stacks of the running goroutines by id, without
+// the testing package's own.
+func goroutines() map[string]string {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	out := map[string]string{}
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		id, _, _ := strings.Cut(g, " [")
+		if strings.Contains(g, "tools.checkNoLeaks") || strings.Contains(g, "tools.goroutines") ||
+			strings.Contains(g, "testing.(*T).Run") || strings.Contains(g, "testing.tRunner") && !strings.Contains(g, "tools.") ||
+			strings.Contains(g, "testing.runTests") || strings.Contains(g, "os/signal") {
+			continue
+		}
+		out[id] = g
+	}
+	return out
+}
