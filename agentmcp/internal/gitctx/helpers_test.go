@@ -1,11 +1,9 @@
 package gitctx
 
 import (
-	"runtime"
-	"sort"
-	"strings"
 	"testing"
-	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/leakcheck"
 )
 
 // newWatcher returns a Watcher closed at the end of the test, which fails
@@ -24,47 +22,5 @@ func orNull(p *string) string {
 	return *p
 }
 
-// checkNoLeaks records the goroutines running now and, at cleanup, waits
-// until only those remain, failing with the stacks of the others.
-func checkNoLeaks(tb testing.TB) {
-	before := goroutines()
-	tb.Cleanup(func() {
-		var extra []string
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			extra = extra[:0]
-			for id, stack := range goroutines() {
-				if _, ok := before[id]; !ok {
-					extra = append(extra, stack)
-				}
-			}
-			if len(extra) == 0 || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		if len(extra) > 0 {
-			sort.Strings(extra)
-			tb.Errorf("%d goroutine(s) leaked:\n%s", len(extra), strings.Join(extra, "\n\n"))
-		}
-	})
-}
-
-// goroutines returns the stacks of the running goroutines by id, without
-// the testing package's own.
-func goroutines() map[string]string {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	out := map[string]string{}
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		id, _, _ := strings.Cut(g, " [")
-		if strings.Contains(g, "gitctx.checkNoLeaks") || strings.Contains(g, "gitctx.goroutines") ||
-			strings.Contains(g, "testing.(*T).Run") || strings.Contains(g, "testing.(*B)") ||
-			strings.Contains(g, "testing.tRunner") && !strings.Contains(g, "gitctx.") || strings.Contains(g, "testing.runTests") ||
-			strings.Contains(g, "os/signal") {
-			continue
-		}
-		out[id] = g
-	}
-	return out
-}
+// checkNoLeaks fails the test if it leaves goroutines running.
+func checkNoLeaks(t testing.TB) { leakcheck.Check(t, "gitctx.") }

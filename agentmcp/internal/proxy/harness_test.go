@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/leakcheck"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
@@ -320,3 +321,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// checkNoLeaks fails the test if it leaves goroutines running: a server's
+// Run must end everything it started.
+func checkNoLeaks(t *testing.T) { leakcheck.Check(t, "proxy.") }
