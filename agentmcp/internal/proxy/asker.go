@@ -11,6 +11,10 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
 )
 
+// dismissed is what the agent reads when the client cancels an approval
+// request (a headless client does so at once).
+const dismissed = "the approval request was dismissed without an answer; the action was not run"
+
 // asker puts approvals to the user with the client's elicitation/create.
 type asker struct {
 	c   *mcpconn.Conn
@@ -22,8 +26,11 @@ func (a asker) CanAsk() bool { return a.c.Elicitation() }
 
 // Ask sends elicitation/create with the approval's form and reads the
 // answer: accept (approve, or approve for the session), decline (deny, with
-// the user's reason) or cancel (abort the turn). A client's error response
-// is a denial; a failed request is an error.
+// the user's reason) or cancel (deny, telling the agent the request was
+// dismissed). Cancel never ends the turn: headless clients (claude -p, the
+// Agent SDK) cancel every elicitation, and a turn that died of it would be
+// lost; stopping a turn is agent_interrupt. A client's error response is a
+// denial; a failed request is an error.
 func (a asker) Ask(ctx context.Context, q session.Question) (session.Answer, error) {
 	ap := q.Approval
 	params := map[string]any{
@@ -69,7 +76,7 @@ func (a asker) Ask(ctx context.Context, q session.Question) (session.Answer, err
 		}
 		return session.Answer{Decision: codexchild.Decision{Kind: codexchild.Approve}, Outcome: "approved"}, nil
 	case "cancel":
-		return session.Answer{Decision: codexchild.Decision{Kind: codexchild.Abort, Reason: "cancelled by the user"}, Outcome: "aborted: user cancelled"}, nil
+		return session.Answer{Decision: codexchild.Decision{Kind: codexchild.Deny, Reason: dismissed}, Outcome: "denied: the client cancelled the request"}, nil
 	}
 	// "decline" and anything unknown
 	reason := strings.TrimSpace(r.Content.Reason)

@@ -299,7 +299,7 @@ func TestApprovalBridging(t *testing.T) {
 		{"accept", true, "", map[string]any{"action": "accept", "content": map[string]any{}}, "decision: approve "},
 		{"accept for session", true, "", map[string]any{"action": "accept", "content": map[string]any{"approve_for_session": true}}, "decision: approve_for_session "},
 		{"decline with reason", true, "", map[string]any{"action": "decline", "content": map[string]any{"reason": "too risky"}}, "decision: deny too risky"},
-		{"cancel aborts", true, "", map[string]any{"action": "cancel"}, "decision: abort cancelled by the user"},
+		{"cancel denies and the turn goes on", true, "", map[string]any{"action": "cancel"}, "decision: deny the approval request was dismissed"},
 		{"no elicitation: deny", false, "", nil, "decision: deny denied automatically"},
 		{"no elicitation: approve policy", false, "approve", nil, "decision: approve "},
 	}

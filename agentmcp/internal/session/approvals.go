@@ -198,7 +198,8 @@ func (s *Session) Respond(id string, d codexchild.Decision) (string, error) {
 }
 
 // ParseAnswer reads agent_respond's answer: approve, approve_for_session,
-// deny, or "deny: <reason>" (abort and cancel end the turn).
+// deny, or "deny: <reason>"; cancel is a denial, as an elicitation's
+// cancel is; abort ends the turn.
 func ParseAnswer(ans, reason string) (codexchild.Decision, error) {
 	ans = strings.TrimSpace(ans)
 	if k, r, ok := strings.Cut(ans, ":"); ok {
@@ -211,7 +212,9 @@ func ParseAnswer(ans, reason string) (codexchild.Decision, error) {
 		return codexchild.Decision{Kind: codexchild.ApproveForSession}, nil
 	case "deny", "denied", "decline", "no":
 		return codexchild.Decision{Kind: codexchild.Deny, Reason: firstNonEmpty(reason, "denied by the orchestrator")}, nil
-	case "abort", "cancel":
+	case "cancel":
+		return codexchild.Decision{Kind: codexchild.Deny, Reason: firstNonEmpty(reason, "the approval request was dismissed by the orchestrator; the action was not run")}, nil
+	case "abort":
 		return codexchild.Decision{Kind: codexchild.Abort, Reason: firstNonEmpty(reason, "aborted by the orchestrator")}, nil
 	}
 	return codexchild.Decision{}, fmt.Errorf("answer %q is not approve, approve_for_session, deny or \"deny: reason\"", ans)
