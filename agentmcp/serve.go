@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/cli"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/config"
@@ -56,8 +57,11 @@ func serve(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout io.W
 	return srv.Run(ctx, in, out)
 }
 
-// toolsServer runs the per-thread tools-only server.
+// toolsServer runs the per-thread tools-only server. It ends with its
+// stdin, and also when its parent (Codex) is gone: Codex starts it in a
+// process group of its own, where the kill of Codex's group does not reach.
 func toolsServer(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout io.Writer, logger *slog.Logger) error {
+	go exitWithParent(logger)
 	return tools.ServeTools(ctx, tools.ToolsOptions{Home: cfg.Home, Team: cfg.Team, Identity: cfg.Identity, Version: cli.Version(), Logger: logger}, stdin, stdout)
 }
 
@@ -133,10 +137,31 @@ func selfPath() (string, error) {
 
 // newBackend builds the Codex child for the configured backend: auto picks
 // mcp-server for Codex ≤ 0.153 and app-server otherwise, once, at first use.
+//
+// The child is started through this program's codex-guard, so that
+// nothing of Codex outlives serve, however serve ends.
 func newBackend(cfg *config.Config, logger *slog.Logger) (codexchild.Backend, error) {
+	var guardCmd []string
+	if exe, err := selfPath(); err == nil {
+		guardCmd = []string{exe, guardCommand}
+	} else {
+		logger.Warn("codex runs unguarded: it may outlive a killed serve", "err", err)
+	}
 	return codexchild.New(codexchild.Config{
-		Bin: cfg.CodexBin, Args: cfg.CodexArgs(), Logger: logger, DefaultTimeout: cfg.RequestTimeout,
+		Bin: cfg.CodexBin, Args: cfg.CodexArgs(), Logger: logger, DefaultTimeout: cfg.RequestTimeout, Guard: guardCmd,
 		ClientInfo: codexchild.ClientInfo{Name: "atm-agent-mcp", Version: cli.Version()},
 		Kind:       codexchild.Kind(cfg.Backend),
 	})
+}
+
+// exitWithParent ends the process once its parent has gone (the process
+// was reparented).
+func exitWithParent(logger *slog.Logger) {
+	parent := os.Getppid()
+	for range time.Tick(500 * time.Millisecond) {
+		if os.Getppid() != parent {
+			logger.Info("the parent process is gone; exiting")
+			os.Exit(0)
+		}
+	}
 }

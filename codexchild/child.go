@@ -42,6 +42,9 @@ type childConfig struct {
 	Args []string
 	Env  []string // the full environment; nil means os.Environ()
 	Dir  string
+	// Guard (optional) is the guard command the child is started through
+	// (Config.Guard).
+	Guard []string
 	// Grace is the wait after closing stdin before SIGTERM, and again
 	// before SIGKILL.
 	Grace  time.Duration
@@ -109,17 +112,29 @@ func startChild(cfg childConfig) (*child, error) {
 		return nil, fmt.Errorf("codexchild: start %s: %w", cfg.Bin, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, cfg.Bin, cfg.Args...)
+	bin, args := cfg.Bin, cfg.Args
+	if len(cfg.Guard) > 0 {
+		bin, args = cfg.Guard[0], append(append(append([]string(nil), cfg.Guard[1:]...), cfg.Bin), cfg.Args...)
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = cfg.Env
 	cmd.Dir = cfg.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	guarded := len(cfg.Guard) > 0
+	if guarded {
+		setParentDeathSignal(cmd.SysProcAttr)
+	}
 	// As in gopls: cancelling the context sends SIGTERM to the whole group;
 	// WaitDelay later is the hard stop (exec kills the leader; stop kills
 	// the group).
 	cmd.Cancel = func() error { return signalGroup(cmd, syscall.SIGTERM) }
 	cmd.WaitDelay = cfg.Grace
-	err = cmd.Start()
+	if guarded {
+		err = startFromLastingThread(cmd)
+	} else {
+		err = cmd.Start()
+	}
 	// The child has its own copies now (or never will).
 	inR.Close()
 	outW.Close()

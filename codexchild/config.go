@@ -45,6 +45,12 @@ type Config struct {
 	ReplaceEnv bool
 	// Dir is the child's working directory. optional: "" means the proxy's.
 	Dir string
+	// Guard is the command that runs package guard's Main (for example
+	// [os.Executable(), "codex-guard"]): the child is started through it,
+	// so that nothing of Codex outlives the proxy however the proxy dies
+	// (see package guard). optional: nil starts the child directly, and a
+	// proxy killed with SIGKILL leaves Codex running.
+	Guard []string
 	// ClientInfo names the proxy in the handshake. optional: an empty Name
 	// means DefaultClientName, an empty Version means "dev".
 	ClientInfo ClientInfo

@@ -153,7 +153,7 @@ func (l *core[C]) start() {
 	defer close(l.startDone)
 	args := append(append([]string(nil), cfg.Args...), h.subcommand)
 	ch, err := startChild(childConfig{
-		Bin: cfg.Bin, Args: args, Env: cfg.env(), Dir: cfg.Dir,
+		Bin: cfg.Bin, Args: args, Env: cfg.env(), Dir: cfg.Dir, Guard: cfg.Guard,
 		Grace: cfg.grace(), Logger: log,
 	})
 	if err != nil {

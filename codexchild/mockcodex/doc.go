@@ -180,7 +180,9 @@
 // # Deliberate differences from the real Codex
 //
 // Commands run without a sandbox. stdin EOF ends the process at once (real
-// Codex sometimes needs SIGTERM when a listener is stuck). The stale
+// Codex sometimes needs SIGTERM when a listener is stuck, and codex
+// mcp-server does not exit at EOF while a turn runs); MOCKCODEX_EOF=linger
+// makes it ignore EOF, until a signal ends it. The stale
 // listener is deterministic (see above). Long texts Codex injects (skills,
 // permission instructions) are shortened. The codex-reply argument error
 // texts, the denied-patch output ("patch rejected by user") and the shapes of

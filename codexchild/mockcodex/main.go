@@ -146,6 +146,13 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 		} else {
 			newAppServer(p).serve(in)
 		}
+		if getenv("MOCKCODEX_EOF") == "linger" {
+			// As codex mcp-server with a turn running: stdin EOF does not
+			// end the process; a signal does.
+			for {
+				time.Sleep(time.Hour)
+			}
+		}
 	}()
 	select {
 	case <-served:

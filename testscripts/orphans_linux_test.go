@@ -1,0 +1,253 @@
+package testscripts
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/modelmock"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realcodex"
+	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
+)
+
+// killMoment is a moment of serve's life at which it is killed.
+type killMoment struct {
+	name   string
+	prompt string // the turn in flight when serve is killed ("" = none)
+	wait   string // "started" (the turn's first event), "approval" (the elicitation), "random" (0–delay), or "" for none
+	delay  time.Duration
+}
+
+// TestNoOrphansWhenServeIsKilled: serve killed with SIGKILL at some moment
+// of its life — idle after a turn, in the middle of a turn that hangs, while
+// an approval waits for the client, at a random moment of a turn — leaves
+// nothing of its Codex tree running 2 s later: not the guard, not Codex,
+// not the per-thread tools servers. mockcodex is told to outlive stdin EOF,
+// as codex mcp-server does mid-turn, so that only the guard can end it.
+func TestNoOrphansWhenServeIsKilled(t *testing.T) {
+	moments := []killMoment{
+		{name: "idle after a turn"},
+		{name: "mid-turn", prompt: "HANG", wait: "started"},
+		{name: "approval pending", prompt: "RUN_SHELL ESCALATE CMD=echo hi", wait: "approval"},
+	}
+	for i := range 3 {
+		moments = append(moments, killMoment{name: fmt.Sprint("random moment ", i+1), prompt: "RUN_SHELL CMD=sleep 0.2", wait: "random", delay: 300 * time.Millisecond})
+	}
+	for _, b := range []struct{ backend, version string }{{"mcp-server", "0.153.4"}, {"app-server", "0.169.0"}} {
+		for _, m := range moments {
+			t.Run(b.backend+"/"+m.name, func(t *testing.T) {
+				home := t.TempDir()
+				killServe(t, m, home, home, "mockcodex", b.backend,
+					"HOME="+home, "CODEX_HOME="+filepath.Join(home, ".codex"), "MOCKCODEX_VERSION="+b.version, "MOCKCODEX_EOF=linger")
+			})
+		}
+	}
+}
+
+// TestNoOrphansWithRealCodex is the same with the real Codex CLIs (their
+// node wrapper, the native binary, its shells and the tools servers it
+// starts) and the loopback model.
+func TestNoOrphansWithRealCodex(t *testing.T) {
+	for _, tc := range []struct {
+		which   realcodex.Which
+		backend string
+	}{{realcodex.MCPServer, "mcp-server"}, {realcodex.AppServer, "app-server"}} {
+		t.Run(tc.backend, func(t *testing.T) {
+			bin := realcodex.Bin(t, tc.which)
+			mock, err := modelmock.Start(modelmock.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { mock.Close() })
+			moments := []killMoment{
+				{name: "idle after a turn"},
+				{name: "mid-turn", prompt: "SLOW=30 then answer", wait: "started"},
+				{name: "approval pending", prompt: "RUN_SHELL ESCALATE CMD=echo hi", wait: "approval"},
+			}
+			for i := range 3 {
+				moments = append(moments, killMoment{name: fmt.Sprint("random moment ", i+1), prompt: "RUN_SHELL CMD=sleep 1", wait: "random", delay: 2 * time.Second})
+			}
+			for _, m := range moments {
+				t.Run(m.name, func(t *testing.T) {
+					h := realcodex.NewHome(t, mock.URL(), nil)
+					killServe(t, m, t.TempDir(), h.WorkDir, bin, tc.backend, h.Env()...)
+				})
+			}
+		})
+	}
+}
+
+// killServe runs serve (ATM home atmHome, threads in cwd) on codexBin with
+// env added, brings it to moment m, kills it with SIGKILL and fails when
+// any process that shares serve's HOME is still running 2 s later.
+func killServe(t *testing.T, m killMoment, atmHome, cwd, codexBin, backend string, env ...string) {
+	t.Helper()
+	writeTeamConfig(t, atmHome, "dev", "team-lead", "arch")
+	cmd := exec.Command("atm-agent-mcp", "serve", "--team", "dev", "--identity", "proxy", "--codex-bin", codexBin,
+		"--backend", backend, "--approval-policy", "on-request")
+	cmd.Env = append(append(os.Environ(), "ATM_HOME="+atmHome, "GIT_CEILING_DIRECTORIES="+filepath.Dir(atmHome)), env...)
+	cmd.Dir = cwd
+	var home string
+	for _, kv := range cmd.Env {
+		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
+			home = v // the last one wins, as in the process
+		}
+	}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	stuck := time.AfterFunc(60*time.Second, func() { _ = cmd.Process.Kill() }) // a read that never ends fails instead
+	defer stuck.Stop()
+	c := &lineClient{t: t, w: jsonrpcframe.NewLineWriter(in), r: jsonrpcframe.NewLineReader(bufio.NewReader(out), nil)}
+	c.call("initialize", `{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}`)
+	c.call("tools/call", `{"name":"codex","arguments":{"prompt":"start","identity":"arch","cwd":"`+cwd+`"}}`)
+	if m.prompt != "" {
+		c.send("tools/call", `{"name":"codex","arguments":{"prompt":"`+m.prompt+`","identity":"team-lead","cwd":"`+cwd+`"}}`)
+		switch m.wait {
+		case "random":
+			time.Sleep(time.Duration(rand.Int64N(int64(m.delay))))
+		default:
+			c.until(m.wait)
+		}
+	}
+	if n := len(survivors(home)); n < 3 {
+		t.Fatalf("only %d processes of the run before the kill; want serve, the guard and Codex at least", n)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	deadline := time.Now().Add(2 * time.Second)
+	left := survivors(home)
+	for len(left) > 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		left = survivors(home)
+	}
+	if len(left) > 0 {
+		for _, pid := range left {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		t.Errorf("2 s after serve was killed, %d process(es) of its tree still run: %s", len(left), describe(left))
+	}
+}
+
+// survivors returns the pids of the processes whose environment has
+// HOME=home.
+func survivors(home string) []int {
+	entries, _ := os.ReadDir("/proc")
+	want := []byte("HOME=" + home + "\x00")
+	var pids []int
+	for _, e := range entries {
+		var pid int
+		if _, err := fmt.Sscan(e.Name(), &pid); err != nil || pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil || !bytes.Contains(append([]byte{0}, env...), append([]byte{0}, want...)) {
+			continue
+		}
+		if stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil && bytes.Contains(stat, []byte(") Z ")) {
+			continue // a zombie: dead, waiting for its parent
+		}
+		pids = append(pids, pid)
+	}
+	return pids
+}
+
+// describe names processes by their command lines.
+func describe(pids []int) string {
+	var parts []string
+	for _, pid := range pids {
+		cl, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		parts = append(parts, fmt.Sprintf("%d %q", pid, strings.ReplaceAll(strings.TrimRight(string(cl), "\x00"), "\x00", " ")))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// writeTeamConfig creates a team config with the given members.
+func writeTeamConfig(t *testing.T, home, team string, members ...string) {
+	t.Helper()
+	dir := filepath.Join(home, ".claude", "teams", team)
+	if err := os.MkdirAll(filepath.Join(dir, "inboxes"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var ms []map[string]any
+	for _, m := range members {
+		ms = append(ms, map[string]any{"agentId": m + "@" + team, "name": m, "agentType": "general-purpose", "joinedAt": 1})
+	}
+	b, _ := json.Marshal(map[string]any{"name": team, "createdAt": 1, "leadAgentId": "team-lead@" + team, "members": ms})
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// lineClient is a minimal MCP client over NDJSON pipes; it answers no
+// server request (an approval stays pending).
+type lineClient struct {
+	t    *testing.T
+	w    jsonrpcframe.Writer
+	r    jsonrpcframe.Reader
+	next int64
+}
+
+func (c *lineClient) send(method, params string) jsonrpcframe.ID {
+	c.t.Helper()
+	c.next++
+	id := jsonrpcframe.IntID(c.next)
+	if err := c.w.Write(&jsonrpcframe.Message{Versioned: true, ID: id, Method: method, Params: json.RawMessage(params)}); err != nil {
+		c.t.Fatal(err)
+	}
+	return id
+}
+
+// call sends a request and reads until its response.
+func (c *lineClient) call(method, params string) *jsonrpcframe.Message {
+	c.t.Helper()
+	id := c.send(method, params)
+	for {
+		m, err := c.r.Read()
+		if err != nil {
+			c.t.Fatalf("%s: %v", method, err)
+		}
+		if m.IsResponse() && m.ID == id {
+			if m.Error != nil {
+				c.t.Fatalf("%s: %s", method, m.Error)
+			}
+			return m
+		}
+	}
+}
+
+// until reads until a codex/event of the given type, or a server request
+// named so (elicitation/create for an approval).
+func (c *lineClient) until(typ string) {
+	c.t.Helper()
+	for {
+		m, err := c.r.Read()
+		if err != nil {
+			c.t.Fatalf("waiting for %s: %v", typ, err)
+		}
+		if typ == "started" && (bytes.Contains(m.Params, []byte(`"task_started"`)) || bytes.Contains(m.Params, []byte(`"turn/started"`))) ||
+			typ == "approval" && m.IsRequest() && m.Method == "elicitation/create" {
+			return
+		}
+	}
+}
