@@ -7,7 +7,7 @@
 // the command's own output: `serve` and `tools` hand stdout to the MCP
 // server untouched, and every diagnostic goes to stderr or the log file.
 //
-// The MCP servers themselves are not in this package. `serve` and `tools`
-// call the package variables [Serve] and [Tools], which the proxy package
-// sets; while they are nil those commands fail with a message on stderr.
+// The MCP servers themselves are not in this package: Run is given them as
+// [Programs] (Serve and Tools); without one, its command fails with a
+// message on stderr.
 package cli
