@@ -138,6 +138,9 @@ func (e *Env) agentClose(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.Too
 		if s = e.m.Get(agentID); s == nil {
 			return nil, proxyerr.New(proxyerr.ErrSessionNotFound, map[string]any{"agent_id": agentID}, "no session with agent_id %q", agentID)
 		}
+		if err := sameIdentity(agentID, s.Record().Identity, identity); err != nil {
+			return nil, err
+		}
 	case identity != "":
 		if s = e.m.ByIdentity(identity); s == nil {
 			return nil, proxyerr.New(proxyerr.ErrSessionNotFound, map[string]any{"identity": identity}, "no live session with identity %q", identity)

@@ -44,6 +44,8 @@ func TestBadArguments(t *testing.T) {
 		{"atm_pending_count", `{"identity":"arch","bogus":true}`, `-32602 unknown argument(s) for atm_pending_count: bogus (expected one of: agent_id, identity)`},
 		{"agent_status", `{"agent_id":"codex-nope"}`, `-32002 no session with agent_id "codex-nope"`},
 		{"agent_close", `{}`, `-32602 agent_close needs agent_id or identity`},
+		{"agent_close", `{"agent_id":"` + arch + `","identity":"dev-1"}`, `-32602 identity "dev-1" does not match the identity "arch" of session ` + arch},
+		{"codex", `{"agent_id":"` + arch + `","identity":"dev-1","prompt":"go on"}`, `-32602 identity "dev-1" does not match the identity "arch" of session ` + arch},
 		{"agent_wait", `{"agent_id":"codex-nope"}`, `-32002 no session with agent_id "codex-nope"`},
 		{"agent_wait", `{"agent_id":"` + arch + `","timeout_secs":"soon"}`, `-32602 argument "timeout_secs" must be an integer`},
 		{"agent_wait", `{"agent_id":"` + arch + `","timeout_secs":-1}`, `-32602 argument "timeout_secs" must not be negative`},

@@ -34,9 +34,8 @@ func (e *Env) sender(a mcpconn.Args) (string, error) {
 		if !rec.Status.Live() {
 			return "", proxyerr.New(proxyerr.ErrSessionClosed, map[string]any{"agent_id": agentID}, "session %s is %s; its identity is not held", agentID, rec.Status)
 		}
-		if identity != "" && identity != rec.Identity {
-			return "", proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "identity"},
-				"identity %q does not match the identity %q of session %s", identity, rec.Identity, agentID)
+		if err := sameIdentity(rec.AgentID, rec.Identity, identity); err != nil {
+			return "", err
 		}
 		return rec.Identity, nil
 	}

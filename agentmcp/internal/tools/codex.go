@@ -58,7 +58,7 @@ func (e *Env) codex(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResu
 			return nil, proxyerr.New(proxyerr.ErrInvalidSessionParams, map[string]any{"arguments": []string{"agent_id", "agent_file", "thread_id"}},
 				"agent_id (resume) excludes agent_file and thread_id")
 		}
-		return e.resume(ctx, c, agentID, prompt, str["cwd"], background)
+		return e.resume(ctx, c, agentID, str["identity"], prompt, str["cwd"], background)
 	}
 	var seed string
 	if adopt != "" {
@@ -246,10 +246,13 @@ func (e *Env) codexReply(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.Too
 // resume is codex with agent_id (FR-16.3, FR-17.7): a live session just
 // gets the prompt; a closed, stale or interrupted one is bound again (its
 // identity claimed), its saved summary put before the first turn.
-func (e *Env) resume(ctx context.Context, c *mcpconn.ToolCall, agentID, prompt, cwdArg string, background bool) (*mcpconn.ToolResult, error) {
+func (e *Env) resume(ctx context.Context, c *mcpconn.ToolCall, agentID, identity, prompt, cwdArg string, background bool) (*mcpconn.ToolResult, error) {
 	s := e.m.Get(agentID)
 	if s == nil {
 		return nil, proxyerr.New(proxyerr.ErrSessionNotFound, map[string]any{"agent_id": agentID}, "no session with agent_id %q in this proxy's registry", agentID)
+	}
+	if err := sameIdentity(agentID, s.Record().Identity, identity); err != nil {
+		return nil, err
 	}
 	if err := e.m.Rebind(s, session.SourceClaude); err != nil {
 		return nil, err

@@ -163,6 +163,17 @@ func turnResult(t *session.TurnResult) *mcpconn.ToolResult {
 	}
 }
 
+// sameIdentity checks that a tool's identity argument (optional) names the
+// identity of the session its agent_id names: a tool that takes both never
+// acts on one session in the name of another.
+func sameIdentity(agentID, sessionIdentity, identity string) error {
+	if identity != "" && identity != sessionIdentity {
+		return proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "identity"},
+			"identity %q does not match the identity %q of session %s", identity, sessionIdentity, agentID)
+	}
+	return nil
+}
+
 // lookup returns the session of the agent_id argument or SESSION_NOT_FOUND.
 func (e *Env) lookup(a mcpconn.Args) (*session.Session, error) {
 	agentID, err := a.Str("agent_id")

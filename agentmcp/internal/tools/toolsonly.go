@@ -69,8 +69,10 @@ func ServeTools(ctx context.Context, opts ToolsOptions, r io.Reader, w io.Writer
 	tools := &atmTools{
 		atm:  atm,
 		team: opts.Team,
+		// Who acts is fixed; atm_read's "from" is a filter of whose mail to
+		// read, not an identity, and no other tool takes it.
 		sender: func(a mcpconn.Args) (string, error) {
-			for _, n := range []string{"identity", "from", "agent_id"} {
+			for _, n := range []string{"identity", "agent_id"} {
 				if v, _ := a.Str(n); v != "" && v != opts.Identity {
 					return "", proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": n},
 						"this tool server acts only as %q; it cannot act as %q", opts.Identity, v)

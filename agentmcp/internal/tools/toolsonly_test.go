@@ -67,6 +67,13 @@ func TestServeTools(t *testing.T) {
 	if !strings.Contains(string(forged.Result), `"isError":true`) || !strings.Contains(string(forged.Result), "unknown argument(s) for atm_send: identity") {
 		t.Errorf("atm_send as another identity: %s %s", forged.Result, forged.Error)
 	}
+	// The agent reads its own inbox, filtered by sender: "from" is a
+	// filter, not an attempt to act as someone else.
+	h.ok("atm_send", `{"identity":"dev-1","to":"arch","message":"from dev-1"}`)
+	read := call("tools/call", map[string]any{"name": "atm_read", "arguments": map[string]any{"from": "dev-1"}})
+	if read.Error != nil || strings.Contains(string(read.Result), `"isError":true`) || !strings.Contains(string(read.Result), "from dev-1") {
+		t.Errorf("atm_read with a from filter: %s %s", read.Result, read.Error)
+	}
 	got := h.ok("atm_read", `{"identity":"dev-1"}`)
 	if msgs, _ := got["messages"].([]any); len(msgs) != 1 {
 		t.Errorf("dev-1's inbox: %v", got)
