@@ -113,7 +113,7 @@ func proxyOptions(cfg *config.Config, logger *slog.Logger) (proxy.Options, error
 		Roles:            roles,
 		BaseInstructions: base, ExtraInstructions: extra,
 		RequestTimeout: cfg.RequestTimeout, MaxSessions: cfg.MaxConcurrentThreads,
-		ElicitationTimeout: cfg.ElicitationTimeout, ApprovalFallback: cfg.ApprovalFallback,
+		ElicitationTimeout: cfg.ElicitationTimeout, ApprovalFallback: cfg.ApprovalFallback, MCPProtocol: cfg.MCPProtocol,
 		AutoMail: cfg.AutoMail, AutoMailFor: cfg.AutoMailFor,
 		MailPollInterval: cfg.MailPollInterval, MailIdleTimeout: cfg.IdleTimeout, PersistThreads: cfg.PersistThreads, MaxMailMessages: cfg.MaxMailMessages, MaxMailMessageLength: cfg.MaxMailMessageLength,
 		ToolServer: toolServer, ToolServerEnv: map[string]string{"ATM_TEAM": cfg.Team},

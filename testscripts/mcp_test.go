@@ -54,6 +54,7 @@ type mcpProc struct {
 	answers  map[string]json.RawMessage
 	bad      []string // stdout lines that are not JSON-RPC 2.0
 	header   bool
+	meta     json.RawMessage // set by mcp meta: the _meta of every later request
 }
 
 func mcpStateOf(ts *testscript.TestScript) *mcpState {
@@ -67,6 +68,7 @@ func mcpStateOf(ts *testscript.TestScript) *mcpState {
 //	mcp send NAME VAR METHOD [PARAMS]          request without waiting; its id goes into $VAR
 //	mcp wait NAME ID [VAR=PATH...]             wait for the response to id; print it
 //	mcp notify NAME METHOD [PARAMS]            send a notification
+//	mcp meta NAME JSON                         every later request carries JSON as _meta (a 2026-07-28 client); "-" stops
 //	mcp raw NAME TEXT                          write TEXT and a newline to stdin
 //	mcp answer NAME METHOD RESULT              answer the server's METHOD requests with RESULT ("-": never)
 //	mcp requests NAME [METHOD]                 print the server's requests so far, then "requests: N"
@@ -141,6 +143,18 @@ func cmdMCP(ts *testscript.TestScript, neg bool, args []string) {
 		m, err := jsonrpcframe.NewNotification(rest[0], rawParams(ts, params))
 		ts.Check(err)
 		ts.Check(p.w.Write(m))
+	case "meta":
+		// mcp meta NAME JSON: every later request carries JSON as its
+		// _meta, as a 2026-07-28 client's do; "-" stops it.
+		if len(rest) != 1 {
+			ts.Fatalf("usage: mcp meta NAME JSON|-")
+		}
+		p.mu.Lock()
+		p.meta = nil
+		if rest[0] != "-" {
+			p.meta = json.RawMessage(rawParams(ts, rest[0]).(json.RawMessage))
+		}
+		p.mu.Unlock()
 	case "raw":
 		_, err := io.WriteString(p.stdin, strings.Join(rest, " ")+"\n")
 		ts.Check(err)
@@ -437,7 +451,22 @@ func (p *mcpProc) request(ts *testscript.TestScript, method, params string) json
 	p.nextID++
 	id := jsonrpcframe.IntID(p.nextID)
 	p.mu.Unlock()
-	m, err := jsonrpcframe.NewRequest(id, method, rawParams(ts, params))
+	var body any = rawParams(ts, params)
+	p.mu.Lock()
+	meta := p.meta
+	p.mu.Unlock()
+	if meta != nil {
+		// A modern client's request: its _meta goes with it.
+		obj := map[string]json.RawMessage{}
+		if params != "" {
+			ts.Check(json.Unmarshal([]byte(params), &obj))
+		}
+		if _, ok := obj["_meta"]; !ok {
+			obj["_meta"] = meta
+		}
+		body = obj
+	}
+	m, err := jsonrpcframe.NewRequest(id, method, body)
 	ts.Check(err)
 	ts.Check(p.w.Write(m))
 	return id

@@ -26,6 +26,11 @@ var (
 	// the client cannot answer (no elicitation support, or no answer within
 	// elicitation_timeout_secs).
 	ApprovalFallbacks = []string{"deny", "approve", "queue"}
+	// MCPProtocols choose the MCP revisions serve speaks: auto (the
+	// stateless 2026-07-28 to requests that declare it, the
+	// initialize-based ones otherwise) or 2025-11-25 (only those: clients
+	// that probe server/discover fall back to initialize).
+	MCPProtocols = []string{"auto", "2025-11-25"}
 	// LogLevels are the accepted log levels.
 	LogLevels = []string{"debug", "info", "warn", "error"}
 )
@@ -39,6 +44,7 @@ const (
 	DefaultSandbox              = "workspace-write"
 	DefaultApprovalPolicy       = "on-request"
 	DefaultApprovalFallback     = "deny"
+	DefaultMCPProtocol          = "auto"
 	DefaultMailPollInterval     = 5 * time.Second
 	DefaultIdleTimeout          = 5 * time.Minute
 	DefaultRequestTimeout       = 300 * time.Second
@@ -193,6 +199,8 @@ type Config struct {
 	// answer: deny (default), approve, or queue it for the status/respond
 	// tools.
 	ApprovalFallback string
+	// MCPProtocol is one of MCPProtocols.
+	MCPProtocol string
 
 	LogLevel string // one of LogLevels
 	LogFile  string // absolute path; "" logs to stderr

@@ -51,7 +51,7 @@ func TestParseToolCall(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c, err := s.parseToolCall(m)
+			c, err := parseCall(s, m)
 			if tt.wantErr {
 				if !errors.Is(err, proxyerr.ErrInvalidParams) {
 					t.Fatalf("err = %v, want -32602", err)

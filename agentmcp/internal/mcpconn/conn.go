@@ -67,6 +67,10 @@ type Config struct {
 	// Tools is the JSON array of the tools' definitions, listed by
 	// tools/list. optional: nil lists none.
 	Tools json.RawMessage
+	// Protocol chooses the MCP revisions spoken: ProtocolAuto (each
+	// request's own, the modern one included) or ProtocolLegacy (only the
+	// initialize-based ones). optional: "" means ProtocolAuto.
+	Protocol string
 	// EventQueue bounds the queue of events waiting for the client.
 	// optional: 0 means 1024.
 	EventQueue int
@@ -83,8 +87,12 @@ type Conn struct {
 	cfg       Config
 	log       *slog.Logger
 	toolsList []byte
-	pool      pool
-	readDone  chan error // the reading ended, with why
+	// modern: the tools/list result and the tail of every complete result
+	// in the modern revision
+	toolsListModern []byte
+	completeTail    []byte
+	pool            pool
+	readDone        chan error // the reading ended, with why
 
 	out *outbox // set by Start
 	r   jsonrpcframe.Reader
@@ -118,6 +126,9 @@ func New(cfg Config) *Conn {
 	list, _ := json.Marshal(map[string]any{"tools": tools})
 	c := &Conn{cfg: cfg, log: cfg.Logger, toolsList: list, readDone: make(chan error, 1),
 		inflight: map[jsonrpcframe.ID]context.CancelFunc{}}
+	c.completeTail = c.modernTail("complete")
+	modernList, _ := json.Marshal(map[string]any{"tools": tools, "ttlMs": 0, "cacheScope": "public"})
+	c.toolsListModern = c.modernResult(modernList)
 	c.pool.mu = &c.mu
 	c.base, c.stopAll = context.WithCancel(context.Background())
 	c.protocolVersion.Store("")
@@ -221,7 +232,8 @@ func (c *Conn) Request(ctx context.Context, method string, params any) (*jsonrpc
 }
 
 // Elicitation reports whether the client declared the elicitation
-// capability in initialize.
+// capability in initialize (a legacy client; a modern one declares it per
+// request: ToolCall.Elicitation).
 func (c *Conn) Elicitation() bool { return c.elicitation.Load() }
 
 // ProtocolVersion returns the negotiated protocol version ("" before

@@ -582,7 +582,7 @@ func FuzzParseToolCall(f *testing.F) {
 		if err != nil {
 			return
 		}
-		call, err := c.parseToolCall(m)
+		call, err := parseCall(c, m)
 		if err != nil {
 			if !errors.Is(err, proxyerr.ErrInvalidParams) {
 				t.Errorf("error %v is not INVALID_PARAMS", err)

@@ -54,6 +54,35 @@ func (c *Conn) notification(m *jsonrpcframe.Message) {
 }
 
 func (c *Conn) request(m *jsonrpcframe.Message, rd *reader) error {
+	var buf [8]jsonrpcframe.Member
+	params, _ := jsonrpcframe.AppendMembers(buf[:0], m.Params)
+	meta, err := c.requestMeta(params)
+	if err != nil {
+		c.replyErrorFor(m.ID, err, true)
+		return nil
+	}
+	switch {
+	case meta.modern && m.Method == "server/discover":
+		c.log.Debug("server/discover", "client", meta.client, "protocol", meta.version)
+		c.discover(m)
+		return nil
+	case meta.modern && modernMethodGone(m.Method):
+		c.replyErrorFor(m.ID, proxyerr.New(proxyerr.ErrMethodNotFound, map[string]any{"method": m.Method},
+			"%s is not part of MCP %s (stateless: no handshake, ping, log level or subscriptions)", m.Method, meta.version), true)
+		return nil
+	case m.Method == "server/discover" && c.cfg.Protocol == ProtocolLegacy:
+		c.out.replyError(m.ID, proxyerr.New(proxyerr.ErrMethodNotFound, map[string]any{"method": m.Method},
+			"method not found: server/discover (this server speaks MCP up to %s: send initialize)", ProtocolVersions[0]))
+		return nil
+	case m.Method == "server/discover":
+		c.out.replyError(m.ID, proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"_meta": metaVersion},
+			"server/discover needs _meta[%q] (one of %v)", metaVersion, ModernVersions))
+		return nil
+	}
+	reply := c.out.reply
+	if meta.modern {
+		reply = c.replyModern
+	}
 	switch m.Method {
 	case "initialize":
 		c.initialize(m)
@@ -62,36 +91,40 @@ func (c *Conn) request(m *jsonrpcframe.Message, rd *reader) error {
 		c.out.reply(m.ID, struct{}{})
 		return nil
 	case "tools/list":
-		c.out.reply(m.ID, json.RawMessage(c.toolsList))
+		if meta.modern {
+			c.out.reply(m.ID, json.RawMessage(c.toolsListModern))
+		} else {
+			c.out.reply(m.ID, json.RawMessage(c.toolsList))
+		}
 		return nil
 	case "resources/list":
-		c.out.reply(m.ID, map[string]any{"resources": []any{}})
+		reply(m.ID, map[string]any{"resources": []any{}})
 		return nil
 	case "resources/templates/list":
-		c.out.reply(m.ID, map[string]any{"resourceTemplates": []any{}})
+		reply(m.ID, map[string]any{"resourceTemplates": []any{}})
 		return nil
 	case "prompts/list":
-		c.out.reply(m.ID, map[string]any{"prompts": []any{}})
+		reply(m.ID, map[string]any{"prompts": []any{}})
 		return nil
 	case "resources/read", "prompts/get":
-		c.out.replyError(m.ID, proxyerr.New(proxyerr.ErrInvalidParams, nil, "%s: this server has no resources or prompts", m.Method))
+		c.replyErrorFor(m.ID, proxyerr.New(proxyerr.ErrInvalidParams, nil, "%s: this server has no resources or prompts", m.Method), meta.modern)
 		return nil
 	}
 	ctx, err := c.track(m.ID)
 	if err != nil {
-		c.out.replyError(m.ID, err)
+		c.replyErrorFor(m.ID, err, meta.modern)
 		return nil
 	}
 	if m.Method != "tools/call" {
 		go func() {
 			defer c.untrack(m.ID)
-			c.forward(ctx, m)
+			c.forward(ctx, m, meta.modern)
 		}()
 		return nil
 	}
-	call, err := c.parseToolCall(m)
+	call, err := c.parseToolCall(m, params, meta)
 	if err != nil {
-		c.out.replyError(m.ID, err)
+		c.replyErrorFor(m.ID, err, meta.modern)
 		c.untrack(m.ID)
 		return nil
 	}
@@ -115,11 +148,13 @@ func (c *Conn) finish(call *ToolCall, res *ToolResult, err error) {
 	case call.ctx.Err() != nil:
 		c.log.Info("request cancelled by the client; no response sent", "id", call.ID.String(), "tool", call.Name)
 	case err != nil:
-		c.out.replyError(call.ID, err)
+		c.replyErrorFor(call.ID, err, call.Modern)
 	case res == nil:
-		c.out.replyError(call.ID, proxyerr.New(proxyerr.ErrInternal, nil, "tool %s returned no result", call.Name))
+		c.replyErrorFor(call.ID, proxyerr.New(proxyerr.ErrInternal, nil, "tool %s returned no result", call.Name), call.Modern)
+	case res.Input != nil && !call.Modern:
+		c.out.replyError(call.ID, proxyerr.New(proxyerr.ErrInternal, nil, "tool %s asked for input from a client that cannot answer it", call.Name))
 	default:
-		c.out.reply(call.ID, res.JSON())
+		c.out.reply(call.ID, call.resultJSON(res))
 	}
 }
 
@@ -187,19 +222,22 @@ func (c *Conn) initialize(m *jsonrpcframe.Message) {
 
 // forward hands a request the Conn does not answer to the Forwarder and
 // writes its answer with the request's id.
-func (c *Conn) forward(ctx context.Context, m *jsonrpcframe.Message) {
+func (c *Conn) forward(ctx context.Context, m *jsonrpcframe.Message, modern bool) {
 	f, ok := c.cfg.Handler.(Forwarder)
 	if !ok {
-		c.out.replyError(m.ID, proxyerr.New(proxyerr.ErrMethodNotFound, map[string]any{"method": m.Method}, "method not found: %s", m.Method))
+		c.replyErrorFor(m.ID, proxyerr.New(proxyerr.ErrMethodNotFound, map[string]any{"method": m.Method}, "method not found: %s", m.Method), modern)
 		return
 	}
 	resp, err := f.Forward(ctx, m)
 	if err != nil {
-		c.out.replyError(m.ID, err)
+		c.replyErrorFor(m.ID, err, modern)
 		return
 	}
 	out := *resp
 	out.ID = m.ID
+	if modern && len(out.Result) > 0 {
+		out.Result = c.modernResult(out.Result)
+	}
 	if err := c.out.write(&out); err != nil {
 		c.log.Debug("forwarded reply not delivered", "err", err)
 	}

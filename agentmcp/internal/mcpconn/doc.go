@@ -8,6 +8,21 @@
 // requests (elicitation) and progress, and writes the events the server
 // sends on its own without ever waiting for a slow client.
 //
+// # Two eras of MCP
+//
+// Each request is served in the revision it uses (Config.Protocol may pin
+// the legacy ones). A legacy client opens with initialize (2024-11-05 to
+// 2025-11-25) and is served as before. A request whose _meta declares a
+// modern revision (ModernVersions: 2026-07-28, as Claude Code sends first)
+// is served on its own: server/discover instead of the handshake, the
+// client's capabilities read from that request (ToolCall.Elicitation), a
+// resultType and the server's identity on every result, -32601 for the
+// methods the revision removed, -32022 for a revision not spoken, and no
+// -32002 (SESSION_NOT_FOUND goes as -32602). The Conn never sends a modern
+// request's turn a request of its own: a Handler asks with a multi
+// round-trip result (ToolResult.Input) and reads the retry's RequestState
+// and InputResponses.
+//
 // # The fast path
 //
 // A tools/call runs on the goroutine that read it, in read order, so that a

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/leakcheck"
+	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
 // waitFor polls cond until it holds or 10 s pass.
@@ -21,3 +22,14 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // checkNoLeaks fails the test if it leaves goroutines running.
 func checkNoLeaks(t *testing.T) { leakcheck.Check(t, "mcpconn.") }
+
+// parseCall reads a tools/call request as Conn.request does: its params'
+// members, what its _meta declares, then the call.
+func parseCall(c *Conn, m *jsonrpcframe.Message) (*ToolCall, error) {
+	params, _ := jsonrpcframe.AppendMembers(nil, m.Params)
+	meta, err := c.requestMeta(params)
+	if err != nil {
+		return nil, err
+	}
+	return c.parseToolCall(m, params, meta)
+}

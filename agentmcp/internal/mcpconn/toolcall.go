@@ -22,6 +22,18 @@ type ToolCall struct {
 	// Progress reports progress on the call; nil when the request carried
 	// no progress token (its methods do nothing then).
 	Progress *Progress
+	// Modern: the request declared a stateless revision (2026-07-28) in
+	// its _meta. Its result may then ask for input (ToolResult.Input), and
+	// the Conn sends no requests of its own for it.
+	Modern bool
+	// Elicitation: the client can be asked in a form, as this request
+	// declared (modern) or as initialize did (legacy).
+	Elicitation bool
+	// RequestState and InputResponses are a modern retry's answers to the
+	// input an earlier result asked for (params.requestState and
+	// params.inputResponses, verbatim); empty on a first call.
+	RequestState   string
+	InputResponses json.RawMessage
 
 	conn  *Conn           // nil for a call made otherwise (tests, the tools-only server)
 	ctx   context.Context // the request's; ends when the client cancels it
@@ -39,11 +51,34 @@ const (
 )
 
 // ToolResult is a tool's answer: text content, structuredContent and the
-// isError flag (a tool's failure the model should read stays a result).
+// isError flag (a tool's failure the model should read stays a result);
+// or, to a modern request only, a request for input (Input set: the rest
+// is not sent).
 type ToolResult struct {
 	Text       string
 	Structured any
 	IsError    bool
+	Input      *InputRequired
+}
+
+// InputRequired is a multi round-trip result (MCP 2026-07-28): what the
+// client must answer before it calls the tool again with the same
+// arguments, the answers in inputResponses under the same keys and State
+// as requestState.
+type InputRequired struct {
+	// State is echoed by the retry as requestState; the server gives it
+	// meaning.
+	State string
+	// Requests are keyed by names the retry answers under; each is a
+	// request the client would have got before this revision, such as
+	// elicitation/create.
+	Requests map[string]InputRequest
+}
+
+// InputRequest is one request of an InputRequired.
+type InputRequest struct {
+	Method string `json:"method"`
+	Params any    `json:"params"`
 }
 
 // ErrAnswered is what a Handler returns for a call answered with
@@ -102,24 +137,64 @@ func (c *ToolCall) TryReplyNow(r *ToolResult, commit func()) bool {
 	}
 	c.Progress.finish()
 	c.answered.Store(true)
+	if c.Modern {
+		m.Result = c.resultJSON(r)
+	}
 	c.conn.out.writeReserved(m)
 	return true
 }
 
-// parseToolCall reads a tools/call request without decoding its params
-// (a reader's message is valid JSON).
-func (cn *Conn) parseToolCall(m *jsonrpcframe.Message) (*ToolCall, error) {
-	var buf [8]jsonrpcframe.Member
-	p, ok := jsonrpcframe.AppendMembers(buf[:0], m.Params)
+// resultJSON renders r as the result of this call, in its revision.
+func (c *ToolCall) resultJSON(r *ToolResult) json.RawMessage {
+	if !c.Modern {
+		return r.JSON()
+	}
+	if r.Input != nil {
+		b := []byte(`{"resultType":"input_required","requestState":`)
+		b = jsonrpcframe.AppendString(b, r.Input.State)
+		b = append(b, `,"inputRequests":`...)
+		b = appendEncoded(b, r.Input.Requests)
+		tail := c.conn.modernTail("input_required")
+		// the tail's own resultType is replaced by the one above
+		_, meta, _ := bytes.Cut(tail, []byte(`,"_meta"`))
+		b = append(b, `,"_meta"`...)
+		b = append(b, meta...)
+		return append(b, '}')
+	}
+	return c.conn.modernResult(r.JSON())
+}
+
+// parseToolCall reads a tools/call request (p: its params' members, meta:
+// what its _meta declares) without decoding its params (a reader's message
+// is valid JSON).
+func (cn *Conn) parseToolCall(m *jsonrpcframe.Message, p []jsonrpcframe.Member, meta reqMeta) (*ToolCall, error) {
 	name, _ := jsonrpcframe.String(jsonrpcframe.Lookup(p, "name"))
-	if !ok || name == "" {
+	if name == "" {
 		return nil, proxyerr.New(proxyerr.ErrInvalidParams, nil, "tools/call needs params {name, arguments}")
 	}
 	a, err := ParseArgs(jsonrpcframe.Lookup(p, "arguments"))
 	if err != nil {
 		return nil, err
 	}
-	c := &ToolCall{ID: m.ID, RawID: m.ID.Raw(), Name: name, Args: a, conn: cn}
+	c := &ToolCall{ID: m.ID, RawID: m.ID.Raw(), Name: name, Args: a, conn: cn, Modern: meta.modern}
+	if meta.modern {
+		c.Elicitation = meta.elicitation
+		if raw := jsonrpcframe.Lookup(p, "requestState"); len(raw) > 0 && string(raw) != "null" {
+			st, ok := jsonrpcframe.String(raw)
+			if !ok {
+				return nil, proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "requestState"}, "requestState must be a string")
+			}
+			c.RequestState = st
+		}
+		if raw := jsonrpcframe.Lookup(p, "inputResponses"); len(raw) > 0 && string(raw) != "null" {
+			if raw[0] != '{' {
+				return nil, proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "inputResponses"}, "inputResponses must be an object")
+			}
+			c.InputResponses = raw
+		}
+	} else {
+		c.Elicitation = cn.Elicitation()
+	}
 	if meta := jsonrpcframe.Lookup(p, "_meta"); len(meta) > 0 {
 		var mbuf [4]jsonrpcframe.Member
 		mm, _ := jsonrpcframe.AppendMembers(mbuf[:0], meta)

@@ -53,6 +53,9 @@ type Options struct {
 	// ApprovalFallback decides approvals the client cannot be asked about
 	// (it did not declare elicitation): "deny" (default) or "approve".
 	ApprovalFallback string
+	// MCPProtocol is mcpconn.ProtocolAuto or mcpconn.ProtocolLegacy
+	// (Config.Protocol). optional: "" means auto.
+	MCPProtocol string
 	// SummaryTimeout bounds the summary requested on close and shutdown.
 	// optional: 0 means 10 s.
 	SummaryTimeout time.Duration

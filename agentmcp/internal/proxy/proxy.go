@@ -75,6 +75,7 @@ func New(opts Options) (*Server, error) {
 		Instructions: instructions,
 		Tools:        tools.Definitions,
 		EventQueue:   opts.EventQueue,
+		Protocol:     opts.MCPProtocol,
 		Logger:       log,
 	})
 	var registryView session.Registry = session.RegistryOf(reg)

@@ -30,6 +30,12 @@ const (
 	CodeIdentityRequired     = -32009
 )
 
+// The MCP specification's own codes (2026-07-28, -32020 to -32099).
+const (
+	CodeMissingClientCapability    = -32021
+	CodeUnsupportedProtocolVersion = -32022
+)
+
 // Kind is one kind of error: a JSON-RPC code and the name the client sees
 // in data.error_code. The sentinels below are the only values.
 type Kind struct {
@@ -58,6 +64,9 @@ var (
 	ErrInvalidRequest       = &Kind{jsonrpcframe.CodeInvalidRequest, "INVALID_REQUEST"}
 	ErrMethodNotFound       = &Kind{jsonrpcframe.CodeMethodNotFound, "METHOD_NOT_FOUND"}
 	ErrInternal             = &Kind{jsonrpcframe.CodeInternalError, "INTERNAL_ERROR"}
+
+	ErrMissingClientCapability    = &Kind{CodeMissingClientCapability, "MISSING_REQUIRED_CLIENT_CAPABILITY"}
+	ErrUnsupportedProtocolVersion = &Kind{CodeUnsupportedProtocolVersion, "UNSUPPORTED_PROTOCOL_VERSION"}
 )
 
 // Error is an error of one Kind with its message and data; it wraps the

@@ -39,13 +39,14 @@ func (p *pending) offer(a Answer) bool {
 }
 
 // bridgeApproval answers a Codex approval (FR-18), on a goroutine of its own: with a
-// client that can be asked, through the Asker; with approval fallback
-// "queue" (or while the client is asked) it is listed in Detail and
-// Session.Respond answers it. No answer within the elicitation timeout, a
-// client that cannot be asked (fallback "deny"), a gone client or a closing
-// session all become a denial — never a JSON-RPC error, which would hang
-// Codex's turn. s is nil for a turn without a session.
-func (m *Manager) bridgeApproval(s *Session, call CallRef, a *codexchild.Approval) {
+// client that can be asked, through the turn's Asker (asker, else the
+// Manager's); with approval fallback "queue" (or while the client is
+// asked) it is listed in Detail and Session.Respond answers it. No answer
+// within the elicitation timeout, a client that cannot be asked (fallback
+// "deny"), a gone client or a closing session all become a denial — never
+// a JSON-RPC error, which would hang Codex's turn. s is nil for a turn
+// without a session.
+func (m *Manager) bridgeApproval(s *Session, call CallRef, asker Asker, a *codexchild.Approval) {
 	var rec registry.Session
 	if s != nil {
 		rec = s.Record()
@@ -58,14 +59,17 @@ func (m *Manager) bridgeApproval(s *Session, call CallRef, a *codexchild.Approva
 		}
 		m.cfg.Audit.Approval(rec, what, an.Outcome)
 	}
-	ask := m.cfg.Asker != nil && m.cfg.Asker.CanAsk()
-	if !ask {
+	if asker == nil {
+		asker = m.cfg.Asker
+	}
+	if asker == nil || !asker.CanAsk() {
 		switch m.cfg.ApprovalFallback {
 		case "approve":
 			log.Info("approval granted by policy (client has no elicitation)", "what", what)
 			respond(Answer{codexchild.Decision{Kind: codexchild.Approve}, "approved: approval_fallback=approve"})
 			return
 		case "queue":
+			asker = QueueAsker{}
 		default:
 			reason := "denied automatically: the MCP client cannot answer approval requests (it did not declare the " +
 				"elicitation capability). Run without needing approval (approval-policy \"never\" with a suitable sandbox), " +
@@ -92,14 +96,14 @@ func (m *Manager) bridgeApproval(s *Session, call CallRef, a *codexchild.Approva
 	}
 	ctx, cancel := context.WithCancel(m.ctx)
 	defer cancel()
-	if ask {
+	if _, queued := asker.(QueueAsker); !queued {
 		q := Question{ApprovalID: id, AgentID: rec.AgentID, Identity: rec.Identity, Message: p.question, Approval: a}
 		if call != nil {
 			q.RequestID = call.RequestID()
 			call.Progress("waiting for approval: " + Clip(what, 80))
 		}
 		go func() {
-			an, err := m.cfg.Asker.Ask(ctx, q)
+			an, err := asker.Ask(ctx, q)
 			switch {
 			case err != nil && ctx.Err() != nil:
 				// answered otherwise, timed out or shutting down
@@ -127,6 +131,31 @@ func (m *Manager) bridgeApproval(s *Session, call CallRef, a *codexchild.Approva
 		p.offer(Answer{})
 		respond(Answer{codexchild.Decision{Kind: codexchild.Deny, Reason: "the proxy is shutting down"}, "denied: shutdown"})
 	}
+}
+
+// QueueAsker asks nobody: the approval waits in the session's list
+// (agent_status) for agent_respond, or the elicitation timeout.
+type QueueAsker struct{}
+
+// CanAsk reports true: queueing is always possible.
+func (QueueAsker) CanAsk() bool { return true }
+
+// Ask waits until the approval is answered otherwise (ctx ends then).
+func (QueueAsker) Ask(ctx context.Context, _ Question) (Answer, error) {
+	<-ctx.Done()
+	return Answer{}, ctx.Err()
+}
+
+// NoAsker cannot ask: Config.ApprovalFallback decides (a modern client
+// that did not declare elicitation).
+type NoAsker struct{}
+
+// CanAsk reports false.
+func (NoAsker) CanAsk() bool { return false }
+
+// Ask is never called.
+func (NoAsker) Ask(context.Context, Question) (Answer, error) {
+	return Answer{}, errors.New("session: NoAsker cannot ask")
 }
 
 // pend lists p as pending (false when the session is closing), or, for a

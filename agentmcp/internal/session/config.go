@@ -87,7 +87,11 @@ type Answer struct {
 	Outcome  string
 }
 
-// Asker puts approvals to the user (the client's elicitation).
+// Asker puts approvals to the user. There are four, chosen per turn by
+// what the client declared (Turn.Asker): the client's elicitation request
+// (a legacy client with elicitation), a multi round-trip result (a modern
+// client with elicitation: the tools package), QueueAsker (listed for
+// agent_respond) and NoAsker (Config.ApprovalFallback decides).
 type Asker interface {
 	// CanAsk reports whether the client can be asked at all.
 	CanAsk() bool

@@ -62,6 +62,9 @@ type Turn struct {
 	// OnSent is called once the turn's request is written to the child
 	// (the mail layer's delivery acknowledgement, FR-8.12). optional.
 	OnSent func()
+	// Asker answers the turn's approvals. optional: nil means
+	// Config.Asker.
+	Asker Asker
 }
 
 // TurnResult is how a turn ended, as the client is told.
@@ -228,6 +231,63 @@ func (s *Session) RunBackground(t Turn) (*TurnResult, error) {
 	}
 	rec := s.Record()
 	return &TurnResult{AgentID: rec.AgentID, ThreadID: rec.BackendID, Identity: rec.Identity, Status: "busy"}, nil
+}
+
+// Handle is a turn started with Start: its caller may stop waiting for it
+// and come back, while the turn goes on.
+type Handle struct {
+	done chan struct{}
+	res  *TurnResult
+	err  error
+
+	mu        sync.Mutex
+	cancel    context.CancelFunc // the running turn's; nil before it runs
+	cancelled bool
+}
+
+// Done is closed when the turn has ended (and the session moved on).
+func (h *Handle) Done() <-chan struct{} { return h.done }
+
+// Result returns how the turn ended; valid once Done is closed.
+func (h *Handle) Result() (*TurnResult, error) { return h.res, h.err }
+
+// Cancel interrupts the turn (a queued one never runs), as the end of
+// Run's ctx does.
+func (h *Handle) Cancel() {
+	h.mu.Lock()
+	h.cancelled = true
+	cancel := h.cancel
+	h.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// Start queues t like Run and returns at once: the turn's outcome comes
+// through the Handle (and, as every turn's, agent_status and agent_wait).
+// A client request that must answer before its turn ends (a modern
+// client's approval, asked with a multi round-trip result) waits on it.
+func (s *Session) Start(t Turn) (*Handle, error) {
+	h := &Handle{done: make(chan struct{})}
+	j := &job{source: t.Source}
+	j.run = func(ctx context.Context, j *job) (*TurnResult, error) {
+		h.mu.Lock()
+		if h.cancelled {
+			h.mu.Unlock()
+			return nil, context.Canceled
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		h.cancel = cancel
+		h.mu.Unlock()
+		return s.turn(ctx, j, t, false)
+	}
+	j.done = func(r *TurnResult, err error) { h.res, h.err = r, err; close(h.done) }
+	j.discard = func(err error) { j.done(nil, err) }
+	if _, err := s.submit(j, false); err != nil {
+		return nil, err
+	}
+	return h, nil
 }
 
 // TryMail starts an auto-mail turn with prompt only if the session is idle

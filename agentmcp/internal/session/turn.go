@@ -109,7 +109,7 @@ func (s *Session) turn(ctx context.Context, j *job, t Turn, replyNow bool) (*Tur
 	req := codexchild.TurnRequest{
 		ThreadID: rec.BackendID, Prompt: t.Prompt, Preamble: preamble, Params: params, Seed: seed,
 		SameThread: t.SameThread, Timeout: timeout, Release: release,
-		Handler: &turnHandler{m: m, s: s, call: t.Call},
+		Handler: &turnHandler{m: m, s: s, call: t.Call, asker: t.Asker},
 	}
 	// The turn is audited once it is on its way to Codex, while Codex works
 	// on it; a turn that never reached Codex is audited with why.
@@ -293,9 +293,10 @@ func BackendError(err error) error {
 // turnHandler receives one turn's events and approvals from the backend.
 // Its methods run on the backend's reader goroutine and never block.
 type turnHandler struct {
-	m    *Manager
-	s    *Session // nil for a reply to a thread no session has
-	call CallRef
+	m     *Manager
+	s     *Session // nil for a reply to a thread no session has
+	call  CallRef
+	asker Asker // nil: the Manager's
 }
 
 func (h *turnHandler) Event(e codexchild.Event) {
@@ -329,7 +330,7 @@ func (h *turnHandler) Approval(a *codexchild.Approval) {
 	h.m.wg.Add(1)
 	go func() {
 		defer h.m.wg.Done()
-		h.m.bridgeApproval(h.s, h.call, a)
+		h.m.bridgeApproval(h.s, h.call, h.asker, a)
 	}()
 }
 

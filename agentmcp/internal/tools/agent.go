@@ -102,7 +102,7 @@ func (e *Env) agentStatus(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.To
 	}
 	v := ServerStatus{Child: child, Team: e.cfg.Team, InstanceIdentity: e.cfg.Identity,
 		UptimeSecs: int(e.cfg.Now().Sub(e.cfg.Started).Seconds()), Identities: map[string]string{},
-		Elicitation: e.cfg.Client.Elicitation(), MaxConcurrentThreads: e.cfg.MaxSessions}
+		Elicitation: c.Elicitation, MaxConcurrentThreads: e.cfg.MaxSessions}
 	live := e.m.Live()
 	v.ActiveSessions = len(live)
 	for id, s := range live {

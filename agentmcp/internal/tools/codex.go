@@ -158,6 +158,14 @@ func (e *Env) codex(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResu
 // or queued and answered with its result.
 func (e *Env) run(ctx context.Context, c *mcpconn.ToolCall, s *session.Session, t session.Turn, background bool) (*mcpconn.ToolResult, error) {
 	t.Call = callRef{c} // a background turn's events still name the request that started it
+	switch {
+	case c.Modern && background:
+		t.Asker = session.QueueAsker{} // no call waits: agent_status lists it, agent_respond answers
+	case c.Modern && c.Elicitation:
+		return e.runRoundTrip(ctx, c, s, t)
+	case c.Modern:
+		t.Asker = session.NoAsker{} // approval_fallback decides
+	}
 	if background {
 		r, err := s.RunBackground(t)
 		if err != nil {

@@ -25,22 +25,46 @@ import (
 // fakeBackend answers every turn at once with "echo: <prompt's last
 // line>", on a new thread unless the turn names one.
 type fakeBackend struct {
-	mu      sync.Mutex
-	threads int
-	prompts []string
+	mu        sync.Mutex
+	threads   int
+	approvals int
+	prompts   []string
 }
 
-func (f *fakeBackend) Turn(_ context.Context, req codexchild.TurnRequest) (*codexchild.Result, error) {
+// A prompt whose last line is "ASK n" asks n approvals of the command
+// "make n", one after the other, and answers with the decisions it got.
+func (f *fakeBackend) Turn(ctx context.Context, req codexchild.TurnRequest) (*codexchild.Result, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.prompts = append(f.prompts, req.Prompt)
 	thread := req.ThreadID
 	if thread == "" {
 		f.threads++
 		thread = fmt.Sprintf("thread-%d", f.threads)
 	}
+	f.mu.Unlock()
 	lines := strings.Split(strings.TrimSpace(req.Prompt), "\n")
-	return &codexchild.Result{ThreadID: thread, Text: "echo: " + lines[len(lines)-1], Status: "completed"}, nil
+	last := lines[len(lines)-1]
+	var asks int
+	if _, err := fmt.Sscanf(last, "ASK %d", &asks); err != nil || req.Handler == nil {
+		return &codexchild.Result{ThreadID: thread, Text: "echo: " + last, Status: "completed"}, nil
+	}
+	var got []string
+	for i := 1; i <= asks; i++ {
+		f.mu.Lock()
+		f.approvals++
+		id := fmt.Sprintf("approval-%d", f.approvals)
+		f.mu.Unlock()
+		decided := make(chan codexchild.Decision, 1)
+		req.Handler.Approval(codexchild.NewApproval(codexchild.Approval{ID: id, Kind: codexchild.ApprovalExec, ThreadID: thread,
+			Command: fmt.Sprintf("make %d", i), Cwd: "/src"}, func(d codexchild.Decision) error { decided <- d; return nil }))
+		select {
+		case d := <-decided:
+			got = append(got, strings.TrimSuffix(string(d.Kind)+": "+d.Reason, ": "))
+		case <-ctx.Done():
+			return &codexchild.Result{ThreadID: thread, Text: "interrupted", Status: "interrupted"}, ctx.Err()
+		}
+	}
+	return &codexchild.Result{ThreadID: thread, Text: "decisions: " + strings.Join(got, "; "), Status: "completed"}, nil
 }
 
 func (f *fakeBackend) Interrupt(context.Context, string) error { return nil }
@@ -66,7 +90,7 @@ type harness struct {
 	next int64
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t *testing.T, opts ...func(*session.Config)) *harness {
 	t.Helper()
 	checkNoLeaks(t)
 	home := t.TempDir()
@@ -91,7 +115,11 @@ func newHarness(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	fb := &fakeBackend{}
-	m, err := session.NewManager(session.Config{Home: home, Team: "dev", Backend: fb, Registry: session.RegistryOf(reg), Cwd: home})
+	cfg := session.Config{Home: home, Team: "dev", Backend: fb, Registry: session.RegistryOf(reg), Cwd: home}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	m, err := session.NewManager(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,6 +149,30 @@ func (h *harness) call(name, args string) (*mcpconn.ToolResult, error) {
 	h.next++
 	id := jsonrpcframe.IntID(h.next)
 	return h.env.CallTool(context.Background(), &mcpconn.ToolCall{ID: id, RawID: id.Raw(), Name: name, Args: a})
+}
+
+// modern is how a modern client's call is made: its capabilities and,
+// on a retry, its requestState and inputResponses.
+type modern struct {
+	elicitation bool
+	state       string
+	responses   string
+}
+
+// callModern runs a tool as a modern (2026-07-28) client calls it.
+func (h *harness) callModern(name, args string, m modern) (*mcpconn.ToolResult, error) {
+	h.t.Helper()
+	a, err := mcpconn.ParseArgs(json.RawMessage(args))
+	if err != nil {
+		return nil, err
+	}
+	h.next++
+	id := jsonrpcframe.IntID(h.next)
+	c := &mcpconn.ToolCall{ID: id, RawID: id.Raw(), Name: name, Args: a, Modern: true, Elicitation: m.elicitation, RequestState: m.state}
+	if m.responses != "" {
+		c.InputResponses = json.RawMessage(m.responses)
+	}
+	return h.env.CallTool(context.Background(), c)
 }
 
 // ok runs a tool that must succeed and returns its structuredContent (or

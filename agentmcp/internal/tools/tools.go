@@ -22,10 +22,9 @@ import (
 //go:embed tools.json
 var Definitions []byte
 
-// Client is what the tools need of the MCP connection.
+// Client is what the tools need of the MCP connection (what the client
+// can do is per request: mcpconn.ToolCall).
 type Client interface {
-	// Elicitation reports whether the client can answer approvals.
-	Elicitation() bool
 	// Stats are the connection's event counters.
 	Stats() mcpconn.Stats
 }
@@ -74,6 +73,7 @@ type Env struct {
 	m     *session.Manager
 	atm   *atmTools
 	table map[string]tool
+	rt    *roundTrips
 }
 
 // tool runs one tool; it may wait (the caller has released the reader).
@@ -94,7 +94,7 @@ func New(cfg Config) *Env {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	e := &Env{cfg: cfg, log: cfg.Logger, m: cfg.Sessions}
+	e := &Env{cfg: cfg, log: cfg.Logger, m: cfg.Sessions, rt: newRoundTrips()}
 	e.atm = &atmTools{atm: cfg.ATM, team: cfg.Team, sender: e.sender, audit: cfg.Audit.ATM, extraArgs: []string{"agent_id", "identity"}}
 	e.table = map[string]tool{
 		"codex":                     e.codex,
@@ -119,6 +119,13 @@ func New(cfg Config) *Env {
 // to the write to Codex (see session.Session.Run); every other tool first
 // releases the reader.
 func (e *Env) CallTool(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, error) {
+	if c.RequestState != "" {
+		if c.Name != "codex" && c.Name != "codex-reply" {
+			return nil, proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "requestState"},
+				"%s never asks for input: call it without requestState", c.Name)
+		}
+		return e.retry(ctx, c)
+	}
 	if c.Name == "codex-reply" {
 		return answered(e.codexReply(ctx, c))
 	}
