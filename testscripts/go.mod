@@ -6,6 +6,7 @@ require (
 	github.com/atm-agent-mcp/atm-agent-mcp/agentmcp v0.0.0-00010101000000-000000000000
 	github.com/atm-agent-mcp/atm-agent-mcp/codexchild v0.0.0-00010101000000-000000000000
 	github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe v0.0.0-00010101000000-000000000000
+	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/rogpeppe/go-internal v1.16.0
 )
 
@@ -16,8 +17,15 @@ require (
 	github.com/atm-agent-mcp/atm-agent-mcp/mailbridge v0.0.0-00010101000000-000000000000 // indirect
 	github.com/atm-agent-mcp/atm-agent-mcp/registry v0.0.0-00010101000000-000000000000 // indirect
 	github.com/fsnotify/fsnotify v1.10.1 // indirect
+	github.com/google/jsonschema-go v0.4.3 // indirect
+	github.com/segmentio/asm v1.1.3 // indirect
+	github.com/segmentio/encoding v0.5.4 // indirect
+	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
+	golang.org/x/oauth2 v0.35.0 // indirect
+	golang.org/x/sync v0.20.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
-	golang.org/x/tools v0.26.0 // indirect
+	golang.org/x/time v0.15.0 // indirect
+	golang.org/x/tools v0.42.0 // indirect
 )
 
 replace (
