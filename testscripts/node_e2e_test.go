@@ -27,8 +27,10 @@ import (
 const e2eScriptTimeout = 90 * time.Second
 
 // TestNodeClient runs the real-client end-to-end tests of e2e/: the official
-// MCP TypeScript SDK (client.mjs) and a raw Content-Length client
-// (content_length.mjs) drive the atm-agent-mcp binary, which drives the real
+// MCP TypeScript SDK v1 (client.mjs) and v2 in its three negotiation modes,
+// 2025-11-25 and 2026-07-28 with multi round-trip approvals (client_v2.mjs),
+// and a raw Content-Length client (content_length.mjs) drive the
+// atm-agent-mcp binary, which drives the real
 // Codex CLI against the loopback model, with real team-mail files; per
 // backend: mcp-server (Codex 0.153.4) and app-server (Codex 0.169.0). The
 // npm packages are installed once with npm ci into e2e/node_modules
@@ -98,7 +100,7 @@ func TestNodeClient(t *testing.T) {
 				"ATM_E2E_LOG_DIR":    logDir,
 				"ATM_E2E_TIMEOUT_MS": strconv.Itoa(int((e2eScriptTimeout - 10*time.Second).Milliseconds())),
 			})
-			for _, script := range []string{"client.mjs", "content_length.mjs"} {
+			for _, script := range []string{"client.mjs", "client_v2.mjs", "content_length.mjs"} {
 				out, err := runNodeScript(t, node, e2e, script, env)
 				if err != nil {
 					dumpLogs(t, logDir)
