@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -322,5 +323,47 @@ func TestTurnContext(t *testing.T) {
 	}
 	if first.Prompt != "one" || second.Prompt != "two" {
 		t.Errorf("prompts = %q, %q", first.Prompt, second.Prompt)
+	}
+}
+
+// TestDetailFitsTheResultCap: agent_status's detail (what Claude Code shows
+// the model, whole) stays within max_result_chars however long the result
+// and the activity, and paging on with offset + len(result_text) reads the
+// whole result.
+func TestDetailFitsTheResultCap(t *testing.T) {
+	const limit = 3000
+	h := newHarness(t, func(c *Config) { c.MaxResultChars = limit })
+	s := h.create("arch")
+	ctx := context.Background()
+	for i := range 8 {
+		if _, err := s.Run(ctx, Turn{Prompt: strings.Repeat("m", 1800) + fmt.Sprint(i), Source: SourceClaude}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	long := strings.Repeat("0123456789", 1000) + "THE-END"
+	go func() { h.fb.release <- long }()
+	if _, err := s.Run(ctx, Turn{Prompt: "BLOCK", Source: SourceClaude}); err != nil {
+		t.Fatal(err)
+	}
+	var got strings.Builder
+	for offset, pages := 0, 0; ; pages++ {
+		d := s.Detail(offset)
+		if n := jsonLen(d); n > limit {
+			t.Fatalf("Detail(%d) is %d characters of JSON, over the cap %d", offset, n, limit)
+		}
+		if offset == 0 && (len(d.AgentMessages) == 0 || d.LastResult == nil || d.LastResult.Content == nil) {
+			t.Errorf("the latest activity was dropped: %+v", d)
+		}
+		if d.ResultText == nil || pages > 100 {
+			t.Fatalf("page at %d: no result_text (after %d pages)", offset, pages)
+		}
+		got.WriteString(*d.ResultText)
+		offset += len([]rune(*d.ResultText))
+		if !*d.ResultMore {
+			break
+		}
+	}
+	if got.String() != long {
+		t.Errorf("the pages read %d characters ending %q, want the whole %d", got.Len(), got.String()[max(0, got.Len()-20):], len(long))
 	}
 }

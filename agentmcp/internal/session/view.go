@@ -2,6 +2,7 @@ package session
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"time"
@@ -201,7 +202,55 @@ func (s *Session) Detail(offset int) Detail {
 		}
 		d.Mail = mv
 	}
+	d.fit(max)
 	return d
+}
+
+// fit keeps the detail's JSON within max characters (MaxResultChars): a
+// client such as Claude Code shows the model the structuredContent, whole,
+// and refuses a result over its limit. Older activity goes first (agent
+// messages, then events and items, keeping the latest), then the page of
+// the result shrinks (result_more and agent_status's offset read on), then
+// the last result's content is clipped with a note saying how to read it
+// whole.
+func (d *Detail) fit(limit int) {
+	for range 10000 {
+		over := jsonLen(d) - limit
+		if over <= 0 {
+			return
+		}
+		switch {
+		case len(d.AgentMessages) > 1:
+			d.AgentMessages = d.AgentMessages[1:]
+		case len(d.RecentEvents) > 3:
+			d.RecentEvents = d.RecentEvents[1:]
+		case len(d.CurrentTurnItems) > 3:
+			d.CurrentTurnItems = d.CurrentTurnItems[1:]
+		case len(d.AgentMessages) == 1 && len(d.AgentMessages[0]) > 200:
+			d.AgentMessages[0] = Clip(d.AgentMessages[0], 200)
+		case d.ResultText != nil && len([]rune(*d.ResultText)) > 200:
+			r := []rune(*d.ResultText)
+			keep := len(r) - over - 64
+			if keep < 200 {
+				keep = 200
+			}
+			text, more := string(r[:keep]), true
+			d.ResultText, d.ResultMore = &text, &more
+		case d.LastResult != nil && d.LastResult.Content != nil && len([]rune(*d.LastResult.Content)) > 400:
+			r := []rune(*d.LastResult.Content)
+			keep := max(len(r)-over-200, 200)
+			text := string(r[:keep]) + fmt.Sprintf("\n[… %d more characters, cut to fit the result cap: read them with agent_status {agent_id, offset: %d}]", len(r)-keep, keep)
+			d.LastResult.Content = &text
+		default:
+			return // what is left is small; nothing more to drop
+		}
+	}
+}
+
+// jsonLen is the length of v's JSON.
+func jsonLen(v any) int {
+	b, _ := json.Marshal(v)
+	return len(b)
 }
 
 func max0(n int) int { return max(n, 0) }
