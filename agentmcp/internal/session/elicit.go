@@ -18,7 +18,6 @@ const Dismissed = "the approval request was dismissed without an answer; the act
 func ApprovalForm(q Question) map[string]any {
 	ap := q.Approval
 	params := map[string]any{
-		"mode":    "form",
 		"message": q.Message,
 		"requestedSchema": map[string]any{
 			"type": "object",

@@ -187,8 +187,10 @@ func (r *roundTrips) take(c *mcpconn.ToolCall) (*rtState, *session.Answer, error
 
 // inputRequired is the result that asks the client about a.
 func inputRequired(a *rtAsk) *mcpconn.ToolResult {
+	form := session.ApprovalForm(a.q)
+	form["mode"] = "form" // required in 2026-07-28
 	return &mcpconn.ToolResult{Input: &mcpconn.InputRequired{State: a.state, Requests: map[string]mcpconn.InputRequest{
-		a.q.ApprovalID: {Method: "elicitation/create", Params: session.ApprovalForm(a.q)},
+		a.q.ApprovalID: {Method: "elicitation/create", Params: form},
 	}}}
 }
 
