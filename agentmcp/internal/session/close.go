@@ -112,6 +112,33 @@ func (m *Manager) Close(ctx context.Context, s *Session, summarize bool) CloseOu
 	return CloseOutcome{Record: rec, SummarySaved: saved}
 }
 
+// Discard undoes a session whose first turn failed before Codex gave it a
+// thread (Codex missing, a setting Codex refused): it releases the
+// identity and drops the session from the registry and this Manager, so
+// that nothing is left holding what it took; why goes to the audit. It
+// reports false, doing nothing, for a session that has a thread.
+func (m *Manager) Discard(ctx context.Context, s *Session, why error) bool {
+	if s.Record().BackendID != "" {
+		return false
+	}
+	out := m.Close(ctx, s, false)
+	rec := out.Record
+	if rec.BackendID != "" {
+		return false
+	}
+	if err := m.cfg.Registry.Remove(rec.AgentID); err != nil && !errors.Is(err, registry.ErrClosed) {
+		m.log.Warn("cannot drop the failed session from the registry", "agent_id", rec.AgentID, "err", err)
+	}
+	m.mu.Lock()
+	if m.byID[rec.AgentID] == s {
+		delete(m.byID, rec.AgentID)
+	}
+	m.mu.Unlock()
+	m.cfg.Audit.Session("session_discarded", rec, "its first turn failed: "+why.Error())
+	m.log.Info("session discarded: its first turn failed", "agent_id", rec.AgentID, "identity", rec.Identity, "err", why)
+	return true
+}
+
 // summarize asks the session's thread for a summary and saves it; it
 // reports whether one was saved.
 func (m *Manager) summarize(ctx context.Context, s *Session) bool {

@@ -151,7 +151,21 @@ func (e *Env) codex(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResu
 	if adopt != "" {
 		s.Adopt(adopt, seed)
 	}
-	return e.run(ctx, c, s, session.Turn{Prompt: prompt, Source: session.SourceClaude}, background)
+	res, err := e.run(ctx, c, s, session.Turn{Prompt: prompt, Source: session.SourceClaude}, background)
+	if err != nil && adopt == "" && !errors.Is(err, session.ErrAnswered) && !errors.Is(err, proxyerr.ErrRequestTimeout) && !errors.Is(err, context.Canceled) {
+		// A session whose creation failed (Codex missing, dead, or refusing
+		// a setting) takes nothing with it. A timed-out or cancelled first
+		// turn may still have a thread in Codex: that session stays.
+		if e.m.Discard(context.WithoutCancel(ctx), s, err) {
+			var pe *proxyerr.Error
+			if errors.As(err, &pe) {
+				c := *pe
+				c.Msg += fmt.Sprintf(" (no session was kept: identity %q is free)", s.Record().Identity)
+				err = &c
+			}
+		}
+	}
+	return res, err
 }
 
 // run runs a turn on s for the call: in the background (answered at once),

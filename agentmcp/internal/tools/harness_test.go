@@ -44,6 +44,9 @@ func (f *fakeBackend) Turn(ctx context.Context, req codexchild.TurnRequest) (*co
 	f.mu.Unlock()
 	lines := strings.Split(strings.TrimSpace(req.Prompt), "\n")
 	last := lines[len(lines)-1]
+	if last == "FAIL_START" && req.ThreadID == "" {
+		return nil, errors.New(`start codex: exec: "codex": executable file not found in $PATH`)
+	}
 	var asks int
 	if _, err := fmt.Sscanf(last, "ASK %d", &asks); err != nil || req.Handler == nil {
 		return &codexchild.Result{ThreadID: thread, Text: "echo: " + last, Status: "completed"}, nil

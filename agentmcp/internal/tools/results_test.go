@@ -93,3 +93,23 @@ func normalize(v any, repl map[string]string) any {
 	}
 	return v
 }
+
+// TestFailedStartTakesNothing: a codex call whose first turn fails before
+// Codex gives it a thread (Codex missing) keeps no session and leaves the
+// identity free; the next call with the identity works.
+func TestFailedStartTakesNothing(t *testing.T) {
+	h := newHarness(t)
+	_, err := h.call("codex", `{"prompt":"FAIL_START","identity":"arch"}`)
+	if err == nil || !strings.Contains(err.Error(), `executable file not found`) || !strings.Contains(err.Error(), `no session was kept: identity "arch" is free`) {
+		t.Fatalf("failed start: %v", err)
+	}
+	if got := h.ok("agent_sessions", "")["sessions"].([]any); len(got) != 0 {
+		t.Errorf("sessions after a failed start: %v", got)
+	}
+	if got := h.ok("codex", `{"prompt":"hello","identity":"arch"}`)["content"]; got != "echo: hello" {
+		t.Errorf("the next start: %v", got)
+	}
+	if n := len(h.env.m.Sessions()); n != 1 {
+		t.Errorf("%d sessions in the manager, want 1", n)
+	}
+}
