@@ -40,6 +40,17 @@ type activity struct {
 	messages []string
 	items    []*turnItem
 	tokens   json.RawMessage
+	// problem is the current turn's last error or retry notice from Codex
+	// (its model unreachable, a stream error), nil when none.
+	problem *Problem
+}
+
+// Problem is the last error or retry notice Codex sent during a turn: why
+// a turn is slow or failed, for agent_status and a timeout's error.
+type Problem struct {
+	Message  string    `json:"message"`
+	At       time.Time `json:"at"`
+	Retrying bool      `json:"retrying"` // Codex said it would retry
 }
 
 const maxAgentMessages = 20
@@ -94,10 +105,24 @@ func (a *activity) record(e codexchild.Event, now time.Time) {
 	switch e.Type {
 	case "task_started", "turn/started":
 		a.items = nil
+		a.problem = nil
+	case "stream_error", "background_event":
+		// mcp-server's notices: a stream error ("Reconnecting... 2/5"), or
+		// a background event that may say Codex is retrying.
+		if msg := a.mcpMessage(e); msg != "" {
+			r.Summary = Clip(msg, 200)
+			lower := strings.ToLower(msg)
+			if e.Type == "stream_error" || strings.Contains(lower, "reconnecting") || strings.Contains(lower, "retry") {
+				a.problem = &Problem{Message: Clip(msg, 500), At: now, Retrying: true}
+			}
+		}
 	case "agent_message", "exec_command_begin", "exec_command_end", "patch_apply_begin", "patch_apply_end",
 		"mcp_tool_call_begin", "mcp_tool_call_end", "token_count", "error", "turn_aborted", "exec_approval_request",
 		"apply_patch_approval_request":
 		r.Summary = a.mcpEvent(e)
+		if e.Type == "error" {
+			a.appError(e, &r, now)
+		}
 	case "item/started", "item/completed":
 		r.Summary = a.appItem(e)
 	case "thread/tokenUsage/updated":
@@ -109,6 +134,35 @@ func (a *activity) record(e codexchild.Event, now time.Time) {
 		}
 	}
 	a.add(r)
+}
+
+// appError records an error event as the turn's problem: mcp-server's
+// {msg: {type: error, message}} (summarised already) or app-server's
+// {error: {message}, willRetry}.
+func (a *activity) appError(e codexchild.Event, r *eventRecord, now time.Time) {
+	if r.Summary != "" {
+		a.problem = &Problem{Message: r.Summary, At: now}
+		return
+	}
+	var p struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+		WillRetry bool `json:"willRetry"`
+	}
+	if json.Unmarshal(e.Params, &p) == nil && p.Error.Message != "" {
+		r.Summary = Clip(p.Error.Message, 200)
+		a.problem = &Problem{Message: Clip(p.Error.Message, 500), At: now, Retrying: p.WillRetry}
+	}
+}
+
+// mcpMessage reads msg.message of an mcp-server event.
+func (a *activity) mcpMessage(e codexchild.Event) string {
+	var topBuf, msgBuf [8]jsonrpcframe.Member
+	top, _ := jsonrpcframe.AppendMembers(topBuf[:0], e.Params)
+	msg, _ := jsonrpcframe.AppendMembers(msgBuf[:0], jsonrpcframe.Lookup(top, "msg"))
+	s, _ := jsonrpcframe.String(jsonrpcframe.Lookup(msg, "message"))
+	return s
 }
 
 func (a *activity) mcpEvent(e codexchild.Event) string {

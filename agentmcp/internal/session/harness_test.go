@@ -79,6 +79,16 @@ func (f *fakeBackend) Turn(ctx context.Context, req codexchild.TurnRequest) (*co
 		return r, nil
 	}
 	switch last {
+	case "UNREACHABLE", "UNREACHABLE_APP":
+		// Codex cannot reach its model: a retry notice, then the timeout.
+		typ, params := "stream_error", `{"msg":{"type":"stream_error","message":"Reconnecting... 2/5 (stream disconnected before completion)"}}`
+		if last == "UNREACHABLE_APP" {
+			typ, params = "error", `{"error":{"message":"stream disconnected before completion"},"willRetry":true,"threadId":"t"}`
+		}
+		if h := req.Handler; h != nil {
+			h.Event(codexchild.Event{ThreadID: thread, Method: "codex/event", Type: typ, Params: json.RawMessage(params)})
+		}
+		return nil, &codexchild.TimeoutError{After: 2 * time.Second, ThreadID: thread}
 	case "BLOCK":
 		select {
 		case text := <-f.release:

@@ -367,3 +367,27 @@ func TestDetailFitsTheResultCap(t *testing.T) {
 		t.Errorf("the pages read %d characters ending %q, want the whole %d", got.Len(), got.String()[max(0, got.Len()-20):], len(long))
 	}
 }
+
+// TestTimeoutSaysWhy: a turn that timed out while Codex could not reach
+// its model says so in the error, and agent_status shows Codex's last
+// notice, on either protocol's event shape.
+func TestTimeoutSaysWhy(t *testing.T) {
+	for _, tt := range []struct{ prompt, want string }{
+		{"UNREACHABLE", "Reconnecting... 2/5 (stream disconnected before completion)"},
+		{"UNREACHABLE_APP", "stream disconnected before completion"},
+	} {
+		h := newHarness(t, nil)
+		s := h.create("arch")
+		_, err := s.Run(context.Background(), Turn{Prompt: tt.prompt, Source: SourceClaude})
+		var pe *proxyerr.Error
+		if !errors.As(err, &pe) || pe.Kind != proxyerr.ErrRequestTimeout {
+			t.Fatalf("%s: %v, want a timeout", tt.prompt, err)
+		}
+		if !strings.HasSuffix(pe.Msg, "; Codex's last notice: "+tt.want) || pe.Data["codex_last_error"] != tt.want || pe.Data["codex_retrying"] != true {
+			t.Errorf("%s: error %q data %v", tt.prompt, pe.Msg, pe.Data)
+		}
+		if p := s.Detail(0).CodexProblem; p == nil || p.Message != tt.want || !p.Retrying {
+			t.Errorf("%s: agent_status codex_problem %+v", tt.prompt, p)
+		}
+	}
+}

@@ -137,6 +137,7 @@ func (s *Session) turn(ctx context.Context, j *job, t Turn, replyNow bool) (*Tur
 	}
 	if err != nil {
 		err = turnError(s.Record(), err)
+		err = s.withProblem(err)
 		if t.Source != SourceSummary {
 			s.recordOutcome(&outcome{status: "error", err: err, finished: m.now()}, "")
 		}
@@ -253,6 +254,32 @@ func capResult(n int, agentID, text string) string {
 	r := []rune(text)
 	return string(r[:n]) + fmt.Sprintf("\n\n[… truncated: %d of %d characters shown. Get the rest with agent_status "+
 		"{\"agent_id\": %q, \"offset\": %d}.]", n, len(r), agentID, n)
+}
+
+// withProblem adds Codex's last error or retry notice of the turn to a
+// timeout's error (and the log): a turn that hung because Codex could not
+// reach its model says so, instead of an empty partial.
+func (s *Session) withProblem(err error) error {
+	var pe *proxyerr.Error
+	if !errors.As(err, &pe) || pe.Kind != proxyerr.ErrRequestTimeout {
+		return err
+	}
+	s.mu.Lock()
+	p := s.act.problem
+	s.mu.Unlock()
+	if p == nil {
+		return err
+	}
+	c := *pe
+	c.Data = map[string]any{}
+	for k, v := range pe.Data {
+		c.Data[k] = v
+	}
+	c.Data["codex_last_error"] = p.Message
+	c.Data["codex_retrying"] = p.Retrying
+	c.Msg += "; Codex's last notice: " + p.Message
+	s.m.log.Warn("codex turn timed out", "agent_id", s.Record().AgentID, "codex_last_error", p.Message, "retrying", p.Retrying)
+	return &c
 }
 
 // turnError maps a backend failure to the proxy's errors (FR-11, FR-14).

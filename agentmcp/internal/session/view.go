@@ -48,6 +48,7 @@ type Detail struct {
 	BackendID        *string         `json:"backend_id"`
 	Branch           *string         `json:"branch"`
 	Busy             bool            `json:"busy"`
+	CodexProblem     *Problem        `json:"codex_problem,omitempty"` // the turn's last error or retry notice from Codex
 	CurrentTurnItems []turnItem      `json:"current_turn_items"`
 	Cwd              string          `json:"cwd"`
 	Done             *bool           `json:"done,omitempty"` // agent_wait: whether the turn ended
@@ -170,6 +171,10 @@ func (s *Session) Detail(offset int) Detail {
 	}
 	if len(s.act.tokens) > 0 {
 		d.TokenUsage = s.act.tokens
+	}
+	if p := s.act.problem; p != nil {
+		cp := *p
+		d.CodexProblem = &cp
 	}
 	d.RecentEvents = s.act.events(20)
 	if o := s.last; o != nil {
