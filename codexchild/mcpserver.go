@@ -276,6 +276,10 @@ func (b *MCPServer) Forward(ctx context.Context, req *jsonrpcframe.Message) (*js
 		return jsonrpcframe.NewResponse(req.ID, map[string]any{"prompts": []any{}})
 	case "initialize":
 		return nil, errors.New("codexchild: forward initialize: the backend does its own handshake")
+	case "completion/complete", "resources/subscribe", "resources/unsubscribe":
+		// codex mcp-server takes these and never answers them: a client
+		// would wait for its whole timeout.
+		return nil, fmt.Errorf("codexchild: forward %s: %w", req.Method, ErrUnsupported)
 	}
 	if err := b.ensureStarted(ctx); err != nil {
 		return nil, err

@@ -101,15 +101,12 @@ func (r *headerReader) Read() (*Message, error) {
 		return nil, &MessageError{Err: ErrHeader, Detail: problem}
 	}
 	if length > r.max {
-		n, err := io.CopyN(io.Discard, r.br, int64(length))
-		if err != nil {
-			if errors.Is(err, io.EOF) && n < int64(length) {
-				return nil, io.ErrUnexpectedEOF
-			}
-			return nil, err
-		}
+		// Not read: a bogus length (Content-Length: 99999999999999) would
+		// make the reader discard everything that follows. The body, if it
+		// comes, is skipped as garbage up to the next Content-Length header.
+		r.resync = true
 		return nil, &MessageError{Err: ErrTooLarge, Size: int64(length),
-			Detail: fmt.Sprintf("body of %d bytes exceeds the limit of %d bytes", length, r.max)}
+			Detail: fmt.Sprintf("Content-Length %d exceeds the limit of %d bytes; skipping to the next Content-Length header", length, r.max)}
 	}
 	body := make([]byte, length)
 	if _, err := io.ReadFull(r.br, body); err != nil {

@@ -117,7 +117,12 @@ func TestHeaderReader(t *testing.T) {
 		{"truncated header", "Content-Len", 0, []string{"err header", "EOF"}},
 		{"header block without body", "Content-Length: 10\r\n", 0, []string{"UnexpectedEOF"}},
 		{"length larger than the data", "Content-Length: 100\r\n\r\n" + ping, 0, []string{"UnexpectedEOF"}},
-		{"too large and truncated", "Content-Length: 1000\r\n\r\nabc", 100, []string{"UnexpectedEOF"}},
+		{"too large and truncated", "Content-Length: 1000\r\n\r\nabc", 100, []string{"err too-large", "EOF"}},
+		// A bogus length is refused at once, never waited for: the next
+		// message is read (it used to be swallowed by a 99999999999999-byte
+		// discard).
+		{"absurd length, then a message", "Content-Length: 99999999999999\r\n\r\n" + frame(ping), 0, []string{"err too-large", "msg " + ping, "EOF"}},
+		{"absurd length, garbage, a message", "Content-Length: 99999999999999\r\n\r\n{\"x\":\n1}\n" + frame(note), 0, []string{"err too-large", "msg " + note, "EOF"}},
 		{"NUL in body", frame("\x00"+ping) + frame(note), 0, []string{"err parse", "msg " + note, "EOF"}},
 	}
 	for _, tt := range tests {

@@ -102,7 +102,7 @@ type Conn struct {
 	wg      sync.WaitGroup // requests being handled
 
 	mu       sync.Mutex // guards inflight, refuse and pool; never held with the outbox's locks
-	inflight map[jsonrpcframe.ID]context.CancelFunc
+	inflight map[jsonrpcframe.ID]*inflight
 	refuse   error // set by Refuse: new requests get it
 
 	elicitation     atomic.Bool
@@ -125,7 +125,7 @@ func New(cfg Config) *Conn {
 	}
 	list, _ := json.Marshal(map[string]any{"tools": tools})
 	c := &Conn{cfg: cfg, log: cfg.Logger, toolsList: list, readDone: make(chan error, 1),
-		inflight: map[jsonrpcframe.ID]context.CancelFunc{}}
+		inflight: map[jsonrpcframe.ID]*inflight{}}
 	c.completeTail = c.modernTail("complete")
 	modernList, _ := json.Marshal(map[string]any{"tools": tools, "ttlMs": 0, "cacheScope": "public"})
 	c.toolsListModern = c.modernResult(modernList)

@@ -597,3 +597,36 @@ func FuzzParseToolCall(f *testing.F) {
 		}
 	})
 }
+
+// TestDuplicateLiveID: a request whose id is that of a request still in
+// flight is refused with a clear error; the first goes on untouched and is
+// answered; once it is, the id may be used again.
+func TestDuplicateLiveID(t *testing.T) {
+	release := make(chan struct{})
+	h := handlerFunc(func(ctx context.Context, call *ToolCall) (*ToolResult, error) {
+		Release(ctx)
+		if call.Name == "slow" {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		return &ToolResult{Text: "done " + call.Name}, nil
+	})
+	c := start(t, Config{Handler: h}, false)
+	c.raw(`{"jsonrpc":"2.0","id":"dup","method":"tools/call","params":{"name":"slow","arguments":{}}}`)
+	c.raw(`{"jsonrpc":"2.0","id":"dup","method":"tools/call","params":{"name":"second","arguments":{}}}`)
+	m := c.read()
+	if code, msg := errorOf(t, m); code != jsonrpcframe.CodeInvalidRequest || msg != `request id "dup" is already in use by a request in flight; use a new id for each request` {
+		t.Errorf("duplicate: %d %s", code, msg)
+	}
+	close(release)
+	if m := c.read(); m.Error != nil || !strings.Contains(string(m.Result), "done slow") {
+		t.Errorf("the first request: %s %s", m.Result, m.Error)
+	}
+	c.raw(`{"jsonrpc":"2.0","id":"dup","method":"tools/call","params":{"name":"again","arguments":{}}}`)
+	if m := c.read(); !strings.Contains(string(m.Result), "done again") {
+		t.Errorf("the id used again after its answer: %s %s", m.Result, m.Error)
+	}
+}

@@ -40,11 +40,11 @@ func (c *Conn) notification(m *jsonrpcframe.Message) {
 			return
 		}
 		c.mu.Lock()
-		cancel := c.inflight[p.RequestID]
+		e := c.inflight[p.RequestID]
 		c.mu.Unlock()
-		if cancel != nil {
+		if e != nil {
 			c.log.Info("client cancelled a request", "id", p.RequestID.String(), "reason", p.Reason)
-			cancel()
+			e.cancel()
 		}
 		return
 	}
@@ -110,29 +110,30 @@ func (c *Conn) request(m *jsonrpcframe.Message, rd *reader) error {
 		c.replyErrorFor(m.ID, proxyerr.New(proxyerr.ErrInvalidParams, nil, "%s: this server has no resources or prompts", m.Method), meta.modern)
 		return nil
 	}
-	ctx, err := c.track(m.ID)
+	ctx, e, err := c.track(m.ID)
 	if err != nil {
 		c.replyErrorFor(m.ID, err, meta.modern)
 		return nil
 	}
 	if m.Method != "tools/call" {
 		go func() {
-			defer c.untrack(m.ID)
-			c.forward(ctx, m, meta.modern)
+			defer c.untrack(m.ID, e)
+			c.forward(ctx, m, meta.modern, e)
 		}()
 		return nil
 	}
 	call, err := c.parseToolCall(m, params, meta)
 	if err != nil {
+		c.forget(m.ID, e)
 		c.replyErrorFor(m.ID, err, meta.modern)
-		c.untrack(m.ID)
+		c.untrack(m.ID, e)
 		return nil
 	}
-	call.ctx, call.rd = ctx, rd
+	call.ctx, call.rd, call.entry = ctx, rd, e
 	res, err := c.cfg.Handler.CallTool(context.WithValue(ctx, callKey{}, call), call)
 	kept := call.state.CompareAndSwap(holding, returned)
 	c.finish(call, res, err)
-	c.untrack(m.ID)
+	c.untrack(m.ID, e)
 	if !kept {
 		return errReleased
 	}
@@ -143,6 +144,9 @@ func (c *Conn) request(m *jsonrpcframe.Message, rd *reader) error {
 // client cancelled the request or TryReplyNow answered it.
 func (c *Conn) finish(call *ToolCall, res *ToolResult, err error) {
 	call.Progress.finish() // no progress after the response
+	if !call.answered.Load() && call.ctx.Err() == nil {
+		c.forget(call.ID, call.entry) // the id is free once the client can read the answer
+	}
 	switch {
 	case errors.Is(err, ErrAnswered) || call.answered.Load():
 	case call.ctx.Err() != nil:
@@ -158,26 +162,46 @@ func (c *Conn) finish(call *ToolCall, res *ToolResult, err error) {
 	}
 }
 
-// track registers a request being handled; it fails with the Refuse error.
-func (c *Conn) track(id jsonrpcframe.ID) (context.Context, error) {
+// track registers a request being handled; it fails with the Refuse error,
+// or when a request with the same id is still being handled (the client
+// broke the rule that ids of requests in flight are unique: the second is
+// refused, the first goes on untouched).
+func (c *Conn) track(id jsonrpcframe.ID) (context.Context, *inflight, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.refuse != nil {
-		return nil, c.refuse
+		return nil, nil, c.refuse
+	}
+	if _, dup := c.inflight[id]; dup {
+		return nil, nil, proxyerr.New(proxyerr.ErrInvalidRequest, map[string]any{"id": json.RawMessage(id.Raw())},
+			"request id %s is already in use by a request in flight; use a new id for each request", id.String())
 	}
 	ctx, cancel := context.WithCancel(c.base)
-	c.inflight[id] = cancel
+	e := &inflight{cancel: cancel}
+	c.inflight[id] = e
 	c.wg.Add(1)
-	return ctx, nil
+	return ctx, e, nil
 }
 
-func (c *Conn) untrack(id jsonrpcframe.ID) {
+// inflight is a request being handled: its cancel func.
+type inflight struct{ cancel context.CancelFunc }
+
+// forget frees the request's id (just before its answer is written: the
+// client may use the id again as soon as it reads the answer); the request
+// can no longer be cancelled by the client.
+func (c *Conn) forget(id jsonrpcframe.ID, e *inflight) {
 	c.mu.Lock()
-	if cancel := c.inflight[id]; cancel != nil {
-		cancel()
+	if c.inflight[id] == e {
 		delete(c.inflight, id)
 	}
 	c.mu.Unlock()
+}
+
+// untrack ends the request: its id freed (if forget did not), its context
+// cancelled.
+func (c *Conn) untrack(id jsonrpcframe.ID, e *inflight) {
+	c.forget(id, e)
+	e.cancel()
 	c.wg.Done()
 }
 
@@ -222,13 +246,15 @@ func (c *Conn) initialize(m *jsonrpcframe.Message) {
 
 // forward hands a request the Conn does not answer to the Forwarder and
 // writes its answer with the request's id.
-func (c *Conn) forward(ctx context.Context, m *jsonrpcframe.Message, modern bool) {
+func (c *Conn) forward(ctx context.Context, m *jsonrpcframe.Message, modern bool, e *inflight) {
 	f, ok := c.cfg.Handler.(Forwarder)
 	if !ok {
+		c.forget(m.ID, e)
 		c.replyErrorFor(m.ID, proxyerr.New(proxyerr.ErrMethodNotFound, map[string]any{"method": m.Method}, "method not found: %s", m.Method), modern)
 		return
 	}
 	resp, err := f.Forward(ctx, m)
+	c.forget(m.ID, e)
 	if err != nil {
 		c.replyErrorFor(m.ID, err, modern)
 		return

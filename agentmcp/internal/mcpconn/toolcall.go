@@ -38,6 +38,7 @@ type ToolCall struct {
 	conn  *Conn           // nil for a call made otherwise (tests, the tools-only server)
 	ctx   context.Context // the request's; ends when the client cancels it
 	rd    *reader         // the reading role the call was dispatched on
+	entry *inflight       // the request's entry in the Conn's table
 	state atomic.Int32    // holding, released or returned
 	// answered: TryReplyNow wrote the response.
 	answered atomic.Bool
@@ -136,6 +137,7 @@ func (c *ToolCall) TryReplyNow(r *ToolResult, commit func()) bool {
 		commit()
 	}
 	c.Progress.finish()
+	c.conn.forget(c.ID, c.entry)
 	c.answered.Store(true)
 	if c.Modern {
 		m.Result = c.resultJSON(r)
