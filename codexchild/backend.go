@@ -319,9 +319,15 @@ var (
 type ExitError struct {
 	Status ExitStatus
 	Stderr string // the last lines the child wrote to stderr
+	// Reason says why the backend killed the child, when it did (a child
+	// that writes only garbage on stdout); "" when the child died by itself.
+	Reason string
 }
 
 func (e *ExitError) Error() string {
+	if e.Reason != "" {
+		return fmt.Sprintf("codex child process %s: killed because %s", e.Status, e.Reason)
+	}
 	return fmt.Sprintf("codex child process %s", e.Status)
 }
 

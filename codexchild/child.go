@@ -87,6 +87,21 @@ type child struct {
 	tail   []string // last stderr lines
 
 	exit ExitStatus // valid once waited is closed
+
+	reasonMu sync.Mutex
+	reason   string // why the proxy killed the child, if it did
+}
+
+// kill stops a child the proxy found broken: SIGKILL to its group; reason
+// goes into the exit error every pending and later call gets.
+func (c *child) kill(reason string) {
+	c.reasonMu.Lock()
+	if c.reason == "" {
+		c.reason = reason
+	}
+	c.reasonMu.Unlock()
+	c.log.Error("codex child is broken; killing it", "reason", reason)
+	_ = signalGroup(c.cmd, syscall.SIGKILL)
 }
 
 // startChild starts the process. The caller must read c.stdout until EOF
@@ -294,7 +309,9 @@ func (c *child) stderrTail() string {
 // exitError returns the *ExitError for the dead child; only valid once done
 // is closed.
 func (c *child) exitError() *ExitError {
-	return &ExitError{Status: c.exit, Stderr: c.stderrTail()}
+	c.reasonMu.Lock()
+	defer c.reasonMu.Unlock()
+	return &ExitError{Status: c.exit, Stderr: c.stderrTail(), Reason: c.reason}
 }
 
 // stop ends the child gracefully: close stdin, SIGTERM to the group after

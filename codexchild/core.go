@@ -227,12 +227,18 @@ func readLoop(ch *child, r jsonrpcframe.Reader, log *slog.Logger, dispatch func(
 	if idle != nil {
 		defer idle()
 	}
+	g := &garbage{log: log, now: time.Now}
+	defer g.flush()
 	for {
 		m, err := r.Read()
 		if err != nil {
 			var me *jsonrpcframe.MessageError
 			if errors.As(err, &me) {
-				log.Warn("codex child wrote a bad line on stdout; skipped", "err", me.Detail, "line", string(me.Raw))
+				if g.bad(me) {
+					// Nothing it writes after this counts.
+					ch.kill(fmt.Sprintf("it wrote %d lines in a row that are not JSON-RPC on stdout", g.run))
+					return
+				}
 				continue
 			}
 			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
@@ -240,6 +246,7 @@ func readLoop(ch *child, r jsonrpcframe.Reader, log *slog.Logger, dispatch func(
 			}
 			return
 		}
+		g.good()
 		dispatch(m)
 	}
 }

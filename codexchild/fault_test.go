@@ -3,6 +3,7 @@ package codexchild
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -251,5 +252,52 @@ func TestThreadBusy(t *testing.T) {
 	}
 	if res := <-done; res == nil || res.Status != "interrupted" {
 		t.Errorf("first Turn = %+v, want interrupted", res)
+	}
+}
+
+// TestGarbageFlood: a child that writes many bad lines on stdout gets a
+// few log lines and a count of the rest, not one line each (a `yes
+// garbage` child filled the disk at 100 MB/s); one that writes nothing but
+// garbage is killed, and the turn's error says why.
+func TestGarbageFlood(t *testing.T) {
+	for _, tg := range []struct {
+		kind  Kind
+		setup func(t *testing.T) (Config, string)
+	}{{KindMCPServer, setupMock}, {KindAppServer, setupMockApp}} {
+		t.Run(string(tg.kind), func(t *testing.T) {
+			t.Run("limited", func(t *testing.T) {
+				cfg, cwd := tg.setup(t)
+				counts := newCountingHandler(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug}))
+				cfg.Logger = slog.New(counts)
+				b := newTestBackend(t, cfg)
+				res, err := b.Turn(ctxFor(t, 30*time.Second), TurnRequest{Prompt: "GARBAGE_FLOOD=3000 then reply", Params: ThreadParams{Cwd: cwd}})
+				if err != nil || !strings.HasPrefix(res.Text, "MOCK_REPLY: ") {
+					t.Fatalf("Turn = %+v, %v; want the reply after the garbage", res, err)
+				}
+				if err := b.Close(ctxFor(t, 10*time.Second)); err != nil {
+					t.Errorf("Close: %v", err)
+				}
+				if got := counts.count("codex child wrote a bad line on stdout; skipped"); got < 1 || got > 2*garbageLogPerWindow {
+					t.Errorf("%d bad lines logged one by one, want 1 to %d", got, 2*garbageLogPerWindow)
+				}
+				if got := counts.count("codex child wrote more bad lines on stdout; not logged"); got < 1 {
+					t.Errorf("the dropped bad lines were never counted in the log")
+				}
+			})
+			t.Run("broken", func(t *testing.T) {
+				cfg, cwd := tg.setup(t)
+				b := newTestBackend(t, cfg)
+				start := time.Now()
+				_, err := b.Turn(ctxFor(t, 30*time.Second), TurnRequest{Prompt: fmt.Sprintf("GARBAGE_FLOOD=%d", maxGarbageRun+5000), Params: ThreadParams{Cwd: cwd}})
+				var ee *ExitError
+				if !errors.As(err, &ee) || !strings.Contains(ee.Error(), "killed because it wrote 10000 lines in a row that are not JSON-RPC on stdout") {
+					t.Fatalf("Turn = %v; want an *ExitError that says the child was killed for its garbage", err)
+				}
+				if d := time.Since(start); d > 20*time.Second {
+					t.Errorf("the broken child was stopped after %s", d)
+				}
+				_ = b.Close(ctxFor(t, 10*time.Second))
+			})
+		})
 	}
 }

@@ -76,6 +76,8 @@
 //   - GARBAGE: before the turn's events, write three bad stdout lines: a
 //     non-JSON line, a log line with ANSI colour codes and a truncated JSON
 //     message.
+//   - GARBAGE_FLOOD=<n>: before the turn's events, write n lines that are
+//     not JSON on stdout (a child gone mad).
 //   - STDERR_FLOOD=<bytes>: write that many bytes to stderr from a separate
 //     goroutine; a stderr nobody reads blocks only that goroutine (log lines
 //     are dropped meanwhile), never stdout.

@@ -534,7 +534,17 @@ func (p *process) preTurnFaults(text string) {
 		n, _ := strconv.Atoi(m[1])
 		go p.flood(n)
 	}
+	if m := garbageFloodRE.FindStringSubmatch(text); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		for range n {
+			p.out.writeRaw([]byte("garbage-not-json\n"))
+		}
+	}
 }
+
+// garbageFloodRE: GARBAGE_FLOOD=<n> writes n lines that are not JSON on
+// stdout before the turn's events (a child gone mad, `yes garbage`).
+var garbageFloodRE = regexp.MustCompile(`GARBAGE_FLOOD=(\d+)`)
 
 // flood writes n bytes to stderr from its own goroutine, so a reader that
 // does not drain stderr blocks this goroutine only.

@@ -97,7 +97,7 @@ func (m *Manager) bridgeApproval(s *Session, call CallRef, asker Asker, a *codex
 	ctx, cancel := context.WithCancel(m.ctx)
 	defer cancel()
 	if _, queued := asker.(QueueAsker); !queued {
-		q := Question{ApprovalID: id, AgentID: rec.AgentID, Identity: rec.Identity, Message: p.question, Approval: a}
+		q := Question{ApprovalID: id, AgentID: rec.AgentID, Identity: rec.Identity, Message: p.question, Approval: a, Offer: p.offer}
 		if call != nil {
 			q.RequestID = call.RequestID()
 			call.Progress("waiting for approval: " + Clip(what, 80))

@@ -79,6 +79,10 @@ type Question struct {
 	// RequestID is the JSON id of the client request whose turn asks, nil
 	// for turns the proxy starts.
 	RequestID json.RawMessage
+	// Offer answers the approval directly, as an Asker that gets its answer
+	// out of band does (a multi round-trip retry): it reports whether the
+	// answer was taken (false: answered otherwise, timed out, closing).
+	Offer func(Answer) bool
 }
 
 // Answer is a decision and how it was reached (for the audit).

@@ -310,7 +310,12 @@ func BackendError(err error) error {
 		if ee.Stderr != "" {
 			data["stderr"] = ee.Stderr
 		}
-		return proxyerr.New(proxyerr.ErrChildProcessDead, data, "codex child process is not running: %s (restart the MCP server to start a new one)", ee.Status)
+		status := ee.Status.String()
+		if ee.Reason != "" {
+			data["reason"] = ee.Reason
+			status += ", killed because " + ee.Reason
+		}
+		return proxyerr.New(proxyerr.ErrChildProcessDead, data, "codex child process is not running: %s (restart the MCP server to start a new one)", status)
 	case errors.Is(err, context.DeadlineExceeded):
 		return proxyerr.New(proxyerr.ErrRequestTimeout, nil, "codex did not answer in time")
 	}

@@ -38,10 +38,10 @@ type rtTurn struct {
 	call    atomic.Pointer[mcpconn.ToolCall] // the call waiting now
 }
 
-// rtAsk is one approval put to the client.
+// rtAsk is one approval put to the client; the retry answers it with
+// q.Offer.
 type rtAsk struct {
-	q      session.Question
-	answer chan session.Answer // buffered 1
+	q session.Question
 	// guarded by roundTrips.mu:
 	state string // set when put in a result
 	over  bool   // Ask returned: answered otherwise, timed out
@@ -51,22 +51,19 @@ type rtAsk struct {
 func (t *rtTurn) CanAsk() bool { return true }
 
 // Ask hands the approval to the call waiting for the turn (or the next
-// one) and waits for the retry that answers it, or ctx's end (answered
-// otherwise, timed out, shutting down).
+// one), whose result asks the client; the retry answers it with q.Offer.
+// Ask returns when the approval has been answered, by the retry or
+// otherwise (timed out, agent_respond, closing): ctx ends then.
 func (t *rtTurn) Ask(ctx context.Context, q session.Question) (session.Answer, error) {
-	a := &rtAsk{q: q, answer: make(chan session.Answer, 1)}
+	a := &rtAsk{q: q}
 	select {
 	case t.asks <- a:
 	case <-ctx.Done():
 		return session.Answer{}, ctx.Err()
 	}
-	select {
-	case an := <-a.answer:
-		return an, nil
-	case <-ctx.Done():
-		t.rt.over(a)
-		return session.Answer{}, ctx.Err()
-	}
+	<-ctx.Done()
+	t.rt.over(a)
+	return session.Answer{}, ctx.Err()
 }
 
 // callRef is the turn's CallRef: the call waiting now names the turn's
@@ -126,7 +123,13 @@ func (r *roundTrips) over(a *rtAsk) {
 		return
 	}
 	delete(r.states, a.state)
-	r.spendLocked(a.state, "approval "+a.q.ApprovalID+" was answered otherwise or timed out (a denial) before this retry")
+	r.spendLocked(a.state, expired(a))
+}
+
+// expired is why the requestState of an approval answered without its
+// retry is no longer good.
+func expired(a *rtAsk) string {
+	return "approval " + a.q.ApprovalID + " was answered otherwise or timed out (a denial) before this retry"
 }
 
 func (r *roundTrips) spendLocked(st, why string) {
@@ -222,7 +225,10 @@ func (e *Env) retry(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResu
 		e.log.Info("retry without an answer to its approval; asking again", "agent_id", st.t.agentID, "approval_id", st.a.q.ApprovalID)
 		return inputRequired(st.a), nil
 	}
-	st.a.answer <- *an
+	if st.a.q.Offer == nil || !st.a.q.Offer(*an) {
+		return nil, proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "requestState"},
+			"requestState is no longer good: %s; the turn goes on without this call (agent_wait or agent_status tell how it ends)", expired(st.a))
+	}
 	return e.await(ctx, c, st.t)
 }
 
