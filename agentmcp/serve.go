@@ -149,8 +149,9 @@ func newBackend(cfg *config.Config, logger *slog.Logger) (codexchild.Backend, er
 	}
 	return codexchild.New(codexchild.Config{
 		Bin: cfg.CodexBin, Args: cfg.CodexArgs(), Logger: logger, DefaultTimeout: cfg.RequestTimeout, Guard: guardCmd,
-		ClientInfo: codexchild.ClientInfo{Name: "atm-agent-mcp", Version: cli.Version()},
-		Kind:       codexchild.Kind(cfg.Backend),
+		HandshakeTimeout: min(cfg.HandshakeTimeout, cfg.RequestTimeout),
+		ClientInfo:       codexchild.ClientInfo{Name: "atm-agent-mcp", Version: cli.Version()},
+		Kind:             codexchild.Kind(cfg.Backend),
 	})
 }
 

@@ -3,6 +3,7 @@ package codexchild
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -115,9 +116,15 @@ type appReply struct {
 
 // handshake sends initialize and the initialized notification, and reads
 // Codex's version from the userAgent ("<client>/0.169.0 (...) ...").
-func (b *AppServer) handshake() error {
-	ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
+func (b *AppServer) handshake() (err error) {
+	timeout := b.cfg.handshakeTimeout()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	defer func() {
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("no answer within %s (handshake timeout)", timeout)
+		}
+	}()
 	ci := b.cfg.clientInfo()
 	resp, err := b.roundTrip(ctx, "initialize", map[string]any{
 		"clientInfo": map[string]any{"name": ci.Name, "title": ci.Name, "version": ci.Version},

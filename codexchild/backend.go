@@ -303,6 +303,10 @@ var (
 	ErrChildExited = errors.New("codex child process is not running")
 	// ErrTimeout is wrapped by *TimeoutError.
 	ErrTimeout = errors.New("codex request timed out")
+	// ErrHandshake: the child did not complete its start-up handshake
+	// (no answer within Config.HandshakeTimeout, or a refusal); it was
+	// stopped.
+	ErrHandshake = errors.New("handshake failed")
 	// ErrUnsupported: the backend kind does not support the operation.
 	ErrUnsupported = errors.New("not supported by this codex backend")
 	// ErrAlreadyAnswered: an approval was answered twice.

@@ -14,9 +14,9 @@ const (
 	DefaultStopGrace = 2 * time.Second
 	// DefaultClientName is the clientInfo name of the handshake.
 	DefaultClientName = "atm-agent-mcp"
-	// handshakeTimeout bounds the MCP handshake (initialize, tools/list) of a
+	// DefaultHandshakeTimeout bounds the start-up handshake (initialize,
 	// freshly started child.
-	handshakeTimeout = 60 * time.Second
+	DefaultHandshakeTimeout = 60 * time.Second
 )
 
 // ClientInfo is what the backend tells Codex about itself in the handshake.
@@ -58,6 +58,12 @@ type Config struct {
 	// forwarded request. optional: 0 means DefaultTimeout (300 s); negative
 	// means no timeout.
 	DefaultTimeout time.Duration
+	// HandshakeTimeout bounds the child's start-up handshake (initialize,
+	// and tools/list on mcp-server): a child that does not answer in time
+	// is stopped and every call fails with ErrHandshake. optional: 0 means
+	// DefaultHandshakeTimeout (60 s), or DefaultTimeout when that is
+	// shorter, so that the first call fails within a turn's timeout.
+	HandshakeTimeout time.Duration
 	// StopGrace is how long Close waits after closing the child's stdin
 	// before SIGTERM, and again before SIGKILL. optional: 0 means
 	// DefaultStopGrace (2 s).
@@ -82,6 +88,16 @@ func (c Config) timeout() time.Duration {
 		return DefaultTimeout
 	}
 	return c.DefaultTimeout
+}
+
+func (c Config) handshakeTimeout() time.Duration {
+	if c.HandshakeTimeout > 0 {
+		return c.HandshakeTimeout
+	}
+	if t := c.effectiveTimeout(0); t > 0 && t < DefaultHandshakeTimeout {
+		return t
+	}
+	return DefaultHandshakeTimeout
 }
 
 func (c Config) grace() time.Duration {

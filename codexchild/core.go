@@ -114,10 +114,10 @@ func (l *core[C]) ensureStarted(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
-	case l.exitErr != nil:
-		return l.exitErr
 	case l.startErr != nil:
 		return l.startErr
+	case l.exitErr != nil:
+		return l.exitErr
 	}
 	return nil
 }
@@ -180,15 +180,17 @@ func (l *core[C]) start() {
 	if err := h.handshake(); err != nil {
 		log.Error("codex handshake failed", "err", err)
 		var ee *ExitError
-		if !errors.As(err, &ee) {
+		died := errors.As(err, &ee)
+		if !died {
 			// A child that cannot do the handshake is of no use: stop it.
 			_ = ch.stop(context.Background())
 			<-l.exitHandled
 		}
 		l.mu.Lock()
-		l.startErr = fmt.Errorf("codexchild: %s handshake: %w", h.subcommand, err)
-		if l.exitErr != nil {
-			l.startErr = l.exitErr
+		if died && l.exitErr != nil {
+			l.startErr = l.exitErr // it died: how is the news
+		} else {
+			l.startErr = fmt.Errorf("codexchild: %s %w: %w; it was stopped", h.subcommand, ErrHandshake, err)
 		}
 		l.mu.Unlock()
 	}

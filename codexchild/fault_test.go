@@ -301,3 +301,33 @@ func TestGarbageFlood(t *testing.T) {
 		})
 	}
 }
+
+// TestHandshakeTimeout: a child stuck at start fails the first call within
+// the handshake timeout (not a fixed 60 s), is stopped, and every later
+// call fails at once with the same error.
+func TestHandshakeTimeout(t *testing.T) {
+	for _, tg := range []struct {
+		kind  Kind
+		setup func(t *testing.T) (Config, string)
+	}{{KindMCPServer, setupMock}, {KindAppServer, setupMockApp}} {
+		t.Run(string(tg.kind), func(t *testing.T) {
+			cfg, cwd := tg.setup(t)
+			cfg.Env = append(cfg.Env, "MOCKCODEX_START_HANG=1")
+			cfg.DefaultTimeout = time.Second // the handshake fits within a turn's timeout
+			b := newTestBackend(t, cfg)
+			start := time.Now()
+			_, err := b.Turn(ctxFor(t, 30*time.Second), TurnRequest{Prompt: "hello", Params: ThreadParams{Cwd: cwd}})
+			if !errors.Is(err, ErrHandshake) || !strings.Contains(err.Error(), "no answer within 1s") {
+				t.Fatalf("Turn = %v, want ErrHandshake after 1s", err)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("the first call failed after %s, want about 1s", d)
+			}
+			start = time.Now()
+			if _, err := b.Turn(ctxFor(t, 30*time.Second), TurnRequest{Prompt: "again", Params: ThreadParams{Cwd: cwd}}); !errors.Is(err, ErrHandshake) || time.Since(start) > time.Second {
+				t.Errorf("next Turn = %v after %s, want ErrHandshake at once", err, time.Since(start))
+			}
+			_ = b.Close(ctxFor(t, 10*time.Second))
+		})
+	}
+}

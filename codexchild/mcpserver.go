@@ -97,9 +97,15 @@ func NewMCPServer(cfg Config) *MCPServer {
 
 // handshake sends initialize (declaring the elicitation capability),
 // notifications/initialized and tools/list, and caches the tools.
-func (b *MCPServer) handshake() error {
-	ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
+func (b *MCPServer) handshake() (err error) {
+	timeout := b.cfg.handshakeTimeout()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	defer func() {
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("no answer within %s (handshake timeout)", timeout)
+		}
+	}()
 	ci := b.cfg.clientInfo()
 	resp, err := b.roundTrip(ctx, "initialize", map[string]any{
 		"protocolVersion": "2025-06-18",

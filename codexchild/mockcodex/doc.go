@@ -94,6 +94,8 @@
 //     {"msg":<message>} for every message received (or {"raw":…} for a line
 //     that was not one), each with "pid" and "t".
 //   - MOCKCODEX_START_FAIL=<code>: exit with that code before reading stdin
+//   - MOCKCODEX_START_HANG=1: read stdin and never answer (a child stuck
+//     at start)
 //     (initialize is never answered), like a bad config.toml.
 //   - MOCKCODEX_DELAY_MS=<ms>: added latency before each turn's model call.
 //   - MOCKCODEX_TIMING=<file>: keep in that file (created if missing,

@@ -128,6 +128,11 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 		fmt.Fprintf(stderr, "Error: MOCKCODEX_START_FAIL=%s: failing before initialize\n", s)
 		return code
 	}
+	if getenv("MOCKCODEX_START_HANG") != "" {
+		// A child stuck at start: it reads and never answers.
+		_, _ = io.Copy(io.Discard, stdin)
+		return 0
+	}
 
 	out := newOutput(stdout)
 	if out.timing, err = openTiming(getenv("MOCKCODEX_TIMING")); err != nil {

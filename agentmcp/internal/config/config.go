@@ -49,6 +49,7 @@ const (
 	DefaultIdleTimeout          = 5 * time.Minute
 	DefaultRequestTimeout       = 300 * time.Second
 	DefaultElicitationTimeout   = 300 * time.Second
+	DefaultHandshakeTimeout     = 60 * time.Second
 	DefaultMaxConcurrentThreads = 10
 	DefaultMaxMailMessages      = 10
 	DefaultMaxMailMessageLength = 4096
@@ -199,6 +200,10 @@ type Config struct {
 	// answer: deny (default), approve, or queue it for the status/respond
 	// tools.
 	ApprovalFallback string
+	// HandshakeTimeout bounds Codex's start-up handshake (capped to
+	// RequestTimeout): a Codex that hangs at start fails the first call
+	// within it.
+	HandshakeTimeout time.Duration
 	// MCPProtocol is one of MCPProtocols.
 	MCPProtocol string
 

@@ -316,6 +316,9 @@ func BackendError(err error) error {
 			status += ", killed because " + ee.Reason
 		}
 		return proxyerr.New(proxyerr.ErrChildProcessDead, data, "codex child process is not running: %s (restart the MCP server to start a new one)", status)
+	case errors.Is(err, codexchild.ErrHandshake):
+		return proxyerr.New(proxyerr.ErrChildProcessDead, map[string]any{"handshake": err.Error()},
+			"codex could not be started: %v (check codex_bin and handshake_timeout_secs; restart the MCP server to try again)", err)
 	case errors.Is(err, context.DeadlineExceeded):
 		return proxyerr.New(proxyerr.ErrRequestTimeout, nil, "codex did not answer in time")
 	}
