@@ -1,11 +1,13 @@
 package mcpconn
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -526,8 +528,10 @@ func TestTryReplyNow(t *testing.T) {
 // queue up to the bound, then are dropped; Event never waits.
 func TestEventsDroppedNotWaitedFor(t *testing.T) {
 	inR, inW := io.Pipe()
-	outR, outW := io.Pipe() // nobody reads it
-	conn := New(Config{Handler: echo, EventQueue: 10})
+	outR, outW := io.Pipe() // nobody reads it: a deliberately slow client
+	var logged bytes.Buffer
+	var logMu sync.Mutex
+	conn := New(Config{Handler: echo, EventQueue: 10, Logger: slog.New(slog.NewTextHandler(&lockedWriter{w: &logged, mu: &logMu}, nil))})
 	conn.Start(inR, outW)
 	defer func() { inW.Close(); <-conn.Done(); conn.Close(); outW.Close(); outR.Close() }()
 	kept := 0
@@ -542,6 +546,24 @@ func TestEventsDroppedNotWaitedFor(t *testing.T) {
 	if st := conn.Stats(); st.Dropped == 0 || int(st.Dropped)+kept != 100 || st.Queued > 10 {
 		t.Errorf("kept %d, stats %+v: want at most 10 queued and the rest dropped", kept, st)
 	}
+	// The log says so, once (not once per dropped event).
+	logMu.Lock()
+	defer logMu.Unlock()
+	if n := strings.Count(logged.String(), "the client reads slower than Codex writes"); n != 1 {
+		t.Errorf("%d drop warnings, want 1:\n%s", n, logged.String())
+	}
+}
+
+// lockedWriter is an io.Writer safe for concurrent use.
+type lockedWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 func TestPool(t *testing.T) {

@@ -56,6 +56,25 @@ type outbox struct {
 	stopPump chan struct{}
 	pumpDone chan struct{}
 	dropped  atomic.Int64
+	// lastWarn (unix nanoseconds) and warned (dropped then) rate-limit the
+	// warning about dropped events.
+	lastWarn, warned atomic.Int64
+}
+
+// dropWarnEvery is how often, at most, the log says events were dropped.
+const dropWarnEvery = 10 * time.Second
+
+// warnDrops logs, at most every dropWarnEvery, that the client reads slower
+// than Codex writes and how many events were dropped since the last time.
+func (c *outbox) warnDrops() {
+	now := time.Now().UnixNano()
+	last := c.lastWarn.Load()
+	if last != 0 && now-last < int64(dropWarnEvery) || !c.lastWarn.CompareAndSwap(last, now) {
+		return
+	}
+	total := c.dropped.Load()
+	c.log.Warn("the client reads slower than Codex writes: events dropped (agent_status counts them per session)",
+		"dropped", total-c.warned.Swap(total), "dropped_total", total, "queue", c.queueMax)
 }
 
 // ErrClientGone reports that the client has disconnected: its stdin ended
@@ -313,8 +332,12 @@ func (c *outbox) event(build func() *jsonrpcframe.Message, hold bool) bool {
 	hold = hold && c.bw != nil
 	c.emu.Lock()
 	if c.gauge == nil || c.writing || len(c.queue) > 0 || !hold && len(c.held) > 0 {
-		defer c.emu.Unlock()
-		return c.enqueueLocked(build)
+		ok := c.enqueueLocked(build)
+		c.emu.Unlock()
+		if !ok {
+			c.warnDrops()
+		}
+		return ok
 	}
 	c.writing = true
 	heldSize := c.heldSize

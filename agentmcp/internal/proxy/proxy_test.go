@@ -512,6 +512,11 @@ func TestEventsNeverWaitForAStalledClient(t *testing.T) {
 	if got["sessions"] == nil {
 		t.Fatalf("agent_sessions after the stall: %v", got)
 	}
+	// agent_status says how many of the session's events were dropped.
+	st := c.structured(c.tool("agent_status", map[string]any{"agent_id": sess.Record().AgentID}))
+	if ev, _ := st["events"].(map[string]any); ev == nil || int64(ev["dropped"].(float64)) != dropped {
+		t.Errorf("agent_status events %v, want dropped %d", st["events"], dropped)
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		n := 0
