@@ -44,6 +44,14 @@ type Backend interface {
 	Close(ctx context.Context) error
 }
 
+// Starter is what a backend that can start its child before the first
+// call offers (every backend of this package).
+type Starter interface {
+	// Start starts the child and does its handshake now; it returns the
+	// start's error, or nil when the child had started already.
+	Start(ctx context.Context) error
+}
+
 // Passthrough is what a backend whose child is itself an MCP server
 // (mcp-server) offers besides turns. A backend that has it only for some
 // children (the auto backend) returns ErrUnsupported for the others.

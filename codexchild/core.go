@@ -421,6 +421,11 @@ func (l *core[C]) Close(ctx context.Context) error {
 	return err
 }
 
+// Start starts the child and does its handshake now rather than at the
+// first call, and returns how the start went (nil when it had started
+// already). ctx bounds the wait, not the start.
+func (l *core[C]) Start(ctx context.Context) error { return l.ensureStarted(ctx) }
+
 // Kind returns the backend's protocol.
 func (l *core[C]) Kind() Kind { return l.kind }
 

@@ -56,6 +56,9 @@ var (
 	_ Backend     = (*autoBackend)(nil)
 	_ Passthrough = (*autoBackend)(nil)
 	_ Steerer     = (*autoBackend)(nil)
+	_ Starter     = (*autoBackend)(nil)
+	_ Starter     = (*MCPServer)(nil)
+	_ Starter     = (*AppServer)(nil)
 )
 
 // backend returns the chosen backend, probing once; callers wait for the
@@ -100,6 +103,19 @@ func (a *autoBackend) decide() {
 	a.b, a.version = b, version
 	a.mu.Unlock()
 	close(a.decided)
+}
+
+// Start probes the binary and starts the chosen backend's child now (see
+// the backends' Start).
+func (a *autoBackend) Start(ctx context.Context) error {
+	b, err := a.backend(ctx)
+	if err != nil {
+		return err
+	}
+	if s, ok := b.(Starter); ok {
+		return s.Start(ctx)
+	}
+	return nil
 }
 
 // Kind reports the chosen protocol, or KindAuto before the first use has

@@ -21,6 +21,7 @@ func proxyParams(t *testing.T, glob string) testscript.Params {
 	p.Dir = "" // only the files of glob
 	p.Cmds["mcp"] = cmdMCP
 	p.Cmds["flock"] = cmdFlock
+	p.Cmds["killgroup"] = cmdKillGroup
 	setup := p.Setup
 	p.Setup = func(env *testscript.Env) error {
 		if err := setup(env); err != nil {

@@ -1,6 +1,7 @@
 package testscripts
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -17,6 +18,18 @@ import (
 // atm_send through its per-thread tool server, an approval bridged to the
 // client, and the shutdown summary. Without the binaries it skips loudly
 // (fails under ATM_REQUIRE_REAL_CODEX=1).
+// sawTogether reports whether one request of the model had both texts in
+// its input.
+func sawTogether(mock *modelmock.Server, a, b string) bool {
+	for _, r := range mock.Requests() {
+		all := strings.Join(r.InputTexts(), "\n")
+		if strings.Contains(all, a) && strings.Contains(all, b) {
+			return true
+		}
+	}
+	return false
+}
+
 func TestRealCodex(t *testing.T) {
 	for _, tc := range []struct {
 		which   realcodex.Which
@@ -54,10 +67,24 @@ func TestRealCodex(t *testing.T) {
 				env.Setenv("CODEX_WORK", home.WorkDir)
 				return os.MkdirAll(home.WorkDir, 0o755)
 			}
+			p.Condition = func(cond string) (bool, error) {
+				switch cond {
+				case "mcp":
+					return tc.backend == "mcp-server", nil
+				case "app":
+					return tc.backend == "app-server", nil
+				}
+				return false, fmt.Errorf("unknown condition %q", cond)
+			}
 			// testscript runs the scripts as parallel subtests: check after them.
 			t.Cleanup(func() {
 				if !t.Failed() && !mock.SawInput("Identity:  arch") {
 					t.Error("the model never saw the injected session context")
+				}
+				// real_restart: after the restart, the resumed thread's
+				// request carries the turn from before the crash.
+				if tc.backend == "app-server" && !t.Failed() && !sawTogether(mock, "after-restart: what was the word?", "albatross-before-crash") {
+					t.Error("after the restart the model did not see the session's earlier turn")
 				}
 			})
 			testscript.Run(t, p)

@@ -31,6 +31,10 @@ var (
 	// initialize-based ones otherwise) or 2025-11-25 (only those: clients
 	// that probe server/discover fall back to initialize).
 	MCPProtocols = []string{"auto", "2025-11-25"}
+	// CodexRestarts say what happens after Codex crashed: manual (nothing
+	// until agent_restart_codex) or on_demand (the next call that needs
+	// Codex starts a fresh one).
+	CodexRestarts = []string{"manual", "on_demand"}
 	// LogLevels are the accepted log levels.
 	LogLevels = []string{"debug", "info", "warn", "error"}
 )
@@ -45,6 +49,7 @@ const (
 	DefaultApprovalPolicy       = "on-request"
 	DefaultApprovalFallback     = "deny"
 	DefaultMCPProtocol          = "auto"
+	DefaultCodexRestart         = "manual"
 	DefaultMailPollInterval     = 5 * time.Second
 	DefaultIdleTimeout          = 5 * time.Minute
 	DefaultRequestTimeout       = 300 * time.Second
@@ -204,6 +209,8 @@ type Config struct {
 	// RequestTimeout): a Codex that hangs at start fails the first call
 	// within it.
 	HandshakeTimeout time.Duration
+	// CodexRestart is one of CodexRestarts.
+	CodexRestart string
 	// MCPProtocol is one of MCPProtocols.
 	MCPProtocol string
 

@@ -71,6 +71,7 @@ func (c *Config) Entries() []Entry {
 		{Key: "max_mail_message_length", Value: c.MaxMailMessageLength},
 		{Key: "elicitation_timeout_secs", Value: secs(c.ElicitationTimeout)},
 		{Key: "handshake_timeout_secs", Value: secs(c.HandshakeTimeout)},
+		{Key: "codex_restart", Value: c.CodexRestart},
 		{Key: "approval_fallback", Value: c.ApprovalFallback},
 		{Key: "mcp_protocol", Value: c.MCPProtocol},
 		{Key: "max_result_chars", Value: c.MaxResultChars},

@@ -66,7 +66,7 @@ var pluginKeys = []string{
 	"mail_poll_interval_ms", "idle_timeout_ms", "persist_threads",
 	"request_timeout_secs", "max_concurrent_threads",
 	"auto_mail", "per_thread_auto_mail", "max_mail_messages", "max_mail_message_length",
-	"elicitation_timeout_secs", "handshake_timeout_secs", "approval_fallback", "mcp_protocol", "log_level", "log_file",
+	"elicitation_timeout_secs", "handshake_timeout_secs", "codex_restart", "approval_fallback", "mcp_protocol", "log_level", "log_file",
 	"max_result_chars", "event_buffer_size",
 	"roles",
 }
@@ -234,6 +234,7 @@ func (r *resolver) resolveAll(cfg *Config, opts LoadOptions) {
 	cfg.ElicitationTimeout = r.seconds("elicitation_timeout_secs", DefaultElicitationTimeout, std("elicitation_timeout_secs", ""))
 	cfg.ApprovalFallback = r.enum("approval_fallback", DefaultApprovalFallback, ApprovalFallbacks, std("approval_fallback", ""))
 	cfg.HandshakeTimeout = r.seconds("handshake_timeout_secs", DefaultHandshakeTimeout, std("handshake_timeout_secs", ""))
+	cfg.CodexRestart = r.enum("codex_restart", DefaultCodexRestart, CodexRestarts, std("codex_restart", ""))
 	cfg.MCPProtocol = r.enum("mcp_protocol", DefaultMCPProtocol, MCPProtocols, std("mcp_protocol", ""))
 	cfg.MaxResultChars = r.integer("max_result_chars", DefaultMaxResultChars, 100, std("max_result_chars", ""))
 	cfg.EventBufferSize = r.integer("event_buffer_size", DefaultEventBufferSize, 1, std("event_buffer_size", ""))

@@ -85,7 +85,7 @@ func TestDefaults(t *testing.T) {
 		RequestTimeout: 300 * time.Second, MaxConcurrentThreads: 10, AutoMail: true,
 		MaxMailMessages: 10, MaxMailMessageLength: 4096, ElicitationTimeout: 300 * time.Second,
 		MaxResultChars: 80000, EventBufferSize: 500,
-		ApprovalFallback: "deny", HandshakeTimeout: 60 * time.Second, MCPProtocol: "auto", LogLevel: "info", Roles: map[string]Role{},
+		ApprovalFallback: "deny", HandshakeTimeout: 60 * time.Second, CodexRestart: "manual", MCPProtocol: "auto", LogLevel: "info", Roles: map[string]Role{},
 	}
 	if diff := cmp.Diff(want, c, cmpIgnoreSources); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
@@ -202,6 +202,7 @@ elicitation_timeout_secs = 7
 approval_fallback = "queue"
 mcp_protocol = "2025-11-25"
 handshake_timeout_secs = 7
+codex_restart = "on_demand"
 max_result_chars = 5000
 event_buffer_size = 50
 log_level = "debug"
@@ -228,7 +229,7 @@ approval_policy = "on-request"
 		PerThreadAutoMail: map[string]bool{"codex-reviewer": true},
 		MaxMailMessages:   4, MaxMailMessageLength: 100, ElicitationTimeout: 7 * time.Second,
 		MaxResultChars: 5000, EventBufferSize: 50,
-		ApprovalFallback: "queue", HandshakeTimeout: 7 * time.Second, MCPProtocol: "2025-11-25", LogLevel: "debug", LogFile: filepath.Join(f.repo, "logs", "proxy.log"),
+		ApprovalFallback: "queue", HandshakeTimeout: 7 * time.Second, CodexRestart: "on_demand", MCPProtocol: "2025-11-25", LogLevel: "debug", LogFile: filepath.Join(f.repo, "logs", "proxy.log"),
 		Roles: map[string]Role{"worker": {Model: "gpt-5.3-codex", ReasoningEffort: "low", Sandbox: "workspace-write", ApprovalPolicy: "on-request"}},
 	}
 	if diff := cmp.Diff(want, c, cmpIgnoreSources); diff != "" {
@@ -257,7 +258,7 @@ approval_policy = "on-request"
 		"ATM_AGENT_MCP_MAX_CONCURRENT_THREADS": "20", "ATM_AGENT_MCP_AUTO_MAIL": "yes",
 		"ATM_AGENT_MCP_PER_THREAD_AUTO_MAIL": "codex-reviewer=false, codex-x=1",
 		"ATM_AGENT_MCP_MAX_MAIL_MESSAGES":    "2", "ATM_AGENT_MCP_MAX_MAIL_MESSAGE_LENGTH": "50",
-		"ATM_AGENT_MCP_ELICITATION_TIMEOUT_SECS": "9", "ATM_AGENT_MCP_APPROVAL_FALLBACK": "approve", "ATM_AGENT_MCP_MCP_PROTOCOL": "auto", "ATM_AGENT_MCP_HANDSHAKE_TIMEOUT_SECS": "8",
+		"ATM_AGENT_MCP_ELICITATION_TIMEOUT_SECS": "9", "ATM_AGENT_MCP_APPROVAL_FALLBACK": "approve", "ATM_AGENT_MCP_MCP_PROTOCOL": "auto", "ATM_AGENT_MCP_HANDSHAKE_TIMEOUT_SECS": "8", "ATM_AGENT_MCP_CODEX_RESTART": "manual",
 		"ATM_AGENT_MCP_MAX_RESULT_CHARS": "3000", "ATM_AGENT_MCP_EVENT_BUFFER_SIZE": "20",
 		"ATM_AGENT_MCP_LOG_LEVEL": "warn", "ATM_AGENT_MCP_LOG_FILE": "/var/log/x.log",
 		"ATM_AGENT_MCP_ROLE": "worker",
@@ -278,7 +279,7 @@ approval_policy = "on-request"
 		PerThreadAutoMail: map[string]bool{"codex-reviewer": false, "codex-x": true},
 		MaxMailMessages:   2, MaxMailMessageLength: 50, ElicitationTimeout: 9 * time.Second,
 		MaxResultChars: 3000, EventBufferSize: 20,
-		ApprovalFallback: "approve", HandshakeTimeout: 8 * time.Second, MCPProtocol: "auto", LogLevel: "warn", LogFile: "/var/log/x.log", Role: "worker",
+		ApprovalFallback: "approve", HandshakeTimeout: 8 * time.Second, CodexRestart: "manual", MCPProtocol: "auto", LogLevel: "warn", LogFile: "/var/log/x.log", Role: "worker",
 		Roles: map[string]Role{"worker": {Model: "gpt-5.3-codex", ReasoningEffort: "low", Sandbox: "workspace-write", ApprovalPolicy: "on-request"}},
 	}
 	if diff := cmp.Diff(want, c, cmpIgnoreSources); diff != "" {

@@ -28,6 +28,13 @@ type Options struct {
 
 	// Backend is the Codex child. required.
 	Backend codexchild.Backend
+	// NewBackend makes a fresh Codex child for a restart (agent_restart_codex,
+	// CodexRestart on_demand). optional: nil means Codex cannot be
+	// restarted without restarting the proxy.
+	NewBackend func() (codexchild.Backend, error)
+	// CodexRestart is RestartManual or RestartOnDemand. optional: ""
+	// means manual.
+	CodexRestart string
 
 	// Defaults are the thread settings before a role preset or the caller's
 	// arguments.

@@ -26,7 +26,7 @@ import (
 type Server struct {
 	opts     Options
 	log      *slog.Logger
-	backend  codexchild.Backend
+	backend  *codex // the Codex child, replaced by restarts
 	reg      *registry.Registry
 	audit    *registry.Audit
 	auditor  *session.Auditor
@@ -67,8 +67,9 @@ func New(opts Options) (*Server, error) {
 		reg.Close()
 		return nil, err
 	}
-	s := &Server{opts: opts, log: log, backend: opts.Backend, reg: reg, audit: audit, atm: atm,
+	s := &Server{opts: opts, log: log, reg: reg, audit: audit, atm: atm,
 		auditor: session.NewAuditor(audit, log), git: gitctx.New(gitctx.Config{Logger: log})}
+	s.backend = newCodex(opts.Backend, opts, log, s.auditor)
 	s.conn = mcpconn.New(mcpconn.Config{
 		Handler:      handler{s},
 		ServerInfo:   mcpconn.ServerInfo{Name: "atm-agent-mcp", Title: "ATM agent proxy for Codex", Version: opts.Version},
@@ -83,7 +84,7 @@ func New(opts Options) (*Server, error) {
 		registryView = opts.wrapRegistry(registryView)
 	}
 	s.sessions, err = session.NewManager(session.Config{
-		Home: opts.Home, Team: opts.Team, Backend: opts.Backend, Registry: registryView, Audit: s.auditor, Git: s.git,
+		Home: opts.Home, Team: opts.Team, Backend: s.backend, Registry: registryView, Audit: s.auditor, Git: s.git,
 		Sink: eventSink{s.conn}, Asker: asker{s.conn, log}, Mail: &s.mail,
 		Defaults: opts.Defaults, Roles: opts.Roles, BaseInstructions: opts.BaseInstructions, ExtraInstructions: opts.ExtraInstructions,
 		CodexConfig: opts.CodexConfig, ToolServer: opts.ToolServer, ToolServerEnv: opts.ToolServerEnv,
@@ -98,6 +99,7 @@ func New(opts Options) (*Server, error) {
 		reg.Close()
 		return nil, err
 	}
+	s.backend.afterRestart = s.sessions.AfterRestart
 	return s, nil
 }
 
@@ -111,7 +113,7 @@ const instructions = "Runs OpenAI Codex agents as named members of an ATM team. 
 // registry, identities, child. It returns nil after a graceful shutdown.
 func (s *Server) Run(ctx context.Context, r io.Reader, w io.Writer) error {
 	s.tools = tools.New(tools.Config{
-		Sessions: s.sessions, ATM: s.atm, Client: s.conn, Child: s.backend, Team: s.opts.Team, Identity: s.opts.Identity,
+		Sessions: s.sessions, ATM: s.atm, Client: s.conn, Child: s.backend, Restarter: s.backend, Team: s.opts.Team, Identity: s.opts.Identity,
 		BaseInstructions: s.opts.BaseInstructions, MaxSessions: s.opts.MaxSessions,
 		DefaultIdentity: s.opts.DefaultIdentity, Audit: s.auditor, CodexHome: s.opts.CodexHome, Cwd: s.opts.Cwd,
 		Started: s.opts.Now(), Logger: s.log, Now: s.opts.Now,
@@ -216,11 +218,8 @@ func (h handler) CallTool(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.To
 // Forward sends a request the proxy does not handle to the Codex child
 // verbatim and returns the child's reply.
 func (h handler) Forward(ctx context.Context, m *jsonrpcframe.Message) (*jsonrpcframe.Message, error) {
-	pt, ok := h.s.backend.(codexchild.Passthrough)
+	pt := h.s.backend
 	notFound := proxyerr.New(proxyerr.ErrMethodNotFound, map[string]any{"method": m.Method}, "method not found: %s", m.Method)
-	if !ok {
-		return nil, notFound
-	}
 	ctx, cancel := context.WithTimeout(ctx, h.s.opts.RequestTimeout)
 	defer cancel()
 	resp, err := pt.Forward(ctx, m)
@@ -238,10 +237,7 @@ func (h handler) Forward(ctx context.Context, m *jsonrpcframe.Message) (*jsonrpc
 // Notify passes a notification on to the child (mcp-server), on a goroutine
 // of its own: the child's stdin may be full.
 func (h handler) Notify(m *jsonrpcframe.Message) {
-	pt, ok := h.s.backend.(codexchild.Passthrough)
-	if !ok {
-		return
-	}
+	pt := h.s.backend
 	go func() {
 		if err := pt.Notify(context.Background(), m); err != nil {
 			h.s.log.Debug("notification not forwarded to codex", "method", m.Method, "err", err)

@@ -315,7 +315,7 @@ func BackendError(err error) error {
 			data["reason"] = ee.Reason
 			status += ", killed because " + ee.Reason
 		}
-		return proxyerr.New(proxyerr.ErrChildProcessDead, data, "codex child process is not running: %s (restart the MCP server to start a new one)", status)
+		return proxyerr.New(proxyerr.ErrChildProcessDead, data, "codex child process is not running: %s (call agent_restart_codex to start a new one: the sessions continue on it)", status)
 	case errors.Is(err, codexchild.ErrHandshake):
 		return proxyerr.New(proxyerr.ErrChildProcessDead, map[string]any{"handshake": err.Error()},
 			"codex could not be started: %v (check codex_bin and handshake_timeout_secs; restart the MCP server to try again)", err)

@@ -52,6 +52,7 @@ type ServerStatus struct {
 
 // ChildStatus is the Codex child in ServerStatus.
 type ChildStatus struct {
+	RestartCounts
 	Alive    bool    `json:"alive"`
 	Backend  string  `json:"backend"`
 	Exit     *string `json:"exit,omitempty"`
@@ -92,6 +93,9 @@ func (e *Env) agentStatus(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.To
 	}
 	st := e.cfg.Child.Status()
 	child := ChildStatus{Backend: string(st.Kind), Started: st.Started, Alive: st.Running, PID: st.PID, Version: st.Version}
+	if e.cfg.Restarter != nil {
+		child.RestartCounts = e.cfg.Restarter.Restarts()
+	}
 	if st.Exit != nil {
 		code, exit := st.Exit.Code, st.Exit.String()
 		child.ExitCode, child.Exit = &code, &exit
@@ -255,4 +259,28 @@ func (e *Env) agentRespond(_ context.Context, c *mcpconn.ToolCall) (*mcpconn.Too
 	}
 	v := map[string]any{"agent_id": s.Record().AgentID, "approval_id": id, "decision": string(d.Kind), "reason": d.Reason}
 	return &mcpconn.ToolResult{Text: fmt.Sprintf("approval %s: %s", id, d.Kind), Structured: v}, nil
+}
+
+// restartCodex starts a new Codex child in place of a crashed one (or of a
+// running one, with force): every live session continues on it (its next
+// turn resumes its thread on app-server, opens a new one with its recent
+// messages on mcp-server). Turns that were in flight keep their error.
+func (e *Env) restartCodex(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, error) {
+	if err := c.Args.CheckUnknown("agent_restart_codex", "force"); err != nil {
+		return nil, err
+	}
+	force, _, err := c.Args.Bool("force")
+	if err != nil {
+		return nil, err
+	}
+	if e.cfg.Restarter == nil {
+		return nil, proxyerr.New(proxyerr.ErrInvalidRequest, nil, "this proxy cannot restart Codex; restart the MCP server")
+	}
+	rep, err := e.cfg.Restarter.Restart(ctx, force)
+	if err != nil {
+		return nil, err
+	}
+	text := fmt.Sprintf("Codex restarted (%s, pid %d; previous child: %s); %d live session(s) continue on it: continue each with codex-reply.",
+		rep.Backend, rep.PID, rep.Previous, rep.Sessions)
+	return &mcpconn.ToolResult{Text: text, Structured: rep}, nil
 }

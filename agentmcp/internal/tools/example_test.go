@@ -36,4 +36,5 @@ func Example() {
 	// agent_interrupt [agent_id]
 	// agent_respond [agent_id answer]
 	// agent_list_codex_sessions []
+	// agent_restart_codex []
 }

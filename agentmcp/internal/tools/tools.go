@@ -29,6 +29,31 @@ type Client interface {
 	Stats() mcpconn.Stats
 }
 
+// Restarter restarts the Codex child (agent_restart_codex) and counts its
+// crashes and restarts (agent_status).
+type Restarter interface {
+	Restart(ctx context.Context, force bool) (RestartReport, error)
+	Restarts() RestartCounts
+}
+
+// RestartReport says what a restart did.
+type RestartReport struct {
+	PID      int    `json:"pid"`
+	Backend  string `json:"backend"`
+	Restarts int    `json:"restarts"`
+	Sessions int    `json:"sessions"` // live sessions that continue on the new child
+	Previous string `json:"previous"` // how the previous child ended
+}
+
+// RestartCounts are the Codex child's crashes and restarts since the proxy
+// started.
+type RestartCounts struct {
+	Mode        string `json:"restart_mode"` // manual or on_demand
+	Crashes     int    `json:"crashes"`
+	Restarts    int    `json:"restarts"`
+	LastRestart string `json:"last_restart_at,omitempty"`
+}
+
 // Config configures an Env. Zero values are documented per field.
 type Config struct {
 	// Sessions are the proxy's sessions. required.
@@ -43,6 +68,9 @@ type Config struct {
 	Identity string
 	// Child reports the Codex child's state (agent_status). required.
 	Child interface{ Status() codexchild.Status }
+	// Restarter restarts the child. optional: nil means agent_restart_codex
+	// says the MCP server must be restarted.
+	Restarter Restarter
 	// BaseInstructions replace Codex's base instructions when the caller
 	// does not give base-instructions. optional.
 	BaseInstructions string
@@ -66,7 +94,7 @@ type Config struct {
 	Now func() time.Time
 }
 
-// Env runs the proxy's 13 tools; it is the MCP connection's Handler.
+// Env runs the proxy's 14 tools; it is the MCP connection's Handler.
 type Env struct {
 	cfg   Config
 	log   *slog.Logger
@@ -81,7 +109,7 @@ type tool func(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, e
 
 // names lists the tools for error messages, in tools.json's order.
 var names = []string{"codex", "codex-reply", "atm_send", "atm_read", "atm_broadcast", "atm_pending_count",
-	"agent_sessions", "agent_status", "agent_close", "agent_wait", "agent_interrupt", "agent_respond", "agent_list_codex_sessions"}
+	"agent_sessions", "agent_status", "agent_close", "agent_wait", "agent_interrupt", "agent_respond", "agent_list_codex_sessions", "agent_restart_codex"}
 
 // New returns the tools over cfg.
 func New(cfg Config) *Env {
@@ -109,6 +137,7 @@ func New(cfg Config) *Env {
 		"agent_interrupt":           e.agentInterrupt,
 		"agent_respond":             e.agentRespond,
 		"agent_list_codex_sessions": e.listCodexSessions,
+		"agent_restart_codex":       e.restartCodex,
 	}
 	return e
 }

@@ -1,0 +1,62 @@
+package session
+
+import (
+	"strings"
+)
+
+// AfterRestart tells every live session that the Codex child was replaced
+// (agent_restart_codex, or codex_restart on_demand) and returns how many
+// continue. Nothing runs now: a session's next turn goes to the new child.
+// On app-server that turn resumes the session's thread (thread/resume,
+// with its per-thread tools configured again: its history is intact). On
+// mcp-server the new child cannot continue the thread, so the turn opens a
+// new one with a note of what the agent said in the session before (its
+// saved summary when there is one) — as --resume does. Each continuation
+// is audited.
+func (m *Manager) AfterRestart() int {
+	n := 0
+	for _, s := range m.Live() {
+		rec := s.Record()
+		if rec.BackendID == "" {
+			continue
+		}
+		note := restartNote(m, s)
+		s.mu.Lock()
+		if note != "" {
+			s.seed = note
+		}
+		s.mu.Unlock()
+		m.cfg.Audit.Session("session_continues_after_restart", rec, "next turn on the new Codex child")
+		n++
+	}
+	return n
+}
+
+// restartNote is what a session's fresh thread (mcp-server) starts with:
+// its saved summary, else its last agent messages.
+func restartNote(m *Manager, s *Session) string {
+	rec := s.Record()
+	var b strings.Builder
+	b.WriteString("[The Codex process this session ran in stopped and was restarted; this is a new thread of the same session (agent_id " + rec.AgentID + ").")
+	if m.cfg.Registry.HasSummary(rec.Identity, rec.BackendID) {
+		if sum, err := m.cfg.Registry.ReadSummary(rec.Identity, rec.BackendID); err == nil && strings.TrimSpace(sum) != "" {
+			b.WriteString(" Your summary of the session so far:]\n" + strings.TrimSpace(sum))
+			return b.String()
+		}
+	}
+	s.mu.Lock()
+	msgs := append([]string(nil), s.act.messages...)
+	s.mu.Unlock()
+	if len(msgs) > 5 {
+		msgs = msgs[len(msgs)-5:]
+	}
+	if len(msgs) == 0 {
+		b.WriteString("]")
+		return b.String()
+	}
+	b.WriteString(" What you said in it last:]")
+	for _, msg := range msgs {
+		b.WriteString("\n- " + Clip(msg, 600))
+	}
+	return b.String()
+}
