@@ -140,12 +140,12 @@ func TestSummarize(t *testing.T) {
 }
 
 func TestBadNames(t *testing.T) {
-	for _, name := range []string{"", "/", "a/b", `a\b`, "..", "a..b", ".", "a\x00b", "a\nb", "a\x7fb", " a", strings.Repeat("n", MaxNameLength+1), "\xff"} {
+	for _, name := range []string{"", "/", "a/b", `a\b`, "..", "a..b", ".", "a\x00b", "a\nb", "a\x7fb", "ab\u202ec", "a\u200bb", "\ufeffa", " a", strings.Repeat("n", MaxNameLength+1), "\xff"} {
 		if err := ValidateName("agent", name); !errors.Is(err, ErrInvalidName) {
 			t.Errorf("ValidateName(%q) = %v, want ErrInvalidName", name, err)
 		}
 	}
-	for _, name := range []string{"arch-ctm", "team-lead", "a.b", "Ünï", strings.Repeat("n", MaxNameLength)} {
+	for _, name := range []string{"arch-ctm", "team-lead", "a.b", "Ünï", "ｄｅｖ-１", "开发者", "dev-😀", strings.Repeat("n", MaxNameLength)} {
 		if err := ValidateName("agent", name); err != nil {
 			t.Errorf("ValidateName(%q) = %v, want nil", name, err)
 		}

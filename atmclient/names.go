@@ -20,7 +20,8 @@ var ErrInvalidName = errors.New("invalid name")
 // ValidateName reports whether name is safe to use as one path component for
 // a team, agent or identity. kind names what is validated ("team", "agent",
 // "identity") and appears in the error. Empty names, names containing '/',
-// '\\', NUL or control characters, names that are or contain "..", names with
+// '\\', NUL, control or invisible formatting characters (bidi overrides,
+// zero-width), names that are or contain "..", names with
 // leading or trailing spaces, invalid UTF-8 and names longer than
 // MaxNameLength bytes are rejected with an error wrapping ErrInvalidName.
 func ValidateName(kind, name string) error {
@@ -46,6 +47,11 @@ func ValidateName(kind, name string) error {
 	for _, r := range name {
 		if r == 0 || unicode.IsControl(r) {
 			return bad("contains a NUL or control character")
+		}
+		if unicode.Is(unicode.Cf, r) {
+			// Bidi overrides and zero-width characters make two names look
+			// alike (U+202E shows "abc" as "cba").
+			return bad(fmt.Sprintf("contains the invisible formatting character %U", r))
 		}
 	}
 	return nil
