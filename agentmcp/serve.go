@@ -2,6 +2,7 @@ package agentmcp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,6 +19,7 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/stdio"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/tools"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
 // serveProcs is how many processors serve runs Go code on (0: leave the
@@ -45,6 +47,11 @@ func serve(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout io.W
 	}
 	srv, err := proxy.New(opts)
 	if err != nil {
+		var conflict *registry.ConflictError
+		if errors.As(err, &conflict) && conflict.Identity == cfg.Identity {
+			return fmt.Errorf("%w\nanother serve (another Claude Code window?) runs as %q in team %q: give each its own identity "+
+				"with --identity NAME, ATM_AGENT_MCP_IDENTITY=NAME or identity = \"NAME\" in .atm.toml", err, cfg.Identity, cfg.Team)
+		}
 		return err
 	}
 	if cfg.Resume.Enabled {

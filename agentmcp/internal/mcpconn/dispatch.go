@@ -13,6 +13,15 @@ import (
 // anything but a Handler's CallTool that has not released; it returns
 // errReleased when that call gave the reading role away.
 func (c *Conn) dispatch(m *jsonrpcframe.Message, rd *reader) error {
+	if !m.Versioned {
+		// jsonrpcframe reads Codex's unversioned messages too; an MCP client
+		// must speak JSON-RPC 2.0.
+		c.log.Warn("message from client without \"jsonrpc\": \"2.0\"; refused", "kind", m.Kind().String(), "method", m.Method)
+		if m.Kind() == jsonrpcframe.KindRequest {
+			c.out.replyError(m.ID, proxyerr.New(proxyerr.ErrInvalidRequest, nil, `the request has no "jsonrpc": "2.0" member (MCP speaks JSON-RPC 2.0)`))
+		}
+		return nil
+	}
 	switch m.Kind() {
 	case jsonrpcframe.KindResponse:
 		if !c.out.deliver(m) {
