@@ -4,10 +4,10 @@ package testscripts
 
 import (
 	"bufio"
-	"errors"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
