@@ -85,7 +85,7 @@ func (fakeClient) Stats() mcpconn.Stats { return mcpconn.Stats{} }
 // harness is an Env over real registry and inbox files in a temporary ATM
 // home, with team "dev" (members team-lead, arch, dev-1) and a fake Codex.
 type harness struct {
-	t    *testing.T
+	t    testing.TB
 	env  *Env
 	home string
 	atm  *atmclient.Client
@@ -93,7 +93,7 @@ type harness struct {
 	next int64
 }
 
-func newHarness(t *testing.T, opts ...func(*session.Config)) *harness {
+func newHarness(t testing.TB, opts ...func(*session.Config)) *harness {
 	t.Helper()
 	checkNoLeaks(t)
 	home := t.TempDir()
@@ -209,4 +209,4 @@ func wireError(err error) string {
 }
 
 // checkNoLeaks fails the test if it leaves goroutines running.
-func checkNoLeaks(t *testing.T) { leakcheck.Check(t, "tools.") }
+func checkNoLeaks(t testing.TB) { leakcheck.Check(t, "tools.") }

@@ -13,7 +13,7 @@ import (
 
 // asked returns the requestState and the single input request of an
 // input_required result, or fails.
-func asked(t *testing.T, r *mcpconn.ToolResult, err error) (string, string, map[string]any) {
+func asked(t testing.TB, r *mcpconn.ToolResult, err error) (string, string, map[string]any) {
 	t.Helper()
 	if err != nil {
 		t.Fatalf("want input_required, got error %v", err)
