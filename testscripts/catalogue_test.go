@@ -198,6 +198,22 @@ func TestBadStartAndEnd(t *testing.T) {
 			t.Errorf("the corrupted registry was overwritten without a copy: %v", entries)
 		}
 	})
+	t.Run("a corrupted claim file", func(t *testing.T) {
+		home := catalogueHome(t)
+		dir := filepath.Join(home.dir, ".config", "atm", "agent-sessions", "dev")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		// A claim left by a dead process, its diagnostics garbage.
+		if err := os.WriteFile(filepath.Join(dir, "proxy.lock"), []byte("\x00\x01garbage{"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p := startServe(t, home.dir, "serve", "--team", "dev", "--identity", "proxy", "--codex-bin", "mockcodex")
+		if m := p.roundTrip(t, call("agent_sessions", `{}`), "c"); m.Error != nil {
+			t.Errorf("serve over a corrupted claim file: %s", m.Error)
+		}
+		p.close(t)
+	})
 	t.Run("a second instance with the same identity", func(t *testing.T) {
 		home := catalogueHome(t)
 		p := startServe(t, home.dir, "serve", "--team", "dev", "--identity", "proxy", "--codex-bin", "mockcodex")
