@@ -273,8 +273,8 @@ func (c *child) drainStderr(r *os.File) {
 			line = line[:maxStderrLine]
 		}
 		if len(line) > 0 {
-			s := string(line)
-			c.log.Info("codex stderr", "line", s)
+			s := stripANSI(string(line))
+			c.log.Log(context.Background(), stderrLevel(s), "codex stderr", "line", s)
 			c.tailMu.Lock()
 			if len(c.tail) == stderrTailLines {
 				copy(c.tail, c.tail[1:])

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -650,3 +652,31 @@ func TestInboxesDirRecreated(t *testing.T) {
 	send(t, c, "arch", "after the directory came back")
 	target.next(t, soon)
 }
+
+// TestMissingTeamSaidOnce: a team that does not exist is said once in the
+// log with what to do, not at every poll.
+func TestMissingTeamSaidOnce(t *testing.T) {
+	c := newHome(t, "arch")
+	var logged strings.Builder
+	var mu sync.Mutex
+	log := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logged.Write(p)
+	}), nil))
+	b := startBridge(t, Config{ATM: c, Team: "nobody", Target: newFakeTarget(ackSent), PollInterval: 20 * time.Millisecond, DisableWatch: true, Logger: log})
+	if err := b.Bind("arch"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, soon, "several polls", func() bool { return strings.Contains(b.Stats("arch").LastError, "team not found") })
+	time.Sleep(200 * time.Millisecond) // about ten more polls
+	mu.Lock()
+	defer mu.Unlock()
+	if n := strings.Count(logged.String(), "could not read inbox"); n != 1 || !strings.Contains(logged.String(), "the team does not exist") {
+		t.Errorf("%d warnings about the missing team, want 1 that says what to do:\n%s", n, logged.String())
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -2,6 +2,7 @@ package mailbridge
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/atmclient"
@@ -132,9 +133,18 @@ func (b *Bridge) check(mb *mailbox) {
 	if err != nil {
 		b.mu.Lock()
 		mb.stats.LastCheck = now
+		repeat := mb.stats.LastError == err.Error()
 		mb.stats.LastError = err.Error()
 		b.mu.Unlock()
-		if b.ctx.Err() == nil {
+		switch {
+		case b.ctx.Err() != nil:
+		case repeat:
+			// Said once already (a missing team used to flood the log
+			// every poll): agent_status shows it as the mail's last error.
+			b.log.Debug("could not read inbox (again)", "identity", mb.id, "err", err)
+		case errors.Is(err, atmclient.ErrTeamNotFound):
+			b.log.Warn("could not read inbox: the team does not exist; create it (a Claude Code agent team, or the atm CLI) or start serve with --team", "identity", mb.id, "err", err)
+		default:
 			b.log.Warn("could not read inbox", "identity", mb.id, "err", err)
 		}
 		return

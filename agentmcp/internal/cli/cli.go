@@ -200,13 +200,42 @@ func flatten(err error) []error {
 }
 
 // Version returns the program version: BuildVersion when set, else the
-// module version from the build information, else "dev".
+// module version from the build information (go install …@v0.2.0), else
+// for a build from a source tree its VCS revision ("devel 1a2b3c4d5e6f",
+// "+dirty" when the tree was modified), else "dev".
 func Version() string {
 	if BuildVersion != "" {
 		return BuildVersion
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "dev"
 	}
-	return "dev"
+	return versionOf(bi)
+}
+
+// versionOf reads the version out of build information.
+func versionOf(bi *debug.BuildInfo) string {
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if rev == "" {
+		return "dev"
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if modified == "true" {
+		rev += "+dirty"
+	}
+	return "devel " + rev
 }

@@ -11,6 +11,12 @@ var (
 	// ErrMalformedFile is wrapped by the error for a file that is not valid
 	// TOML or cannot be read.
 	ErrMalformedFile = errors.New("malformed configuration file")
+	// ErrFileNotFound is wrapped by the error for a configuration file
+	// named by --config or ATM_CONFIG that does not exist.
+	ErrFileNotFound = errors.New("configuration file not found")
+	// ErrUnreadableFile is wrapped by the error for a configuration file
+	// that exists but cannot be read.
+	ErrUnreadableFile = errors.New("cannot read configuration file")
 )
 
 // Error is a bad configuration value: where it came from, what it was and

@@ -41,8 +41,11 @@ func readFile(path string, required bool) (*fileLayer, error) {
 	if errors.Is(err, fs.ErrNotExist) && !required {
 		return nil, nil
 	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s", ErrFileNotFound, path)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrMalformedFile, path, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrUnreadableFile, path, err)
 	}
 	return parseFile(path, data)
 }

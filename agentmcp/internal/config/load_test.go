@@ -631,7 +631,7 @@ func TestBadValues(t *testing.T) {
 	t.Run("missing --config file", func(t *testing.T) {
 		f := newFixture(t)
 		_, err := Load(f.opts(Flags{Config: ptr("nope.toml")}))
-		if !errors.Is(err, ErrMalformedFile) || !strings.Contains(err.Error(), filepath.Join(f.cwd, "nope.toml")) {
+		if !errors.Is(err, ErrFileNotFound) || errors.Is(err, ErrMalformedFile) || !strings.Contains(err.Error(), "configuration file not found: "+filepath.Join(f.cwd, "nope.toml")) {
 			t.Errorf("err = %v", err)
 		}
 	})

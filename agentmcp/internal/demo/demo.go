@@ -191,7 +191,7 @@ func (d *demo) run(ctx context.Context, cfg Config) error {
 		d.say("   %s/summary.md: %q", who.identity, clip(strings.TrimSpace(string(b)), 70))
 	}
 	d.say("")
-	d.say("== done: resume any of them later with `atm-agent-mcp serve --resume <agent_id>`")
+	d.say("== done: the demo's team and sessions lived in a temporary directory, removed now; with your own team, resume a session later with `atm-agent-mcp serve --resume <agent_id>`")
 	return nil
 }
 

@@ -1,0 +1,41 @@
+package codexchild
+
+import (
+	"log/slog"
+	"regexp"
+	"strings"
+)
+
+// ansiRE matches the terminal escape sequences Codex colours its log with.
+var ansiRE = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]`)
+
+// stripANSI removes terminal escape sequences from a line of Codex's
+// stderr, so that the log holds text.
+func stripANSI(s string) string {
+	if !strings.Contains(s, "\x1b") {
+		return s
+	}
+	return ansiRE.ReplaceAllString(s, "")
+}
+
+// stderrLevel is the level of a line of Codex's stderr in our log: Codex's
+// own ("2026-11-25T08:00:00Z ERROR codex_core: …" is an error), else info.
+func stderrLevel(line string) slog.Level {
+	fields := strings.Fields(line)
+	for i, f := range fields {
+		if i > 1 {
+			break // the level is the first field, or the second after a timestamp
+		}
+		switch f {
+		case "ERROR":
+			return slog.LevelError
+		case "WARN", "WARNING":
+			return slog.LevelWarn
+		case "INFO":
+			return slog.LevelInfo
+		case "DEBUG", "TRACE":
+			return slog.LevelDebug
+		}
+	}
+	return slog.LevelInfo
+}
