@@ -19,9 +19,13 @@ CODEX_MCP_VERSION ?= 0.153.4
 CODEX_APP_VERSION ?= 0.169.0
 CODEX_CACHE       := $(CURDIR)/.cache/codex
 
-.PHONY: all build test real-codex lint cross-vet bench fuzz demo clean
+.PHONY: all build test real-codex lint cross-vet cross-build bench fuzz demo install release dist help clean
 
 all: build
+
+## help: list the targets.
+help:
+	@grep -E '^## ' $(MAKEFILE_LIST) | sed -e 's/^## //' -e 's/: /\t/' | awk -F'\t' '{printf "  %-12s %s\n", $$1, $$2}'
 
 ## build: bin/atm-agent-mcp, the demo, and the test helpers (mockcodex, mockmodel).
 build:
@@ -29,10 +33,8 @@ build:
 	cd agentmcp && GOWORK=off $(GO) build -o $(BIN)/ ./cmd/...
 	cd codexchild && GOWORK=off $(GO) build -o $(BIN)/ ./cmd/...
 
-## test: lint, a macOS build check, every module with -race, the
-## testscripts, the real-Codex suite and the real-client (Node SDK) suite,
-## then atmclient's cross-process tests at full size without -race.
-test: build real-codex lint cross-vet
+## test: lint, vet for macOS, the release targets' builds, every module with -race (testscripts, real Codex CLIs, real clients: Claude Code, Go and TypeScript SDKs, go install of a test release), atmclient at full size.
+test: build real-codex lint cross-vet cross-build
 	@for m in $(MODULES); do \
 	  echo "== go test -race $$m"; \
 	  (cd $$m && ATM_CODEX_MCP_BIN="$$(cat $(CODEX_CACHE)/mcp-bin 2>/dev/null || true)" \
@@ -60,6 +62,27 @@ cross-vet:
 	  echo "== vet GOOS=darwin $$m"; \
 	  (cd $$m && GOOS=darwin GOWORK=off $(GO) vet ./...) || exit 1; \
 	done
+
+## cross-build: the binary builds for every release target (linux and darwin, amd64 and arm64).
+cross-build:
+	@for t in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64; do \
+	  echo "== build $$t"; \
+	  (cd agentmcp && GOOS=$${t%/*} GOARCH=$${t#*/} CGO_ENABLED=0 GOWORK=off $(GO) build -o /dev/null ./cmd/atm-agent-mcp) || exit 1; \
+	done
+
+## install: go install the atm-agent-mcp binary into GOBIN (or GOPATH/bin).
+install:
+	cd agentmcp && GOWORK=off $(GO) install ./cmd/atm-agent-mcp
+
+## release: make release VERSION=vX.Y.Z: release commit, module tags, back to development (pushes nothing).
+release:
+	@test -n "$(VERSION)" || { echo "usage: make release VERSION=vX.Y.Z" >&2; exit 2; }
+	@tools/release.sh $(VERSION)
+
+## dist: release archives with GoReleaser (snapshot; not part of make test).
+dist:
+	GOWORK=off $(GO) tool -modfile=$(CURDIR)/tools/go.mod goreleaser check
+	GOWORK=off $(GO) tool -modfile=$(CURDIR)/tools/go.mod goreleaser release --snapshot --clean
 
 ## bench: every benchmark, once.
 bench:
