@@ -37,9 +37,10 @@ for m in "${tagged[@]}"; do
   fi
 done
 
-# siblings prints the sibling module paths a module's go.mod names.
+# siblings prints the sibling module paths a module's go.mod requires or
+# replaces (not the module's own path).
 siblings() {
-  (cd "$1" && GOWORK=off go mod edit -json) | grep -o "\"$prefix/[a-z]*\"" | tr -d '"' | sort -u
+  (cd "$1" && GOWORK=off go mod edit -json) | grep -o "\"$prefix/[a-z]*\"" | tr -d '"' | sort -u | grep -vx "$prefix/$1" || true
 }
 
 # 1. The release commit: siblings at $version, no replace lines.
