@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+	"unicode/utf8"
 )
 
 // TestDocRefs keeps the repository self-contained: what its code and
@@ -378,5 +379,27 @@ func testAnchorRule(t *testing.T) {
 		if got := len(c.problems) > 0; got != tc.outside {
 			t.Errorf("checkOutside(%q) reported %v, want %v", tc.text, c.problems, tc.outside)
 		}
+	}
+}
+
+// TestREADMEForUsers: the README is written for users, in the order they
+// need it, and short enough to read (the lab notes live in docs/).
+func TestREADMEForUsers(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	if n := utf8.RuneCountInString(s); n >= 15000 {
+		t.Errorf("the README is %d characters, want under 15,000", n)
+	}
+	at := -1
+	for _, h := range []string{"## Install", "## Prerequisites", "## Register with Claude Code", "## A first conversation", "## Tools",
+		"## Configuration", "## Troubleshooting", "## Development", "make demo   #", "make test   #", "## Performance"} {
+		i := strings.Index(s, h)
+		if i < 0 || i < at {
+			t.Errorf("%q is missing or out of order", h)
+		}
+		at = i
 	}
 }
