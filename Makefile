@@ -81,8 +81,9 @@ release:
 
 ## dist: release archives with GoReleaser (snapshot; not part of make test).
 dist:
-	GOWORK=off $(GO) tool -modfile=$(CURDIR)/tools/go.mod goreleaser check
-	GOWORK=off $(GO) tool -modfile=$(CURDIR)/tools/go.mod goreleaser release --snapshot --clean
+	cd tools && GOWORK=off $(GO) build -o $(BIN)/goreleaser github.com/goreleaser/goreleaser/v2
+	$(BIN)/goreleaser check
+	$(BIN)/goreleaser release --snapshot --clean
 
 ## bench: every benchmark, once.
 bench:
