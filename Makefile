@@ -7,6 +7,8 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 
 MODULES  := jsonrpcframe atmclient registry codexchild mailbridge agentmcp testscripts
+# The libraries that build for Windows too (Codex's supervision is Unix-only).
+WINDOWS_MODULES := jsonrpcframe atmclient registry mailbridge
 BIN      := $(CURDIR)/bin
 GO       ?= go
 GOTEST   := GOWORK=off $(GO) test
@@ -56,11 +58,15 @@ lint:
 	  (cd $$m && GOWORK=off $(GO) vet ./... && $(STATICCHECK) ./...) || exit 1; \
 	done
 
-## cross-vet: every module compiles and vets for macOS (the tests run on Linux).
+## cross-vet: every module compiles and vets for macOS, the libraries also for Windows (the tests run on Linux).
 cross-vet:
 	@for m in $(MODULES); do \
 	  echo "== vet GOOS=darwin $$m"; \
 	  (cd $$m && GOOS=darwin GOWORK=off $(GO) vet ./...) || exit 1; \
+	done
+	@for m in $(WINDOWS_MODULES); do \
+	  echo "== vet GOOS=windows $$m"; \
+	  (cd $$m && GOOS=windows GOWORK=off $(GO) vet ./...) || exit 1; \
 	done
 
 ## cross-build: the binary builds for every release target (linux and darwin, amd64 and arm64).

@@ -12,7 +12,10 @@ require (
 	github.com/google/go-cmp v0.7.0
 )
 
-require github.com/fsnotify/fsnotify v1.10.1 // indirect
+require (
+	github.com/fsnotify/fsnotify v1.10.1 // indirect
+	github.com/gofrs/flock v0.13.2 // indirect
+)
 
 require (
 	github.com/atm-agent-mcp/atm-agent-mcp/mailbridge v0.0.0-00010101000000-000000000000

@@ -35,7 +35,8 @@
 //
 // # Design notes
 //
-// Writers follow the atm CLI's protocol. Under an exclusive flock(2) on
+// Writers follow the atm CLI's protocol. Under an exclusive flock(2) (taken
+// with github.com/gofrs/flock, which takes LockFileEx on Windows) on
 // inboxes/{agent}.lock (a sidecar that is never replaced or removed) a
 // writer reads the inbox, repairs it from the journal (below), applies its
 // change (an append is dropped when a message with the same message_id is

@@ -2,4 +2,4 @@ module github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe
 
 go 1.26.0
 
-require github.com/google/go-cmp v0.7.0 // indirect
+require github.com/google/go-cmp v0.7.0

@@ -8,6 +8,9 @@ require (
 	github.com/google/go-cmp v0.7.0
 )
 
-require golang.org/x/sys v0.49.0 // indirect
+require (
+	github.com/gofrs/flock v0.13.2 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+)
 
 replace github.com/atm-agent-mcp/atm-agent-mcp/atmclient => ../atmclient

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"io/fs"
 	"os"
 	"sync"
 	"time"
+
+	"github.com/gofrs/flock"
 )
 
 // ErrIdentityConflict is wrapped by every [*ConflictError]. The proxy maps
@@ -43,29 +45,31 @@ func (e *ConflictError) Error() string {
 // Unwrap returns [ErrIdentityConflict].
 func (e *ConflictError) Unwrap() error { return ErrIdentityConflict }
 
-// holderInfo is the diagnostic content of a lock file.
+// holderInfo is the diagnostic content of a claim's holder file.
 type holderInfo struct {
 	PID     int       `json:"pid"`
 	AgentID string    `json:"agent_id,omitempty"`
 	Since   time.Time `json:"since"`
 }
 
-// Claim is a held identity: an exclusive flock on {team}/{identity}.lock.
-// Release it when the identity is unbound; if the process dies instead, the
-// kernel releases it.
+// Claim is a held identity: an exclusive lock (github.com/gofrs/flock:
+// flock(2) on Unix, LockFileEx on Windows) on {team}/{identity}.lock.
+// Release it when the identity is unbound; if the process dies instead,
+// the system releases it. Who holds it (pid, agent, since when) is written
+// beside it, in {team}/{identity}.holder: a lock on Windows is mandatory,
+// so the locked file itself could not be read by a rival claimant.
 type Claim struct {
 	identity string
-	path     string
+	holder   string
 
 	mu sync.Mutex
-	f  *os.File // nil once released
+	fl *flock.Flock // nil once released
 }
 
 // Claim binds identity for agentID (which may be empty for a proxy instance)
 // by taking the identity's lock without waiting. If another holder has it,
-// Claim fails with a [*ConflictError]. The lock file is created (0600) if
-// needed and never removed; pid, agentID and the current time are written
-// into it for diagnostics.
+// Claim fails with a [*ConflictError] that names the holder. The lock file
+// is created (0600) if needed and never removed.
 func (d Dir) Claim(identity, agentID string) (*Claim, error) {
 	if err := validIdentity(identity); err != nil {
 		return nil, err
@@ -74,24 +78,20 @@ func (d Dir) Claim(identity, agentID string) (*Claim, error) {
 		return nil, fmt.Errorf("claim identity %q: %w", identity, err)
 	}
 	path := d.lockPath(identity)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, filePerm)
+	holder := path[:len(path)-len(".lock")] + ".holder"
+	fl := flock.New(path, flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(filePerm))
+	ok, err := fl.TryLock()
 	if err != nil {
-		return nil, fmt.Errorf("claim identity %q: %w", identity, err)
-	}
-	ok, err := tryLock(f)
-	if err != nil {
-		f.Close()
 		return nil, fmt.Errorf("claim identity %q: lock %s: %w", identity, path, err)
 	}
 	if !ok {
-		// The holder writes its diagnostics just after taking the lock;
-		// give a claim that lost a close race a moment to see them.
-		info := readHolder(f)
+		// The holder writes who it is just after taking the lock; give a
+		// claim that lost a close race a moment to see it.
+		info := readHolder(holder)
 		for wait := 2 * time.Millisecond; info.PID == 0 && wait <= 32*time.Millisecond; wait *= 2 {
 			time.Sleep(wait)
-			info = readHolder(f)
+			info = readHolder(holder)
 		}
-		f.Close()
 		return nil, &ConflictError{
 			Identity:      identity,
 			HolderPID:     info.PID,
@@ -100,26 +100,18 @@ func (d Dir) Claim(identity, agentID string) (*Claim, error) {
 		}
 	}
 	info, _ := json.Marshal(holderInfo{PID: os.Getpid(), AgentID: agentID, Since: time.Now().UTC()})
-	info = append(info, '\n')
-	// Rewrite in place on the locked descriptor: the lock file itself must
-	// never be replaced.
-	err = f.Truncate(0)
-	if err == nil {
-		_, err = f.WriteAt(info, 0)
+	if err := writeFileAtomic(holder, append(info, '\n')); err != nil {
+		_ = fl.Unlock()
+		return nil, fmt.Errorf("claim identity %q: write %s: %w", identity, holder, err)
 	}
-	if err != nil {
-		unlock(f)
-		f.Close()
-		return nil, fmt.Errorf("claim identity %q: write %s: %w", identity, path, err)
-	}
-	return &Claim{identity: identity, path: path, f: f}, nil
+	return &Claim{identity: identity, holder: holder, fl: fl}, nil
 }
 
-// readHolder reads the diagnostics of a lock held by someone else. A lock
-// file that is empty or being rewritten yields zero values.
-func readHolder(f *os.File) holderInfo {
+// readHolder reads who holds a claim; a missing or half-written holder
+// file yields zero values.
+func readHolder(path string) holderInfo {
 	var info holderInfo
-	b, err := io.ReadAll(io.NewSectionReader(f, 0, 4096))
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return info
 	}
@@ -130,19 +122,20 @@ func readHolder(f *os.File) holderInfo {
 // Identity returns the claimed identity.
 func (c *Claim) Identity() string { return c.identity }
 
-// Release clears the diagnostics and unlocks. Releasing twice is a no-op.
+// Release removes the holder file and unlocks. Releasing twice is a no-op.
 func (c *Claim) Release() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.f == nil {
+	if c.fl == nil {
 		return nil
 	}
-	f := c.f
-	c.f = nil
-	terr := f.Truncate(0)
-	uerr := unlock(f)
-	cerr := f.Close()
-	if err := errors.Join(terr, uerr, cerr); err != nil {
+	fl := c.fl
+	c.fl = nil
+	rerr := os.Remove(c.holder)
+	if errors.Is(rerr, fs.ErrNotExist) {
+		rerr = nil
+	}
+	if err := errors.Join(rerr, fl.Unlock()); err != nil {
 		return fmt.Errorf("release identity %q: %w", c.identity, err)
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -147,8 +148,8 @@ func TestClaimDiagnostics(t *testing.T) {
 	if err := c.Release(); err != nil {
 		t.Errorf("second Release: %v", err)
 	}
-	if b, _ := os.ReadFile(d.lockPath("worker")); len(b) != 0 {
-		t.Errorf("released lock file still holds %q", b)
+	if b, err := os.ReadFile(filepath.Join(d.root, "worker.holder")); err == nil {
+		t.Errorf("the released claim left its holder file: %q", b)
 	}
 	c2, err := d.Claim("worker", "codex-43")
 	if err != nil {

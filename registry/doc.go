@@ -6,7 +6,8 @@
 // Layout of a team directory (see [TeamDir]):
 //
 //	{team}/audit.jsonl                         audit log, one JSON object per line
-//	{team}/{identity}.lock                     identity claim (flock), never replaced
+//	{team}/{identity}.lock                     identity claim (a lock), never replaced
+//	{team}/{identity}.holder                   who holds the claim (pid, agent, since)
 //	{team}/{instance}/registry.json            registry of one proxy instance
 //	{team}/{identity}/{backend_id}/summary.md  saved summary of one Codex thread
 //
@@ -27,13 +28,15 @@
 // holding the instance identity's lock, so no file lock is taken around the
 // writes themselves.
 //
-// Identity claims. An identity is bound by holding an exclusive flock on
-// {team}/{identity}.lock for as long as it is bound. The kernel drops the
+// Identity claims. An identity is bound by holding an exclusive lock
+// (github.com/gofrs/flock: flock(2) on Unix, LockFileEx on Windows) on
+// {team}/{identity}.lock for as long as it is bound. The system drops the
 // lock when the holder exits however it dies, so a crashed proxy frees its
-// identities at once and nobody guesses from PIDs. The pid, agent_id and time
-// written into the lock file are diagnostics only; they are rewritten in place
-// on the locked descriptor and the file is never renamed or deleted, because
-// a lock on a replaced file would protect nothing. Two claims of one identity
+// identities at once and nobody guesses from PIDs. The lock file is never
+// renamed or deleted, because a lock on a replaced file would protect
+// nothing. The pid, agent_id and time in {identity}.holder are diagnostics
+// only (written after the lock is taken, removed on release): a lock on
+// Windows is mandatory, so a rival could not read them in the lock file. Two claims of one identity
 // conflict even inside one process (flock locks belong to open file
 // descriptions); a Registry lets a session bind its own instance identity by
 // sharing the instance's claim.

@@ -18,6 +18,7 @@ require (
 	github.com/atm-agent-mcp/atm-agent-mcp/mailbridge v0.0.0-00010101000000-000000000000 // indirect
 	github.com/atm-agent-mcp/atm-agent-mcp/registry v0.0.0-00010101000000-000000000000 // indirect
 	github.com/fsnotify/fsnotify v1.10.1 // indirect
+	github.com/gofrs/flock v0.13.2 // indirect
 	github.com/google/jsonschema-go v0.4.3 // indirect
 	github.com/segmentio/asm v1.1.3 // indirect
 	github.com/segmentio/encoding v0.5.4 // indirect
