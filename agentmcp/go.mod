@@ -10,6 +10,7 @@ require (
 	github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe v0.0.0-00010101000000-000000000000
 	github.com/atm-agent-mcp/atm-agent-mcp/registry v0.0.0-00010101000000-000000000000
 	github.com/google/go-cmp v0.7.0
+	github.com/sourcegraph/jsonrpc2 v0.2.3
 )
 
 require (

@@ -192,4 +192,9 @@
 // texts, the denied-patch output ("patch rejected by user") and the shapes of
 // mcp_startup_update and mcp_tool_call_* events were not recorded and are
 // best guesses. DELTAONLY (a modelmock keyword) is not supported.
+//
+// It writes its messages with jsonrpcframe, not sourcegraph/jsonrpc2: it
+// must reproduce Codex's bytes (app-server's messages without "jsonrpc",
+// its extra members, garbage and half-written lines on demand), which a
+// library that encodes Go values for you cannot.
 package mockcodex

@@ -40,6 +40,19 @@
 // takes the held events along, in front of itself. These three names are
 // all the rest of the proxy sees of the mechanism.
 //
+// # Why not sourcegraph/jsonrpc2 or the MCP Go SDK here
+//
+// The tools-only server (package tools) runs on sourcegraph/jsonrpc2 over
+// jsonrpcframe's ObjectStream; this connection does not. It splices every
+// Codex event into the client's stream without decoding it, reads requests
+// in order on the goroutine that answers them, passes unknown methods
+// through and survives bad lines: jsonrpc2 decodes every message into Go
+// values (measured in codexchild, BenchmarkEventFraming: about 23–53 µs and
+// 122 allocations per event against about 1 µs and 2 allocations for
+// jsonrpcframe), answers from goroutines of its own and closes on the first
+// unreadable message; the Go SDK v1.8.0 has no generic notification for
+// codex/event, loses read order and cannot pass unknown methods through.
+//
 // # Locks
 //
 // Three: Conn.mu (requests in flight, the refusal, the reader pool), and

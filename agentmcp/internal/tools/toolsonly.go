@@ -3,12 +3,12 @@ package tools
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"strings"
-	"sync"
+
+	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/mcpconn"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
@@ -94,100 +94,101 @@ func ServeTools(ctx context.Context, opts ToolsOptions, r io.Reader, w io.Writer
 	if err != nil {
 		return err
 	}
-	reader, writer := jsonrpcframe.NewAuto(r, w, nil)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	reply := func(id jsonrpcframe.ID, result any, err error) {
+	call := func(ctx context.Context, params *json.RawMessage, id jsonrpcframe.ID) (any, error) {
+		var p struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		}
+		if params == nil || json.Unmarshal(*params, &p) != nil {
+			return nil, proxyerr.New(proxyerr.ErrInvalidParams, nil, "tools/call needs params {name, arguments}")
+		}
+		a, err := mcpconn.ParseArgs(p.Arguments)
 		if err != nil {
-			_ = writer.Write(jsonrpcframe.NewErrorResponse(id, proxyerr.ToWire(err)))
-			return
+			return nil, err
 		}
-		m, merr := jsonrpcframe.NewResponse(id, result)
-		if merr != nil {
-			_ = writer.Write(jsonrpcframe.NewErrorResponse(id, proxyerr.ToWire(merr)))
-			return
+		c := &mcpconn.ToolCall{ID: id, RawID: id.Raw(), Name: p.Name, Args: a}
+		var res *mcpconn.ToolResult
+		switch p.Name {
+		case "atm_send":
+			res, err = tools.send(ctx, c)
+		case "atm_read":
+			res, err = tools.read(ctx, c)
+		case "atm_broadcast":
+			res, err = tools.broadcast(ctx, c)
+		case "atm_pending_count":
+			res, err = tools.pending(ctx, c)
+		default:
+			err = proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"tool": p.Name}, "unknown tool %q", p.Name)
 		}
-		_ = writer.Write(m)
+		if err != nil {
+			// Tool failures are results the model can read.
+			return (&mcpconn.ToolResult{Text: err.Error(), IsError: true}).JSON(), nil
+		}
+		return res.JSON(), nil
 	}
-	for {
-		m, err := reader.Read()
-		var bad *jsonrpcframe.MessageError
-		switch {
-		case errors.As(err, &bad):
-			_ = writer.Write(bad.Response())
-			continue
-		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-			return nil
-		case err != nil:
-			return err
-		}
-		if !m.IsRequest() {
-			continue
-		}
-		switch m.Method {
+	handle := func(ctx context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Request) (any, error) {
+		switch req.Method {
 		case "initialize":
 			var p struct {
 				ProtocolVersion string `json:"protocolVersion"`
 			}
-			_ = json.Unmarshal(m.Params, &p)
+			if req.Params != nil {
+				_ = json.Unmarshal(*req.Params, &p)
+			}
 			version := mcpconn.ProtocolVersions[0]
 			for _, v := range mcpconn.ProtocolVersions {
 				if v == p.ProtocolVersion {
 					version = v
 				}
 			}
-			reply(m.ID, map[string]any{
+			return map[string]any{
 				"protocolVersion": version,
 				"capabilities":    map[string]any{"tools": map[string]any{"listChanged": false}},
 				"serverInfo":      map[string]any{"name": "atm-agent-mcp-tools", "version": firstNonEmpty(opts.Version, "dev")},
 				"instructions":    "Team mail for " + opts.Identity + " in team " + opts.Team + ".",
-			}, nil)
+			}, nil
 		case "ping":
-			reply(m.ID, struct{}{}, nil)
+			return struct{}{}, nil
 		case "tools/list":
-			reply(m.ID, json.RawMessage(list), nil)
+			return json.RawMessage(list), nil
 		case "tools/call":
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				var p struct {
-					Name      string          `json:"name"`
-					Arguments json.RawMessage `json:"arguments"`
-				}
-				if err := json.Unmarshal(m.Params, &p); err != nil {
-					reply(m.ID, nil, proxyerr.New(proxyerr.ErrInvalidParams, nil, "tools/call needs params {name, arguments}"))
-					return
-				}
-				a, err := mcpconn.ParseArgs(p.Arguments)
-				if err != nil {
-					reply(m.ID, nil, err)
-					return
-				}
-				c := &mcpconn.ToolCall{ID: m.ID, RawID: m.ID.Raw(), Name: p.Name, Args: a}
-				var res *mcpconn.ToolResult
-				switch p.Name {
-				case "atm_send":
-					res, err = tools.send(ctx, c)
-				case "atm_read":
-					res, err = tools.read(ctx, c)
-				case "atm_broadcast":
-					res, err = tools.broadcast(ctx, c)
-				case "atm_pending_count":
-					res, err = tools.pending(ctx, c)
-				default:
-					err = proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"tool": p.Name}, "unknown tool %q", p.Name)
-				}
-				if err != nil {
-					// Tool failures are results the model can read.
-					reply(m.ID, (&mcpconn.ToolResult{Text: err.Error(), IsError: true}).JSON(), nil)
-					return
-				}
-				reply(m.ID, res.JSON(), nil)
-			}()
-		default:
-			reply(m.ID, nil, proxyerr.New(proxyerr.ErrMethodNotFound, map[string]any{"method": m.Method}, "method not found: %s", m.Method))
+			id, _ := jsonrpcframe.ParseID([]byte(req.ID.String()))
+			if req.ID.IsString {
+				id = jsonrpcframe.StringID(req.ID.Str)
+			}
+			return call(ctx, req.Params, id)
 		}
+		return nil, proxyerr.New(proxyerr.ErrMethodNotFound, map[string]any{"method": req.Method}, "method not found: %s", req.Method)
 	}
+	// The requests are answered by sourcegraph/jsonrpc2 over jsonrpcframe's
+	// ObjectStream (either MCP framing); each call on a goroutine of its
+	// own (AsyncHandler), so a slow inbox does not hold the others.
+	stream := jsonrpcframe.NewObjectStream(r, w, nil, jsonrpcframe.FramingUnknown, nil)
+	conn := jsonrpc2.NewConn(ctx, stream, jsonrpc2.AsyncHandler(wireErrors(handle)))
+	select {
+	case <-conn.DisconnectNotify():
+	case <-ctx.Done():
+		conn.Close()
+	}
+	if n := stream.Skipped(); n > 0 {
+		log.Warn("tools server: unusable messages from the client were skipped", "count", n)
+	}
+	return nil
+}
+
+// wireErrors adapts a handler that returns the proxy's errors to
+// jsonrpc2: each becomes the JSON-RPC error object proxyerr.ToWire makes
+// (code, message and data), as the proxy itself answers.
+func wireErrors(h func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request) (any, error)) jsonrpc2.Handler {
+	return jsonrpc2.HandlerWithError(func(ctx context.Context, c *jsonrpc2.Conn, req *jsonrpc2.Request) (any, error) {
+		res, err := h(ctx, c, req)
+		if err == nil {
+			return res, nil
+		}
+		w := proxyerr.ToWire(err)
+		data := json.RawMessage(w.Data)
+		return nil, &jsonrpc2.Error{Code: w.Code, Message: w.Message, Data: &data}
+	})
 }
 
 // toolsOnlyList is the tools/list of the tools-only server: the ATM tools
