@@ -5,10 +5,10 @@ go 1.26.0
 require (
 	github.com/BurntSushi/toml v1.6.0
 	github.com/alecthomas/kong v1.17.0
-	github.com/atm-agent-mcp/atm-agent-mcp/atmclient v0.0.0-00010101000000-000000000000
-	github.com/atm-agent-mcp/atm-agent-mcp/codexchild v0.0.0-00010101000000-000000000000
-	github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe v0.0.0-00010101000000-000000000000
-	github.com/atm-agent-mcp/atm-agent-mcp/registry v0.0.0-00010101000000-000000000000
+	github.com/atm-agent-mcp/atm-agent-mcp/atmclient v0.2.0
+	github.com/atm-agent-mcp/atm-agent-mcp/codexchild v0.2.0
+	github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe v0.2.0
+	github.com/atm-agent-mcp/atm-agent-mcp/registry v0.2.0
 	github.com/google/go-cmp v0.7.0
 	github.com/sourcegraph/jsonrpc2 v0.2.3
 )
@@ -19,15 +19,6 @@ require (
 )
 
 require (
-	github.com/atm-agent-mcp/atm-agent-mcp/mailbridge v0.0.0-00010101000000-000000000000
+	github.com/atm-agent-mcp/atm-agent-mcp/mailbridge v0.2.0
 	golang.org/x/sys v0.49.0 // indirect
 )
-
-replace (
-	github.com/atm-agent-mcp/atm-agent-mcp/atmclient => ../atmclient
-	github.com/atm-agent-mcp/atm-agent-mcp/codexchild => ../codexchild
-	github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe => ../jsonrpcframe
-	github.com/atm-agent-mcp/atm-agent-mcp/registry => ../registry
-)
-
-replace github.com/atm-agent-mcp/atm-agent-mcp/mailbridge => ../mailbridge

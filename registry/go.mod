@@ -3,7 +3,7 @@ module github.com/atm-agent-mcp/atm-agent-mcp/registry
 go 1.26.0
 
 require (
-	github.com/atm-agent-mcp/atm-agent-mcp/atmclient v0.0.0-00010101000000-000000000000
+	github.com/atm-agent-mcp/atm-agent-mcp/atmclient v0.2.0
 	github.com/google/go-cmp v0.7.0
 )
 
@@ -11,5 +11,3 @@ require (
 	github.com/gofrs/flock v0.13.2
 	golang.org/x/sys v0.49.0 // indirect
 )
-
-replace github.com/atm-agent-mcp/atm-agent-mcp/atmclient => ../atmclient

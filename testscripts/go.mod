@@ -3,9 +3,9 @@ module github.com/atm-agent-mcp/atm-agent-mcp/testscripts
 go 1.26.0
 
 require (
-	github.com/atm-agent-mcp/atm-agent-mcp/agentmcp v0.0.0-00010101000000-000000000000
-	github.com/atm-agent-mcp/atm-agent-mcp/codexchild v0.0.0-00010101000000-000000000000
-	github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe v0.0.0-00010101000000-000000000000
+	github.com/atm-agent-mcp/atm-agent-mcp/agentmcp v0.2.0
+	github.com/atm-agent-mcp/atm-agent-mcp/codexchild v0.2.0
+	github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe v0.2.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/rogpeppe/go-internal v1.16.0
 	golang.org/x/mod v0.43.0
@@ -14,9 +14,9 @@ require (
 require (
 	github.com/BurntSushi/toml v1.6.0 // indirect
 	github.com/alecthomas/kong v1.17.0 // indirect
-	github.com/atm-agent-mcp/atm-agent-mcp/atmclient v0.0.0-00010101000000-000000000000 // indirect
-	github.com/atm-agent-mcp/atm-agent-mcp/mailbridge v0.0.0-00010101000000-000000000000 // indirect
-	github.com/atm-agent-mcp/atm-agent-mcp/registry v0.0.0-00010101000000-000000000000 // indirect
+	github.com/atm-agent-mcp/atm-agent-mcp/atmclient v0.2.0 // indirect
+	github.com/atm-agent-mcp/atm-agent-mcp/mailbridge v0.2.0 // indirect
+	github.com/atm-agent-mcp/atm-agent-mcp/registry v0.2.0 // indirect
 	github.com/fsnotify/fsnotify v1.10.1 // indirect
 	github.com/gofrs/flock v0.13.2 // indirect
 	github.com/google/jsonschema-go v0.4.3 // indirect
@@ -29,13 +29,4 @@ require (
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 	golang.org/x/tools v0.52.0 // indirect
-)
-
-replace (
-	github.com/atm-agent-mcp/atm-agent-mcp/agentmcp => ../agentmcp
-	github.com/atm-agent-mcp/atm-agent-mcp/atmclient => ../atmclient
-	github.com/atm-agent-mcp/atm-agent-mcp/codexchild => ../codexchild
-	github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe => ../jsonrpcframe
-	github.com/atm-agent-mcp/atm-agent-mcp/mailbridge => ../mailbridge
-	github.com/atm-agent-mcp/atm-agent-mcp/registry => ../registry
 )
