@@ -22,3 +22,13 @@ require (
 	github.com/atm-agent-mcp/atm-agent-mcp/mailbridge v0.2.0
 	golang.org/x/sys v0.49.0 // indirect
 )
+
+replace github.com/atm-agent-mcp/atm-agent-mcp/atmclient => ../atmclient
+
+replace github.com/atm-agent-mcp/atm-agent-mcp/codexchild => ../codexchild
+
+replace github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe => ../jsonrpcframe
+
+replace github.com/atm-agent-mcp/atm-agent-mcp/mailbridge => ../mailbridge
+
+replace github.com/atm-agent-mcp/atm-agent-mcp/registry => ../registry

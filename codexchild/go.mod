@@ -7,3 +7,5 @@ require (
 	github.com/google/go-cmp v0.7.0
 	github.com/sourcegraph/jsonrpc2 v0.2.3
 )
+
+replace github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe => ../jsonrpcframe

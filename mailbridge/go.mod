@@ -12,3 +12,5 @@ require (
 	github.com/gofrs/flock v0.13.2 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 )
+
+replace github.com/atm-agent-mcp/atm-agent-mcp/atmclient => ../atmclient

@@ -11,3 +11,5 @@ require (
 	github.com/gofrs/flock v0.13.2
 	golang.org/x/sys v0.49.0 // indirect
 )
+
+replace github.com/atm-agent-mcp/atm-agent-mcp/atmclient => ../atmclient

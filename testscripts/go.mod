@@ -30,3 +30,15 @@ require (
 	golang.org/x/time v0.15.0 // indirect
 	golang.org/x/tools v0.52.0 // indirect
 )
+
+replace github.com/atm-agent-mcp/atm-agent-mcp/agentmcp => ../agentmcp
+
+replace github.com/atm-agent-mcp/atm-agent-mcp/atmclient => ../atmclient
+
+replace github.com/atm-agent-mcp/atm-agent-mcp/codexchild => ../codexchild
+
+replace github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe => ../jsonrpcframe
+
+replace github.com/atm-agent-mcp/atm-agent-mcp/mailbridge => ../mailbridge
+
+replace github.com/atm-agent-mcp/atm-agent-mcp/registry => ../registry
