@@ -351,7 +351,7 @@ func startServeFramed(t *testing.T, dir string, header bool, args ...string) *se
 	cmd.Dir = dir
 	cmd.Env = (&catalogueEnv{dir: dir}).env()
 	p := &serveProc{cmd: cmd, header: header, notify: make(chan struct{}, 1), done: make(chan error, 1)}
-	cmd.Stderr = &lockedWriter2{mu: &p.mu, w: &p.stderr}
+	cmd.Stderr = &syncWriter{mu: &p.mu, w: &p.stderr}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -377,12 +377,12 @@ func startServeFramed(t *testing.T, dir string, header bool, args ...string) *se
 	return p
 }
 
-type lockedWriter2 struct {
+type syncWriter struct {
 	mu *sync.Mutex
 	w  io.Writer
 }
 
-func (l *lockedWriter2) Write(b []byte) (int, error) {
+func (l *syncWriter) Write(b []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(b)

@@ -97,14 +97,7 @@ func TestClaudeCode(t *testing.T) {
 func claudeConversation(t *testing.T, claude string, run claudeRun) {
 	dir := t.TempDir()
 	atmHome := filepath.Join(dir, "atm")
-	teamDir := filepath.Join(atmHome, ".claude", "teams", "dev")
-	if err := os.MkdirAll(filepath.Join(teamDir, "inboxes"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	team := `{"name":"dev","members":[{"name":"team-lead","agentId":"team-lead@dev"},{"name":"arch","agentId":"arch@dev"},{"name":"dev-1","agentId":"dev-1@dev"}]}`
-	if err := os.WriteFile(filepath.Join(teamDir, "config.json"), []byte(team), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	teamDir := makeTeam(t, atmHome, "team-lead", "arch", "dev-1")
 	work := filepath.Join(dir, "work")
 	claudeHome := filepath.Join(dir, "claude-home")
 	for _, d := range []string{work, claudeHome} {

@@ -36,14 +36,7 @@ func TestGoSDKClient(t *testing.T) {
 
 func goSDKConversation(t *testing.T, version, backend, codexVersion string) {
 	dir := t.TempDir()
-	teamDir := filepath.Join(dir, ".claude", "teams", "dev")
-	if err := os.MkdirAll(filepath.Join(teamDir, "inboxes"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	team := `{"name":"dev","members":[{"name":"arch","agentId":"arch@dev"},{"name":"dev-1","agentId":"dev-1@dev"}]}`
-	if err := os.WriteFile(filepath.Join(teamDir, "config.json"), []byte(team), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	teamDir := makeTeam(t, dir, "arch", "dev-1")
 	proxy, err := exec.LookPath("atm-agent-mcp")
 	if err != nil {
 		t.Fatal(err)

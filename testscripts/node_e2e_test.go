@@ -79,14 +79,7 @@ func TestNodeClient(t *testing.T) {
 			home := realcodex.NewHome(t, mock.URL(), nil)
 
 			atmHome := filepath.Join(dir, "atm")
-			teamDir := filepath.Join(atmHome, ".claude", "teams", "dev")
-			if err := os.MkdirAll(filepath.Join(teamDir, "inboxes"), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			team := `{"name":"dev","members":[{"name":"arch","agentId":"arch@dev"},{"name":"dev-1","agentId":"dev-1@dev"},{"name":"qa","agentId":"qa@dev"}]}`
-			if err := os.WriteFile(filepath.Join(teamDir, "config.json"), []byte(team), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			makeTeam(t, atmHome, "arch", "dev-1", "qa")
 
 			env := e2eEnv(home.Env(), map[string]string{
 				"ATM_HOME":           atmHome,

@@ -54,16 +54,22 @@ func TestProxy(t *testing.T) {
 				env.Setenv("MOCKCODEX_VERSION", b.version)
 				return nil
 			}
-			p.Condition = func(cond string) (bool, error) {
-				switch cond {
-				case "mcp":
-					return b.backend == "mcp-server", nil
-				case "app":
-					return b.backend == "app-server", nil
-				}
-				return false, fmt.Errorf("unknown condition %q", cond)
-			}
+			p.Condition = backendCondition(b.backend)
 			testscript.Run(t, p)
 		})
+	}
+}
+
+// backendCondition gives scenarios the conditions [mcp] and [app]: which
+// Codex protocol backend runs.
+func backendCondition(backend string) func(string) (bool, error) {
+	return func(cond string) (bool, error) {
+		switch cond {
+		case "mcp":
+			return backend == "mcp-server", nil
+		case "app":
+			return backend == "app-server", nil
+		}
+		return false, fmt.Errorf("unknown condition %q", cond)
 	}
 }

@@ -1,7 +1,6 @@
 package testscripts
 
 import (
-	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -67,15 +66,7 @@ func TestRealCodex(t *testing.T) {
 				env.Setenv("CODEX_WORK", home.WorkDir)
 				return os.MkdirAll(home.WorkDir, 0o755)
 			}
-			p.Condition = func(cond string) (bool, error) {
-				switch cond {
-				case "mcp":
-					return tc.backend == "mcp-server", nil
-				case "app":
-					return tc.backend == "app-server", nil
-				}
-				return false, fmt.Errorf("unknown condition %q", cond)
-			}
+			p.Condition = backendCondition(tc.backend)
 			// testscript runs the scripts as parallel subtests: check after them.
 			t.Cleanup(func() {
 				if !t.Failed() && !mock.SawInput("Identity:  arch") {
