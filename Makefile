@@ -39,9 +39,10 @@ build:
 test: build real-codex lint cross-vet cross-build
 	@for m in $(MODULES); do \
 	  echo "== go test -race $$m"; \
+	  par=2; [ $$m = testscripts ] && par=8; \
 	  (cd $$m && ATM_CODEX_MCP_BIN="$$(cat $(CODEX_CACHE)/mcp-bin 2>/dev/null || true)" \
 	             ATM_CODEX_APP_BIN="$$(cat $(CODEX_CACHE)/app-bin 2>/dev/null || true)" \
-	             $(GOTEST) -race -count=1 -timeout 20m ./...) || exit 1; \
+	             $(GOTEST) -race -count=1 -parallel $$par -timeout 20m ./...) || exit 1; \
 	done
 	@echo "== go test atmclient cross-process tests at full size (without -race, where they would take many minutes)"
 	@cd atmclient && $(GOTEST) -count=1 -run '^(TestConcurrentProcesses|TestCrashSafety)$$' .

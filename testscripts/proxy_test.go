@@ -44,6 +44,7 @@ func proxyParams(t *testing.T, glob string) testscript.Params {
 func TestProxy(t *testing.T) {
 	for _, b := range []struct{ backend, version string }{{"mcp-server", "0.153.4"}, {"app-server", "0.169.0"}} {
 		t.Run(b.backend, func(t *testing.T) {
+			t.Parallel() // the two backends' scenarios wait on timeouts, not on the CPU
 			p := proxyParams(t, "proxy_*.txtar")
 			setup := p.Setup
 			p.Setup = func(env *testscript.Env) error {
