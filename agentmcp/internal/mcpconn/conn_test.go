@@ -169,6 +169,18 @@ func (c *testClient) call(method string, params any) *jsonrpcframe.Message {
 	return m
 }
 
+// answer sends a request with raw params and renders its response: the
+// result's JSON, or "code message" for an error.
+func (c *testClient) answer(method, params string) string {
+	c.t.Helper()
+	m := c.call(method, json.RawMessage(params))
+	if m.Error != nil {
+		code, msg := errorOf(c.t, m)
+		return fmt.Sprint(code, " ", msg)
+	}
+	return string(m.Result)
+}
+
 func tool(name string, args any) map[string]any {
 	return map[string]any{"name": name, "arguments": args}
 }
@@ -213,14 +225,8 @@ func TestMethodsAnsweredByTheConn(t *testing.T) {
 		{"tools/call", `{"name":"x"}`, `{"content":[{"text":"called x","type":"text"}]}`},
 	}
 	for _, tt := range tests {
-		m := c.call(tt.method, json.RawMessage(tt.params))
-		got := string(m.Result)
-		if m.Error != nil {
-			code, msg := errorOf(t, m)
-			got = fmt.Sprint(code, " ", msg)
-		}
-		if got != tt.want {
-			t.Errorf("%s %s:\n got  %s\n want %s", tt.method, tt.params, got, tt.want)
+		if got := c.answer(tt.method, tt.params); got != tt.want {
+			t.Errorf("%s:\n got  %s\n want %s", tt.method+" "+tt.params, got, tt.want)
 		}
 	}
 	// The last initialize that parsed wins: it offered no elicitation.

@@ -3,7 +3,6 @@ package mcpconn
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -79,13 +78,7 @@ func TestModernRevision(t *testing.T) {
 			`{"tools":[{"name":"a","inputSchema":{"type":"object"}}]}`},
 	}
 	for _, tt := range tests {
-		m := c.call(tt.method, json.RawMessage(tt.params))
-		got := string(m.Result)
-		if m.Error != nil {
-			code, msg := errorOf(t, m)
-			got = fmt.Sprint(code, " ", msg)
-		}
-		if got != tt.want {
+		if got := c.answer(tt.method, tt.params); got != tt.want {
 			t.Errorf("%s:\n got  %s\n want %s", tt.name, got, tt.want)
 		}
 	}
