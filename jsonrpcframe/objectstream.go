@@ -14,8 +14,9 @@ import (
 // Close), so another Go program can run a jsonrpc2.Conn over
 // newline-delimited JSON or Content-Length framing (see the example). A
 // message the reader cannot use (not JSON, not JSON-RPC, too large) is
-// skipped and counted, not returned as an error: jsonrpc2 ends the
-// connection on any read error.
+// answered with the JSON-RPC error that says why (MessageError.Response),
+// skipped and counted, not returned as an error: jsonrpc2 would end the
+// connection on any read error, and could not answer it.
 type ObjectStream struct {
 	r       Reader
 	w       Writer
@@ -61,6 +62,7 @@ func (s *ObjectStream) ReadObject(v any) error {
 		var bad *MessageError
 		if errors.As(err, &bad) {
 			s.skipped.Add(1)
+			_ = s.w.Write(bad.Response()) // best effort; the peer may be gone
 			continue
 		}
 		if err != nil {

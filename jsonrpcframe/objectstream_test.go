@@ -29,6 +29,12 @@ func TestObjectStream(t *testing.T) {
 	if strings.Join(got, ",") != "a,b" || s.Skipped() != 2 {
 		t.Errorf("read %v, skipped %d; want a,b and 2", got, s.Skipped())
 	}
+	// Each unusable message was answered with why.
+	answers := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(answers) != 2 || !strings.Contains(answers[0], `"code":-32700`) || !strings.Contains(answers[1], `"code":-32600`) {
+		t.Errorf("answers to the unusable messages: %q", answers)
+	}
+	out.Reset()
 	if err := s.WriteObject(map[string]any{"jsonrpc": "2.0", "id": 1, "result": "ok"}); err != nil {
 		t.Fatal(err)
 	}

@@ -40,6 +40,13 @@ func TestServeTools(t *testing.T) {
 		}
 		return resp
 	}
+	// A line that is not JSON gets a parse error; the server goes on.
+	if _, err := io.WriteString(inW, "not json\n"); err != nil {
+		t.Fatal(err)
+	}
+	if bad, err := r.Read(); err != nil || bad.Error == nil || !strings.Contains(string(bad.Error), `"code":-32700`) {
+		t.Errorf("a line that is not JSON: %v %v", bad, err)
+	}
 	init := call("initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "codex", "version": "1"}})
 	if !strings.Contains(string(init.Result), `"version":"1.2.3"`) {
 		t.Errorf("initialize: %s", init.Result)
