@@ -34,7 +34,10 @@ var ErrClosed = errors.New("mailbridge: bridge already started or closed")
 type Target interface {
 	// Deliver starts a mail turn with prompt on the session bound to
 	// identity, but only if that session is idle, has nothing queued and
-	// has auto-mail on (FR-8.10, FR-17.6). It must not block: it is called
+	// has auto-mail on (FR-8.10, FR-17.6). msgs are the messages prompt
+	// carries (the Envelope of them), oldest first, so that the proxy knows
+	// whom to tell when the turn ends; they must not be modified. It must
+	// not block: it is called
 	// on the bridge's goroutine for identity, and no other check of that
 	// identity runs until it returns.
 	//
@@ -47,7 +50,7 @@ type Target interface {
 	// marks the messages read; done(false) when the request was never
 	// written, which leaves them unread to be offered again at the next
 	// check. done never blocks.
-	Deliver(identity, prompt string, done func(sent bool)) bool
+	Deliver(identity, prompt string, msgs []atmclient.Message, done func(sent bool)) bool
 }
 
 // Config configures a Bridge. ATM, Team and Target are required; every

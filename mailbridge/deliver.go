@@ -183,7 +183,7 @@ func (b *Bridge) check(mb *mailbox) {
 
 	prompt := Envelope(b.cfg.Team, msgs, b.cfg.MaxMessageLength)
 	bt.promptLen = len(prompt)
-	ok := b.cfg.Target.Deliver(mb.id, prompt, func(sent bool) { b.settle(mb, bt, sent) })
+	ok := b.cfg.Target.Deliver(mb.id, prompt, msgs, func(sent bool) { b.settle(mb, bt, sent) })
 
 	b.mu.Lock()
 	defer b.mu.Unlock()

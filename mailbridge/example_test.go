@@ -17,7 +17,7 @@ import (
 // and reports it sent.
 type session struct{ turns chan string }
 
-func (s session) Deliver(identity, prompt string, done func(sent bool)) bool {
+func (s session) Deliver(identity, prompt string, _ []atmclient.Message, done func(sent bool)) bool {
 	// A real proxy starts the turn only when identity's session is idle
 	// with nothing queued, and calls done(true) once the codex-reply
 	// request is written to the Codex child and tracked.

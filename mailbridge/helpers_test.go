@@ -157,7 +157,7 @@ func newFakeTarget(mode ackMode) *fakeTarget {
 	return &fakeTarget{busy: map[string]bool{}, mode: mode, ch: make(chan delivery, 1000)}
 }
 
-func (f *fakeTarget) Deliver(identity, prompt string, done func(bool)) bool {
+func (f *fakeTarget) Deliver(identity, prompt string, _ []atmclient.Message, done func(bool)) bool {
 	if f.onCall != nil {
 		f.onCall(identity, prompt)
 	}

@@ -130,7 +130,7 @@ type benchHit struct {
 
 var benchRE = regexp.MustCompile(`(?m)^bench (\d+)$`)
 
-func (bt *benchTarget) Deliver(identity, prompt string, done func(bool)) bool {
+func (bt *benchTarget) Deliver(identity, prompt string, _ []atmclient.Message, done func(bool)) bool {
 	at := time.Now()
 	for _, m := range benchRE.FindAllStringSubmatch(prompt, -1) {
 		i, _ := strconv.Atoi(m[1])

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
+	"github.com/atm-agent-mcp/atm-agent-mcp/atmclient"
 	"github.com/atm-agent-mcp/atm-agent-mcp/mailbridge"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
@@ -98,7 +99,7 @@ type mailTarget struct{ s *Server }
 // if that session is idle with nothing queued and auto-mail on (FR-8.10,
 // FR-17.6). done reports whether the turn's request was written to the
 // child (then the mail is marked read).
-func (t mailTarget) Deliver(identity, prompt string, done func(sent bool)) bool {
+func (t mailTarget) Deliver(identity, prompt string, msgs []atmclient.Message, done func(sent bool)) bool {
 	sess := t.s.sessions.ByIdentity(identity)
 	if sess == nil || t.s.sessions.Closing() {
 		return false
