@@ -15,7 +15,10 @@
 // the lock overwrote (see "The journal"). Claude Code's protocol messages
 // (idle notifications and similar JSON-in-text messages, see
 // Message.IsProtocol) are not mail: Read and Pending leave them out unless
-// asked.
+// asked. Message.Frame gives their typed view; ShutdownResponseText and
+// IdleNotification build the frames a teammate sends. A message's id is
+// its "message_id", or the "msg_id" Claude Code 2.1.332 writes
+// (Message.ID); both dedup appends and name the message in MarkRead.
 //
 // # File format
 //

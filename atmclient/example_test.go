@@ -62,3 +62,27 @@ func Example() {
 	// team-lead at 2026-03-18T20:21:33.000000000Z: Please review <PR #12> & merge.
 	// pending: 0
 }
+
+// A Claude Code lead ends a teammate with a shutdown_request frame in a
+// message's text; the teammate answers with a shutdown_response, and tells
+// the lead its turn ended with an idle notification.
+func ExampleMessage_Frame() {
+	m := atmclient.Message{
+		From: "team-lead",
+		Text: `{"type":"shutdown_request","requestId":"shutdown-1@codex1","from":"team-lead","reason":"all done","timestamp":"2026-11-25T10:51:59.694Z"}`,
+	}
+	if f, ok := m.Frame(); ok && f.Type == atmclient.FrameShutdownRequest {
+		fmt.Println(f.From, "asks", f.RequestID, "to stop:", f.Reason)
+		fmt.Println(atmclient.ShutdownResponseText(f.RequestID, true, ""))
+	}
+	fmt.Println(atmclient.IdleNotification{
+		From:      "codex1",
+		Summary:   "review finished",
+		Result:    "LGTM",
+		Timestamp: time.Date(2026, 11, 25, 10, 52, 0, 0, time.UTC),
+	}.Text())
+	// Output:
+	// team-lead asks shutdown-1@codex1 to stop: all done
+	// {"type":"shutdown_response","request_id":"shutdown-1@codex1","approve":true}
+	// {"type":"idle_notification","from":"codex1","timestamp":"2026-11-25T10:52:00.000Z","idleReason":"available","summary":"review finished","result":"LGTM"}
+}

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -32,7 +31,7 @@ type Message struct {
 	Timestamp  string // as written; see Time
 	Read       bool
 	Summary    string // optional
-	MessageID  string // optional; Claude Code's own messages have none
+	MessageID  string // optional "message_id"; Claude Code writes "msg_id" instead (in Extra; see ID)
 	Extra      map[string]json.RawMessage
 }
 
@@ -45,13 +44,28 @@ func (m Message) Time() (t time.Time, ok bool) {
 	return t, err == nil
 }
 
-// Key returns a stable identifier of the message for MarkRead: "id:" and the
-// message_id when it has one, otherwise "sum:" and a hash of (from,
-// timestamp instant, text), which is what identifies Claude Code's id-less
-// messages. Two messages with the same key are the same message.
-func (m Message) Key() string {
+// ID returns the message's id: its "message_id" (the atm CLI's and this
+// package's key), else the string "msg_id" that Claude Code 2.1.332 and
+// later write, else "". The file keeps whichever key it had.
+func (m Message) ID() string {
 	if m.MessageID != "" {
-		return "id:" + m.MessageID
+		return m.MessageID
+	}
+	var id string
+	if raw, ok := m.Extra["msg_id"]; ok && json.Unmarshal(raw, &id) == nil {
+		return id
+	}
+	return ""
+}
+
+// Key returns a stable identifier of the message for MarkRead: "id:" and
+// ID when the message has one, otherwise "sum:" and a hash of (from,
+// timestamp instant, text), which is what identifies older Claude Code
+// messages without an id. Two messages with the same key are the same
+// message.
+func (m Message) Key() string {
+	if id := m.ID(); id != "" {
+		return "id:" + id
 	}
 	ts := m.Timestamp
 	if t, ok := m.Time(); ok {
@@ -68,20 +82,11 @@ func (m Message) Key() string {
 // IsProtocol reports whether the message is a Claude Code protocol message
 // rather than mail: its text is a JSON object with a non-empty string "type"
 // (idle notifications {"type":"idle_notification",…}, shutdown and plan
-// approval requests and the like). Read and Pending leave protocol messages
-// out unless asked; they are not mail for a Codex agent.
+// approval requests and the like; see Frame). Read and Pending leave
+// protocol messages out unless asked; they are not mail for a Codex agent.
 func (m Message) IsProtocol() bool {
-	t := strings.TrimSpace(m.Text)
-	if !strings.HasPrefix(t, "{") || !strings.HasSuffix(t, "}") {
-		return false
-	}
-	var probe struct {
-		Type *string `json:"type"`
-	}
-	if err := json.Unmarshal([]byte(t), &probe); err != nil {
-		return false
-	}
-	return probe.Type != nil && *probe.Type != ""
+	_, ok := protocolFields(m.Text)
+	return ok
 }
 
 // errNotMessage is wrapped by every decoding error of a single message.

@@ -183,8 +183,8 @@ func (c *Client) newMessage(from, team, text, summary string) (Message, error) {
 	}, nil
 }
 
-// appendMessage appends m to an inbox unless a message with its message_id
-// is already there.
+// appendMessage appends m to an inbox unless a message with its id (ID:
+// message_id or msg_id) is already there.
 func (c *Client) appendMessage(ctx context.Context, team, agent string, m Message) error {
 	path, err := c.teamInbox(team, agent)
 	if err != nil {
@@ -196,7 +196,7 @@ func (c *Client) appendMessage(ctx context.Context, team, agent string, m Messag
 	}
 	_, err = c.update(ctx, path, func(cur []*entry) ([]*entry, []*entry, error) {
 		for _, x := range cur {
-			if x.err == nil && m.MessageID != "" && x.msg.MessageID == m.MessageID {
+			if x.err == nil && m.ID() != "" && x.key == e.key {
 				return nil, nil, nil
 			}
 		}
