@@ -14,12 +14,13 @@ type configCmd struct {
 	identityFlags `embed:""`
 	codexFlags    `embed:""`
 	logFlags      `embed:""`
+	mailFlags     `embed:""`
 	JSON          bool `name:"json" help:"Print JSON: {values, sources, files, warnings}."`
 }
 
 // Help is shown by "atm-agent-mcp config --help".
 func (configCmd) Help() string {
-	return `Takes the same flags as serve, so you can see what "serve" would run with. Each value's source is one of: flag, env (the variable), file (the file and key), default. Unknown keys in [plugins.atm-agent-mcp] are reported as warnings on stderr; a bad value or a malformed file is an error.`
+	return `Takes the same flags as serve, so you can see what "serve" would run with. Each value's source is one of: flag, env (the variable), file (the file and key), claude-code session (the team of the Claude Code session that runs it, when no team is configured), default. Unknown keys in [plugins.atm-agent-mcp] are reported as warnings on stderr; a bad value or a malformed file is an error.`
 }
 
 func (c *configCmd) Run(env *runEnv) error {
@@ -28,6 +29,7 @@ func (c *configCmd) Run(env *runEnv) error {
 	c.identityFlags.apply(&f)
 	c.codexFlags.apply(&f)
 	c.logFlags.apply(&f)
+	c.mailFlags.apply(&f)
 	cfg, err := env.load(f, true)
 	if err != nil {
 		return err

@@ -14,7 +14,7 @@ import (
 // locateFlags find the configuration and the team.
 type locateFlags struct {
 	Config *string `placeholder:"FILE" help:"Also read this configuration file; it ranks above .atm.toml and the global file ($$ATM_CONFIG)."`
-	Team   *string `placeholder:"NAME" help:"ATM team ($$ATM_TEAM, [core] default_team; default \"default\")."`
+	Team   *string `placeholder:"NAME" help:"ATM team ($$ATM_TEAM, [core] default_team; else the Claude Code session's team session-<id8> when it exists; else \"default\")."`
 }
 
 // identityFlags name the instance identity.

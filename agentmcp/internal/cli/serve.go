@@ -37,6 +37,7 @@ type serveCmd struct {
 	identityFlags `embed:""`
 	codexFlags    `embed:""`
 	logFlags      `embed:""`
+	mailFlags     `embed:""`
 	Resume        optionalValue `placeholder:"ID" help:"Resume a saved session: the most recent one of this identity, or --resume=ID for an agent_id or identity; its summary opens the first turn."`
 }
 
@@ -55,6 +56,7 @@ func (c *serveCmd) flags() config.Flags {
 	c.identityFlags.apply(&f)
 	c.codexFlags.apply(&f)
 	c.logFlags.apply(&f)
+	c.mailFlags.apply(&f)
 	if c.Resume.Set {
 		f.Resume = &c.Resume.Value
 	}
@@ -68,6 +70,13 @@ func (c *serveCmd) Run(env *runEnv) error {
 	}
 	return runServer(env, cfg, env.progs.Serve)
 }
+
+// mailFlags choose how mail for the client reaches it.
+type mailFlags struct {
+	LeadPush *bool `group:"Mail" negatable:"" help:"Push mail for this identity into the Claude Code session through its messaging socket, when Claude Code offers one (--no-lead-push: it stays in the inbox for atm_read) ($$ATM_AGENT_MCP_LEAD_PUSH; default true)."`
+}
+
+func (m mailFlags) apply(f *config.Flags) { f.LeadPush = m.LeadPush }
 
 type toolsCmd struct {
 	locateFlags   `embed:""`
@@ -117,7 +126,8 @@ func runServer(env *runEnv, cfg *config.Config, hook Server) error {
 		<-ctx.Done()
 		stop()
 	}()
-	logger.Info("starting", "version", Version(), "team", cfg.Team, "identity", cfg.Identity, "backend", cfg.Backend)
+	logger.Info("starting", "version", Version(), "team", cfg.Team, "team_source", cfg.Sources["team"].String(),
+		"identity", cfg.Identity, "backend", cfg.Backend)
 	return hook(ctx, cfg, env.stdin, env.stdout, logger)
 }
 

@@ -32,7 +32,7 @@ type sessionsCmd struct {
 
 // Help is shown by "atm-agent-mcp sessions --help".
 func (sessionsCmd) Help() string {
-	return `Reads the registry of every proxy instance of the team under ~/.config/atm/agent-sessions/<team>/ (or $ATM_HOME/...) without locking or changing anything. Sessions are listed most recently active first; SUMMARY says whether a summary is saved for "atm-agent-mcp summary" and "serve --resume".
+	return `Reads the registry of every proxy instance of the team under ~/.config/atm/agent-sessions/<team>/ (or $ATM_HOME/...) without locking or changing anything. The sessions of Claude Code session teams (session-<id8>) are all kept under the fixed name claude-code: list them with --team claude-code. Sessions are listed most recently active first; SUMMARY says whether a summary is saved for "atm-agent-mcp summary" and "serve --resume".
 
 --prune skips instances whose proxy is running.`
 }
@@ -85,7 +85,8 @@ func (c *sessionsCmd) Run(env *runEnv) error {
 		return err
 	}
 	env.warn(cfg)
-	dir, err := registry.TeamDir(cfg.Home, cfg.Team)
+	regTeam, _ := cfg.RegistryTeam()
+	dir, err := registry.TeamDir(cfg.Home, regTeam)
 	if err != nil {
 		return err
 	}
@@ -100,7 +101,7 @@ func (c *sessionsCmd) Run(env *runEnv) error {
 		return writeJSON(env.stdout, rows)
 	}
 	if len(rows) == 0 {
-		fmt.Fprintf(env.stdout, "No sessions in team %q%s.\n", cfg.Team, describeFilter(filter))
+		fmt.Fprintf(env.stdout, "No sessions in team %q%s.\n", regTeam, describeFilter(filter))
 		return nil
 	}
 	return writeTable(env.stdout, rows)
@@ -197,7 +198,7 @@ func (c *sessionsCmd) prune(env *runEnv, cfg *config.Config, dir registry.Dir, a
 			fmt.Fprintf(env.stderr, "atm-agent-mcp: warning: skipping the registry of instance %s: %v\n", inst.Identity, inst.Err)
 			continue
 		}
-		reg, err := registry.Open(registry.Config{Home: cfg.Home, Team: cfg.Team, Identity: inst.Identity})
+		reg, err := registry.Open(registry.Config{Home: cfg.Home, Team: dir.Team(), Identity: inst.Identity})
 		var conflict *registry.ConflictError
 		if errors.As(err, &conflict) {
 			fmt.Fprintf(env.stderr, "atm-agent-mcp: skipping instance %s: its proxy is running\n", inst.Identity)
@@ -223,7 +224,7 @@ func (c *sessionsCmd) prune(env *runEnv, cfg *config.Config, dir registry.Dir, a
 			return err
 		}
 	} else if len(pruned) == 0 {
-		fmt.Fprintf(env.stdout, "Nothing to prune in team %q (no closed, stale or interrupted session inactive for %s).\n", cfg.Team, showAge(age))
+		fmt.Fprintf(env.stdout, "Nothing to prune in team %q (no closed, stale or interrupted session inactive for %s).\n", dir.Team(), showAge(age))
 	} else {
 		fmt.Fprintf(env.stdout, "Pruned %d session(s) inactive for %s, with their summaries:\n", len(pruned), showAge(age))
 		if err := writeTable(env.stdout, pruned); err != nil {
@@ -262,7 +263,8 @@ func (c *summaryCmd) Run(env *runEnv) error {
 		return err
 	}
 	env.warn(cfg)
-	dir, err := registry.TeamDir(cfg.Home, cfg.Team)
+	regTeam, _ := cfg.RegistryTeam()
+	dir, err := registry.TeamDir(cfg.Home, regTeam)
 	if err != nil {
 		return err
 	}
@@ -272,7 +274,7 @@ func (c *summaryCmd) Run(env *runEnv) error {
 	}
 	i := slices.IndexFunc(rows, func(r sessionRow) bool { return r.AgentID == c.AgentID || r.BackendID == c.AgentID })
 	if i < 0 {
-		return fmt.Errorf("no session %q in team %q (see \"atm-agent-mcp sessions\")", c.AgentID, cfg.Team)
+		return fmt.Errorf("no session %q in team %q (see \"atm-agent-mcp sessions\")", c.AgentID, regTeam)
 	}
 	s := rows[i]
 	var text string

@@ -155,9 +155,12 @@ type Resume struct {
 // Config is the resolved configuration. Every field is set by [Load];
 // Sources holds, by key (see [Config.Entries]), where each value came from.
 type Config struct {
-	Home     string // ATM home: ATM_HOME, else HOME
-	Team     string // team name
-	Identity string // instance identity (see the package doc for the chain)
+	Home string // ATM home: ATM_HOME, else HOME
+	Team string // team name
+	// SessionTeam is true when Team is the team of the Claude Code session
+	// that started serve (no team was configured; see RegistryTeam).
+	SessionTeam bool
+	Identity    string // instance identity (see the package doc for the chain)
 	// DefaultIdentity binds a session started without an explicit identity.
 	DefaultIdentity string
 	CodexBin        string // Codex executable: a name looked up in PATH, or a path
@@ -213,6 +216,15 @@ type Config struct {
 	CodexRestart string
 	// MCPProtocol is one of MCPProtocols.
 	MCPProtocol string
+
+	// LeadPush sends mail for Identity (the client's own) into the Claude
+	// Code session through MessagingSocket when there is one (lead_push).
+	LeadPush bool
+	// MessagingSocket and MessagingToken are Claude Code's messaging socket
+	// and its token (CLAUDE_CODE_MESSAGING_SOCKET and _TOKEN); "" when
+	// serve does not run under Claude Code.
+	MessagingSocket string
+	MessagingToken  string
 
 	LogLevel string // one of LogLevels
 	LogFile  string // absolute path; "" logs to stderr

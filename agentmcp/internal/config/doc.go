@@ -41,8 +41,24 @@
 //     FR-2.5): ATM_AGENT_MCP_DEFAULT_IDENTITY, `default_identity` (files),
 //     then Identity — which itself ends in "codex".
 //
-// Team: --team, ATM_TEAM, `[core] default_team`, then "default" (ATM's own
-// default).
+// Team: --team, ATM_TEAM, `[core] default_team`, then the Claude Code
+// session's team, then "default" (ATM's own default).
+//
+// # The Claude Code session's team
+//
+// When no team is configured and serve runs under Claude Code
+// (CLAUDE_CODE_SESSION_ID is set) and the session's team directory
+// {home}/.claude/teams/session-<first 8 chars of the id>/ exists, that is
+// the team (source "claude-code session"). The client is then the lead:
+// its identity is team-lead unless one is configured, and a Codex session
+// started without an identity is "codex" unless default_identity says
+// otherwise. Such a team's name changes with every Claude Code session, so
+// its state lives under the fixed registry key "claude-code" (see
+// [Config.RegistryTeam]). The messaging socket Claude Code offers
+// (CLAUDE_CODE_MESSAGING_SOCKET and _TOKEN) is read into
+// Config.MessagingSocket and MessagingToken; lead_push (--lead-push,
+// ATM_AGENT_MCP_LEAD_PUSH, default true) decides whether mail for the
+// client's identity is pushed through it.
 //
 // # Errors and warnings
 //

@@ -40,10 +40,13 @@ func (c *Config) Entries() []Entry {
 			resume = "(most recent session of " + c.Identity + ")"
 		}
 	}
+	regTeam, regInstance := c.RegistryTeam()
+	registryKey := regTeam + "/" + regInstance
 	es := []Entry{
 		{Key: "home", Value: c.Home},
 		{Key: "config", Value: none(c.ConfigFile)},
 		{Key: "team", Value: c.Team},
+		{Key: "registry", Value: registryKey, Source: c.Sources["team"]},
 		{Key: "identity", Value: c.Identity},
 		{Key: "default_identity", Value: c.DefaultIdentity},
 		{Key: "codex_bin", Value: c.CodexBin},
@@ -76,6 +79,8 @@ func (c *Config) Entries() []Entry {
 		{Key: "mcp_protocol", Value: c.MCPProtocol},
 		{Key: "max_result_chars", Value: c.MaxResultChars},
 		{Key: "event_buffer_size", Value: c.EventBufferSize},
+		{Key: "lead_push", Value: c.LeadPush},
+		{Key: "messaging_socket", Value: none(c.MessagingSocket)},
 		{Key: "log_level", Value: c.LogLevel},
 		{Key: "log_file", Value: none(c.LogFile)},
 	}

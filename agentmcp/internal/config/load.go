@@ -34,6 +34,8 @@ type Flags struct {
 	// Resume is --resume; "" resumes the most recent session of the
 	// instance identity, anything else names an agent_id or identity.
 	Resume *string
+	// LeadPush is --lead-push or --no-lead-push.
+	LeadPush *bool
 	// ReadonlyFlag names the flag that set Readonly in sources
 	// ("--explore"); optional: "" means "--readonly".
 	ReadonlyFlag string
@@ -67,7 +69,7 @@ var pluginKeys = []string{
 	"request_timeout_secs", "max_concurrent_threads",
 	"auto_mail", "per_thread_auto_mail", "max_mail_messages", "max_mail_message_length",
 	"elicitation_timeout_secs", "handshake_timeout_secs", "codex_restart", "approval_fallback", "mcp_protocol", "log_level", "log_file",
-	"max_result_chars", "event_buffer_size",
+	"max_result_chars", "event_buffer_size", "lead_push",
 	"roles",
 }
 
@@ -238,9 +240,13 @@ func (r *resolver) resolveAll(cfg *Config, opts LoadOptions) {
 	cfg.MCPProtocol = r.enum("mcp_protocol", DefaultMCPProtocol, MCPProtocols, std("mcp_protocol", ""))
 	cfg.MaxResultChars = r.integer("max_result_chars", DefaultMaxResultChars, 100, std("max_result_chars", ""))
 	cfg.EventBufferSize = r.integer("event_buffer_size", DefaultEventBufferSize, 1, std("event_buffer_size", ""))
+	cfg.LeadPush = r.boolean("lead_push", true, std("lead_push", "--lead-push"))
+	cfg.MessagingSocket = r.str("messaging_socket", "", []lookup{envL(EnvMessagingSocket)})
+	cfg.MessagingToken, _ = r.env(EnvMessagingToken)
 	cfg.LogLevel = r.enum("log_level", DefaultLogLevel, LogLevels, std("log_level", "--log-level"))
 	cfg.LogFile = r.path("log_file", std("log_file", "--log-file"))
 	cfg.Roles = r.roles()
+	r.resolveSession(cfg)
 
 	r.crossCheck(cfg)
 }
@@ -429,6 +435,7 @@ func flagMap(f Flags) map[string]any {
 	str("--log-level", f.LogLevel)
 	str("--log-file", f.LogFile)
 	str("--resume", f.Resume)
+	boolean("--lead-push", f.LeadPush)
 	return m
 }
 

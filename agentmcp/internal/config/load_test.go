@@ -86,6 +86,7 @@ func TestDefaults(t *testing.T) {
 		MaxMailMessages: 10, MaxMailMessageLength: 4096, ElicitationTimeout: 300 * time.Second,
 		MaxResultChars: 80000, EventBufferSize: 500,
 		ApprovalFallback: "deny", HandshakeTimeout: 60 * time.Second, CodexRestart: "manual", MCPProtocol: "auto", LogLevel: "info", Roles: map[string]Role{},
+		LeadPush: true,
 	}
 	if diff := cmp.Diff(want, c, cmpIgnoreSources); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
@@ -205,6 +206,7 @@ handshake_timeout_secs = 7
 codex_restart = "on_demand"
 max_result_chars = 5000
 event_buffer_size = 50
+lead_push = false
 log_level = "debug"
 log_file = "logs/proxy.log"
 
@@ -260,6 +262,7 @@ approval_policy = "on-request"
 		"ATM_AGENT_MCP_MAX_MAIL_MESSAGES":    "2", "ATM_AGENT_MCP_MAX_MAIL_MESSAGE_LENGTH": "50",
 		"ATM_AGENT_MCP_ELICITATION_TIMEOUT_SECS": "9", "ATM_AGENT_MCP_APPROVAL_FALLBACK": "approve", "ATM_AGENT_MCP_MCP_PROTOCOL": "auto", "ATM_AGENT_MCP_HANDSHAKE_TIMEOUT_SECS": "8", "ATM_AGENT_MCP_CODEX_RESTART": "manual",
 		"ATM_AGENT_MCP_MAX_RESULT_CHARS": "3000", "ATM_AGENT_MCP_EVENT_BUFFER_SIZE": "20",
+		"ATM_AGENT_MCP_LEAD_PUSH": "true", "CLAUDE_CODE_MESSAGING_SOCKET": "/tmp/cc.sock", "CLAUDE_CODE_MESSAGING_TOKEN": "tok",
 		"ATM_AGENT_MCP_LOG_LEVEL": "warn", "ATM_AGENT_MCP_LOG_FILE": "/var/log/x.log",
 		"ATM_AGENT_MCP_ROLE": "worker",
 	}
@@ -280,6 +283,7 @@ approval_policy = "on-request"
 		MaxMailMessages:   2, MaxMailMessageLength: 50, ElicitationTimeout: 9 * time.Second,
 		MaxResultChars: 3000, EventBufferSize: 20,
 		ApprovalFallback: "approve", HandshakeTimeout: 8 * time.Second, CodexRestart: "manual", MCPProtocol: "auto", LogLevel: "warn", LogFile: "/var/log/x.log", Role: "worker",
+		LeadPush: true, MessagingSocket: "/tmp/cc.sock", MessagingToken: "tok",
 		Roles: map[string]Role{"worker": {Model: "gpt-5.3-codex", ReasoningEffort: "low", Sandbox: "workspace-write", ApprovalPolicy: "on-request"}},
 	}
 	if diff := cmp.Diff(want, c, cmpIgnoreSources); diff != "" {

@@ -1,0 +1,117 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/atmclient"
+)
+
+// Environment variables Claude Code gives every stdio MCP server it starts
+// (2.1.332).
+const (
+	// EnvClaudeSessionID holds the Claude Code session's id; an interactive
+	// session with agent teams on has the team session-<first 8 chars>.
+	EnvClaudeSessionID = "CLAUDE_CODE_SESSION_ID"
+	// EnvMessagingSocket is the Unix socket through which text reaches the
+	// session's model (see package ccmsg).
+	EnvMessagingSocket = "CLAUDE_CODE_MESSAGING_SOCKET"
+	// EnvMessagingToken authenticates on EnvMessagingSocket.
+	EnvMessagingToken = "CLAUDE_CODE_MESSAGING_TOKEN"
+)
+
+const (
+	// SourceSession is the source kind of the team (and of the identity
+	// team-lead) taken from the Claude Code session that started serve.
+	SourceSession SourceKind = "claude-code session"
+	// SessionTeamPrefix starts the name of a Claude Code session team.
+	SessionTeamPrefix = "session-"
+	// LeadIdentity is the identity of the lead, the Claude Code session
+	// itself, in its session team.
+	LeadIdentity = "team-lead"
+	// SessionDefaultIdentity is the identity of a Codex session started
+	// without one in a session team (team-lead is the lead's own).
+	SessionDefaultIdentity = "codex"
+	// SessionRegistry is the registry key of every session team: its state
+	// lives in {home}/.config/atm/agent-sessions/claude-code/, one instance
+	// registry per Claude Code session (named after its team), so that a
+	// later session finds the Codex agents of earlier ones (see
+	// Config.RegistryTeam).
+	SessionRegistry = "claude-code"
+)
+
+// SessionTeamName returns the team name Claude Code gives the session with
+// id: "session-" and the id's first 8 characters (all of a shorter id),
+// with what is not a letter, digit, "_" or "-" replaced by "-" as Claude
+// Code does for paths.
+func SessionTeamName(id string) string {
+	id = strings.TrimSpace(id)
+	if len(id) > 8 {
+		id = id[:8]
+	}
+	return SessionTeamPrefix + strings.Map(func(r rune) rune {
+		if r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
+			return r
+		}
+		return '-'
+	}, id)
+}
+
+// sessionTeam returns the Claude Code session's team when serve runs under
+// Claude Code (EnvClaudeSessionID set) and that team's directory exists in
+// home; ok is false otherwise.
+func (r *resolver) sessionTeam(home string) (name string, src Source, ok bool) {
+	id, set := r.env(EnvClaudeSessionID)
+	if !set {
+		return "", Source{}, false
+	}
+	name = SessionTeamName(id)
+	if atmclient.ValidateName("team", name) != nil {
+		return "", Source{}, false
+	}
+	dir := filepath.Join(home, ".claude", "teams", name)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return "", Source{}, false
+	}
+	return name, Source{Kind: SourceSession, Detail: EnvClaudeSessionID + ", " + dir}, true
+}
+
+// resolveSession applies the Claude Code session's team when no team is
+// configured: the team, the lead's identity (team-lead, unless one is
+// configured) and the default identity of Codex sessions (codex, unless
+// configured), so that no Codex session takes the lead's name.
+func (r *resolver) resolveSession(cfg *Config) {
+	if cfg.Sources["team"].Kind != SourceDefault {
+		return
+	}
+	name, src, ok := r.sessionTeam(cfg.Home)
+	if !ok {
+		return
+	}
+	cfg.Team, cfg.SessionTeam = name, true
+	cfg.Sources["team"] = src
+	if cfg.Sources["identity"].Kind == SourceDefault {
+		cfg.Identity = LeadIdentity
+		cfg.Sources["identity"] = Source{Kind: SourceSession, Detail: "the lead of " + name}
+	}
+	if cfg.Sources["default_identity"].Kind == SourceDefault && cfg.Identity != SessionDefaultIdentity {
+		cfg.DefaultIdentity = SessionDefaultIdentity
+		cfg.Sources["default_identity"] = Source{Kind: SourceSession, Detail: cfg.Identity + " is the lead's identity"}
+	}
+}
+
+// RegistryTeam returns where the proxy's state lives: the registry key
+// (the directory under agent-sessions) and the instance registry within it.
+// For a configured team they are the team and the identity. For a Claude
+// Code session team, whose name changes with every session, they are the
+// fixed key SessionRegistry and the session team's name: the sessions of
+// every Claude Code session share one directory, so `sessions --team
+// claude-code` lists them and a later session resumes them (the proxy takes
+// over the registries of ended sessions at start).
+func (c *Config) RegistryTeam() (team, instance string) {
+	if c.SessionTeam {
+		return SessionRegistry, c.Team
+	}
+	return c.Team, c.Identity
+}
