@@ -1,0 +1,34 @@
+// Package ccmsg writes messages into a Claude Code session through its
+// messaging socket, the push path Claude Code 2.1.332 offers every stdio
+// MCP server it starts (CLAUDE_CODE_MESSAGING_SOCKET, a Unix socket, and
+// CLAUDE_CODE_MESSAGING_TOKEN). Text written there reaches the model's next
+// request within the same turn, in `claude -p` and interactive sessions
+// alike, as "Another Claude session sent a message while you were working:
+// …".
+//
+// # Wire format
+//
+// Newline-delimited JSON: first {"type":"auth","token":"<token>"}, then one
+// line per message, {"type":"user","message":{"role":"user","content":
+// "<text>"}}, with the optional fields from, msg_id and priority (Claude
+// Code's default is "next"). The package never sends session_id: a line
+// whose session_id does not match the session's is dropped. Claude Code
+// does not show from to the model, so a caller puts the sender into the
+// content.
+//
+// # Design notes
+//
+// One connection per Send. Claude Code answers nothing on the socket, so a
+// writer cannot tell a line it read from one it dropped; and it closes a
+// connection that brings no complete line for 30 s. A kept connection could
+// therefore take a line into a socket the peer is closing and lose it
+// without an error. A fresh connection costs a dial and an auth line (tens
+// of microseconds on a Unix socket, BenchmarkSend), and makes a refused
+// connection (no socket, nobody listening) an error of the Send that met
+// it. After the lines, Send half-closes the connection and waits briefly
+// for Claude Code to close its side (Node ends a socket when its peer
+// does, after reading everything): a reset then is an error too.
+//
+// A Client has no lock and no goroutine: each Send uses its own
+// connection, so Sends may run at once.
+package ccmsg
