@@ -1,6 +1,8 @@
 // Package fsx holds the file-system primitives of the ATM inbox protocol:
-// an flock on a sidecar lock file with a bounded retry, an atomic exchange of
-// two paths, a rename that refuses to replace, and a fresh fsynced file.
+// the two lock disciplines of the other writers, an flock on a sidecar lock
+// file (the atm CLI's, Lock) and a lock directory made with mkdir (Claude
+// Code's, LockDir), each with a bounded retry; an atomic exchange of two
+// paths, a rename that refuses to replace, and a fresh fsynced file.
 package fsx
 
 import (
@@ -9,8 +11,8 @@ import (
 	"os"
 )
 
-// ErrLockTimeout is returned by Lock when the lock stays busy for the whole
-// timeout.
+// ErrLockTimeout is returned by Lock and LockDir when the lock stays busy
+// for the whole timeout.
 var ErrLockTimeout = errors.New("lock busy")
 
 // WriteNew writes data to a new file at path with mode 0600 and fsyncs it.
