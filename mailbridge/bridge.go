@@ -50,9 +50,10 @@ type mailbox struct {
 	id       string
 	wake     chan struct{} // 1-buffered: a pending check request
 	bound    bool
-	running  bool     // a worker goroutine serves this mailbox
-	inflight *batch   // delivered, waiting for done
-	acked    []*batch // sent (done(true)), waiting to be marked read
+	target   MessageTarget // set by BindTarget: raw messages go here, not to Config.Target
+	running  bool          // a worker goroutine serves this mailbox
+	inflight *batch        // delivered, waiting for done
+	acked    []*batch      // sent (done(true)), waiting to be marked read
 	stats    Stats
 	// active is the last sign of life: Bind, Idle, mail seen or delivered.
 	// The poll skips the mailbox once it is older than Config.IdleTimeout.
@@ -64,11 +65,18 @@ type mailbox struct {
 	// flight, the watch covered the inbox throughout, and it has reported
 	// no change since that read began. Idle then has nothing to read.
 	quiet bool
+	// frames are the keys of the protocol frames handed to OnFrame that
+	// were still unread at the last read: a frame is handed once, and one
+	// whose mark failed is marked again without being handed again.
+	frames map[string]bool
+	// markErr is the last failed mark of frames, said once in the log.
+	markErr string
 }
 
 // batch is one Deliver call's messages.
 type batch struct {
 	keys      []string
+	raw       bool // went to a MessageTarget
 	truncated int
 	promptLen int
 	started   time.Time
@@ -173,8 +181,29 @@ func (b *Bridge) Close() error {
 }
 
 // Bind records that a session now holds identity: its inbox is watched and
-// checked at once. It fails only for a name that is not a valid ATM name.
+// checked at once, and its mail goes to Config.Target as Codex turns. It
+// fails for a name that is not a valid ATM name, and with ErrBound while
+// BindTarget holds identity.
 func (b *Bridge) Bind(identity string) error {
+	return b.bind(identity, nil)
+}
+
+// BindTarget binds an identity that no Codex session holds, such as the
+// identity of serve's own client (the lead), to t: its inbox is watched
+// and checked like a session's, and its unread mail goes to t as raw
+// messages (MessageTarget) instead of a Codex envelope. Config.Disabled
+// does not apply to it (it starts no Codex turn); SetAutoMail does, and
+// Stats, Idle and Unbind work as for Bind. Binding the same identity again
+// replaces t. It fails for a name that is not a valid ATM name, for a nil
+// t, and with ErrBound while Bind holds identity.
+func (b *Bridge) BindTarget(identity string, t MessageTarget) error {
+	if t == nil {
+		return errors.New("mailbridge: bind target: no target")
+	}
+	return b.bind(identity, t)
+}
+
+func (b *Bridge) bind(identity string, t MessageTarget) error {
 	if err := atmclient.ValidateName("identity", identity); err != nil {
 		return fmt.Errorf("mailbridge: bind: %w", err)
 	}
@@ -182,10 +211,14 @@ func (b *Bridge) Bind(identity string) error {
 	defer b.mu.Unlock()
 	mb := b.boxes[identity]
 	if mb == nil {
-		mb = &mailbox{id: identity, wake: make(chan struct{}, 1)}
+		mb = &mailbox{id: identity, wake: make(chan struct{}, 1), frames: map[string]bool{}}
 		b.boxes[identity] = mb
 	}
+	if mb.bound && (mb.target == nil) != (t == nil) {
+		return fmt.Errorf("%w: %q", ErrBound, identity)
+	}
 	mb.bound = true
+	mb.target = t
 	mb.active = b.now()
 	mb.quiet = false
 	b.kickLocked(mb)
@@ -200,6 +233,7 @@ func (b *Bridge) Unbind(identity string) {
 	defer b.mu.Unlock()
 	if mb := b.boxes[identity]; mb != nil && mb.bound {
 		mb.bound = false
+		mb.target = nil
 		b.kickLocked(mb) // lets an idle worker exit
 	}
 }
@@ -262,9 +296,17 @@ func (b *Bridge) Stats(identity string) Stats {
 			s.InFlight += len(bt.keys)
 		}
 		s.Polling = mb.bound && b.pollingLocked(mb, b.now())
+		s.AutoMail = b.autoMailLocked(mb)
+		return s
 	}
 	s.AutoMail = !b.cfg.Disabled && !b.off[identity]
 	return s
+}
+
+// autoMailLocked reports whether mail may be delivered to mb: not switched
+// off for it, and for a session not Disabled. b.mu is held.
+func (b *Bridge) autoMailLocked(mb *mailbox) bool {
+	return !b.off[mb.id] && (mb.target != nil || !b.cfg.Disabled)
 }
 
 // kickLocked asks for a check of mb, starting its worker when the bridge

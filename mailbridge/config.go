@@ -29,6 +29,10 @@ const (
 // closed.
 var ErrClosed = errors.New("mailbridge: bridge already started or closed")
 
+// ErrBound is returned by Bind for an identity bound with BindTarget, and
+// by BindTarget for one bound with Bind: an inbox has one consumer.
+var ErrBound = errors.New("mailbridge: identity already bound to the other kind of target")
+
 // Target is the consumer side of the bridge: the proxy, which owns the
 // sessions and the Codex child.
 type Target interface {
@@ -51,6 +55,22 @@ type Target interface {
 	// written, which leaves them unread to be offered again at the next
 	// check. done never blocks.
 	Deliver(identity, prompt string, msgs []atmclient.Message, done func(sent bool)) bool
+}
+
+// MessageTarget is the consumer side for an identity that no Codex session
+// holds, bound with Bridge.BindTarget: the identity of serve's own client
+// (the lead), whose mail goes to that client rather than into a Codex
+// turn.
+type MessageTarget interface {
+	// DeliverMessages hands identity's unread mail to the target: at most
+	// Config.MaxMessages messages, oldest first, protocol frames left out
+	// (they go to Config.OnFrame), texts not cut. The contract is
+	// Target.Deliver's: it must not block; false means nothing happened
+	// (done is not called, nothing is marked, the next check offers the
+	// messages again); true means done is called exactly once, and
+	// done(true) marks exactly these messages read. msgs must not be
+	// modified.
+	DeliverMessages(identity string, msgs []atmclient.Message, done func(sent bool)) bool
 }
 
 // Config configures a Bridge. ATM, Team and Target are required; every
@@ -95,6 +115,18 @@ type Config struct {
 	// (and for tests of the poll). Optional: false means watch.
 	DisableWatch bool
 
+	// OnFrame receives the Claude Code protocol frames (see
+	// atmclient.Message.Frame: shutdown_request, plan_approval_request,
+	// permission_request, idle_notification, …) found unread in a bound
+	// identity's inbox, each once per bridge, oldest first, whatever the
+	// auto-mail switches say. It runs on the bridge's goroutine for the
+	// identity and must not block (slow work belongs on a goroutine of its
+	// own). Once it returns, a frame addressed to an identity bound with
+	// Bind is marked read; one addressed to an identity bound with
+	// BindTarget is left unread for that identity's own reader (Claude
+	// Code's lead reads its inbox and renders idle notifications itself).
+	// Optional: nil leaves every frame unread and unhandled.
+	OnFrame func(identity string, m atmclient.Message, f atmclient.Frame)
 	// OnBatch is called once for every batch Target sent (done(true)),
 	// after the attempt to mark its messages read: the audit record of an
 	// injected batch. It runs on the bridge's goroutine for the identity
@@ -118,12 +150,15 @@ type Batch struct {
 	SentAt    time.Time // when Target reported the request written (done(true))
 	Marked    int       // how many messages MarkRead marked (fewer when another reader marked some first)
 	Err       error     // nil, or why the messages could not be marked read (they stay unread and come again)
+	// Raw: the batch went to a MessageTarget (BindTarget) as raw
+	// messages, not to a Codex turn; PromptLen and Truncated are 0.
+	Raw bool
 }
 
 // Stats is the bridge's view of one identity's mail.
 type Stats struct {
-	Bound        bool      // a session holds the identity (Bind without Unbind)
-	AutoMail     bool      // delivery is on: not Disabled and not switched off for the identity
+	Bound        bool      // a session holds the identity (Bind without Unbind), or a MessageTarget does (BindTarget)
+	AutoMail     bool      // delivery is on: not switched off for the identity, and for a session not Disabled
 	Delivered    int       // messages in batches Target sent
 	Batches      int       // batches Target sent
 	Pending      int       // unread mail not yet delivered, as of the last check
@@ -133,4 +168,5 @@ type Stats struct {
 	LastError    string    // the last failed read or mark, cleared by a successful one
 	Polling      bool      // the safety-net poll still covers the identity (see Config.IdleTimeout)
 	IdleSkips    int       // Idle calls that read nothing: the watch saw no change since a read that found no mail
+	Frames       int       // protocol frames handed to Config.OnFrame
 }

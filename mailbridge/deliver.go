@@ -86,6 +86,7 @@ func (b *Bridge) markSent(ctx context.Context, mb *mailbox, final bool) {
 				SentAt:    bt.sentAt,
 				Marked:    marked,
 				Err:       err,
+				Raw:       bt.raw,
 			})
 		}
 	}
@@ -102,8 +103,10 @@ func removeBatch(list []*batch, bt *batch) []*batch {
 	return out
 }
 
-// check reads identity's unread mail and, when delivery is allowed and no
-// batch is in flight, hands the oldest MaxMessages to Target.
+// check reads identity's unread messages, hands new protocol frames to
+// OnFrame (and marks them read), and, when delivery is allowed and no batch
+// is in flight, hands the oldest MaxMessages of the mail to Target (or to
+// the identity's MessageTarget).
 func (b *Bridge) check(mb *mailbox) {
 	b.mu.Lock()
 	if !mb.bound || b.ctx.Err() != nil {
@@ -125,10 +128,9 @@ func (b *Bridge) check(mb *mailbox) {
 	}
 	b.mu.Unlock()
 
-	// Read leaves out messages already read and Claude Code's protocol
-	// messages (idle notifications and the like): they are not mail, and
-	// are neither delivered nor marked.
-	res, err := b.cfg.ATM.Read(b.ctx, b.cfg.Team, mb.id, atmclient.ReadOptions{})
+	// Protocol frames are read too: they are not mail, and never go into
+	// a delivery, but OnFrame gets them (see frames).
+	res, err := b.cfg.ATM.Read(b.ctx, b.cfg.Team, mb.id, atmclient.ReadOptions{IncludeProtocol: b.cfg.OnFrame != nil})
 	now := b.now()
 	if err != nil {
 		b.mu.Lock()
@@ -150,40 +152,59 @@ func (b *Bridge) check(mb *mailbox) {
 		return
 	}
 	var unread []atmclient.Message
+	var frames []frameMsg
 	for _, m := range res.Messages {
-		if !skip[m.Key()] {
+		if f, ok := m.Frame(); ok {
+			frames = append(frames, frameMsg{m, f})
+			continue
+		}
+		// A key is delivered once: a second copy of a message (the same
+		// message_id or msg_id, written twice by a merge or a retry) is
+		// left out, and marked read with the first.
+		if k := m.Key(); !skip[k] {
+			skip[k] = true
 			unread = append(unread, m)
 		}
 	}
+	framesLeft := b.frames(mb, frames)
 	msgs := unread[:min(len(unread), b.cfg.MaxMessages)]
 
 	b.mu.Lock()
 	mb.stats.LastCheck = now
-	mb.stats.LastError = ""
+	if mb.markErr == "" {
+		mb.stats.LastError = ""
+	}
 	mb.stats.Pending = len(unread)
 	if len(unread) > 0 {
 		mb.active = now // mail keeps the poll going
 	}
-	mb.quiet = len(unread) == 0 && watched && b.watching.Load() && mb.changes == changes &&
+	mb.quiet = len(unread) == 0 && !framesLeft && watched && b.watching.Load() && mb.changes == changes &&
 		mb.inflight == nil && len(mb.acked) == 0
-	deliver := mb.bound && mb.inflight == nil && !b.cfg.Disabled && !b.off[mb.id] && len(msgs) > 0 && b.ctx.Err() == nil
+	target := mb.target
+	deliver := mb.bound && mb.inflight == nil && b.autoMailLocked(mb) && len(msgs) > 0 && b.ctx.Err() == nil
 	if !deliver {
 		b.mu.Unlock()
 		return
 	}
-	bt := &batch{keys: make([]string, len(msgs)), started: now}
+	bt := &batch{keys: make([]string, len(msgs)), started: now, raw: target != nil}
 	for i, m := range msgs {
 		bt.keys[i] = m.Key()
-		if _, _, cut := truncate(m.Text, b.cfg.MaxMessageLength); cut {
+		if _, _, cut := truncate(m.Text, b.cfg.MaxMessageLength); cut && target == nil {
 			bt.truncated++
 		}
 	}
 	mb.inflight = bt
 	b.mu.Unlock()
 
-	prompt := Envelope(b.cfg.Team, msgs, b.cfg.MaxMessageLength)
-	bt.promptLen = len(prompt)
-	ok := b.cfg.Target.Deliver(mb.id, prompt, msgs, func(sent bool) { b.settle(mb, bt, sent) })
+	done := func(sent bool) { b.settle(mb, bt, sent) }
+	var ok bool
+	if target != nil {
+		ok = target.DeliverMessages(mb.id, msgs, done)
+	} else {
+		prompt := Envelope(b.cfg.Team, msgs, b.cfg.MaxMessageLength)
+		bt.promptLen = len(prompt)
+		ok = b.cfg.Target.Deliver(mb.id, prompt, msgs, done)
+	}
 
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -191,11 +212,11 @@ func (b *Bridge) check(mb *mailbox) {
 		if mb.inflight == bt {
 			mb.inflight = nil
 		}
-		b.log.Debug("session not ready for mail", "identity", mb.id, "pending", len(unread))
+		b.log.Debug("not ready for mail", "identity", mb.id, "pending", len(unread))
 		return
 	}
 	mb.stats.Pending = len(unread) - len(msgs)
-	b.log.Debug("mail delivered", "identity", mb.id, "messages", len(msgs), "pending", mb.stats.Pending)
+	b.log.Debug("mail delivered", "identity", mb.id, "messages", len(msgs), "pending", mb.stats.Pending, "raw", target != nil)
 }
 
 // settle is a batch's done function: Target reports whether the turn

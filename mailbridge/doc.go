@@ -4,19 +4,48 @@
 // a turn is delivered right after it.
 //
 // The proxy owns the sessions; it tells a Bridge which identities are bound
-// (Bind, Unbind), when a session becomes idle (Idle, the post-turn check of
+// (Bind, BindTarget, Unbind), when a session becomes idle (Idle, the post-turn check of
 // FR-8.1) and which sessions have auto-mail switched off (SetAutoMail,
 // Config.Disabled). The Bridge reads the inboxes with an atmclient.Client
 // and hands each batch, wrapped by Envelope, to the proxy's Target, which
 // starts the turn only if the session is idle with nothing queued.
 //
-// What is mail: every unread message of the identity's inbox, with or
-// without a message_id (Claude Code's own messages have none; they are
-// identified by atmclient.Message.Key). Claude Code's protocol messages
-// (idle notifications and other JSON-in-text system messages, see
-// atmclient.Message.IsProtocol) are not mail: they are never delivered and
-// never marked read. Mail to an identity that no session holds stays unread
+// What is mail: every unread message of the identity's inbox, identified
+// by atmclient.Message.Key: its message_id, or the msg_id that Claude Code
+// 2.1.332 writes instead (atmclient.Message.ID), or for older id-less
+// messages a hash of sender, time and text. A key is delivered once per
+// check, so a second copy of the same id goes with the first and is marked
+// read with it. Mail to an identity that nobody binds stays unread
 // (FR-8.3).
+//
+// Claude Code's dialect. Claude Code puts its protocol in the text of a
+// message as a JSON object with a "type" (atmclient.Message.Frame):
+// shutdown_request and shutdown_response, idle_notification,
+// plan_approval_*, permission_* and the like. Frames are not mail: they
+// never go into an envelope or to a MessageTarget. With Config.OnFrame set,
+// every unread frame of a bound inbox is handed to it once, in inbox order,
+// before the mail of the same check and whatever the auto-mail switches
+// say (a shutdown request must work with auto-mail off); the proxy decides
+// what a frame means (proxy/frames.go: a shutdown_request closes the
+// session and is answered). A frame in the inbox of an identity bound with
+// Bind is then marked read, so a crash before the mark hands it again to
+// the next bridge (at-least-once, like mail); a failed mark is retried at
+// the next check without handing the frame again. A frame in the inbox of
+// an identity bound with BindTarget is handed over but left unread: that
+// inbox belongs to serve's client, whose own reader (Claude Code's lead)
+// renders idle notifications as "Teammate @codex1 finished" and would
+// never see one marked read. Without OnFrame, frames are neither handed
+// over nor marked.
+//
+// Two kinds of binding. Bind is for an identity that a Codex session
+// holds: its mail becomes Codex turns through Target, as an Envelope. An
+// identity without a Codex session, the one serve holds for its own client
+// (the lead), is bound with BindTarget and its MessageTarget: its mail is
+// handed over as raw messages (for the proxy to push into the client's
+// session), with the same at-least-once contract, order, batch size, Idle,
+// Stats and Unbind. Config.Disabled stops only Codex turns; SetAutoMail
+// switches either kind. An inbox has one consumer: binding an identity of
+// one kind while it is bound as the other fails with ErrBound.
 //
 // # Design notes
 //
@@ -57,7 +86,8 @@
 //
 // At-least-once (FR-8.6, FR-8.12, FR-8.13). Messages are marked read only
 // after Target calls done(true), which it does once the turn request is
-// written to the Codex child's stdin and recorded in its turn tracker. The
+// written to the Codex child's stdin and recorded in its turn tracker (a
+// MessageTarget: once the messages reached its client). The
 // worker, not the proxy's goroutine, then calls MarkRead for exactly the
 // keys of that batch, and only then reports the batch to Config.OnBatch.
 // A crash at any point before MarkRead leaves the messages unread, and the
