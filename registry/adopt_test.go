@@ -1,0 +1,65 @@
+package registry
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestAdopt: a later instance takes over the sessions an ended one left
+// (live ones become stale), keeps its own, skips agent_ids it has, and the
+// ended instance's registry file is gone; a live instance is not touched.
+func TestAdopt(t *testing.T) {
+	testHome(t)
+	clock := newFakeClock()
+	old := openTest(t, "session-aaaaaaaa", clock)
+	closed := mustAdd(t, old, Session{Identity: "codex1", Status: StatusClosed, BackendID: "thread-1"})
+	live := mustAdd(t, old, Session{Identity: "codex2"})
+	if err := old.Dir().WriteSummary("codex1", "thread-1", "yesterday's work"); err != nil {
+		t.Fatal(err)
+	}
+
+	cur := openTest(t, "session-bbbbbbbb", clock)
+	own := mustAdd(t, cur, Session{Identity: "codex3", Status: StatusClosed})
+	if _, err := cur.Adopt("session-aaaaaaaa"); !errors.As(err, new(*ConflictError)) {
+		t.Fatalf("Adopt of a live instance: %v, want a ConflictError", err)
+	}
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := cur.Adopt("session-aaaaaaaa")
+	if err != nil {
+		t.Fatalf("Adopt: %v", err)
+	}
+	if diff := cmp.Diff([]string{closed.AgentID, live.AgentID}, agentIDs(got)); diff != "" {
+		t.Errorf("adopted (-want +got):\n%s", diff)
+	}
+	want := map[string]Status{own.AgentID: StatusClosed, closed.AgentID: StatusClosed, live.AgentID: StatusStale}
+	if diff := cmp.Diff(want, statuses(cur)); diff != "" {
+		t.Errorf("statuses after Adopt (-want +got):\n%s", diff)
+	}
+	if _, err := os.Stat(old.Path()); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the ended instance's registry is still there: %v", err)
+	}
+	if text, err := cur.Dir().ReadSummary("codex1", "thread-1"); err != nil || text != "yesterday's work" {
+		t.Errorf("summary after Adopt: %q, %v", text, err)
+	}
+	again, err := cur.Adopt("session-aaaaaaaa")
+	if err != nil || len(again) != 0 {
+		t.Errorf("second Adopt: %v, %v; want nothing", agentIDs(again), err)
+	}
+	if _, err := cur.Adopt("session-bbbbbbbb"); err == nil {
+		t.Error("Adopt of its own instance: no error")
+	}
+	// The move is persisted: a reopened registry has the sessions.
+	if err := cur.Close(); err != nil {
+		t.Fatal(err)
+	}
+	re := openTest(t, "session-bbbbbbbb", clock)
+	if diff := cmp.Diff(want, statuses(re)); diff != "" {
+		t.Errorf("statuses after reopening (-want +got):\n%s", diff)
+	}
+}
