@@ -81,6 +81,9 @@ type CreateRequest struct {
 // identity is reserved while the registry is written and the git facts
 // read, without holding the manager's lock.
 func (m *Manager) Create(ctx context.Context, r CreateRequest) (*Session, error) {
+	if err := m.CheckSettings(r.Role, r.Settings); err != nil {
+		return nil, err // the operator's sandbox policy (policy.go)
+	}
 	if err := m.reserve(r.Identity, nil); err != nil {
 		return nil, err
 	}

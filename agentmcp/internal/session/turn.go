@@ -201,6 +201,7 @@ func turnResult(rec registry.Session, res *codexchild.Result, text string) *Turn
 // injected context appended to the caller's developer instructions (FR-2.2),
 // the note before it (FR-6.1), the per-thread ATM tool server.
 func threadParams(c *Config, sc sessionContext, st ThreadSettings, note string) codexchild.ThreadParams {
+	st = c.holdPolicy(st) // the operator's sandbox policy (policy.go)
 	dev := appendInstructions(st.DeveloperInstructions, sc.render())
 	if note != "" {
 		dev = note + "\n\n" + dev

@@ -44,6 +44,9 @@ func (e *Env) codex(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResu
 	if err != nil {
 		return nil, err
 	}
+	if err := checkConfigEnums(config); err != nil {
+		return nil, err
+	}
 	autoMail, autoMailSet, err := a.Bool("auto_mail")
 	if err != nil {
 		return nil, err
@@ -58,7 +61,8 @@ func (e *Env) codex(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResu
 			return nil, proxyerr.New(proxyerr.ErrInvalidSessionParams, map[string]any{"arguments": []string{"agent_id", "agent_file", "thread_id"}},
 				"agent_id (resume) excludes agent_file and thread_id")
 		}
-		return e.resume(ctx, c, agentID, str["identity"], prompt, str["cwd"], background)
+		asked := session.ThreadSettings{Sandbox: str["sandbox"], Profile: str["profile"], Config: config}
+		return e.resume(ctx, c, agentID, str["identity"], prompt, str["cwd"], asked, background)
 	}
 	var seed string
 	if adopt != "" {
@@ -267,13 +271,19 @@ func (e *Env) codexReply(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.Too
 
 // resume is codex with agent_id (FR-16.3, FR-17.7): a live session just
 // gets the prompt; a closed, stale or interrupted one is bound again (its
-// identity claimed), its saved summary put before the first turn.
-func (e *Env) resume(ctx context.Context, c *mcpconn.ToolCall, agentID, identity, prompt, cwdArg string, background bool) (*mcpconn.ToolResult, error) {
+// identity claimed), its saved summary put before the first turn. The
+// session keeps its settings; asked (the call's sandbox, profile and config)
+// is only checked against the operator's policy, so that a resume never
+// seems to widen a read-only session.
+func (e *Env) resume(ctx context.Context, c *mcpconn.ToolCall, agentID, identity, prompt, cwdArg string, asked session.ThreadSettings, background bool) (*mcpconn.ToolResult, error) {
 	s := e.m.Get(agentID)
 	if s == nil {
 		return nil, proxyerr.New(proxyerr.ErrSessionNotFound, map[string]any{"agent_id": agentID}, "no session with agent_id %q in this proxy's registry", agentID)
 	}
 	if err := sameIdentity(agentID, s.Record().Identity, identity); err != nil {
+		return nil, err
+	}
+	if err := e.m.CheckSettings(s.Record().Role, asked); err != nil {
 		return nil, err
 	}
 	if err := e.m.Rebind(s, session.SourceClaude); err != nil {

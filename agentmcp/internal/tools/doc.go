@@ -9,4 +9,20 @@
 // tool results. A codex-reply is queued on its session on the goroutine
 // that read it, so replies to one session keep the client's order; every
 // other tool releases that goroutine first (mcpconn.Release).
+//
+// # Policy
+//
+// Every enumerated argument that tools.json declares is checked before a
+// tool runs (enums.go reads the enums from tools.json itself, so a new one
+// is covered): a value outside it is INVALID_PARAMS (-32602) naming the
+// allowed values; the codex tool's config keys sandbox_mode and
+// approval_policy are checked against the enums of sandbox and
+// approval-policy. The operator's read-only sandbox (--readonly, or
+// sandbox = "read-only" in the configuration or the role preset) is a
+// ceiling: a codex call that asks for another sandbox, a profile, or
+// config keys other than session.ReadOnlyConfigKeys — on a new session,
+// an adoption or a resume — is refused with -32602 naming the policy,
+// never clamped silently. The session package enforces it where settings
+// become thread parameters (session.Manager.CheckSettings), so no path
+// forgets it (docs/configuration.md#policy).
 package tools

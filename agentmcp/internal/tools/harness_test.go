@@ -29,6 +29,7 @@ type fakeBackend struct {
 	threads   int
 	approvals int
 	prompts   []string
+	params    []codexchild.ThreadParams // what each turn sent Codex
 }
 
 // A prompt whose last line is "ASK n" asks n approvals of the command
@@ -36,6 +37,7 @@ type fakeBackend struct {
 func (f *fakeBackend) Turn(ctx context.Context, req codexchild.TurnRequest) (*codexchild.Result, error) {
 	f.mu.Lock()
 	f.prompts = append(f.prompts, req.Prompt)
+	f.params = append(f.params, req.Params)
 	thread := req.ThreadID
 	if thread == "" {
 		f.threads++

@@ -148,6 +148,9 @@ func New(cfg Config) *Env {
 // to the write to Codex (see session.Session.Run); every other tool first
 // releases the reader.
 func (e *Env) CallTool(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, error) {
+	if err := checkEnums(c.Name, c.Args); err != nil {
+		return nil, err // tools.json's enums hold for every tool (enums.go)
+	}
 	if c.RequestState != "" {
 		if c.Name != "codex" && c.Name != "codex-reply" {
 			return nil, proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "requestState"},
