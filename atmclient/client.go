@@ -60,6 +60,9 @@ type Client struct {
 	cache       parseCache
 	journals    journalCache
 	journalNow  func() time.Time // stamps journal records; tests replace it
+	// flockOnly, set only by tests, skips Claude Code's lock directory to
+	// show what is lost without it.
+	flockOnly bool
 }
 
 // New returns a Client for cfg.

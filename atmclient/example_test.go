@@ -2,6 +2,7 @@ package atmclient_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log"
 	"os"
@@ -85,4 +86,64 @@ func ExampleMessage_Frame() {
 	// team-lead asks shutdown-1@codex1 to stop: all done
 	// {"type":"shutdown_response","request_id":"shutdown-1@codex1","approve":true}
 	// {"type":"idle_notification","from":"codex1","timestamp":"2026-11-25T10:52:00.000Z","idleReason":"available","summary":"review finished","result":"LGTM"}
+}
+
+// A Codex agent joins the team of a Claude Code session, so that the
+// lead's SendMessage reaches its inbox, and leaves when its session ends.
+func ExampleClient_JoinTeam() {
+	home, err := os.MkdirTemp("", "atm-home-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(home)
+	dir := filepath.Join(home, ".claude", "teams", "session-c637aa76")
+	os.MkdirAll(dir, 0o700)
+	os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"name":"session-c637aa76","leadAgentId":"team-lead@session-c637aa76",
+ "members":[{"agentId":"team-lead@session-c637aa76","name":"team-lead","agentType":"team-lead"}]}`), 0o600)
+
+	c, err := atmclient.New(atmclient.Config{Home: home})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	err = c.JoinTeam(ctx, "session-c637aa76", atmclient.Member{
+		Name:      "codex1", // AgentID defaults to codex1@session-c637aa76
+		AgentType: "codex",
+		Extra: map[string]json.RawMessage{
+			"joinedAt":    json.RawMessage("1795603740000"),
+			"cwd":         json.RawMessage(`"/work/repo"`),
+			"backendType": json.RawMessage(`"atm-agent-mcp"`),
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, "config.json"))
+	fmt.Println(string(data))
+	if err := c.LeaveTeam(ctx, "session-c637aa76", "codex1"); err != nil {
+		log.Fatal(err)
+	}
+	team, _ := c.TeamConfig("session-c637aa76")
+	fmt.Println("members after LeaveTeam:", len(team.Members))
+	// Output:
+	// {
+	//   "name": "session-c637aa76",
+	//   "leadAgentId": "team-lead@session-c637aa76",
+	//   "members": [
+	//     {
+	//       "agentId": "team-lead@session-c637aa76",
+	//       "name": "team-lead",
+	//       "agentType": "team-lead"
+	//     },
+	//     {
+	//       "agentId": "codex1@session-c637aa76",
+	//       "name": "codex1",
+	//       "agentType": "codex",
+	//       "backendType": "atm-agent-mcp",
+	//       "cwd": "/work/repo",
+	//       "joinedAt": 1795603740000
+	//     }
+	//   ]
+	// }
+	// members after LeaveTeam: 1
 }
