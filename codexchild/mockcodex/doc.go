@@ -97,6 +97,8 @@
 //   - MOCKCODEX_START_HANG=1: read stdin and never answer (a child stuck
 //     at start)
 //     (initialize is never answered), like a bad config.toml.
+//   - MOCKCODEX_START_DELAY_MS=<ms>: wait that long before reading stdin
+//     (a child slow to start: its handshake takes that long).
 //   - MOCKCODEX_DELAY_MS=<ms>: added latency before each turn's model call.
 //   - MOCKCODEX_TIMING=<file>: keep in that file (created if missing,
 //     overwritten in place; a file that cannot be opened is reported on

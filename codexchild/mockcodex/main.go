@@ -128,6 +128,10 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 		fmt.Fprintf(stderr, "Error: MOCKCODEX_START_FAIL=%s: failing before initialize\n", s)
 		return code
 	}
+	if ms, err := strconv.Atoi(getenv("MOCKCODEX_START_DELAY_MS")); err == nil && ms > 0 {
+		// A child slow to start: the handshake waits this long.
+		time.Sleep(time.Duration(ms) * time.Millisecond)
+	}
 	if getenv("MOCKCODEX_START_HANG") != "" {
 		// A child stuck at start: it reads and never answers.
 		_, _ = io.Copy(io.Discard, stdin)

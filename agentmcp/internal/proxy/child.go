@@ -3,15 +3,12 @@ package proxy
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
-	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/tools"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
@@ -41,26 +38,68 @@ const (
 // resumes its thread (thread/resume, its per-thread tools configured
 // again), mcp-server opens a new thread with the session's recent
 // messages (session.Manager.AfterRestart).
+//
+// Design notes. Restarts coalesce (restart.go): one runs at a time, on a
+// goroutine of its own, and every call made meanwhile (agent_restart_codex
+// with or without force, an on-demand restart, a turn) waits for it and
+// gets its result. mu guards only bookkeeping: the swap of the current
+// child is made under it, the old child's close and the new one's start
+// outside it, so agent_status answers during a slow restart. A child the
+// proxy stops itself (a restart, shutdown) is marked stopped under mu
+// before it is closed, and its exit is never counted as a crash: the crash
+// window counts only children that died by themselves. While Codex is down
+// and will not come back by itself (manual mode, restarts refused, no
+// restart possible, shutting down) or a restart runs, auto-mail pauses
+// (mailPaused) and a new session is refused at once (Unavailable); every
+// error about the dead child says what brings it back (recovery).
 type codex struct {
 	cur        atomic.Pointer[backendBox]
 	newBackend func() (codexchild.Backend, error) // nil: restarts unavailable
 	mode       string
 	log        *slog.Logger
 	audit      *session.Auditor
-	// afterRestart tells the sessions (set once the Manager exists).
+	// afterRestart tells the sessions (set once the Manager exists, before
+	// Run).
 	afterRestart func() int
+	// restarted runs after a restart whose new child started: it resumes
+	// the mail delivery paused meanwhile. optional; set before Run.
+	restarted func()
 
-	mu       sync.Mutex // serialises restarts; guards the fields below
-	crashes  []time.Time
+	mu       sync.Mutex // guards the fields below; never held across I/O, a child's start or its close
+	crashes  []crash    // real crashes since the proxy started, oldest first
 	restarts int
 	lastAt   time.Time
 	closed   bool
+	op       *restartOp // the restart in progress, or nil
 }
 
-// backendBox is one backend and whether its crash was recorded.
+// crash is one child that died by itself.
+type crash struct {
+	at     time.Time
+	status string // how it died: "killed by signal killed"
+}
+
+// backendBox is one backend, whether its crash was noted and whether the
+// proxy stopped it itself.
 type backendBox struct {
 	b       codexchild.Backend
-	crashed atomic.Bool
+	crashed atomic.Bool // its crash was noted (noteCrash), once
+	stopped atomic.Bool // set under codex.mu before the proxy closes it: its exit is no crash
+	// exit is the last *codexchild.ExitError a call on it returned (with
+	// the child's last stderr lines), or nil.
+	exit atomic.Pointer[codexchild.ExitError]
+}
+
+// exitError is how box's dead child died, as its calls report it.
+func (box *backendBox) exitError() *codexchild.ExitError {
+	if ee := box.exit.Load(); ee != nil {
+		return ee
+	}
+	st := box.b.Status()
+	if st.Exit == nil {
+		return &codexchild.ExitError{}
+	}
+	return &codexchild.ExitError{Status: *st.Exit}
 }
 
 func newCodex(first codexchild.Backend, opts Options, log *slog.Logger, audit *session.Auditor) *codex {
@@ -80,62 +119,125 @@ func dead(box *backendBox) bool {
 	return st.Started && !st.Running && st.Exit != nil
 }
 
-// Turn runs the turn on the current child; on_demand first replaces a
-// crashed child.
-func (c *codex) Turn(ctx context.Context, req codexchild.TurnRequest) (*codexchild.Result, error) {
+// observe returns the current box, noting its crash first when its child
+// died by itself and nobody noticed yet (no turn was running).
+func (c *codex) observe() *backendBox {
 	box := c.get()
-	if c.mode == RestartOnDemand && dead(box) {
+	if dead(box) {
 		c.noteCrash(box)
-		if _, err := c.restart(ctx, false, "on demand"); err != nil {
-			if req.Release != nil {
-				req.Release()
-			}
+	}
+	return box
+}
+
+// Turn runs the turn on the current child. It waits for a restart in
+// progress first; on_demand replaces a crashed child first.
+func (c *codex) Turn(ctx context.Context, req codexchild.TurnRequest) (*codexchild.Result, error) {
+	box, err := c.ready(ctx, &req)
+	if err != nil {
+		return nil, err
+	}
+	res, err := box.b.Turn(ctx, req)
+	return res, c.explain(box, err)
+}
+
+// ready returns the box a call should use: after the restart in progress,
+// if any, and after an on-demand restart of a crashed child. Before it may
+// wait it releases the caller (req.Release, once).
+func (c *codex) ready(ctx context.Context, req *codexchild.TurnRequest) (*backendBox, error) {
+	release := func() {
+		if req != nil && req.Release != nil {
+			req.Release()
+			req.Release = nil
+		}
+	}
+	c.mu.Lock()
+	op := c.op
+	c.mu.Unlock()
+	if op != nil {
+		release()
+		if _, err := op.wait(ctx); err != nil && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
+	box := c.observe()
+	if c.mode == RestartOnDemand && dead(box) && !box.stopped.Load() {
+		release()
+		if _, err := c.restart(ctx, box, false, "on demand"); err != nil {
 			return nil, err
 		}
 		box = c.get()
 	}
-	res, err := box.b.Turn(ctx, req)
-	var ee *codexchild.ExitError
-	if errors.As(err, &ee) {
-		c.noteCrash(box)
-	}
-	return res, err
+	return box, nil
 }
 
 func (c *codex) Interrupt(ctx context.Context, threadID string) error {
-	return c.get().b.Interrupt(ctx, threadID)
+	box := c.get()
+	return c.explain(box, box.b.Interrupt(ctx, threadID))
 }
 
 func (c *codex) Status() codexchild.Status { return c.get().b.Status() }
 
+// Close stops the child (shutdown): no crash is counted from now on, no
+// restart starts, and one in progress is waited for (within ctx) so that
+// no child it started outlives the proxy.
 func (c *codex) Close(ctx context.Context) error {
 	c.mu.Lock()
 	c.closed = true
+	box := c.get()
+	box.stopped.Store(true)
+	op := c.op
 	c.mu.Unlock()
-	return c.get().b.Close(ctx)
+	// A restart in progress has swapped in its child already (box), or
+	// will see closed and swap nothing.
+	err := box.b.Close(ctx)
+	if op != nil {
+		_, _ = op.wait(ctx)
+	}
+	return err
 }
 
 // Forward and Notify pass MCP through to an mcp-server child.
 func (c *codex) Forward(ctx context.Context, m *jsonrpcframe.Message) (*jsonrpcframe.Message, error) {
-	pt, ok := c.get().b.(codexchild.Passthrough)
+	box := c.get()
+	pt, ok := box.b.(codexchild.Passthrough)
 	if !ok {
 		return nil, codexchild.ErrUnsupported
 	}
-	return pt.Forward(ctx, m)
+	resp, err := pt.Forward(ctx, m)
+	return resp, c.explain(box, err)
 }
 
 func (c *codex) Notify(ctx context.Context, m *jsonrpcframe.Message) error {
-	pt, ok := c.get().b.(codexchild.Passthrough)
+	box := c.get()
+	pt, ok := box.b.(codexchild.Passthrough)
 	if !ok {
 		return codexchild.ErrUnsupported
 	}
-	return pt.Notify(ctx, m)
+	return c.explain(box, pt.Notify(ctx, m))
 }
 
-// noteCrash records the crash of box's child, once: the audit, the log and
-// the crash-loop count.
+// explain adds to an error about box's dead child what brings Codex back
+// (a *session.RecoveryError), noting the crash first; other errors pass
+// unchanged.
+func (c *codex) explain(box *backendBox, err error) error {
+	var ee *codexchild.ExitError
+	if err == nil || !errors.As(err, &ee) && !errors.Is(err, codexchild.ErrHandshake) {
+		return err
+	}
+	if ee != nil {
+		box.exit.Store(ee)
+		c.noteCrash(box)
+	}
+	advice, data := c.recovery(box)
+	return &session.RecoveryError{Err: err, Advice: advice, Data: data}
+}
+
+// noteCrash records the crash of box's child, once, unless the proxy
+// stopped it: the audit, the log and the crash-loop count. The crash that
+// makes a crash loop also logs, once, that restarts are refused and until
+// when.
 func (c *codex) noteCrash(box *backendBox) {
-	if !box.crashed.CompareAndSwap(false, true) {
+	if box.stopped.Load() || !box.crashed.CompareAndSwap(false, true) {
 		return
 	}
 	st := box.b.Status()
@@ -143,96 +245,22 @@ func (c *codex) noteCrash(box *backendBox) {
 	if st.Exit != nil {
 		how = st.Exit.String()
 	}
+	now := time.Now()
 	c.mu.Lock()
-	if c.closed {
+	if c.closed || box.stopped.Load() {
 		c.mu.Unlock()
 		return
 	}
-	c.crashes = append(c.crashes, time.Now())
+	before := len(c.recentLocked(now))
+	c.crashes = append(c.crashes, crash{at: now, status: how})
+	recent := c.recentLocked(now)
+	until := c.refusedUntilLocked(now)
 	c.mu.Unlock()
 	c.log.Error("codex child crashed", "status", how, "restart", c.mode)
 	c.audit.Append(registry.Entry{Event: "codex_crashed", Outcome: how})
-}
-
-// restart replaces the child: refused when restarts are unavailable, when
-// the proxy is closing, while the child runs (unless force: its turns in
-// flight then fail), and after maxCrashes crashes within crashWindow.
-func (c *codex) restart(ctx context.Context, force bool, why string) (tools.RestartReport, error) {
-	if c.newBackend == nil {
-		return tools.RestartReport{}, proxyerr.New(proxyerr.ErrInvalidRequest, nil, "this proxy cannot restart Codex; restart the MCP server")
+	if before < maxCrashes && len(recent) >= maxCrashes {
+		c.log.Error("codex crashed too often: restarts are refused until the crash window has passed; mail waits",
+			"crashes", len(recent), "window", crashWindow, "refused_until", until.UTC().Format(time.RFC3339),
+			"statuses", crashList(recent))
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return tools.RestartReport{}, proxyerr.New(proxyerr.ErrInvalidSessionParams, nil, "the proxy is shutting down")
-	}
-	box := c.get()
-	st := box.b.Status()
-	if st.Running && !force {
-		return tools.RestartReport{}, proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"pid": st.PID},
-			"Codex is running (pid %d); pass force: true to restart it anyway (its turns in flight fail)", st.PID)
-	}
-	recent := 0
-	for _, t := range c.crashes {
-		if time.Since(t) < crashWindow {
-			recent++
-		}
-	}
-	if recent >= maxCrashes {
-		return tools.RestartReport{}, proxyerr.New(proxyerr.ErrChildProcessDead, map[string]any{"crashes": recent, "window_secs": crashWindow.Seconds()},
-			"Codex crashed %d times in the last %s; not restarting it again (a crash loop): see the log and agent_status, fix the cause, then restart the MCP server", recent, crashWindow)
-	}
-	previous := "never started"
-	if st.Exit != nil {
-		previous = st.Exit.String()
-	} else if st.Running {
-		previous = "running (forced)"
-	}
-	nb, err := c.newBackend()
-	if err != nil {
-		return tools.RestartReport{}, proxyerr.New(proxyerr.ErrChildProcessDead, nil, "cannot make a new Codex child: %v", err)
-	}
-	if st.Running || !st.Started {
-		closeCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		_ = box.b.Close(closeCtx)
-		cancel()
-	}
-	c.cur.Store(&backendBox{b: nb})
-	c.restarts++
-	c.lastAt = time.Now()
-	n := 0
-	if c.afterRestart != nil {
-		n = c.afterRestart()
-	}
-	c.log.Info("codex restarted", "why", why, "previous", previous, "restarts", c.restarts, "sessions", n)
-	c.audit.Append(registry.Entry{Event: "codex_restarted", Outcome: fmt.Sprintf("%s; previous child: %s; %d live session(s) continue", why, previous, n)})
-	return tools.RestartReport{Backend: string(nb.Status().Kind), Restarts: c.restarts, Sessions: n, Previous: previous}, nil
-}
-
-// Restart is agent_restart_codex: it restarts the child and starts the new
-// one at once (its pid in the report).
-func (c *codex) Restart(ctx context.Context, force bool) (tools.RestartReport, error) {
-	rep, err := c.restart(ctx, force, "agent_restart_codex")
-	if err != nil {
-		return rep, err
-	}
-	if s, ok := c.get().b.(codexchild.Starter); ok {
-		if err := s.Start(ctx); err != nil {
-			return rep, session.BackendError(err)
-		}
-	}
-	st := c.get().b.Status()
-	rep.PID, rep.Backend = st.PID, string(st.Kind)
-	return rep, nil
-}
-
-// Restarts are the restart counters agent_status shows.
-func (c *codex) Restarts() tools.RestartCounts {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	rc := tools.RestartCounts{Mode: c.mode, Crashes: len(c.crashes), Restarts: c.restarts}
-	if !c.lastAt.IsZero() {
-		rc.LastRestart = c.lastAt.UTC().Format(time.RFC3339)
-	}
-	return rc
 }

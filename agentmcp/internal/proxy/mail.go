@@ -97,14 +97,23 @@ type mailTarget struct{ s *Server }
 
 // Deliver starts an auto-mail turn on the session bound to identity, only
 // if that session is idle with nothing queued and auto-mail on (FR-8.10,
-// FR-17.6). done reports whether the turn's request was written to the
-// child (then the mail is marked read).
+// FR-17.6), and Codex is up or comes up by itself (codex.mailPaused).
+// done reports whether the turn's request was written to the child (then
+// the mail is marked read).
 func (t mailTarget) Deliver(identity, prompt string, msgs []atmclient.Message, done func(sent bool)) bool {
 	sess := t.s.sessions.ByIdentity(identity)
-	if sess == nil || t.s.sessions.Closing() {
-		return false
+	if sess == nil || t.s.sessions.Closing() || t.s.backend.mailPaused() {
+		return false // Codex down: the mail waits, unread, for resumeMail
 	}
 	return sess.TryMail(prompt, done)
+}
+
+// resumeMail asks the bridge to check every bound identity: after a
+// restart, the mail paused while Codex was down is delivered.
+func (s *Server) resumeMail() {
+	for identity := range s.sessions.Live() {
+		s.mail.Idle(identity)
+	}
 }
 
 // auditBatch records an injected batch of mail (FR-9).

@@ -100,6 +100,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.backend.afterRestart = s.sessions.AfterRestart
+	s.backend.restarted = s.resumeMail
 	return s, nil
 }
 

@@ -70,23 +70,38 @@ var (
 )
 
 // Error is an error of one Kind with its message and data; it wraps the
-// Kind, so errors.Is(err, proxyerr.ErrSessionClosed) works through it.
+// Kind, so errors.Is(err, proxyerr.ErrSessionClosed) works through it, and
+// the error underneath when there is one (Wrap).
 type Error struct {
 	Kind *Kind
 	Msg  string
 	// Data are the members added to the JSON-RPC error's data (besides
 	// error_code and error_source). optional.
 	Data map[string]any
+	// Cause is the error underneath (a dead child's *codexchild.ExitError,
+	// say), found by errors.Is and errors.As through the Error. optional.
+	Cause error
 }
 
 func (e *Error) Error() string { return e.Msg }
 
-// Unwrap returns the Kind.
-func (e *Error) Unwrap() error { return e.Kind }
+// Unwrap returns the Kind and, when set, the Cause.
+func (e *Error) Unwrap() []error {
+	if e.Cause == nil {
+		return []error{e.Kind}
+	}
+	return []error{e.Kind, e.Cause}
+}
 
 // New returns an *Error of kind with a formatted message; data may be nil.
 func New(kind *Kind, data map[string]any, format string, args ...any) error {
 	return &Error{Kind: kind, Msg: fmt.Sprintf(format, args...), Data: data}
+}
+
+// Wrap is New keeping cause underneath (Error.Cause): the client sees the
+// message and data, errors.Is and errors.As still find the cause.
+func Wrap(kind *Kind, cause error, data map[string]any, format string, args ...any) error {
+	return &Error{Kind: kind, Msg: fmt.Sprintf(format, args...), Data: data, Cause: cause}
 }
 
 // ChildError is an error response of the Codex child, passed on to the

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -60,6 +61,26 @@ func TestIs(t *testing.T) {
 	}
 	if got := proxyerr.ErrSessionClosed.Code(); got != proxyerr.CodeSessionClosed {
 		t.Errorf("Code() = %d, want %d", got, proxyerr.CodeSessionClosed)
+	}
+}
+
+// TestWrapKeepsCause: a wrapped error is of its kind and still finds the
+// error underneath; the client sees only the message.
+func TestWrapKeepsCause(t *testing.T) {
+	cause := &os.PathError{Op: "open", Path: "codex", Err: os.ErrNotExist}
+	err := fmt.Errorf("turn: %w", proxyerr.Wrap(proxyerr.ErrChildProcessDead, cause, nil, "codex is down"))
+	if !errors.Is(err, proxyerr.ErrChildProcessDead) {
+		t.Error("errors.Is(err, ErrChildProcessDead) = false, want true")
+	}
+	var pe *os.PathError
+	if !errors.As(err, &pe) || pe != cause {
+		t.Errorf("errors.As(err, *os.PathError) = %v, want the cause", pe)
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Error("errors.Is(err, os.ErrNotExist) = false, want true")
+	}
+	if got, want := proxyerr.ToWire(err).Message, "turn: codex is down"; got != want {
+		t.Errorf("ToWire message = %q, want %q", got, want)
 	}
 }
 

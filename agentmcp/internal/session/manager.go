@@ -76,13 +76,19 @@ type CreateRequest struct {
 	AutoMail *bool
 }
 
-// Create binds r.Identity to a new session: in-process uniqueness, the
-// session limit, then the cross-process claim through the registry. The
+// Create binds r.Identity to a new session: Codex must be up (or come up
+// by itself, see availability), then in-process uniqueness, the session
+// limit, then the cross-process claim through the registry. The
 // identity is reserved while the registry is written and the git facts
 // read, without holding the manager's lock.
 func (m *Manager) Create(ctx context.Context, r CreateRequest) (*Session, error) {
 	if err := m.CheckSettings(r.Role, r.Settings); err != nil {
 		return nil, err // the operator's sandbox policy (policy.go)
+	}
+	if a, ok := m.cfg.Backend.(availability); ok {
+		if err := a.Unavailable(); err != nil {
+			return nil, err // Codex is down: nothing is written (recovery.go)
+		}
 	}
 	if err := m.reserve(r.Identity, nil); err != nil {
 		return nil, err

@@ -298,13 +298,29 @@ func turnError(rec registry.Session, err error) error {
 }
 
 // BackendError maps a failure of the Codex child to the proxy's errors:
-// CHILD_PROCESS_DEAD with how it died (FR-11.2), REQUEST_TIMEOUT, or an
-// internal error.
+// CHILD_PROCESS_DEAD with how it died (FR-11.2) and what brings Codex back,
+// REQUEST_TIMEOUT, or an internal error; the failure stays underneath
+// (errors.As finds the *codexchild.ExitError). The advice is the
+// backend's when it gave one (a *RecoveryError: restart, refused until,
+// shutting down), else to restart the MCP server. An error that is a
+// proxy error already is returned as it is.
 func BackendError(err error) error {
+	var pe *proxyerr.Error
+	if errors.As(err, &pe) {
+		return err // mapped already (a refused restart on demand, say)
+	}
+	advice, data := "restart the MCP server to start a new one", map[string]any{}
+	var re *RecoveryError
+	if errors.As(err, &re) {
+		advice = re.Advice
+		for k, v := range re.Data {
+			data[k] = v
+		}
+	}
 	var ee *codexchild.ExitError
 	switch {
 	case errors.As(err, &ee):
-		data := map[string]any{"exit_code": ee.Status.Code}
+		data["exit_code"] = ee.Status.Code
 		if ee.Status.Signal != "" {
 			data["signal"] = ee.Status.Signal
 		}
@@ -316,14 +332,19 @@ func BackendError(err error) error {
 			data["reason"] = ee.Reason
 			status += ", killed because " + ee.Reason
 		}
-		return proxyerr.New(proxyerr.ErrChildProcessDead, data, "codex child process is not running: %s (call agent_restart_codex to start a new one: the sessions continue on it)", status)
+		return proxyerr.Wrap(proxyerr.ErrChildProcessDead, err, data, "codex child process is not running: %s (%s)", status, advice)
 	case errors.Is(err, codexchild.ErrHandshake):
-		return proxyerr.New(proxyerr.ErrChildProcessDead, map[string]any{"handshake": err.Error()},
-			"codex could not be started: %v (check codex_bin and handshake_timeout_secs; restart the MCP server to try again)", err)
+		inner := err
+		if re != nil {
+			inner = re.Err
+		}
+		data["handshake"] = inner.Error()
+		return proxyerr.Wrap(proxyerr.ErrChildProcessDead, err, data,
+			"codex could not be started: %v (check codex_bin and handshake_timeout_secs, then %s)", inner, advice)
 	case errors.Is(err, context.DeadlineExceeded):
-		return proxyerr.New(proxyerr.ErrRequestTimeout, nil, "codex did not answer in time")
+		return proxyerr.Wrap(proxyerr.ErrRequestTimeout, err, nil, "codex did not answer in time")
 	}
-	return proxyerr.New(proxyerr.ErrInternal, nil, "codex: %v", err)
+	return proxyerr.Wrap(proxyerr.ErrInternal, err, nil, "codex: %v", err)
 }
 
 // turnHandler receives one turn's events and approvals from the backend.

@@ -46,12 +46,30 @@ type RestartReport struct {
 }
 
 // RestartCounts are the Codex child's crashes and restarts since the proxy
-// started.
+// started, and what waits on a restart.
 type RestartCounts struct {
 	Mode        string `json:"restart_mode"` // manual or on_demand
-	Crashes     int    `json:"crashes"`
+	Crashes     int    `json:"crashes"`      // children that died by themselves (not stopped by the proxy)
 	Restarts    int    `json:"restarts"`
 	LastRestart string `json:"last_restart_at,omitempty"`
+	// Restarting: a restart is in progress; calls wait for it.
+	Restarting bool `json:"restarting"`
+	// MailWaitingOnRestart: Codex is down and will not come back by
+	// itself, or a restart is in progress, so auto-mail is paused; mail
+	// stays unread (pending_mail) and is delivered after the restart.
+	MailWaitingOnRestart bool `json:"mail_waiting_on_restart"`
+	// RestartRefusedUntil: after a crash loop, restarts are refused until
+	// then (UTC); "" when a restart is allowed.
+	RestartRefusedUntil string `json:"restart_refused_until,omitempty"`
+	// RecentCrashes are the crashes within the crash-loop window, oldest
+	// first.
+	RecentCrashes []CrashRecord `json:"recent_crashes,omitempty"`
+}
+
+// CrashRecord is one crash of the Codex child.
+type CrashRecord struct {
+	At     string `json:"at"`     // UTC
+	Status string `json:"status"` // how it died: "killed by signal killed"
 }
 
 // Config configures an Env. Zero values are documented per field.

@@ -1,0 +1,37 @@
+package session
+
+// RecoveryError is a failure of the Codex child together with what brings
+// Codex back, as the backend that supervises the child knows it at that
+// moment: the proxy's, which can restart the child, refuses restarts in a
+// crash loop, or is shutting down. BackendError ends its message with
+// Advice and adds Data, so that no error advises an action that will be
+// refused. Without one, BackendError advises restarting the MCP server,
+// which is always possible.
+type RecoveryError struct {
+	// Err is the backend's error: a *codexchild.ExitError, or one wrapping
+	// codexchild.ErrHandshake. required.
+	Err error
+	// Advice says what to do, as a clause that completes "… (ADVICE)":
+	// "call agent_restart_codex to start a new one: the sessions continue
+	// on it". required.
+	Advice string
+	// Data are added to the JSON-RPC error's data (restart_refused_until,
+	// crashes …). optional.
+	Data map[string]any
+}
+
+func (e *RecoveryError) Error() string { return e.Err.Error() + " (" + e.Advice + ")" }
+
+// Unwrap returns Err.
+func (e *RecoveryError) Unwrap() error { return e.Err }
+
+// availability is what Manager.Create asks of a backend that can be down
+// for a while (the proxy's restartable child), if it has it: nil when a
+// turn can run now (or the turn itself restarts Codex, or waits for a
+// restart in progress), else the error that says why not and how to get
+// Codex back. A session is not created while Codex is down: a client
+// retrying in a loop must not write the registry and the audit log each
+// time.
+type availability interface {
+	Unavailable() error
+}
