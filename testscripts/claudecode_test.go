@@ -35,7 +35,7 @@ type claudeRun struct {
 }
 
 // TestClaudeCode runs the real Claude Code CLI (2.1.331, installed by npm
-// with the e2e packages) headless and offline, against a loopback mock of
+// with the e2e packages, and once 2.1.332) headless and offline, against a loopback mock of
 // the Anthropic API that plays the model, as a user's Claude Code would
 // drive serve: it loads the tools with ToolSearch, starts an agent, has it
 // ask an approval (which headless Claude Code cancels at once: the agent
@@ -47,17 +47,7 @@ type claudeRun struct {
 // against the loopback Responses API. What Claude Code reports in its
 // stream-json must hold no error result and no tool error.
 func TestClaudeCode(t *testing.T) {
-	nodeTool(t, "node") // claude's launcher runs on node
-	npm := nodeTool(t, "npm")
-	e2e, err := filepath.Abs("e2e")
-	if err != nil {
-		t.Fatal(err)
-	}
-	installNodeModules(t, npm, e2e)
-	claude := filepath.Join(e2e, "node_modules", ".bin", "claude")
-	if _, err := os.Stat(claude); err != nil {
-		t.Fatalf("claude not installed in %s: %v", e2e, err)
-	}
+	claude := claudeCLI(t, "2.1.331")
 	mockcodexBin, err := exec.LookPath("mockcodex")
 	if err != nil {
 		t.Fatal(err)
@@ -73,6 +63,13 @@ func TestClaudeCode(t *testing.T) {
 			claudeConversation(t, claude, run)
 		})
 	}
+	// The same conversation on 2.1.332, the version the agent-team tests
+	// (claudecode_teams_test.go) run.
+	t.Run("2.1.332/auto/app-server", func(t *testing.T) {
+		t.Parallel()
+		claudeConversation(t, claudeCLI(t, "2.1.332"), claudeRun{protocol: "auto", backend: "app-server", codexBin: mockcodexBin,
+			env: map[string]string{"MOCKCODEX_VERSION": "0.169.0"}})
+	})
 	t.Run("auto/real-codex-0.169", func(t *testing.T) {
 		t.Parallel()
 		codex := realcodex.Bin(t, realcodex.AppServer)
@@ -90,6 +87,30 @@ func TestClaudeCode(t *testing.T) {
 		}
 		claudeConversation(t, claude, claudeRun{protocol: "auto", backend: "app-server", codexBin: codex, env: env})
 	})
+}
+
+// claudeCLI returns the claude command of a pinned Claude Code version,
+// installed (once, with npm ci) from its npm project: 2.1.331 with the
+// other e2e clients in e2e/, 2.1.332 in e2e/claude-2.1.332/ (a project of
+// its own, so each version has its own native binary). Without node or
+// npm it skips loudly, or fails under ATM_REQUIRE_REAL_CODEX=1.
+func claudeCLI(t *testing.T, version string) string {
+	t.Helper()
+	nodeTool(t, "node") // claude's launcher runs on node
+	npm := nodeTool(t, "npm")
+	dir, err := filepath.Abs("e2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if version != "2.1.331" {
+		dir = filepath.Join(dir, "claude-"+version)
+	}
+	installNodeModules(t, npm, dir)
+	claude := filepath.Join(dir, "node_modules", ".bin", "claude")
+	if _, err := os.Stat(claude); err != nil {
+		t.Fatalf("claude %s not installed in %s: %v", version, dir, err)
+	}
+	return claude
 }
 
 // claudeConversation runs the scripted conversation and checks what
