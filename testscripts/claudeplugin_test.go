@@ -1,0 +1,327 @@
+//go:build unix
+
+package testscripts
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// pluginDir is the plugin inside the repository, as the marketplace at the
+// repository root (.claude-plugin/marketplace.json) names it.
+const pluginDir = "agentmcp/claude-plugin/atm-agent-mcp"
+
+// TestClaudePlugin checks the Claude Code plugin and its marketplace with
+// the real Claude Code 2.1.332, offline: both pass `claude plugin validate
+// --strict`; in an empty HOME, `claude plugin marketplace add <the
+// repository>` and `claude plugin install atm-agent-mcp@atm-agent-mcp`
+// install it; then a headless session against the loopback Anthropic API
+// mock shows the plugin's server connected with its tools, skill and
+// commands, and uses them: the launcher found atm-agent-mcp on PATH, serve
+// ran with the identity of the window's environment (ATM_AGENT_MCP_IDENTITY,
+// while another serve of the same team holds the default identity: a
+// second window), started a mockcodex agent and listed it.
+func TestClaudePlugin(t *testing.T) {
+	t.Parallel()
+	claude := claudeCLI(t, "2.1.332")
+	repo, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	home := filepath.Join(dir, "home")
+	work := filepath.Join(dir, "work")
+	for _, d := range []string{home, work} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	baseEnv := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TMPDIR=" + os.TempDir(),
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1"}
+	claudeCmd := func(args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), claudeTimeout)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, claude, args...)
+		cmd.Dir, cmd.Env = work, baseEnv
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+
+	// Validation, strict, of the plugin and of the marketplace.
+	for _, target := range []string{filepath.Join(repo, pluginDir), repo} {
+		out, err := claudeCmd("plugin", "validate", "--strict", "--json", target)
+		var report struct {
+			Success bool `json:"success"`
+			Strict  bool `json:"strict"`
+		}
+		if err != nil || json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &report) != nil || !report.Success || !report.Strict {
+			t.Fatalf("claude plugin validate --strict %s: %v\n%s", target, err, out)
+		}
+	}
+
+	// Install from the repository as a directory marketplace.
+	for _, args := range [][]string{
+		{"plugin", "marketplace", "add", repo},
+		{"plugin", "install", "atm-agent-mcp@atm-agent-mcp"},
+	} {
+		if out, err := claudeCmd(args...); err != nil {
+			t.Fatalf("claude %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	installed, err := os.ReadFile(filepath.Join(home, ".claude", "plugins", "installed_plugins.json"))
+	if err != nil || !bytes.Contains(installed, []byte(`"atm-agent-mcp@atm-agent-mcp"`)) {
+		t.Fatalf("installed_plugins.json (%v): %s", err, installed)
+	}
+
+	// The team, and a first window's serve holding the default identity.
+	atmHome := filepath.Join(dir, "atm")
+	makeTeam(t, atmHome, "team-lead", "window2", "arch")
+	mockcodexBin, err := exec.LookPath("mockcodex")
+	if err != nil {
+		t.Fatal(err)
+	}
+	serverEnv := []string{"ATM_HOME=" + atmHome, "ATM_TEAM=dev", "ATM_AGENT_MCP_CODEX_BIN=" + mockcodexBin,
+		"MOCKCODEX_VERSION=0.169.0", "GIT_CEILING_DIRECTORIES=" + dir}
+	startFirstWindow(t, append(append([]string{}, baseEnv...), serverEnv...), work)
+
+	tool := func(name string) string { return "mcp__plugin_atm-agent-mcp_codex__" + name }
+	var agentID string
+	script := []mockStep{
+		func([]mockResult) []mockBlock {
+			return []mockBlock{{Tool: "ToolSearch", Input: map[string]any{
+				"query": "select:" + tool("codex") + "," + tool("agent_sessions"), "max_results": 5}}}
+		},
+		func([]mockResult) []mockBlock {
+			return []mockBlock{{Tool: tool("codex"), Input: map[string]any{"prompt": "hello from the plugin", "identity": "arch"}}}
+		},
+		func(prev []mockResult) []mockBlock {
+			for _, r := range prev {
+				agentID = agentIDRe.FindString(r.Text)
+			}
+			return []mockBlock{{Tool: tool("agent_sessions"), Input: map[string]any{}}}
+		},
+		func([]mockResult) []mockBlock { return []mockBlock{{Text: "all done"}} },
+	}
+	api := startAnthropicMock(t, script)
+	proxyLog := filepath.Join(dir, "proxy.log")
+	env := append(append([]string{}, baseEnv...), serverEnv...)
+	env = append(env, "ANTHROPIC_BASE_URL="+api.URL(), "ANTHROPIC_API_KEY=sk-test-offline",
+		"ATM_AGENT_MCP_IDENTITY=window2", "ATM_AGENT_MCP_LOG_FILE="+proxyLog, "ATM_AGENT_MCP_LOG_LEVEL=debug")
+	ctx, cancel := context.WithTimeout(context.Background(), claudeTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, claude, "-p", "Start a Codex agent.", "--output-format", "stream-json", "--verbose",
+		"--allowedTools", "mcp__plugin_atm-agent-mcp_codex")
+	cmd.Dir, cmd.Env = work, env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err = cmd.Run()
+	t.Logf("claude -p with the plugin: %.1fs", time.Since(start).Seconds())
+	dump := func() {
+		t.Logf("claude stdout:\n%s", clipLog(stdout.String(), 8000))
+		t.Logf("claude stderr:\n%s", clipLog(stderr.String(), 4000))
+		if b, err := os.ReadFile(proxyLog); err == nil {
+			t.Logf("serve's log:\n%s", clipLog(string(b), 8000))
+		}
+	}
+	if err != nil {
+		dump()
+		t.Fatalf("claude -p: %v", err)
+	}
+
+	var initSeen bool
+	var results []mockResult
+	sc := bufio.NewScanner(bytes.NewReader(stdout.Bytes()))
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var ev struct {
+			Type          string   `json:"type"`
+			Subtype       string   `json:"subtype"`
+			IsError       bool     `json:"is_error"`
+			Result        string   `json:"result"`
+			Tools         []string `json:"tools"`
+			Skills        []string `json:"skills"`
+			SlashCommands []string `json:"slash_commands"`
+			MCPServers    []struct {
+				Name   string `json:"name"`
+				Status string `json:"status"`
+			} `json:"mcp_servers"`
+			Message struct {
+				Content json.RawMessage `json:"content"`
+			} `json:"message"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			dump()
+			t.Fatalf("stream-json line is not JSON: %s", sc.Bytes())
+		}
+		switch {
+		case ev.Type == "system" && ev.Subtype == "init":
+			initSeen = true
+			connected := false
+			for _, s := range ev.MCPServers {
+				connected = connected || s.Name == "plugin:atm-agent-mcp:codex" && s.Status == "connected"
+			}
+			if !connected {
+				t.Errorf("init: the plugin's server is not connected: %+v", ev.MCPServers)
+			}
+			for _, name := range []string{"codex", "codex-reply", "agent_wait", "atm_send", "agent_restart_codex"} {
+				if !containsStr(ev.Tools, tool(name)) {
+					t.Errorf("init: %s is missing from the tools %v", tool(name), ev.Tools)
+				}
+			}
+			if !containsStr(ev.Skills, "atm-agent-mcp:lead-codex-team") {
+				t.Errorf("init: the skill is missing from %v", ev.Skills)
+			}
+			for _, c := range []string{"atm-agent-mcp:team-status", "atm-agent-mcp:doctor"} {
+				if !containsStr(ev.SlashCommands, c) {
+					t.Errorf("init: the command %s is missing from %v", c, ev.SlashCommands)
+				}
+			}
+		case ev.Type == "user":
+			for _, r := range toolResults(ev.Message.Content) {
+				results = append(results, r)
+				if r.IsError {
+					t.Errorf("Claude Code reports a tool error: %s", clipLog(r.Text, 2000))
+				}
+			}
+		case ev.Type == "result":
+			if ev.IsError || ev.Result != "all done" {
+				t.Errorf("result: is_error %v result %q", ev.IsError, ev.Result)
+			}
+		}
+	}
+	if !initSeen || len(results) != 3 {
+		dump()
+		t.Fatalf("init seen %v, %d tool results, want 3", initSeen, len(results))
+	}
+	if agentID == "" || !strings.Contains(results[1].Text, `"identity":"arch"`) || !strings.Contains(results[1].Text, "MOCK") {
+		t.Errorf("codex through the plugin: %s", clipLog(results[1].Text, 2000))
+	}
+	if !strings.Contains(results[2].Text, agentID) {
+		t.Errorf("agent_sessions does not list %s: %s", agentID, clipLog(results[2].Text, 2000))
+	}
+	logText, _ := os.ReadFile(proxyLog)
+	if !bytes.Contains(logText, []byte("identity=window2")) {
+		t.Errorf("serve did not run as the window's identity window2")
+	}
+	if t.Failed() {
+		dump()
+	}
+}
+
+// TestClaudePluginLauncher checks the plugin's launcher on its own: it
+// runs atm-agent-mcp from ATM_AGENT_MCP_BIN, from the plugin's data folder
+// or from PATH, and without one it says on stderr how to install it and
+// exits 127.
+func TestClaudePluginLauncher(t *testing.T) {
+	t.Parallel()
+	launcher, err := filepath.Abs(filepath.Join("..", pluginDir, "bin", "atm-agent-mcp-launch"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy, err := exec.LookPath("atm-agent-mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty := t.TempDir() // HOME without go/bin, a PATH without atm-agent-mcp
+	data := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(data, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(proxy, filepath.Join(data, "bin", "atm-agent-mcp")); err != nil {
+		t.Fatal(err)
+	}
+	sysPath := "/usr/bin:/bin"
+	for _, tc := range []struct {
+		name     string
+		env      []string
+		wantCode int
+		stdout   string
+		stderr   []string
+	}{
+		{"on PATH", []string{"PATH=" + filepath.Dir(proxy) + ":" + sysPath}, 0, "atm-agent-mcp ", nil},
+		{"in the plugin's data", []string{"PATH=" + sysPath, "CLAUDE_PLUGIN_DATA=" + data}, 0, "atm-agent-mcp ", nil},
+		{"ATM_AGENT_MCP_BIN", []string{"PATH=" + sysPath, "ATM_AGENT_MCP_BIN=" + proxy}, 0, "atm-agent-mcp ", nil},
+		{"ATM_AGENT_MCP_BIN wrong", []string{"PATH=" + filepath.Dir(proxy) + ":" + sysPath, "ATM_AGENT_MCP_BIN=" + filepath.Join(empty, "nope")}, 127, "",
+			[]string{"ATM_AGENT_MCP_BIN=" + filepath.Join(empty, "nope") + " is not an executable file"}},
+		{"missing", []string{"PATH=" + sysPath}, 127, "", []string{
+			"the atm-agent-mcp binary was not found",
+			"go install github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/cmd/atm-agent-mcp@latest",
+			"release archive",
+			"ATM_AGENT_MCP_BIN",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(launcher, "--version")
+			cmd.Env = append([]string{"HOME=" + empty}, tc.env...)
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tc.wantCode || !strings.HasPrefix(stdout.String(), tc.stdout) {
+				t.Errorf("exit %d, stdout %q; want exit %d, stdout starting %q (stderr %s)", code, stdout.String(), tc.wantCode, tc.stdout, stderr.String())
+			}
+			for _, want := range tc.stderr {
+				if !strings.Contains(stderr.String(), want) {
+					t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+				}
+			}
+		})
+	}
+}
+
+// startFirstWindow starts `atm-agent-mcp serve` as another window would, waits
+// until it answers a ping (its identity is claimed by then), and stops it
+// when the test ends.
+func startFirstWindow(t *testing.T, env []string, dir string) {
+	t.Helper()
+	cmd := exec.Command("atm-agent-mcp", "serve")
+	cmd.Dir, cmd.Env = dir, env
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	if _, err := stdin.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || !strings.Contains(line, `"id":1`) {
+		t.Fatalf("the first window's serve did not answer a ping (%v): %q\n%s", err, line, stderr.String())
+	}
+}
