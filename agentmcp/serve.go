@@ -48,7 +48,7 @@ func serve(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout io.W
 	srv, err := proxy.New(opts)
 	if err != nil {
 		var conflict *registry.ConflictError
-		if errors.As(err, &conflict) && conflict.Identity == cfg.Identity {
+		if _, inst := cfg.RegistryTeam(); errors.As(err, &conflict) && conflict.Identity == inst {
 			return fmt.Errorf("%w\nanother serve (another Claude Code window?) runs as %q in team %q: give each its own identity "+
 				"with --identity NAME, ATM_AGENT_MCP_IDENTITY=NAME or identity = \"NAME\" in .atm.toml", err, cfg.Identity, cfg.Team)
 		}
@@ -113,8 +113,11 @@ func proxyOptions(cfg *config.Config, logger *slog.Logger) (proxy.Options, error
 	if err != nil {
 		return proxy.Options{}, err
 	}
+	regTeam, regInstance := cfg.RegistryTeam()
 	return proxy.Options{
 		Home: cfg.Home, Team: cfg.Team, Identity: cfg.Identity, DefaultIdentity: cfg.DefaultIdentity,
+		RegistryTeam: regTeam, RegistryInstance: regInstance, SessionTeam: cfg.SessionTeam,
+		LeadPush: cfg.LeadPush, MessagingSocket: cfg.MessagingSocket, MessagingToken: cfg.MessagingToken,
 		Backend:          backend,
 		Defaults:         proxy.ThreadDefaults{Model: defaults.Model, ReasoningEffort: defaults.ReasoningEffort, Sandbox: defaults.Sandbox, ApprovalPolicy: defaults.ApprovalPolicy},
 		Roles:            roles,

@@ -58,8 +58,6 @@ type Client struct {
 	now         func() time.Time
 	lockTimeout time.Duration
 	cache       parseCache
-	journals    journalCache
-	journalNow  func() time.Time // stamps journal records; tests replace it
 	// flockOnly, set only by tests, skips Claude Code's lock directory to
 	// show what is lost without it.
 	flockOnly bool
@@ -80,7 +78,6 @@ func New(cfg Config) (*Client, error) {
 		log:         cfg.Logger,
 		now:         cfg.Now,
 		lockTimeout: cfg.LockTimeout,
-		journalNow:  time.Now,
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)

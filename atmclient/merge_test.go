@@ -114,9 +114,10 @@ func TestMergeUnparsableKeptAside(t *testing.T) {
 	}
 }
 
-// The documented window, case 3: a writer that read before our swap and
-// writes after it replaces our message with its stale copy, until the next
-// locked write repairs it (TestRepairAfterWindow).
+// The documented window, case 3: a writer that takes no lock, read before
+// our swap and writes after it replaces our message with its stale copy.
+// Nothing brings it back: once Claude Code's lock is taken too, a message
+// that disappears was consumed, and no known writer writes without a lock.
 func TestWindowStaleOverwriteLosesOurs(t *testing.T) {
 	c, _ := newTestHome(t, "a")
 	path := inboxPath(t, c, "dev", "a")

@@ -85,35 +85,36 @@ func sleep(ctx context.Context, d time.Duration) error {
 // are recorded in the journal); none means there is nothing to write.
 type mutation func(cur []*entry) (next, written []*entry, err error)
 
-// update applies mutate to the inbox at path with the locking protocol of
-// the atm CLI (see the package documentation, "Design notes" and "The
+// update applies mutate to the inbox at path under the locks of both other
+// writers (see the package documentation, "Design notes" and "The
 // journal"):
 //
-//  1. flock {agent}.lock;
-//  2. read the inbox (missing = []) and the journal, and put back what the
-//     journal says a lock-ignoring writer overwrote;
+//  1. flock {agent}.lock (the atm CLI's lock); create the inbox as "[]"
+//     if it is missing; mkdir {agent}.json.lock (Claude Code's lock);
+//  2. read the inbox (missing = []), and finish the last journaled write
+//     if its writer died before its exchange;
 //  3. mutate;
-//  4. record the restored and written messages in the journal, fsync it;
-//  5. write {agent}.tmp as a new file and fsync it;
-//  6. exchange it with the inbox (rename when there was none);
+//  4. write {agent}.tmp as a new file and fsync it;
+//  5. record the hash of that file and the restored and written messages
+//     in the journal, fsync it;
+//  6. exchange the tmp file with the inbox (rename when there was none);
 //  7. compare the displaced file with what was read; if a writer that
-//     ignores the lock changed it, record its new messages in the journal,
-//     merge them and swap again;
-//  8. remove the tmp file and unlock.
+//     took no lock changed it, merge its new messages and go to 4;
+//  8. remove the tmp file, rmdir the lock directory, unlock.
 //
 // It returns how many messages step 2 restored.
 func (c *Client) update(ctx context.Context, path string, mutate mutation) (restored int, err error) {
 	dir := filepath.Dir(path)
 	base := strings.TrimSuffix(path, ".json")
-	lockPath, tmpPath := base+".lock", base+".tmp"
+	lockPath, tmpPath, jPath := base+".lock", base+".tmp", base+".journal"
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return 0, fmt.Errorf("create inboxes directory: %w", err)
 	}
-	lock, err := fsx.Lock(ctx, lockPath, c.lockTimeout)
+	unlock, err := c.lockBoth(ctx, lockPath, path+".lock", func() error { return createEmpty(path) })
 	if err != nil {
 		return 0, fmt.Errorf("lock inbox: %w", err)
 	}
-	defer lock.Close()
+	defer unlock()
 
 	snap, exists, err := c.load(ctx, path)
 	if err != nil {
@@ -122,46 +123,23 @@ func (c *Client) update(ctx context.Context, path string, mutate mutation) (rest
 	if i := snap.invalid(); i >= 0 {
 		return 0, fmt.Errorf("%w: %s: element %d is not valid JSON; not rewriting it", ErrCorruptInbox, path, i)
 	}
-	var appended []*entry
-	if snap.root != 0 {
-		appended = snap.entries[snap.rootLen:]
-	}
-	jrn, err := c.openJournal(base+".journal", appended)
-	if err != nil {
-		c.log.Warn("cannot read the inbox journal; writing without repairing", "path", path, "err", err)
-	} else {
-		defer c.journals.put(jrn)
-	}
-	cur, fixed := snap.entries, []*entry(nil)
-	if jrn != nil {
-		cur, fixed = jrn.reconcile(snap, c.journalNow())
-	}
+	cur, fixed := c.replay(jPath, tmpPath, snap.entries)
 	next, written, err := mutate(cur)
 	if err != nil {
 		return 0, err
 	}
 	if len(written) == 0 {
 		if len(fixed) == 0 {
-			if jrn != nil {
-				jrn.verify(snap)
-			}
 			return 0, nil
 		}
 		next = cur
 	}
 	if len(fixed) > 0 {
-		c.log.Info("restored messages a lock-ignoring writer overwrote", "path", path, "restored", len(fixed))
+		c.log.Info("finished a write whose writer died before replacing the inbox", "path", path, "restored", len(fixed))
 	}
-	c.journal(jrn, path, slices.Concat(fixed, written))
+	record := slices.Concat(fixed, written)
 	out := encodeEntries(next)
-	// wrote notes that the inbox is out, which holds every journal record.
-	wrote := func() {
-		s := &snapshot{data: out, entries: next}
-		c.cache.put(path, s)
-		if jrn != nil {
-			jrn.verify(s)
-		}
-	}
+	wrote := func() { c.cache.put(path, &snapshot{data: out, entries: next}) }
 	// prev is what the exchange should displace; known is false when we
 	// did not read what is there (the inbox appeared after our read).
 	prev, known := snap, exists
@@ -170,6 +148,7 @@ func (c *Client) update(ctx context.Context, path string, mutate mutation) (rest
 		if err := fsx.WriteNew(tmpPath, out); err != nil {
 			return 0, fmt.Errorf("write inbox: %w", err)
 		}
+		c.journal(jPath, out, record)
 		if !exists {
 			hook("swap")
 			err := fsx.RenameNoReplace(tmpPath, path)
@@ -185,8 +164,8 @@ func (c *Client) update(ctx context.Context, path string, mutate mutation) (rest
 			case !errors.Is(err, fs.ErrExist):
 				return 0, fmt.Errorf("write inbox: %w", err)
 			}
-			// A lock-ignoring writer created the inbox after we read it:
-			// swap, then merge what it wrote.
+			// A writer that took no lock created the inbox after we read
+			// it: swap, then merge what it wrote.
 			exists, known = true, false
 		}
 		hook("swap")
@@ -222,22 +201,20 @@ func (c *Client) update(ctx context.Context, path string, mutate mutation) (rest
 			return len(fixed), nil
 		}
 		c.log.Info("merged messages written without the inbox lock", "path", path, "added", len(added), "round", round)
-		c.journal(jrn, path, added)
+		record = added
 		prev, known = &snapshot{data: out, entries: next}, true
 		next, out = merged, encodeEntries(merged)
 	}
 }
 
-// journal records entries in jrn (nil when the journal could not be read)
-// before they are written to the inbox at path. A journal that cannot be
-// written does not stop the write; the entries are only not protected.
-func (c *Client) journal(jrn *journal, path string, entries []*entry) {
-	if jrn == nil || len(entries) == 0 {
-		return
-	}
+// journal records, before the exchange, that the inbox file out, now at
+// {agent}.tmp, adds or changes entries. A journal that cannot be written
+// does not stop the write; only a crash before the exchange then loses
+// the write.
+func (c *Client) journal(jPath string, out []byte, entries []*entry) {
 	hook("journal")
-	if err := jrn.record(c.journalNow(), entries); err != nil {
-		c.log.Warn("cannot write the inbox journal; a lock-ignoring writer may overwrite these messages for good", "path", path, "err", err)
+	if err := writeJournal(jPath, out, entries); err != nil {
+		c.log.Warn("cannot write the inbox journal; a crash before the exchange would lose this write", "path", jPath, "err", err)
 	}
 	hook("journaled")
 }

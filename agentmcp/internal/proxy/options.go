@@ -25,6 +25,25 @@ type Options struct {
 	// DefaultIdentity is the identity of a session started without one.
 	// optional: "" means "codex".
 	DefaultIdentity string
+	// RegistryTeam and RegistryInstance name the registry: its directory
+	// under agent-sessions and the instance registry (and claim) in it.
+	// optional: "" means Team and Identity.
+	RegistryTeam, RegistryInstance string
+	// SessionTeam says Team is a Claude Code session team, whose name
+	// changes with every session: at start the proxy takes over the
+	// sessions of the registry's other instances whose proxy has ended, so
+	// that a later Claude Code session resumes the Codex agents of earlier
+	// ones. optional.
+	SessionTeam bool
+
+	// LeadPush pushes mail for Identity (the client's own) into the Claude
+	// Code session through MessagingSocket (lead_push). optional: false
+	// leaves it in the inbox.
+	LeadPush bool
+	// MessagingSocket and MessagingToken are Claude Code's messaging socket
+	// and its token. optional: "" means none (mail for the lead stays in
+	// the inbox).
+	MessagingSocket, MessagingToken string
 
 	// Backend is the Codex child. required.
 	Backend codexchild.Backend
@@ -129,6 +148,12 @@ type Options struct {
 func (o *Options) setDefaults() {
 	if o.DefaultIdentity == "" {
 		o.DefaultIdentity = "codex"
+	}
+	if o.RegistryTeam == "" {
+		o.RegistryTeam = o.Team
+	}
+	if o.RegistryInstance == "" {
+		o.RegistryInstance = o.Identity
 	}
 	if o.RequestTimeout == 0 {
 		o.RequestTimeout = 300 * time.Second

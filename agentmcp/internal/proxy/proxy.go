@@ -36,6 +36,8 @@ type Server struct {
 	sessions *session.Manager
 	tools    *tools.Env
 	mail     mailHooks
+	team     teamHooks // the sessions' mail hooks: membership around mail (team.go)
+	lead     *leadPush // mail for the client's own identity (leadpush.go)
 }
 
 // New opens the instance registry (claiming the instance identity) and the
@@ -52,7 +54,7 @@ func New(opts Options) (*Server, error) {
 			return nil, fmt.Errorf("proxy: %w", err)
 		}
 	}
-	reg, err := registry.Open(registry.Config{Home: opts.Home, Team: opts.Team, Identity: opts.Identity, Logger: opts.Logger, Now: opts.Now})
+	reg, err := openRegistry(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -70,6 +72,8 @@ func New(opts Options) (*Server, error) {
 	s := &Server{opts: opts, log: log, reg: reg, audit: audit, atm: atm,
 		auditor: session.NewAuditor(audit, log), git: gitctx.New(gitctx.Config{Logger: log})}
 	s.backend = newCodex(opts.Backend, opts, log, s.auditor)
+	s.lead = newLeadPush(opts, log)
+	s.team = teamHooks{mail: &s.mail, lead: s.lead, atm: atm, team: opts.Team, cwd: s.sessionCwd, log: log, now: opts.Now, added: map[string]bool{}}
 	s.conn = mcpconn.New(mcpconn.Config{
 		Handler:      handler{s},
 		ServerInfo:   mcpconn.ServerInfo{Name: "atm-agent-mcp", Title: "ATM agent proxy for Codex", Version: opts.Version},
@@ -80,12 +84,15 @@ func New(opts Options) (*Server, error) {
 		Logger:       log,
 	})
 	var registryView session.Registry = session.RegistryOf(reg)
+	if opts.RegistryTeam != opts.Team {
+		registryView = teamStamp{registryView, opts.Team}
+	}
 	if opts.wrapRegistry != nil {
 		registryView = opts.wrapRegistry(registryView)
 	}
 	s.sessions, err = session.NewManager(session.Config{
 		Home: opts.Home, Team: opts.Team, Backend: s.backend, Registry: registryView, Audit: s.auditor, Git: s.git,
-		Sink: eventSink{s.conn}, Asker: asker{s.conn, log}, Mail: &s.mail,
+		Sink: eventSink{s.conn}, Asker: asker{s.conn, log}, Mail: &s.team,
 		Defaults: opts.Defaults, Roles: opts.Roles, BaseInstructions: opts.BaseInstructions, ExtraInstructions: opts.ExtraInstructions,
 		CodexConfig: opts.CodexConfig, ToolServer: opts.ToolServer, ToolServerEnv: opts.ToolServerEnv,
 		RequestTimeout: opts.RequestTimeout, MaxSessions: opts.MaxSessions, ElicitationTimeout: opts.ElicitationTimeout,
@@ -117,13 +124,15 @@ func (s *Server) Run(ctx context.Context, r io.Reader, w io.Writer) error {
 		Sessions: s.sessions, ATM: s.atm, Client: s.conn, Child: s.backend, Restarter: s.backend, Team: s.opts.Team, Identity: s.opts.Identity,
 		BaseInstructions: s.opts.BaseInstructions, MaxSessions: s.opts.MaxSessions,
 		DefaultIdentity: s.opts.DefaultIdentity, Audit: s.auditor, CodexHome: s.opts.CodexHome, Cwd: s.opts.Cwd,
-		Started: s.opts.Now(), Logger: s.log, Now: s.opts.Now,
+		Started: s.opts.Now(), Logger: s.log, Now: s.opts.Now, LeadMail: s.leadMail,
 	})
 	s.conn.Start(r, w)
 	mailCtx, stopMail := context.WithCancel(context.Background())
 	defer stopMail()
 	if err := s.startMail(mailCtx); err != nil {
 		s.log.Error("mail delivery disabled", "err", err)
+	} else {
+		s.lead.start(s.mail.bridge())
 	}
 	var err error
 	select {

@@ -44,10 +44,27 @@ type ServerStatus struct {
 	Events               ServerEvents      `json:"events"`
 	Identities           map[string]string `json:"identities"`
 	InstanceIdentity     string            `json:"instance_identity"`
+	LeadMail             *LeadMail         `json:"lead_mail,omitempty"`
 	MaxConcurrentThreads int               `json:"max_concurrent_threads"`
 	PendingMail          int               `json:"pending_mail"`
 	Team                 string            `json:"team"`
 	UptimeSecs           int               `json:"uptime_secs"`
+}
+
+// LeadMail is the path that mail for the client's own identity (the lead)
+// takes: pushed into the Claude Code session through its messaging socket
+// ("socket"), or left in the inbox for atm_read ("inbox", with the reason).
+type LeadMail struct {
+	Identity  string     `json:"identity"`
+	Path      string     `json:"path"`             // socket or inbox
+	Reason    string     `json:"reason,omitempty"` // why inbox, or why pushes fail
+	Socket    string     `json:"socket,omitempty"`
+	Pushed    int        `json:"pushed"`   // messages the socket took
+	Batches   int        `json:"batches"`  // pushes that succeeded
+	Failures  int        `json:"failures"` // pushes that failed (their mail stayed unread)
+	Pending   int        `json:"pending"`  // unread mail for the lead at the last check
+	LastPush  *time.Time `json:"last_push,omitempty"`
+	LastError string     `json:"last_error,omitempty"`
 }
 
 // ChildStatus is the Codex child in ServerStatus.
@@ -119,6 +136,10 @@ func (e *Env) agentStatus(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.To
 		}
 	}
 	v.Events.DroppedTotal = e.cfg.Client.Stats().Dropped
+	if e.cfg.LeadMail != nil {
+		lm := e.cfg.LeadMail()
+		v.LeadMail = &lm
+	}
 	return &mcpconn.ToolResult{Text: jsonText(v), Structured: v}, nil
 }
 

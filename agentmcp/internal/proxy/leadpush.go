@@ -1,0 +1,228 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/ccmsg"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/tools"
+	"github.com/atm-agent-mcp/atm-agent-mcp/atmclient"
+	"github.com/atm-agent-mcp/atm-agent-mcp/mailbridge"
+)
+
+// Paths mail for the lead can take (tools.LeadMail.Path).
+const (
+	leadPathSocket = "socket"
+	leadPathInbox  = "inbox"
+)
+
+// pushTimeout bounds one push to the messaging socket.
+const pushTimeout = 2 * time.Second
+
+// leadPush pushes the mail addressed to the client's own identity (the
+// lead: serve's --identity, or team-lead in a Claude Code session team)
+// into the Claude Code session through its messaging socket
+// (mailbridge.MessageTarget, bound with Bridge.BindTarget). The inbox
+// stays the durable record: a batch the socket took is marked read by the
+// bridge (done(true)), and Claude Code's own reader then drops it without
+// showing it again; a batch it refused stays unread and is offered again
+// at the next check.
+//
+// While a Codex session holds the lead's identity, that session gets its
+// mail as today (suspend), and the push resumes when it ends.
+type leadPush struct {
+	identity string
+	team     string
+	client   *ccmsg.Client // nil: no push (why says so)
+	why      string        // why mail stays in the inbox; "" when client is set
+	log      *slog.Logger
+	now      func() time.Time
+
+	mu        sync.Mutex // guards the fields below; never held across I/O
+	bridge    *mailbridge.Bridge
+	bound     bool // bound to the bridge with BindTarget
+	held      bool // a Codex session holds identity (suspend)
+	pushed    int
+	batches   int
+	failures  int
+	lastPush  time.Time
+	lastError string
+	failing   bool // the last push failed: further failures go to debug
+}
+
+// newLeadPush decides the path of the lead's mail from the options: the
+// socket when Claude Code offers one and lead_push is on and the identity
+// is the client's alone; otherwise the inbox, with the reason.
+func newLeadPush(opts Options, log *slog.Logger) *leadPush {
+	p := &leadPush{identity: opts.Identity, team: opts.Team, log: log.With("lead", opts.Identity), now: opts.Now}
+	switch {
+	case !opts.LeadPush:
+		p.why = "lead_push is off"
+	case opts.MessagingSocket == "":
+		p.why = "no messaging socket: serve was not started by a Claude Code session that offers one (CLAUDE_CODE_MESSAGING_SOCKET)"
+	case opts.Identity == opts.DefaultIdentity:
+		p.why = fmt.Sprintf("%s is also the default identity of Codex sessions, so its mail is theirs (set default_identity to another name)", opts.Identity)
+	default:
+		c, err := ccmsg.New(ccmsg.Config{Socket: opts.MessagingSocket, Token: opts.MessagingToken, Timeout: pushTimeout})
+		if err != nil {
+			p.why = err.Error()
+			break
+		}
+		p.client = c
+	}
+	return p
+}
+
+// start binds the lead's identity to the bridge when the push is on and no
+// Codex session holds it.
+func (p *leadPush) start(b *mailbridge.Bridge) {
+	if p.client == nil {
+		return
+	}
+	p.mu.Lock()
+	p.bridge = b
+	p.mu.Unlock()
+	p.resume()
+}
+
+// suspend gives the lead's identity up for a Codex session that binds it.
+func (p *leadPush) suspend() {
+	p.mu.Lock()
+	p.held = true
+	b, bound := p.bridge, p.bound
+	p.bound = false
+	p.mu.Unlock()
+	if bound {
+		b.Unbind(p.identity)
+	}
+}
+
+// resume binds the lead's identity again once no Codex session holds it.
+func (p *leadPush) resume() {
+	p.mu.Lock()
+	p.held = false
+	b := p.bridge
+	if b == nil || p.bound {
+		p.mu.Unlock()
+		return
+	}
+	p.bound = true
+	p.mu.Unlock()
+	if err := b.BindTarget(p.identity, p); err != nil {
+		p.mu.Lock()
+		p.bound = false
+		p.mu.Unlock()
+		p.log.Warn("mail for the lead stays in the inbox: cannot watch it", "err", err)
+	}
+}
+
+// DeliverMessages pushes msgs to the session, one line each, on a
+// goroutine of its own (it must not block the bridge), and reports the
+// outcome through done.
+func (p *leadPush) DeliverMessages(identity string, msgs []atmclient.Message, done func(sent bool)) bool {
+	if identity != p.identity || p.client == nil || len(msgs) == 0 {
+		return false
+	}
+	lines := make([]ccmsg.Message, len(msgs))
+	for i, m := range msgs {
+		lines[i] = ccmsg.Message{Content: leadText(p.team, m), From: m.From, MsgID: m.ID()}
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), pushTimeout)
+		err := p.client.Send(ctx, lines...)
+		cancel()
+		p.settle(len(msgs), err)
+		done(err == nil)
+	}()
+	return true
+}
+
+// settle records a push's outcome; a failure is said once at warn level
+// until a push succeeds again.
+func (p *leadPush) settle(n int, err error) {
+	p.mu.Lock()
+	failing := p.failing
+	if err != nil {
+		p.failures++
+		p.lastError = err.Error()
+		p.failing = true
+	} else {
+		p.pushed += n
+		p.batches++
+		p.lastPush = p.now()
+		p.lastError = ""
+		p.failing = false
+	}
+	p.mu.Unlock()
+	switch {
+	case err == nil && failing:
+		p.log.Info("mail for the lead reaches the session again", "messages", n)
+	case err == nil:
+		p.log.Debug("mail for the lead pushed to the session", "messages", n)
+	case failing:
+		p.log.Debug("mail for the lead not pushed (again); it stays unread in the inbox", "err", err)
+	default:
+		p.log.Warn("mail for the lead not pushed; it stays unread in the inbox and is tried again", "err", err)
+	}
+}
+
+// leadText is what the model sees for one message: the sender (with its
+// team when it is another), the summary when it says more than the text's
+// start (the atm CLI's automatic one does not), and the text: "Team mail
+// from codex1 (tests): all pass". Claude Code does not show the line's
+// from field, so the sender is in the text.
+func leadText(team string, m atmclient.Message) string {
+	var b strings.Builder
+	b.WriteString("Team mail from ")
+	b.WriteString(m.From)
+	if m.SourceTeam != "" && m.SourceTeam != team && !strings.Contains(m.From, "@") {
+		b.WriteString("@" + m.SourceTeam)
+	}
+	if s := strings.TrimSpace(m.Summary); s != "" && !strings.HasPrefix(strings.TrimSpace(m.Text), strings.TrimSuffix(s, "...")) {
+		b.WriteString(" (" + s + ")")
+	}
+	b.WriteString(": ")
+	b.WriteString(m.Text)
+	return b.String()
+}
+
+// status is the lead's mail path for agent_status.
+func (p *leadPush) status(stats func(string) mailbridge.Stats) tools.LeadMail {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := tools.LeadMail{Identity: p.identity, Path: leadPathInbox, Reason: p.why,
+		Pushed: p.pushed, Batches: p.batches, Failures: p.failures, LastError: p.lastError}
+	if !p.lastPush.IsZero() {
+		t := p.lastPush.UTC()
+		st.LastPush = &t
+	}
+	switch {
+	case p.client == nil:
+	case p.held:
+		st.Reason = "a Codex session holds " + p.identity + ": its mail goes to that session"
+	case !p.bound:
+		st.Reason = "the inbox is not watched yet"
+	default:
+		st.Path, st.Socket = leadPathSocket, p.client.Socket()
+		if p.failing {
+			st.Reason = "the last push failed; mail stays unread in the inbox until a push succeeds"
+		}
+	}
+	if p.bound && stats != nil {
+		st.Pending = stats(p.identity).Pending
+	}
+	return st
+}
+
+// leadMail is agent_status's lead_mail.
+func (s *Server) leadMail() tools.LeadMail {
+	var stats func(string) mailbridge.Stats
+	if b := s.mail.bridge(); b != nil {
+		stats = b.Stats
+	}
+	return s.lead.status(stats)
+}

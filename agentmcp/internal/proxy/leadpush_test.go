@@ -1,0 +1,301 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/atmclient"
+)
+
+// ccSocket plays Claude Code's messaging socket: it records every line of
+// every connection.
+type ccSocket struct {
+	path  string
+	ln    net.Listener
+	lines chan map[string]any
+	wg    sync.WaitGroup
+}
+
+func listenCC(t testing.TB, path string) *ccSocket {
+	t.Helper()
+	s := &ccSocket{path: path, lines: make(chan map[string]any, 1024)}
+	var err error
+	if s.ln, err = net.Listen("unix", path); err != nil {
+		t.Fatal(err)
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for {
+			c, err := s.ln.Accept()
+			if err != nil {
+				return
+			}
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				defer c.Close()
+				sc := bufio.NewScanner(c)
+				for sc.Scan() {
+					var m map[string]any
+					json.Unmarshal(sc.Bytes(), &m)
+					s.lines <- m
+				}
+			}()
+		}
+	}()
+	t.Cleanup(s.close)
+	return s
+}
+
+func (s *ccSocket) close() {
+	s.ln.Close()
+	s.wg.Wait()
+}
+
+// next returns the next line, failing after 10 s.
+func (s *ccSocket) next(t testing.TB) map[string]any {
+	t.Helper()
+	select {
+	case m := <-s.lines:
+		return m
+	case <-time.After(10 * time.Second):
+		t.Fatal("no line on the messaging socket")
+		return nil
+	}
+}
+
+// socketPath returns a short socket path (Unix sockets have a length limit).
+func socketPath(t testing.TB) string {
+	dir, err := os.MkdirTemp("", "cc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return filepath.Join(dir, "cc.sock")
+}
+
+// leadOpts makes the harness's proxy the lead of team dev with a
+// messaging socket.
+func leadOpts(sock string) func(*Options) {
+	return func(o *Options) {
+		o.Identity, o.DefaultIdentity = "team-lead", "codex"
+		o.LeadPush, o.MessagingSocket, o.MessagingToken = true, sock, "tok"
+		o.MailPollInterval = 50 * time.Millisecond
+	}
+}
+
+// inbox returns the lead's inbox as read (including read messages).
+func inbox(t testing.TB, home, identity string) []atmclient.Message {
+	t.Helper()
+	atm, err := atmclient.New(atmclient.Config{Home: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := atm.Read(context.Background(), "dev", identity, atmclient.ReadOptions{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Messages
+}
+
+func send(t testing.TB, home, from, to, text, summary string) {
+	t.Helper()
+	atm, err := atmclient.New(atmclient.Config{Home: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := atm.Send(context.Background(), atmclient.SendRequest{From: from, Team: "dev", To: to, Text: text, Summary: summary}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func leadStatus(c *testConn) map[string]any {
+	st := c.structured(c.tool("agent_status", map[string]any{}))
+	lm, _ := st["lead_mail"].(map[string]any)
+	return lm
+}
+
+// TestLeadPush: mail to the lead's identity reaches the messaging socket
+// once (auth line, then the sender and text in the content), and the inbox
+// entry is marked read; agent_status says the path and counts it.
+func TestLeadPush(t *testing.T) {
+	sock := listenCC(t, socketPath(t))
+	c := startProxy(t, harnessOpts{modify: leadOpts(sock.path)})
+	c.initialize(false)
+	send(t, c.home, "arch", "team-lead", "the plan is ready", "plan")
+
+	if got, want := sock.next(t), map[string]any{"type": "auth", "token": "tok"}; !cmp.Equal(got, want) {
+		t.Errorf("first line %v, want %v", got, want)
+	}
+	line := sock.next(t)
+	msg, _ := line["message"].(map[string]any)
+	if line["type"] != "user" || msg["role"] != "user" || msg["content"] != "Team mail from arch (plan): the plan is ready" || line["from"] != "arch" {
+		t.Errorf("pushed line %v", line)
+	}
+	waitFor(t, "the pushed message marked read", func() bool {
+		ms := inbox(t, c.home, "team-lead")
+		return len(ms) == 1 && ms[0].Read
+	})
+	select {
+	case extra := <-sock.lines:
+		t.Errorf("a second line: %v", extra)
+	case <-time.After(300 * time.Millisecond):
+	}
+	lm := leadStatus(c)
+	if lm["path"] != "socket" || lm["pushed"] != float64(1) || lm["failures"] != float64(0) || lm["socket"] != sock.path {
+		t.Errorf("lead_mail = %v", lm)
+	}
+}
+
+// TestLeadPushRefused: while nobody listens on the socket the mail stays
+// unread (counted as failures, one warning); once the socket listens, the
+// next check pushes it.
+func TestLeadPushRefused(t *testing.T) {
+	path := socketPath(t)
+	c := startProxy(t, harnessOpts{modify: leadOpts(path)})
+	c.initialize(false)
+	send(t, c.home, "arch", "team-lead", "are you there?", "")
+	waitFor(t, "a failed push", func() bool {
+		lm := leadStatus(c)
+		return lm["failures"].(float64) >= 2
+	})
+	lm := leadStatus(c)
+	if lm["pushed"] != float64(0) || lm["last_error"] == "" || !strings.Contains(lm["reason"].(string), "failed") {
+		t.Errorf("lead_mail after refused pushes = %v", lm)
+	}
+	if ms := inbox(t, c.home, "team-lead"); len(ms) != 1 || ms[0].Read {
+		t.Fatalf("inbox after refused pushes: %+v, want one unread", ms)
+	}
+	sock := listenCC(t, path)
+	sock.next(t) // auth
+	if line := sock.next(t); line["message"].(map[string]any)["content"] != "Team mail from arch: are you there?" {
+		t.Errorf("pushed line %v", line)
+	}
+	waitFor(t, "the pushed message marked read", func() bool {
+		ms := inbox(t, c.home, "team-lead")
+		return len(ms) == 1 && ms[0].Read
+	})
+}
+
+// TestLeadMailPaths: without a socket, with lead_push off, or when the
+// lead's identity is also Codex's default, mail for the lead stays in the
+// inbox, and agent_status says why.
+func TestLeadMailPaths(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		modify func(*Options)
+		reason string
+	}{
+		{"no socket", func(o *Options) { leadOpts("")(o) }, "no messaging socket"},
+		{"push off", func(o *Options) { leadOpts("/nonexistent.sock")(o); o.LeadPush = false }, "lead_push is off"},
+		{"default identity", func(o *Options) { leadOpts("/nonexistent.sock")(o); o.DefaultIdentity = "team-lead" }, "default identity"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := startProxy(t, harnessOpts{modify: tc.modify})
+			c.initialize(false)
+			send(t, c.home, "arch", "team-lead", "stay", "")
+			time.Sleep(200 * time.Millisecond) // four polls
+			lm := leadStatus(c)
+			if lm["path"] != "inbox" || !strings.Contains(lm["reason"].(string), tc.reason) {
+				t.Errorf("lead_mail = %v, want inbox because %s", lm, tc.reason)
+			}
+			if ms := inbox(t, c.home, "team-lead"); len(ms) != 1 || ms[0].Read {
+				t.Errorf("inbox: %+v, want one unread", ms)
+			}
+		})
+	}
+}
+
+// members returns the names in dev's config.json and the raw entry of
+// name.
+func members(t testing.TB, home string) map[string]map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(home, ".claude", "teams", "dev", "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Members []map[string]any `json:"members"`
+	}
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]map[string]any{}
+	for _, m := range cfg.Members {
+		out[m["name"].(string)] = m
+	}
+	return out
+}
+
+func names(m map[string]map[string]any) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestTeamMembership: a Codex identity that the team does not list joins
+// config.json while its session is live and leaves when it closes; a
+// listed one is left alone; a vanished team does not stop sessions.
+func TestTeamMembership(t *testing.T) {
+	c := startProxy(t, harnessOpts{modify: func(o *Options) { o.Identity, o.DefaultIdentity = "team-lead", "codex" }})
+	c.initialize(false)
+	before := names(members(t, c.home))
+	res := c.structured(c.tool("codex", map[string]any{"prompt": "hi", "identity": "codex1"}))
+	c.structured(c.tool("codex", map[string]any{"prompt": "hi", "identity": "arch"}))
+	ms := members(t, c.home)
+	m := ms["codex1"]
+	if m == nil || m["agentId"] != "codex1@dev" || m["agentType"] != "codex" || m["backendType"] != "atm-agent-mcp" || m["cwd"] != c.home {
+		t.Fatalf("codex1 in config.json: %v", m)
+	}
+	if _, ok := m["joinedAt"].(float64); !ok {
+		t.Errorf("joinedAt %v, want a number", m["joinedAt"])
+	}
+	c.tool("agent_close", map[string]any{"agent_id": res["agent_id"]})
+	c.tool("agent_close", map[string]any{"identity": "arch"})
+	if got := names(members(t, c.home)); !cmp.Equal(got, before) {
+		t.Errorf("members after close %v, want %v (codex1 gone, arch kept)", got, before)
+	}
+
+	// The team vanishes (Claude Code deletes a session team when its lead
+	// exits): sessions still start and close.
+	if err := os.RemoveAll(filepath.Join(c.home, ".claude", "teams", "dev")); err != nil {
+		t.Fatal(err)
+	}
+	res = c.structured(c.tool("codex", map[string]any{"prompt": "still here", "identity": "codex2"}))
+	if res["content"] != "MOCK_REPLY: still here" {
+		t.Errorf("codex after the team vanished: %v", res)
+	}
+	c.tool("agent_close", map[string]any{"agent_id": res["agent_id"]})
+}
+
+func TestLeadText(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		m    atmclient.Message
+		want string
+	}{
+		{"summary", atmclient.Message{From: "codex1", SourceTeam: "dev", Summary: "tests", Text: "all pass"}, "Team mail from codex1 (tests): all pass"},
+		{"automatic summary left out", atmclient.Message{From: "codex1", Summary: "a long report...", Text: "a long report with details"}, "Team mail from codex1: a long report with details"},
+		{"other team", atmclient.Message{From: "qa", SourceTeam: "other", Text: "hi"}, "Team mail from qa@other: hi"},
+		{"qualified sender", atmclient.Message{From: "qa@other", SourceTeam: "other", Text: "hi"}, "Team mail from qa@other: hi"},
+	} {
+		if got := leadText("dev", tc.m); got != tc.want {
+			t.Errorf("%s: leadText = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,159 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
+	"github.com/atm-agent-mcp/atm-agent-mcp/atmclient"
+)
+
+// memberTimeout bounds one change of the team's config.json.
+const memberTimeout = 3 * time.Second
+
+// backendType marks the members this proxy adds to a team's config.json.
+const backendType = "atm-agent-mcp"
+
+// teamHooks are the mail hooks the sessions see (session.Mail): around the
+// bridge's (mailHooks) they keep each live Codex identity a member of the
+// team's config.json while its session is live, so that the lead's
+// SendMessage and the atm CLI can address it, and hand the lead's identity
+// between the lead's push (leadPush) and a Codex session that binds it.
+//
+// Only members this proxy added are removed: an identity that config.json
+// already listed (the user's own member) is left alone. A team directory
+// that vanished (Claude Code deletes its session team when the lead exits)
+// is said once and otherwise ignored: sessions, mail and the tools go on.
+type teamHooks struct {
+	mail *mailHooks
+	lead *leadPush // nil: no lead push
+	atm  *atmclient.Client
+	team string
+	cwd  func(identity string) string // the session's cwd, for the member entry
+	log  interface {
+		Warn(string, ...any)
+		Debug(string, ...any)
+	}
+	now func() time.Time
+
+	mu    sync.Mutex      // guards the fields below; never held across I/O
+	added map[string]bool // identities this proxy added to config.json
+	gone  bool            // the team's config.json was missing: said once
+}
+
+var _ session.Mail = (*teamHooks)(nil)
+
+// Bind makes identity a member, gives it the lead's identity if it is that,
+// and tells the bridge.
+func (h *teamHooks) Bind(identity string, autoMail bool) {
+	h.join(identity)
+	if h.lead != nil && identity == h.lead.identity {
+		h.lead.suspend()
+	}
+	h.mail.Bind(identity, autoMail)
+}
+
+// Unbind tells the bridge, ends identity's membership if this proxy added
+// it, and gives the lead's identity back to the lead's push.
+func (h *teamHooks) Unbind(identity string) {
+	h.mail.Unbind(identity)
+	h.leave(identity)
+	if h.lead != nil && identity == h.lead.identity {
+		h.lead.resume()
+	}
+}
+
+// Idle is the post-turn mail check.
+func (h *teamHooks) Idle(identity string) { h.mail.Idle(identity) }
+
+// Stats returns the bridge's counters for identity.
+func (h *teamHooks) Stats(identity string) session.MailStats { return h.mail.Stats(identity) }
+
+// join adds identity to config.json unless it is listed there already.
+func (h *teamHooks) join(identity string) {
+	ctx, cancel := context.WithTimeout(context.Background(), memberTimeout)
+	defer cancel()
+	t, err := h.atm.TeamConfig(h.team)
+	if err != nil {
+		h.problem("join", identity, err)
+		return
+	}
+	if _, ok := t.Member(identity); ok {
+		h.mu.Lock()
+		already := h.added[identity]
+		h.mu.Unlock()
+		if !already {
+			h.log.Debug("already a member of the team; left as listed", "identity", identity)
+		}
+		return
+	}
+	raw := func(v any) json.RawMessage { b, _ := json.Marshal(v); return b }
+	m := atmclient.Member{
+		Name: identity, AgentID: identity + "@" + h.team, AgentType: "codex",
+		Extra: map[string]json.RawMessage{
+			"joinedAt":      json.RawMessage(strconv.FormatInt(h.now().UnixMilli(), 10)),
+			"backendType":   raw(backendType),
+			"subscriptions": json.RawMessage("[]"),
+		},
+	}
+	if cwd := h.cwd(identity); cwd != "" {
+		m.Extra["cwd"] = raw(cwd)
+	}
+	if err := h.atm.JoinTeam(ctx, h.team, m); err != nil {
+		h.problem("join", identity, err)
+		return
+	}
+	h.mu.Lock()
+	h.added[identity] = true
+	h.gone = false
+	h.mu.Unlock()
+	h.log.Debug("joined the team", "identity", identity)
+}
+
+// leave removes identity from config.json if this proxy added it.
+func (h *teamHooks) leave(identity string) {
+	h.mu.Lock()
+	added := h.added[identity]
+	delete(h.added, identity)
+	h.mu.Unlock()
+	if !added {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), memberTimeout)
+	defer cancel()
+	if err := h.atm.LeaveTeam(ctx, h.team, identity); err != nil {
+		h.problem("leave", identity, err)
+		return
+	}
+	h.log.Debug("left the team", "identity", identity)
+}
+
+// problem logs a failed change of the membership: a missing team once (the
+// lead's exit deletes a session team), anything else as a warning.
+func (h *teamHooks) problem(op, identity string, err error) {
+	if errors.Is(err, atmclient.ErrTeamNotFound) {
+		h.mu.Lock()
+		said := h.gone
+		h.gone = true
+		h.mu.Unlock()
+		if !said {
+			h.log.Warn("the team is gone (its directory or config.json was removed); sessions go on, team membership is not kept", "op", op, "identity", identity)
+			return
+		}
+		h.log.Debug("the team is still gone", "op", op, "identity", identity)
+		return
+	}
+	h.log.Warn("cannot change the team's members", "op", op, "identity", identity, "err", err)
+}
+
+// sessionCwd is the cwd of the live session of identity, or "".
+func (s *Server) sessionCwd(identity string) string {
+	if sess := s.sessions.ByIdentity(identity); sess != nil {
+		return sess.Record().Cwd
+	}
+	return ""
+}

@@ -1,0 +1,71 @@
+package proxy
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
+	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
+)
+
+// sessionTeamPrefix starts the instance names of Claude Code session teams
+// in their shared registry (config.SessionTeamPrefix).
+const sessionTeamPrefix = "session-"
+
+// openRegistry opens the instance registry (Options.RegistryTeam and
+// RegistryInstance, claiming the instance). For a Claude Code session team
+// it then takes over the sessions of the earlier sessions' instances whose
+// proxy has ended, so that `--resume`, `codex-reply` and `codex` with an
+// agent_id find yesterday's Codex agents in today's session.
+func openRegistry(opts Options) (*registry.Registry, error) {
+	reg, err := registry.Open(registry.Config{Home: opts.Home, Team: opts.RegistryTeam, Identity: opts.RegistryInstance,
+		Logger: opts.Logger, Now: opts.Now})
+	if err != nil || !opts.SessionTeam {
+		return reg, err
+	}
+	insts, err := reg.Dir().Scan()
+	if err != nil {
+		opts.Logger.Warn("cannot look for the sessions of earlier Claude Code sessions", "err", err)
+		return reg, nil
+	}
+	for _, inst := range insts {
+		if inst.Identity == opts.RegistryInstance || !strings.HasPrefix(inst.Identity, sessionTeamPrefix) {
+			continue
+		}
+		_, err := reg.Adopt(inst.Identity)
+		var conflict *registry.ConflictError
+		switch {
+		case errors.As(err, &conflict):
+			opts.Logger.Debug("an earlier Claude Code session's proxy still runs; its sessions stay there", "instance", inst.Identity)
+		case err != nil:
+			opts.Logger.Warn("cannot take over an earlier Claude Code session's sessions", "instance", inst.Identity, "err", err)
+		}
+	}
+	return reg, nil
+}
+
+// teamStamp is the sessions' view of a registry shared by several teams
+// (Claude Code session teams): a session records the team it runs in now,
+// when it starts and when it is resumed, not the registry's key.
+type teamStamp struct {
+	session.Registry
+	team string
+}
+
+// Add records a new session in the current team.
+func (r teamStamp) Add(s registry.Session) (registry.Session, error) {
+	if s.Team == "" {
+		s.Team = r.team
+	}
+	return r.Registry.Add(s)
+}
+
+// Update records a session that becomes live in the current team.
+func (r teamStamp) Update(agentID string, fn func(*registry.Session)) (registry.Session, error) {
+	return r.Registry.Update(agentID, func(s *registry.Session) {
+		fn(s)
+		if s.Status.Live() {
+			s.Team = r.team
+		}
+	})
+}
