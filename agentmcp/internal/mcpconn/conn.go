@@ -245,8 +245,11 @@ type Stats struct {
 	// Dropped counts the events dropped since the start (queue full or
 	// client gone).
 	Dropped int64
-	// Queued counts the events waiting for the pump now.
+	// Queued counts the events (and progress) waiting for the pump now.
 	Queued int
+	// ProgressDropped counts the progress notifications dropped since the
+	// start (queue full or client gone): progress never waits either.
+	ProgressDropped int64
 }
 
 // Stats returns the event counters.
@@ -254,7 +257,7 @@ func (c *Conn) Stats() Stats {
 	if c.out == nil {
 		return Stats{}
 	}
-	return Stats{Dropped: c.out.dropped.Load(), Queued: c.out.queued()}
+	return Stats{Dropped: c.out.dropped.Load(), Queued: c.out.queued(), ProgressDropped: c.out.progressDropped.Load()}
 }
 
 // errReleased ends the read loop of a goroutine whose call gave the

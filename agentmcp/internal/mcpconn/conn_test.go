@@ -447,18 +447,28 @@ func TestServerRequests(t *testing.T) {
 	}
 }
 
+// TestProgressBeforeTheResponseOnly: a client that keeps up gets the
+// progress of a request before its response, and none after it. (Without
+// a pipe gauge, as here, progress goes through the pump: the handler waits
+// until the client has read it, as a turn's progress is long read before
+// its answer.)
 func TestProgressBeforeTheResponseOnly(t *testing.T) {
 	var call *ToolCall
+	read := make(chan struct{})
 	h := handlerFunc(func(ctx context.Context, c *ToolCall) (*ToolResult, error) {
 		call = c
 		c.Progress.Send("working")
+		<-read
 		return &ToolResult{Text: "done"}, nil
 	})
 	c := start(t, Config{Handler: h}, false)
-	id := c.send("tools/call", map[string]any{"name": "t", "arguments": map[string]any{}, "_meta": map[string]any{"progressToken": "tok"}})
-	_, before := c.response(id)
-	if len(before) != 1 || before[0].Method != "notifications/progress" || !strings.Contains(string(before[0].Params), `"message":"working"`) {
-		t.Fatalf("before the response: %+v", before)
+	c.send("tools/call", map[string]any{"name": "t", "arguments": map[string]any{}, "_meta": map[string]any{"progressToken": "tok"}})
+	if m := c.read(); m.Method != "notifications/progress" || !strings.Contains(string(m.Params), `"message":"working"`) {
+		t.Fatalf("before the response: %+v", m)
+	}
+	close(read)
+	if m := c.read(); !m.IsResponse() {
+		t.Fatalf("after the progress: %+v, want the response", m)
 	}
 	call.Progress.Send("late")
 	if m := c.call("ping", nil); m.Error != nil {
@@ -557,6 +567,42 @@ func TestEventsDroppedNotWaitedFor(t *testing.T) {
 	defer logMu.Unlock()
 	if n := strings.Count(logged.String(), "the client reads slower than Codex writes"); n != 1 {
 		t.Errorf("%d drop warnings, want 1:\n%s", n, logged.String())
+	}
+}
+
+// TestProgressDroppedNotWaitedFor: progress, like events, never waits for
+// a client that does not read — not even while an answer being written to
+// it holds the write order (omu): it queues up to the bound, then is
+// dropped and counted; Flush returns at once with nothing held.
+func TestProgressDroppedNotWaitedFor(t *testing.T) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe() // nobody reads it: a client that stopped reading
+	conn := New(Config{Handler: echo, EventQueue: 10})
+	conn.Start(inR, outW)
+	defer func() { inW.Close(); <-conn.Done(); conn.Close(); outW.Close(); outR.Close() }()
+	go func() {
+		m, _ := jsonrpcframe.NewResponse(jsonrpcframe.IntID(1), map[string]any{})
+		_ = conn.out.write(m) // an answer: it may wait, holding omu
+	}()
+	holdOMU(t, conn.out)
+	p := &Progress{c: conn.out, token: json.RawMessage(`"tok"`)}
+	noWait(t, "Progress.Send, Flush and Event", func() {
+		for range 100 {
+			p.Send("working")
+		}
+		conn.Flush()
+		for range 100 {
+			conn.Event(func() *jsonrpcframe.Message {
+				m, _ := jsonrpcframe.NewNotification("codex/event", map[string]any{"x": 1})
+				return m
+			}, true)
+		}
+		conn.Flush()
+	})
+	// At most a queue's worth waits for the pump and a batch of it in the
+	// pump; the rest is dropped.
+	if st := conn.Stats(); st.ProgressDropped < 100-2*10 || st.Dropped < 100-2*10 || st.Queued > 10 {
+		t.Errorf("stats %+v: want at least 80 progress notifications and 80 events dropped, at most 10 queued", st)
 	}
 }
 

@@ -56,12 +56,23 @@
 // # Locks
 //
 // Three: Conn.mu (requests in flight, the refusal, the reader pool), and
-// the outbox's omu then emu (omu orders the writes that take held events
-// along, and a request's progress against its response; emu guards the
-// event queue, the held events, the writing claim and the server→client
-// requests waiting for answers). Conn.mu is never held with the other two.
-// The pipe gauge has no lock: only the holder of the writing claim uses it.
-// No lock is held while a Handler or Forwarder runs.
+// the outbox's omu then emu. omu orders the writes that take held events
+// along (responses, server→client requests, progress, and the pump's
+// batches that carry progress), so that no response overtakes events held
+// before it and no progress follows its response; it is held across such a
+// write, which may wait for the client. emu guards the event queue, the
+// held events, the writing claim and the server→client requests waiting
+// for answers, and is never held across a write. Conn.mu is taken under
+// omu only by TryReplyNow (to free the request's id just before its
+// answer), never the other way round, and never with emu. The pipe gauge
+// has no lock: only the holder of the writing claim uses it. No lock is
+// held while a Handler or Forwarder runs.
+//
+// Only answers to requests (and server→client requests) wait for the
+// client. What the Codex reader calls never does: Event and Progress.Send
+// write when the pipe has room and queue or drop (and count) otherwise;
+// Flush returns at once when nothing is held and hands the held events to
+// the pump when omu is busy; TryReplyNow takes omu only with TryLock.
 //
 // # Goroutines
 //

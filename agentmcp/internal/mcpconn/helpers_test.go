@@ -20,6 +20,32 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// noWait runs f and fails the test if it has not returned within 10 s:
+// f must not wait for the client (a hang guard, not a timing assertion).
+func noWait(t *testing.T, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s waited for the client", what)
+	}
+}
+
+// holdOMU waits until a direct write holds c.omu (it is blocked on the
+// client).
+func holdOMU(t *testing.T, c *outbox) {
+	t.Helper()
+	waitFor(t, "a write holding omu", func() bool {
+		if c.omu.TryLock() {
+			c.omu.Unlock()
+			return false
+		}
+		return true
+	})
+}
+
 // checkNoLeaks fails the test if it leaves goroutines running.
 func checkNoLeaks(t *testing.T) { leakcheck.Check(t, "mcpconn.") }
 

@@ -12,12 +12,14 @@ import (
 )
 
 // outbox is the connection's writing side. It owns the only writer to the
-// client's stream (stdout): responses, server→client requests and progress are written
-// directly (the writer serialises them). Events never wait for the client
-// (FR-19.3): the goroutine that has one (the Codex reader) writes it itself
-// when the client's pipe has room for it and no other event is waiting,
-// else it goes to a bounded queue that one goroutine drains, and a full
-// queue drops events instead of blocking Codex (FR-19.4).
+// client's stream (stdout): responses and server→client requests are
+// written directly (the writer serialises them) and may wait for the
+// client. Events and progress never wait for the client (FR-19.3): the
+// goroutine that has one (the Codex reader) writes it itself when the
+// client's pipe has room for it and no other event is waiting, else it goes
+// to a bounded queue that one goroutine drains, and a full queue drops it
+// instead of blocking Codex (FR-19.4). Progress is written under omu, so
+// that none follows its request's response (progress.go).
 //
 // The Codex reader may hold its events back instead (event with hold) and
 // write those it has in one write once it has read all Codex has written
@@ -25,7 +27,10 @@ import (
 // costs one system call and one wake-up of the client, not one each, and no
 // event waits while the reader has nothing else to do. Held events go out
 // before anything else: other events queue behind them, and a direct write
-// (a response) takes them along, in front of itself, in the same write.
+// (a response) takes them along, in front of itself, in the same write. A
+// flush that finds a direct write under way (it may be waiting for the
+// client) does not wait for it: the held events join the front of the
+// queue, as events do when the client is behind.
 type outbox struct {
 	w   jsonrpcframe.Writer
 	log *slog.Logger
@@ -40,7 +45,7 @@ type outbox struct {
 	emu      sync.Mutex // guards queue, writing, held, heldSize, spare, nextID and pending
 	nextID   int64      // the last server→client request id
 	pending  map[jsonrpcframe.ID]chan *jsonrpcframe.Message
-	queue    []func() *jsonrpcframe.Message // events waiting for the pump, in order
+	queue    []outItem // events and progress waiting for the pump, in order
 	queueMax int
 	writing  bool // an event write is in progress (pump or inline)
 	held     []*jsonrpcframe.Message
@@ -49,13 +54,18 @@ type outbox struct {
 	// bw writes held events in one write (nil when the writer cannot:
 	// events are then never held).
 	bw jsonrpcframe.BatchWriter
-	// omu orders writes that take held events along against each other,
-	// so that no response overtakes events held before it.
-	omu      sync.Mutex    // orders the writes that take held events along, and guards each Progress
+	// omu orders the writes that take held events along against each other,
+	// so that no response overtakes events held before it, and progress
+	// against its response. It is held across a direct write, which may
+	// wait for the client: whatever the Codex reader calls takes it only
+	// with TryLock.
+	omu      sync.Mutex
 	wake     chan struct{} // tells the pump there is work
 	stopPump chan struct{}
 	pumpDone chan struct{}
-	dropped  atomic.Int64
+	dropped  atomic.Int64 // events dropped
+	// progressDropped counts progress notifications dropped.
+	progressDropped atomic.Int64
 	// lastWarn (unix nanoseconds) and warned (dropped then) rate-limit the
 	// warning about dropped events.
 	lastWarn, warned atomic.Int64
@@ -74,7 +84,7 @@ func (c *outbox) warnDrops() {
 	}
 	total := c.dropped.Load()
 	c.log.Warn("the client reads slower than Codex writes: events dropped (agent_status counts them per session)",
-		"dropped", total-c.warned.Swap(total), "dropped_total", total, "queue", c.queueMax)
+		"dropped", total-c.warned.Swap(total), "dropped_total", total, "progress_dropped_total", c.progressDropped.Load(), "queue", c.queueMax)
 }
 
 // ErrClientGone reports that the client has disconnected: its stdin ended
@@ -102,9 +112,6 @@ func newOutbox(w jsonrpcframe.Writer, gauge *pipeGauge, queue int, log *slog.Log
 	return c
 }
 
-// maxEventBatch bounds how many queued events the pump writes at once.
-const maxEventBatch = 64
-
 // heldOverhead is what an event takes in the pipe beyond its params, at
 // most (method, _meta, framing), for counting held events against the
 // pipe's room.
@@ -120,61 +127,6 @@ func (c *outbox) signalLocked() {
 	select {
 	case c.wake <- struct{}{}:
 	default:
-	}
-}
-
-// pump writes queued events until stop. Events that are already queued go
-// out together, in one write, when the writer can batch.
-func (c *outbox) pump() {
-	defer close(c.pumpDone)
-	bw, canBatch := c.w.(jsonrpcframe.BatchWriter)
-	limit := 1
-	if canBatch {
-		limit = maxEventBatch
-	}
-	builds := make([]func() *jsonrpcframe.Message, 0, maxEventBatch)
-	batch := make([]*jsonrpcframe.Message, 0, maxEventBatch)
-	for {
-		select {
-		case <-c.wake:
-		case <-c.stopPump:
-			return
-		}
-		for {
-			c.emu.Lock()
-			if c.writing || len(c.held) > 0 || len(c.queue) == 0 {
-				c.emu.Unlock()
-				break
-			}
-			n := min(len(c.queue), limit)
-			builds = append(builds[:0], c.queue[:n]...)
-			c.queue = c.queue[:copy(c.queue, c.queue[n:])]
-			c.writing = true
-			c.emu.Unlock()
-
-			batch = batch[:0]
-			for _, build := range builds {
-				if m := build(); m != nil {
-					batch = append(batch, m)
-				}
-			}
-			clear(builds)
-			var err error
-			switch {
-			case len(batch) == 0:
-			case canBatch:
-				err = bw.WriteBatch(batch)
-			default:
-				err = c.w.Write(batch[0])
-			}
-			clear(batch)
-			if err != nil {
-				c.markGone(err)
-			}
-			c.emu.Lock()
-			c.writing = false
-			c.emu.Unlock()
-		}
 	}
 }
 
@@ -244,9 +196,25 @@ func (c *outbox) writeOrdered(m *jsonrpcframe.Message) error {
 }
 
 // flushHeld writes the held events, if any, in one write. The Codex reader
-// calls it when it has read all Codex has written so far.
+// calls it when it has read all Codex has written so far, so it never
+// waits: with nothing held it returns at once (omu untouched), and while a
+// direct write holds omu (it may be waiting for the client) the held events
+// go to the front of the queue, for the pump, instead. The held events fit
+// in the client's pipe (event counted them against its room), so their own
+// write does not wait.
 func (c *outbox) flushHeld() {
-	c.omu.Lock()
+	c.emu.Lock()
+	empty := len(c.held) == 0
+	c.emu.Unlock()
+	if empty {
+		return
+	}
+	if !c.omu.TryLock() {
+		c.emu.Lock()
+		c.queueHeldLocked()
+		c.emu.Unlock()
+		return
+	}
 	defer c.omu.Unlock()
 	c.emu.Lock()
 	held := c.takeHeldLocked()
@@ -257,6 +225,21 @@ func (c *outbox) flushHeld() {
 	if err := c.writeHeld(held, nil); err != nil {
 		c.markGone(err)
 	}
+}
+
+// queueHeldLocked moves the held events to the front of the queue (they
+// are older than anything queued) and wakes the pump; c.emu is held.
+func (c *outbox) queueHeldLocked() {
+	held := c.takeHeldLocked()
+	if len(held) == 0 {
+		return
+	}
+	front := make([]outItem, 0, len(held)+len(c.queue))
+	for _, h := range held {
+		front = append(front, outItem{build: func() *jsonrpcframe.Message { return h }})
+	}
+	c.queue = append(front, c.queue...)
+	c.signalLocked()
 }
 
 // takeHeldLocked takes the held events for writing; c.emu is held.
@@ -370,11 +353,11 @@ func (c *outbox) event(build func() *jsonrpcframe.Message, hold bool) bool {
 		// No room: the client is behind. The pump waits for it; the held
 		// events and this one go before any queued while it was being
 		// built.
-		front := make([]func() *jsonrpcframe.Message, 0, len(c.held)+1+len(c.queue))
+		front := make([]outItem, 0, len(c.held)+1+len(c.queue))
 		for _, h := range c.takeHeldLocked() {
-			front = append(front, func() *jsonrpcframe.Message { return h })
+			front = append(front, outItem{build: func() *jsonrpcframe.Message { return h }})
 		}
-		front = append(front, func() *jsonrpcframe.Message { return m })
+		front = append(front, outItem{build: func() *jsonrpcframe.Message { return m }})
 		c.queue = append(front, c.queue...)
 		c.signalLocked()
 	} else if len(c.queue) > 0 {
@@ -384,28 +367,32 @@ func (c *outbox) event(build func() *jsonrpcframe.Message, hold bool) bool {
 }
 
 // reserve claims the client's pipe for one message of about n bytes if it
-// takes it at once: no event is queued or being written, and the pipe has
-// room for it after the held events. The caller then calls writeReserved
-// (which writes the held events first) or release; events meanwhile go to
-// the queue.
+// takes it at once, without waiting for anything: omu is free (no direct
+// write is under way), no event is queued or being written, and the pipe
+// has room for it after the held events. The caller then calls
+// writeReserved (which writes the held events first); events meanwhile go
+// to the queue.
 func (c *outbox) reserve(n int) bool {
-	if c.isGone() {
+	if c.isGone() || !c.omu.TryLock() {
 		return false
 	}
 	c.emu.Lock()
 	defer c.emu.Unlock()
 	if c.gauge == nil || c.writing || len(c.queue) > 0 || !c.gauge.has(c.heldSize+n+inlineSlack) {
+		c.omu.Unlock()
 		return false
 	}
 	c.writing = true
 	return true
 }
 
-// writeReserved writes m in the room reserve claimed, then releases it.
+// writeReserved writes m in the room reserve claimed (omu held), then
+// releases both.
 func (c *outbox) writeReserved(m *jsonrpcframe.Message) {
-	if err := c.write(m); err != nil {
+	if err := c.writeOrdered(m); err != nil {
 		c.log.Debug("reply not delivered", "id", m.ID.String(), "err", err)
 	}
+	c.omu.Unlock()
 	c.release()
 }
 
@@ -433,7 +420,7 @@ func (c *outbox) enqueueLocked(build func() *jsonrpcframe.Message) bool {
 		c.dropped.Add(1)
 		return false
 	}
-	c.queue = append(c.queue, build)
+	c.queue = append(c.queue, outItem{build: build})
 	c.signalLocked()
 	return true
 }

@@ -2,6 +2,7 @@ package mcpconn
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -181,6 +182,68 @@ func TestHeldEvents(t *testing.T) {
 		c.flushHeld()
 		if got := rec.got(); len(got) != 0 {
 			t.Errorf("written after the client went: %q", got)
+		}
+	})
+}
+
+// TestProgress: progress goes out at once when the pipe has room (with the
+// held events, in the same write), through the queue when the client is
+// behind, and never waits for a write that holds omu; queued progress of an
+// answered request is not written; Flush and reserve do not wait for omu.
+func TestProgress(t *testing.T) {
+	newProgress := func(c *outbox) *Progress { return &Progress{c: c, token: json.RawMessage(`1`)} }
+	t.Run("inline", func(t *testing.T) {
+		c, rec, _ := newHoldingOutbox(t)
+		p := newProgress(c)
+		p.Send("a")
+		c.event(aNote("e1"), true)
+		p.Send("b")
+		if diff := cmp.Diff([]string{"notifications/progress", "e1 notifications/progress"}, rec.got()); diff != "" {
+			t.Errorf("writes (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("client_behind", func(t *testing.T) {
+		c, rec, fill := newHoldingOutbox(t)
+		p := newProgress(c)
+		fill(c.gauge.capacity - inlineSlack) // no room: the pump writes it
+		p.Send("a")
+		waitFor(t, "the pump", func() bool { return len(rec.got()) == 1 })
+		if diff := cmp.Diff([]string{"notifications/progress"}, rec.got()); diff != "" {
+			t.Errorf("writes (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("answer_being_written", func(t *testing.T) {
+		c, rec, _ := newHoldingOutbox(t)
+		p := newProgress(c)
+		c.event(aNote("e1"), true)
+		c.omu.Lock() // an answer is being written (and may wait for the client)
+		noWait(t, "Send, flushHeld and reserve", func() {
+			p.Send("late")
+			c.flushHeld() // the held event goes to the pump instead
+			if c.reserve(10) {
+				t.Error("reserve claimed the pipe while omu was held")
+			}
+		})
+		p.finish() // the answer: no progress after it
+		if err := c.writeOrdered(aResponse(t)); err != nil {
+			t.Fatal(err)
+		}
+		c.omu.Unlock()
+		waitFor(t, "the pump", func() bool { return len(rec.got()) == 2 })
+		p.Send("after")
+		time.Sleep(20 * time.Millisecond) // the pump has had its chance
+		// e1 could not be flushed while the answer was written: it went
+		// through the queue, as events do when the client is behind.
+		if diff := cmp.Diff([]string{"answer", "e1"}, rec.got()); diff != "" {
+			t.Errorf("writes (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("gone", func(t *testing.T) {
+		c, rec, _ := newHoldingOutbox(t)
+		c.markGone(nil)
+		newProgress(c).Send("a")
+		if got := rec.got(); len(got) != 0 || c.progressDropped.Load() != 1 {
+			t.Errorf("after the client went: writes %q, %d dropped", got, c.progressDropped.Load())
 		}
 	})
 }

@@ -118,8 +118,9 @@ func (c *ToolCall) Release() {
 
 // TryReplyNow answers the call at once, on the calling goroutine, when that
 // costs no waiting: the client has not cancelled the request and is still
-// there, no event is queued or being written, and the client's pipe has
-// room for the answer now (without a pipe gauge it never has). It then
+// there, no event is queued or being written, no other answer is being
+// written (omu is free), and the client's pipe has room for the answer now
+// (without a pipe gauge it never has). It then
 // claims the pipe, calls commit (optional; it must not block: the caller
 // records there what the answer reports, so the answer never reaches the
 // client before that state), ends Progress, writes the answer (held events
