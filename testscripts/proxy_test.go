@@ -22,6 +22,8 @@ func proxyParams(t *testing.T, glob string) testscript.Params {
 	p.Cmds["mcp"] = cmdMCP
 	p.Cmds["flock"] = cmdFlock
 	p.Cmds["killgroup"] = cmdKillGroup
+	p.Cmds["waitfile"] = cmdWaitFile
+	p.Cmds["ccsock"] = cmdCCSock
 	setup := p.Setup
 	p.Setup = func(env *testscript.Env) error {
 		if err := setup(env); err != nil {

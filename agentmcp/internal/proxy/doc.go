@@ -14,9 +14,32 @@
 //
 // The adapters between them live here: eventSink (session.Sink onto the
 // connection's events and progress), asker (session.Asker onto elicitation),
-// mailHooks and mailTarget (session.Mail and mailbridge.Target), and the
-// handler that passes what the connection does not answer itself to the
-// Codex child (codexchild.Passthrough).
+// mailHooks and mailTarget (session.Mail and mailbridge.Target), frames
+// (mailbridge's OnFrame and the end of mail turns), and the handler that
+// passes what the connection does not answer itself to the Codex child
+// (codexchild.Passthrough).
+//
+// # Claude Code's dialect
+//
+// Codex agents are teammates of Claude Code's agent teams, so they answer
+// its protocol frames as native teammates do (frames.go). The mail bridge
+// hands over every frame found in a bound inbox; a shutdown_request to a
+// Codex agent closes its session as agent_close does (a busy turn is
+// interrupted first, then a summary is asked for; the identity is
+// released; audited) on a goroutine of its own, and then answers with a
+// shutdown_response (approve: true, its request_id) from the agent's
+// identity to the requester through the ATM client, so both inbox locks
+// apply. Meanwhile the identity takes no mail turn. A request is handled
+// once: the same request_id again is neither closed nor answered twice.
+// plan_approval_request, permission_request and every other frame are
+// logged at info and audited as frame:<type>; idle notifications and
+// shutdown responses for an agent are logged at debug; the bridge marks
+// them all read, and no Codex agent ever sees a frame. When a mail turn
+// ends (session.TryMailThen), every sender of its mail but the agent itself
+// gets an idle_notification: idleReason available with the turn's result,
+// interrupted, or failed with the error, so that Claude Code's lead shows
+// "Teammate @codex1 finished". Turns the client started (codex,
+// codex-reply) notify nobody: the client has their result.
 //
 // # Locks
 //
@@ -26,12 +49,14 @@
 // a session reaches the connection (events, answers, questions) only with
 // none of its locks held, and the connection calls tools with none of its
 // own. gitctx keeps two more (its facts cache and its watcher), leaf locks
-// taken by nobody else. No lock is held across I/O.
+// taken by nobody else, and so is frames.mu (frames.go: the shutdown
+// requests handled and the identities being shut down). No lock is held
+// across I/O.
 //
 // # Shutdown
 //
 // Run ends when the client's stream ends or ctx does, in this order: new
-// requests are refused, sessions are summarised and closed, the mail bridge
-// stops, requests still running are cancelled, the sessions' goroutines
+// requests are refused, sessions are summarised and closed, shutdown
+// requests being answered finish (bounded), the mail bridge stops, requests still running are cancelled, the sessions' goroutines
 // end, the Codex child is stopped, and the connection's writing ends.
 package proxy

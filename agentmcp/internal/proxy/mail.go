@@ -17,7 +17,7 @@ func (s *Server) startMail(ctx context.Context) error {
 	b, err := mailbridge.New(mailbridge.Config{
 		ATM: s.atm, Team: s.opts.Team, Target: mailTarget{s},
 		PollInterval: s.opts.MailPollInterval, IdleTimeout: s.opts.MailIdleTimeout, MaxMessages: s.opts.MaxMailMessages,
-		MaxMessageLength: s.opts.MaxMailMessageLength, OnBatch: s.auditBatch, Logger: s.log, Now: s.opts.Now,
+		MaxMessageLength: s.opts.MaxMailMessageLength, OnBatch: s.auditBatch, OnFrame: s.frames.onFrame, Logger: s.log, Now: s.opts.Now,
 	})
 	if err != nil {
 		return err
@@ -105,7 +105,10 @@ func (t mailTarget) Deliver(identity, prompt string, msgs []atmclient.Message, d
 	if sess == nil || t.s.sessions.Closing() || t.s.backend.mailPaused() {
 		return false // Codex down: the mail waits, unread, for resumeMail
 	}
-	return sess.TryMail(prompt, done)
+	if !t.s.frames.takesMail(identity) {
+		return false // a shutdown request is closing the session
+	}
+	return sess.TryMailThen(prompt, done, t.s.frames.mailEnded(identity, sess.Record().AgentID, msgs))
 }
 
 // resumeMail asks the bridge to check every bound identity: after a

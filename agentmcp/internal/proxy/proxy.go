@@ -36,6 +36,7 @@ type Server struct {
 	sessions *session.Manager
 	tools    *tools.Env
 	mail     mailHooks
+	frames   *frames   // Claude Code's protocol frames and idle notifications (frames.go)
 	team     teamHooks // the sessions' mail hooks: membership around mail (team.go)
 	lead     *leadPush // mail for the client's own identity (leadpush.go)
 }
@@ -72,6 +73,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{opts: opts, log: log, reg: reg, audit: audit, atm: atm,
 		auditor: session.NewAuditor(audit, log), git: gitctx.New(gitctx.Config{Logger: log})}
 	s.backend = newCodex(opts.Backend, opts, log, s.auditor)
+	s.frames = newFrames(s)
 	s.lead = newLeadPush(opts, log)
 	s.team = teamHooks{mail: &s.mail, lead: s.lead, atm: atm, team: opts.Team, cwd: s.sessionCwd, log: log, now: opts.Now, added: map[string]bool{}}
 	s.conn = mcpconn.New(mcpconn.Config{
@@ -152,6 +154,9 @@ func (s *Server) Run(ctx context.Context, r io.Reader, w io.Writer) error {
 func (s *Server) shutdown() {
 	s.conn.Refuse(proxyerr.New(proxyerr.ErrInvalidSessionParams, nil, "the proxy is shutting down"))
 	s.sessions.Shutdown()
+	if !s.frames.wait(5 * time.Second) {
+		s.log.Warn("a shutdown request was still being answered at shutdown")
+	}
 	if err := s.mail.close(); err != nil {
 		s.log.Warn("stopping mail delivery", "err", err)
 	}

@@ -295,6 +295,14 @@ func (s *Session) Start(t Turn) (*Handle, error) {
 // exactly once when it returns true: true once the turn's request was
 // written to Codex, false when the turn ended without that.
 func (s *Session) TryMail(prompt string, report func(sent bool)) bool {
+	return s.TryMailThen(prompt, report, nil)
+}
+
+// TryMailThen is TryMail, and when it returns true, ended (optional) is
+// called once the mail turn is over and the session has moved on, with the
+// turn's result or error: how the proxy tells the mail's senders that the
+// agent is idle again (an idle_notification).
+func (s *Session) TryMailThen(prompt string, report func(sent bool), ended func(*TurnResult, error)) bool {
 	var once sync.Once
 	rep := func(sent bool) { once.Do(func() { report(sent) }) }
 	j := &job{source: SourceMail}
@@ -303,9 +311,12 @@ func (s *Session) TryMail(prompt string, report func(sent bool)) bool {
 		rep(false)
 		return r, err
 	}
-	j.done = func(_ *TurnResult, err error) {
+	j.done = func(r *TurnResult, err error) {
 		if err != nil {
 			s.m.log.Warn("auto-mail turn failed", "agent_id", s.Record().AgentID, "err", err)
+		}
+		if ended != nil {
+			ended(r, err)
 		}
 	}
 	j.discard = func(error) { rep(false) }
