@@ -30,8 +30,8 @@ func seedInbox(b *testing.B, c *Client, agent string, n int) string {
 }
 
 // BenchmarkAppend appends to an inbox of 10,000 messages (growing by one
-// per iteration), through one Client as a proxy would. Each append also
-// records the message in the inbox journal and fsyncs it.
+// per iteration), through one Client as a proxy would, under both locks.
+// Each append also records the write in the inbox journal and fsyncs it.
 func BenchmarkAppend(b *testing.B) {
 	c, _ := newTestHome(b, "a", "inbox")
 	seedInbox(b, c, "inbox", 10000)
@@ -43,9 +43,38 @@ func BenchmarkAppend(b *testing.B) {
 	}
 }
 
+// BenchmarkSendLocks shows what Claude Code's lock directory costs a Send
+// on top of the atm CLI's flock, on a small inbox (10 messages, consumed
+// back to 10 every 100 Sends, as a Claude Code reader keeps it) and on one
+// of 10,000. A Send holds both locks for nearly all of its time, so its
+// time per operation is also about how long Claude Code's writers wait
+// for us (they give up after about 0.65 s).
+func BenchmarkSendLocks(b *testing.B) {
+	for _, size := range []int{10, 10000} {
+		for _, mode := range []string{"flock only", "both locks"} {
+			b.Run(fmt.Sprintf("inbox=%d/%s", size, mode), func(b *testing.B) {
+				c, _ := newTestHome(b, "a", "inbox")
+				c.flockOnly = mode == "flock only"
+				path := seedInbox(b, c, "inbox", size)
+				seed := mustRead(b, path)
+				for i := 0; b.Loop(); i++ {
+					if i%100 == 99 {
+						b.StopTimer()
+						os.WriteFile(path, seed, 0o600)
+						b.StartTimer()
+					}
+					if _, err := c.Send(bg, SendRequest{From: "a", Team: "dev", To: "inbox", Text: fmt.Sprintf("bench %d", i)}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
 // BenchmarkAppendTwoClients appends to an inbox of 10,000 messages from
-// two Clients in turn, as two processes would: each write reads the
-// inbox elements and journal records the other appended.
+// two Clients in turn, as two processes would: each write parses the
+// inbox elements the other appended.
 func BenchmarkAppendTwoClients(b *testing.B) {
 	c, _ := newTestHome(b, "a", "inbox")
 	c2, err := New(Config{Home: c.Home()})

@@ -25,8 +25,8 @@ var (
 	ErrNotMember = errors.New("not a team member")
 	// ErrCorruptInbox: the inbox file is not a JSON array; it is left as is.
 	ErrCorruptInbox = errors.New("corrupt inbox file")
-	// ErrLockTimeout: another writer held the inbox lock for the whole
-	// Config.LockTimeout.
+	// ErrLockTimeout: another writer held an inbox or team config lock
+	// (flock or lock directory) for the whole Config.LockTimeout.
 	ErrLockTimeout = fsx.ErrLockTimeout
 )
 
@@ -44,8 +44,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock for message timestamps. Optional: nil means time.Now.
 	Now func() time.Time
-	// LockTimeout bounds the wait for an inbox lock. Optional: 0 means
-	// DefaultLockTimeout.
+	// LockTimeout bounds the wait for the locks of one write (the atm
+	// CLI's flock and then Claude Code's lock directory, together).
+	// Optional: 0 means DefaultLockTimeout.
 	LockTimeout time.Duration
 }
 
@@ -107,7 +108,9 @@ func (c *Client) TeamDir(team string) (string, error) {
 // validating both names. The file may not exist yet; it is created by the
 // first message. Watchers should watch the inboxes directory: every write
 // replaces the file by a rename. The directory also holds each inbox's
-// sidecars, {agent}.lock and {agent}.journal (see the package
+// sidecars: {agent}.lock (the atm CLI's flock), {agent}.json.lock (Claude
+// Code's lock directory, present only while a writer holds it),
+// {agent}.journal and, during a write, {agent}.tmp (see the package
 // documentation).
 func (c *Client) InboxPath(team, agent string) (string, error) {
 	dir, err := c.TeamDir(team)

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // interopTally is what one round of racing Claude Code found.
@@ -205,5 +207,55 @@ func TestClaudeCodeInterop(t *testing.T) {
 				t.Logf("%d rounds, %d messages: 0 lost, 0 duplicated", rounds, total.sent)
 			})
 		})
+	}
+}
+
+// Reading for delivery and marking read survive Claude Code deleting
+// entries: a Read after its reader consumed some sees exactly what is
+// left (the parse cache notices a rewrite that removed entries), and a
+// MarkRead of keys whose entries are gone marks the rest without an error.
+func TestClaudeCodeConsumes(t *testing.T) {
+	c, _ := newTestHome(t, "lead")
+	path := inboxPath(t, c, "dev", "lead")
+	var keys []string
+	for i := range 6 {
+		m, err := c.Send(bg, SendRequest{From: "codex1", Team: "dev", To: "lead", Text: fmt.Sprintf("m%d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, m.Key())
+	}
+	steps := []struct {
+		consume []string
+		want    []string
+	}{
+		{[]string{"m0"}, []string{"m1", "m2", "m3", "m4", "m5"}}, // the first entry
+		{[]string{"m5"}, []string{"m1", "m2", "m3", "m4"}},       // the last one
+		{[]string{"m2", "m3"}, []string{"m1", "m4"}},             // the middle
+	}
+	for _, st := range steps {
+		if got := texts(t, c, "lead"); len(got) == 0 {
+			t.Fatal("empty inbox")
+		}
+		claudeConsume(t, path, st.consume...)
+		if diff := cmp.Diff(st.want, texts(t, c, "lead")); diff != "" {
+			t.Errorf("Read after Claude Code consumed %v (-want +got):\n%s", st.consume, diff)
+		}
+	}
+	// Consume the last one and append in its place: same length, same
+	// prefix as the file the cache parsed.
+	claudeConsume(t, path, "m4")
+	if _, err := c.Send(bg, SendRequest{From: "codex1", Team: "dev", To: "lead", Text: "m6"}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"m1", "m6"}, texts(t, c, "lead")); diff != "" {
+		t.Errorf("Read after a consume and an append (-want +got):\n%s", diff)
+	}
+	n, err := c.MarkRead(bg, "dev", "lead", keys...)
+	if err != nil || n != 1 {
+		t.Errorf("MarkRead of six keys of which one is left = %d, %v; want 1, nil", n, err)
+	}
+	if p, _ := c.Pending(bg, "dev", "lead"); p != 1 {
+		t.Errorf("Pending = %d, want 1 (m6)", p)
 	}
 }
