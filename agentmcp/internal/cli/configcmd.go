@@ -20,7 +20,7 @@ type configCmd struct {
 
 // Help is shown by "atm-agent-mcp config --help".
 func (configCmd) Help() string {
-	return `Takes the same flags as serve, so you can see what "serve" would run with. Each value's source is one of: flag, env (the variable), file (the file and key), claude-code session (the team of the Claude Code session that runs it, when no team is configured), default. Unknown keys in [plugins.atm-agent-mcp] are reported as warnings on stderr; a bad value or a malformed file is an error.`
+	return `Takes the same flags as serve, so you can see what "serve" would run with. Each value's source is one of: flag, env (the variable), file (the file and key), claude-code session (the team of the Claude Code session that runs it, when no team is configured), default. Unknown keys in [plugins.atm-agent-mcp], misspelt sections and [core] keys, and a team that does not exist are reported as warnings on stderr (with the closest name: "did you mean"); a bad value or a malformed file is an error. "atm-agent-mcp doctor" checks the rest of what serve needs.`
 }
 
 func (c *configCmd) Run(env *runEnv) error {
@@ -33,6 +33,9 @@ func (c *configCmd) Run(env *runEnv) error {
 	cfg, err := env.load(f, true)
 	if err != nil {
 		return err
+	}
+	if w, ok := cfg.TeamWarning(); ok {
+		cfg.Warnings = append(cfg.Warnings, w)
 	}
 	env.warn(cfg)
 	entries := cfg.Entries()

@@ -69,5 +69,12 @@
 // `[plugins.atm-agent-mcp]` or in a role table does not fail: it becomes a
 // [Warning] naming the file and key. Other sections (`[core]` keys other than
 // ours, `[roles]`, `[aliases]`, other plugins) belong to ATM and are left
-// alone.
+// alone, except what looks like a misspelling of ours: a top-level table
+// within two edits of an ATM section (`[plugin.atm-agent-mcp]`, `[cores]`),
+// a plugin table that is probably ours (`[plugins.atm_agent_mcp]`), and a
+// `[core]` key within two edits of default_team or identity each draw a
+// Warning with "did you mean". [Config.TeamWarning] (a team without its
+// directory, with the closest existing team) and [Config.IdentityAdvice]
+// (how to give a window its own identity, given where the identity came
+// from) serve the commands that report them: config, doctor and serve.
 package config

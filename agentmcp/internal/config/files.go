@@ -32,6 +32,9 @@ type fileLayer struct {
 	path   string
 	core   map[string]any // [core], nil if absent
 	plugin map[string]any // [plugins.atm-agent-mcp], nil if absent
+	// misspelt are the file's likely misspellings of our sections and
+	// [core] keys (see sectionWarnings).
+	misspelt []Warning
 }
 
 // readFile reads and parses one file. A missing file is (nil, nil) unless
@@ -60,7 +63,7 @@ func parseFile(path string, data []byte) (*fileLayer, error) {
 		}
 		return nil, fmt.Errorf("%w: %s: %w", ErrMalformedFile, path, err)
 	}
-	fl := &fileLayer{path: path}
+	fl := &fileLayer{path: path, misspelt: sectionWarnings(path, doc)}
 	var err error
 	if fl.core, err = table(path, doc, "core", "core"); err != nil {
 		return nil, err

@@ -156,6 +156,7 @@ func Load(opts LoadOptions) (*Config, error) {
 		}
 		r.files = append(r.files, f)
 		cfg.Files = append(cfg.Files, p)
+		cfg.Warnings = append(cfg.Warnings, f.misspelt...)
 		cfg.Warnings = append(cfg.Warnings, unknownKeys(f)...)
 	}
 	if err := errors.Join(ferrs...); err != nil {
@@ -462,16 +463,23 @@ func unknownKeys(f *fileLayer) []Warning {
 // suggest returns " (did you mean X?)" for the known key closest to k, if
 // it is close.
 func suggest(k string, known []string) string {
-	best, bestD := "", 3
-	for _, c := range known {
-		if d := editDistance(k, c); d < bestD {
-			best, bestD = c, d
-		}
-	}
+	best := closest(k, known)
 	if best == "" {
 		return ""
 	}
 	return fmt.Sprintf(" (did you mean %s?)", best)
+}
+
+// closest returns the name in known closest to k when it is within two
+// edits (ignoring case), else "".
+func closest(k string, known []string) string {
+	best, bestD := "", 3
+	for _, c := range known {
+		if d := editDistance(strings.ToLower(k), strings.ToLower(c)); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
 }
 
 // editDistance is the Levenshtein distance of a and b.
