@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -179,10 +180,16 @@ func (fr *frames) mailEnded(identity, agentID string, msgs []atmclient.Message) 
 			_, serr := fr.s.atm.Send(ctx, atmclient.SendRequest{From: identity, Team: team, To: addr, Text: text, Summary: n.Summary})
 			cancel()
 			outcome := "ok"
-			if serr != nil {
+			switch {
+			case errors.Is(serr, atmclient.ErrNotMember):
+				// Someone outside the team's config.json (the atm CLI's
+				// "human", say) wrote to the inbox: nobody to tell.
+				outcome = "error: " + serr.Error()
+				fr.s.log.Debug("idle notification not sent: the sender is not a member", "identity", identity, "to", addr, "err", serr)
+			case serr != nil:
 				outcome = "error: " + serr.Error()
 				fr.s.log.Warn("cannot send the idle notification", "identity", identity, "to", addr, "err", serr)
-			} else {
+			default:
 				fr.s.log.Debug("idle notification sent", "identity", identity, "to", addr, "idle_reason", n.IdleReason)
 			}
 			fr.s.auditor.Append(registry.Entry{Event: atmclient.FrameIdleNotification, AgentID: agentID, Identity: identity, Recipient: addr,
