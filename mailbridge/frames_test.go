@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -350,3 +351,41 @@ func TestBindKinds(t *testing.T) {
 }
 
 var errAny = errors.New("any error")
+
+// TestFrameMarkRetried: while the inbox is locked by Claude Code (its lock
+// directory), a frame handed over cannot be marked read; the failure shows
+// in Stats, the next checks mark it once the lock is gone, and OnFrame
+// still saw it only once.
+func TestFrameMarkRetried(t *testing.T) {
+	newHome(t, "arch", "team-lead")
+	c, err := atmclient.New(atmclient.Config{LockTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendRaw(t, c, "arch", ccEntry("team-lead", `{"type":"shutdown_request","requestId":"shutdown-9@arch"}`, "2026-11-25T10:00:00.000Z", "m-9"))
+	path, err := c.InboxPath("dev", "arch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lockDir := path + ".lock" // inboxes/arch.json.lock, as Claude Code makes it
+	if err := os.Mkdir(lockDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	fl := newFrameLog()
+	b := startBridge(t, Config{ATM: c, Target: newFakeTarget(ackSent), PollInterval: quick, OnFrame: fl.record})
+	if err := b.Bind("arch"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, soon, "a failed mark", func() bool { return b.Stats("arch").LastError != "" })
+	if got := unreadAll(t, c, "arch"); len(got) != 1 {
+		t.Fatalf("unread while locked = %q", got)
+	}
+	if err := os.Remove(lockDir); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, soon, "the frame marked", func() bool { return len(unreadAll(t, c, "arch")) == 0 })
+	waitFor(t, soon, "the error cleared", func() bool { return b.Stats("arch").LastError == "" })
+	if diff := cmp.Diff([]string{"arch shutdown_request shutdown-9@arch"}, fl.all()); diff != "" {
+		t.Errorf("OnFrame (-want +got):\n%s", diff)
+	}
+}
