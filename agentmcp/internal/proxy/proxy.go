@@ -79,7 +79,7 @@ func New(opts Options) (*Server, error) {
 	s.conn = mcpconn.New(mcpconn.Config{
 		Handler:      handler{s},
 		ServerInfo:   mcpconn.ServerInfo{Name: "atm-agent-mcp", Title: "ATM agent proxy for Codex", Version: opts.Version},
-		Instructions: instructions,
+		Instructions: tools.Instructions,
 		Tools:        tools.Definitions,
 		EventQueue:   opts.EventQueue,
 		Protocol:     opts.MCPProtocol,
@@ -112,11 +112,6 @@ func New(opts Options) (*Server, error) {
 	s.backend.restarted = s.resumeMail
 	return s, nil
 }
-
-// instructions are the initialize result's instructions.
-const instructions = "Runs OpenAI Codex agents as named members of an ATM team. Start one with `codex` (identity, prompt), " +
-	"continue it with `codex-reply` (agent_id), exchange team mail with atm_send/atm_read/atm_broadcast/atm_pending_count, " +
-	"and manage sessions with agent_sessions/agent_status/agent_close."
 
 // Run serves the MCP client on r/w until the client closes stdin or ctx is
 // cancelled (SIGTERM/SIGINT), then shuts down gracefully (FR-7): summaries,

@@ -10,6 +10,13 @@
 // that read it, so replies to one session keep the client's order; every
 // other tool releases that goroutine first (mcpconn.Release).
 //
+// tools.json is the tools/list of both MCP eras, with Claude Code's hints
+// in _meta: anthropic/alwaysLoad on the tools a lead needs at once (codex,
+// codex-reply, agent_status, agent_wait: no ToolSearch round trip first)
+// and anthropic/maxResultSizeChars on the tools with long results
+// (agent_status, atm_read). Instructions are the server's instructions to
+// the client. The tools-only server lists the ATM tools without the hints.
+//
 // # Policy
 //
 // Every enumerated argument that tools.json declares is checked before a

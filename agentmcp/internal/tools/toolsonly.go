@@ -215,6 +215,7 @@ func toolsOnlyList(identity string) ([]byte, error) {
 		}
 		t["description"] = strings.TrimSpace(desc) + " You act as " + identity + "."
 		t["annotations"] = map[string]any{"openWorldHint": false}
+		delete(t, "_meta") // Claude Code's hints (alwaysLoad, result size) mean nothing to Codex
 		out = append(out, t)
 	}
 	return json.Marshal(map[string]any{"tools": out})

@@ -1,0 +1,24 @@
+package tools
+
+// Instructions are the server's instructions to the client (the initialize
+// and server/discover results): how to lead Codex agents with these tools —
+// one identity each, in parallel, mail, approvals, closing.
+const Instructions = "Runs OpenAI Codex agents as named members of an ATM team, many at once over one Codex process.\n\n" +
+	"Agents: start one with `codex` {identity, prompt} (one identity per agent; the result carries its agent_id) " +
+	"and continue it with `codex-reply` {agent_id, prompt}. Each agent has its own thread and queue: replies to one " +
+	"agent run in order, a reply to a busy agent waits for its turn.\n\n" +
+	"In parallel: call `codex` for several identities in one turn, or pass `background: true` (the call returns at " +
+	"once with status busy) and collect each result with `agent_wait` {agent_id} (the result when the turn ends, or the " +
+	"current status after timeout_secs; call it again) or look with `agent_status`. Long turns send progress.\n\n" +
+	"Mail: agents send and read team mail (`atm_send`, `atm_read`, `atm_broadcast`) under their identity. Mail that " +
+	"arrives for an agent while it is idle becomes its next turn by itself (auto_mail), and is marked read once " +
+	"delivered. You read and send as this server's identity with atm_read/atm_send {identity}; `atm_pending_count` " +
+	"counts without reading.\n\n" +
+	"Approvals: when an agent wants to run a command or apply a patch its sandbox does not allow, Codex asks. A client " +
+	"with elicitation gets a form (approve, approve for the session, deny); otherwise the configured approval_fallback " +
+	"decides, or the approval waits (status awaiting_approval, listed under pending_approvals by `agent_status`) until " +
+	"`agent_respond` {agent_id, answer: approve | approve_for_session | deny | \"deny: reason\"} answers it.\n\n" +
+	"End: `agent_close` {agent_id} saves the agent's summary and frees its identity; `codex` {agent_id} resumes it " +
+	"later. `agent_sessions` lists sessions; `agent_list_codex_sessions` finds Codex sessions to adopt (`codex` " +
+	"{thread_id}). If Codex itself stops, the errors say how to get it back (`agent_restart_codex`). When the " +
+	"operator holds sessions read-only, ask for no other sandbox."
