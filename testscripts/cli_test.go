@@ -8,7 +8,8 @@ import (
 
 // TestCLI runs the command-line scenarios testdata/cli_*.txtar: config
 // sources and precedence, sessions, prune, summary, bad configuration,
-// help, version and exit codes.
+// doctor, help, version and exit codes. They have the proxy scenarios'
+// commands (proxyParams), so that a doctor scenario can hold a serve open.
 func TestCLI(t *testing.T) {
-	testscript.Run(t, params("cli_*.txtar"))
+	testscript.Run(t, proxyParams(t, "cli_*.txtar"))
 }

@@ -40,6 +40,7 @@ type app struct {
 	Config   configCmd   `cmd:"" help:"Show the resolved configuration and where every value came from."`
 	Sessions sessionsCmd `cmd:"" help:"List (or prune) the sessions of every proxy instance of the team."`
 	Summary  summaryCmd  `cmd:"" help:"Print the saved summary of a session."`
+	Doctor   doctorCmd   `cmd:"" help:"Check what serve needs (team, identity, Codex, its login, bubblewrap, configuration) and how to fix what is missing."`
 }
 
 // runEnv is what every command's Run receives.

@@ -1,5 +1,12 @@
 // Package cli is the command line of atm-agent-mcp: `serve`, `tools`,
-// `config`, `sessions` and `summary`, parsed with kong.
+// `config`, `sessions`, `summary` and `doctor`, parsed with kong.
+//
+// `doctor` (doctor.go, its checks in doctorchecks.go) resolves the
+// configuration as serve does and checks, one line each with the fix, what
+// serve needs: the configuration, the team, the identity's claim, the Codex
+// binary with its version and protocol, Codex's login, bubblewrap and
+// Claude Code's session team. It creates nothing and exits 1 when something
+// needed is missing.
 //
 // [Run] is the whole program: it parses the arguments, resolves the
 // configuration with package config, runs the command and returns the exit
