@@ -24,9 +24,12 @@ const frameSendTimeout = 10 * time.Second
 // does and is answered with a shutdown_response; other frames are logged.
 //
 // Design notes. onFrame runs on the bridge's goroutine for the identity and
-// must not block: a shutdown runs on a goroutine of its own (counted in wg,
-// which shutdown waits for). mu guards only the two maps; nothing is called
-// with it held.
+// must not block: a shutdown runs on a goroutine of its own, counted in wg,
+// which serve's shutdown waits for (wait). Once wait has begun, a request
+// that still arrives (the bridge stops after the sessions) is carried out
+// on the bridge's goroutine instead: its session is closed already, so
+// that is only the answer. mu guards the maps and closed, and every wg.Add;
+// nothing is called with it held.
 type frames struct {
 	s  *Server
 	wg sync.WaitGroup
@@ -34,6 +37,7 @@ type frames struct {
 	mu       sync.Mutex
 	answered map[string]bool // shutdown requests handled, by requestId (or message key)
 	ending   map[string]int  // identities whose shutdown runs: their mail waits
+	closed   bool            // wait has begun: no more goroutines
 }
 
 func newFrames(s *Server) *frames {
@@ -58,10 +62,13 @@ func (fr *frames) onFrame(identity string, m atmclient.Message, f atmclient.Fram
 			id = m.Key()
 		}
 		fr.mu.Lock()
-		seen := fr.answered[id]
+		seen, closed := fr.answered[id], fr.closed
 		fr.answered[id] = true
 		if !seen {
 			fr.ending[identity]++
+			if !closed {
+				fr.wg.Add(1)
+			}
 		}
 		fr.mu.Unlock()
 		if seen {
@@ -69,7 +76,10 @@ func (fr *frames) onFrame(identity string, m atmclient.Message, f atmclient.Fram
 			return
 		}
 		log.Info("shutdown requested", "request_id", f.RequestID, "reason", f.Reason)
-		fr.wg.Add(1)
+		if closed {
+			fr.shutdown(identity, m, f) // serve is shutting down: the session is closed already
+			return
+		}
 		go func() {
 			defer fr.wg.Done()
 			fr.shutdown(identity, m, f)
@@ -231,8 +241,12 @@ func firstLine(s string) string {
 	return s
 }
 
-// wait waits at most d for the shutdowns under way.
+// wait waits at most d for the shutdowns under way; it is called once, by
+// serve's shutdown.
 func (fr *frames) wait(d time.Duration) bool {
+	fr.mu.Lock()
+	fr.closed = true
+	fr.mu.Unlock()
 	done := make(chan struct{})
 	go func() { fr.wg.Wait(); close(done) }()
 	select {
