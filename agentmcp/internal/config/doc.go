@@ -42,39 +42,25 @@
 //     then Identity — which itself ends in "codex".
 //
 // Team: --team, ATM_TEAM, `[core] default_team`, then the Claude Code
-// session's team, then "default" (ATM's own default).
+// session's team, then "default" (ATM's own default). Identity and
+// DefaultIdentity end differently under Claude Code (below).
 //
-// # The Claude Code session's team
+// # Under Claude Code
 //
-// When no team is configured and serve runs under Claude Code
-// (CLAUDE_CODE_SESSION_ID is set) and the session's team directory
-// {home}/.claude/teams/session-<first 8 chars of the id>/ exists, that is
-// the team (source "claude-code session"). The client is then the lead:
-// its identity is team-lead unless one is configured, and a Codex session
-// started without an identity is "codex" unless default_identity says
-// otherwise. Such a team's name changes with every Claude Code session, so
-// its state lives under the fixed registry key "claude-code" (see
-// [Config.RegistryTeam]). The messaging socket Claude Code offers
+// Claude Code gives every stdio MCP server it starts its session id
+// (CLAUDE_CODE_SESSION_ID). serve's client is then a Claude Code session:
+// unless an identity is configured, its identity is team-lead (source
+// "claude-code session"), and a Codex session started without an identity
+// is "codex" unless default_identity says otherwise, so that the client's
+// mail is its own. When no team is configured either and the session's
+// team directory {home}/.claude/teams/session-<first 8 chars of the id>/
+// exists (an interactive session with agent teams on), that is the team,
+// and then a configured identity is the lead's too (Codex sessions still
+// default to "codex"). Such a team's name changes with every Claude Code
+// session, so its state lives under the fixed registry key "claude-code"
+// (see [Config.RegistryTeam]). The messaging socket Claude Code offers
 // (CLAUDE_CODE_MESSAGING_SOCKET and _TOKEN) is read into
 // Config.MessagingSocket and MessagingToken; lead_push (--lead-push,
 // ATM_AGENT_MCP_LEAD_PUSH, default true) decides whether mail for the
 // client's identity is pushed through it.
-//
-// # Errors and warnings
-//
-// A malformed file fails [Load] with the file and line. A value of the
-// wrong type or outside its allowed set fails [Load] with an [*Error] naming
-// where it came from (file and key, environment variable, or flag) and the
-// expected form; all such errors are reported together. An unknown key in
-// `[plugins.atm-agent-mcp]` or in a role table does not fail: it becomes a
-// [Warning] naming the file and key. Other sections (`[core]` keys other than
-// ours, `[roles]`, `[aliases]`, other plugins) belong to ATM and are left
-// alone, except what looks like a misspelling of ours: a top-level table
-// within two edits of an ATM section (`[plugin.atm-agent-mcp]`, `[cores]`),
-// a plugin table that is probably ours (`[plugins.atm_agent_mcp]`), and a
-// `[core]` key within two edits of default_team or identity each draw a
-// Warning with "did you mean". [Config.TeamWarning] (a team without its
-// directory, with the closest existing team) and [Config.IdentityAdvice]
-// (how to give a window its own identity, given where the identity came
-// from) serve the commands that report them: config, doctor and serve.
 package config

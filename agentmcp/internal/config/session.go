@@ -77,27 +77,36 @@ func (r *resolver) sessionTeam(home string) (name string, src Source, ok bool) {
 	return name, Source{Kind: SourceSession, Detail: EnvClaudeSessionID + ", " + dir}, true
 }
 
-// resolveSession applies the Claude Code session's team when no team is
-// configured: the team, the lead's identity (team-lead, unless one is
-// configured) and the default identity of Codex sessions (codex, unless
-// configured), so that no Codex session takes the lead's name.
+// resolveSession applies what running under Claude Code implies
+// (EnvClaudeSessionID set). The client is a Claude Code session: unless an
+// identity is configured, its identity is team-lead, and a Codex session
+// started without an identity is "codex" (unless default_identity or, in a
+// session team, a configured identity says otherwise), so that no Codex
+// session takes the client's name and its mail can be pushed to it. When no
+// team is configured and the session's team directory exists, that is the
+// team.
 func (r *resolver) resolveSession(cfg *Config) {
-	if cfg.Sources["team"].Kind != SourceDefault {
+	if _, set := r.env(EnvClaudeSessionID); !set {
 		return
 	}
 	name, src, ok := r.sessionTeam(cfg.Home)
-	if !ok {
-		return
+	if ok && cfg.Sources["team"].Kind == SourceDefault {
+		cfg.Team, cfg.SessionTeam = name, true
+		cfg.Sources["team"] = src
 	}
-	cfg.Team, cfg.SessionTeam = name, true
-	cfg.Sources["team"] = src
 	if cfg.Sources["identity"].Kind == SourceDefault {
 		cfg.Identity = LeadIdentity
-		cfg.Sources["identity"] = Source{Kind: SourceSession, Detail: "the lead of " + name}
+		detail := "the client, a Claude Code session"
+		if cfg.SessionTeam {
+			detail = "the lead of " + cfg.Team
+		}
+		cfg.Sources["identity"] = Source{Kind: SourceSession, Detail: detail}
+	} else if !cfg.SessionTeam {
+		return // a window's own identity, as without Claude Code
 	}
 	if cfg.Sources["default_identity"].Kind == SourceDefault && cfg.Identity != SessionDefaultIdentity {
 		cfg.DefaultIdentity = SessionDefaultIdentity
-		cfg.Sources["default_identity"] = Source{Kind: SourceSession, Detail: cfg.Identity + " is the lead's identity"}
+		cfg.Sources["default_identity"] = Source{Kind: SourceSession, Detail: cfg.Identity + " is the client's identity"}
 	}
 }
 
