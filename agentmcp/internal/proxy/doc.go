@@ -34,7 +34,10 @@
 // plan_approval_request, permission_request and every other frame are
 // logged at info and audited as frame:<type>; idle notifications and
 // shutdown responses for an agent are logged at debug; the bridge marks
-// them all read, and no Codex agent ever sees a frame. When a mail turn
+// them all read, and no Codex agent ever sees a frame. Frames in the inbox
+// of serve's own identity (the lead's, bound with BindTarget while no Codex
+// session holds it) are only logged at debug and stay unread for Claude
+// Code's own reader. When a mail turn
 // ends (session.TryMailThen), every sender of its mail but the agent itself
 // gets an idle_notification: idleReason available with the turn's result,
 // interrupted, or failed with the error, so that Claude Code's lead shows

@@ -51,12 +51,15 @@ func newFrames(s *Server) *frames {
 // identity takes no more mail.
 func (fr *frames) onFrame(identity string, m atmclient.Message, f atmclient.Frame) {
 	log := fr.s.log.With("identity", identity, "frame", f.Type, "from", m.From)
+	if identity == fr.s.opts.Identity && fr.s.sessions.ByIdentity(identity) == nil {
+		// The inbox of serve's client (the lead, bound with BindTarget):
+		// its frames are for Claude Code's own reader, which shows them;
+		// the bridge leaves them unread.
+		log.Debug("protocol frame for serve's client; left to its own reader", "request_id", f.RequestID)
+		return
+	}
 	switch f.Type {
 	case atmclient.FrameShutdownRequest:
-		if identity == fr.s.opts.Identity && fr.s.sessions.ByIdentity(identity) == nil {
-			log.Info("shutdown request for serve's own identity, not a Codex agent: not answered", "request_id", f.RequestID)
-			return
-		}
 		id := f.RequestID
 		if id == "" {
 			id = m.Key()
@@ -85,8 +88,7 @@ func (fr *frames) onFrame(identity string, m atmclient.Message, f atmclient.Fram
 			fr.shutdown(identity, m, f)
 		}()
 	case atmclient.FrameIdleNotification, atmclient.FrameShutdownResponse, "shutdown_approved", "shutdown_rejected":
-		// A teammate's news for a Codex agent (or for serve's client,
-		// whose own reader shows it): nothing to do here.
+		// A teammate's news for a Codex agent: nothing to do here.
 		log.Debug("protocol frame for an agent; nothing to do", "request_id", f.RequestID, "idle_reason", f.IdleReason)
 	default:
 		// plan_approval_request, permission_request and the rest: a Codex
