@@ -65,7 +65,10 @@
 //
 // Both are held for the few milliseconds of the write (BenchmarkSendLocks:
 // about 3 ms on a small inbox, 25–35 ms on one of 10,000 messages); Claude
-// Code's writers give up after 10 retries within about 0.65 s. A
+// Code's writers give up after 10 retries within about 0.65 s, so only a
+// stream of back-to-back writes from several processes makes its
+// SendMessage give up (it says so and writes nothing; TestConcurrentProcesses's
+// eight writers at full speed do that to about one SendMessage in two). A
 // config.json write takes {team}/config.lock (flock) and then
 // {team}/config.json.lock (directory) the same way, and replaces the file
 // by a rename. No lock is taken on a file that is then renamed over.

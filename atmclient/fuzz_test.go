@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -76,6 +77,35 @@ func FuzzParseInbox(f *testing.F) {
 		}
 		if !json.Valid(out) {
 			t.Fatalf("re-encoded inbox is not valid JSON:\n%s", out)
+		}
+	})
+}
+
+// FuzzFrame: any text either is a protocol frame (Frame ok, IsProtocol)
+// or not, never panics, and a frame's Raw is its trimmed text; the frames
+// this package builds from any strings parse back to what went in.
+func FuzzFrame(f *testing.F) {
+	f.Add(`{"type":"shutdown_request","requestId":"shutdown-1@codex1","from":"team-lead","reason":"r","timestamp":"2026-11-25T10:51:59.694Z"}`, "x", "y")
+	f.Add(`{"type":"idle_notification","from":"h","idleReason":"available","result":"done"}`, "", "<&>")
+	f.Add("plain text", "id", "\u2028")
+	f.Fuzz(func(t *testing.T, text, a, b string) {
+		fr, ok := Message{Text: text}.Frame()
+		if ok != (Message{Text: text}).IsProtocol() {
+			t.Fatalf("Frame ok = %v but IsProtocol disagrees for %q", ok, text)
+		}
+		if ok && (fr.Type == "" || !json.Valid(fr.Raw)) {
+			t.Fatalf("frame of %q = %+v", text, fr)
+		}
+		if !utf8.ValidString(a) || !utf8.ValidString(b) {
+			return // JSON strings carry valid UTF-8 only
+		}
+		sr, ok := Message{Text: ShutdownResponseText(a, true, b)}.Frame()
+		if !ok || sr.RequestID != a || sr.Reason != b || sr.Approve == nil || !*sr.Approve {
+			t.Fatalf("ShutdownResponseText(%q, true, %q) parses to %+v, %v", a, b, sr, ok)
+		}
+		in, ok := Message{Text: IdleNotification{From: a, Summary: b, Result: b}.Text()}.Frame()
+		if !ok || in.From != a || in.Summary != b || in.Result != clipUTF16(b, MaxIdleResult) {
+			t.Fatalf("IdleNotification{%q, %q}.Text() parses to %+v, %v", a, b, in, ok)
 		}
 	})
 }
