@@ -120,7 +120,13 @@ func (c *Client) updateTeam(ctx context.Context, team string, edit func([]json.R
 	if !changed {
 		return nil
 	}
-	return replaceFile(path, out)
+	if err := replaceFile(path, out); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%w: %q (its directory is gone): %v", ErrTeamNotFound, team, err)
+		}
+		return err
+	}
+	return nil
 }
 
 // editMembers applies edit to the "members" array of the JSON object data

@@ -283,3 +283,33 @@ func claudeAddMember(path, name string) error {
 	}
 	return os.Rename(tmp, path)
 }
+
+// Claude Code deletes its session team when the lead exits. A write that
+// finds the team gone fails with ErrTeamNotFound and never brings back a
+// directory of the team.
+func TestTeamVanishes(t *testing.T) {
+	c, home := newTestHome(t, "codex1")
+	dir := filepath.Join(home, ".claude", "teams", "dev")
+	path := inboxPath(t, c, "dev", "codex1")
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	// update is what every inbox write ends in, past the checks that the
+	// team exists: the team can vanish between those and the write.
+	_, err := c.update(bg, path, func(cur []*entry) ([]*entry, []*entry, error) { return nil, nil, nil })
+	if !errors.Is(err, ErrTeamNotFound) {
+		t.Errorf("write to a vanished team: %v, want ErrTeamNotFound", err)
+	}
+	if _, err := c.Send(bg, SendRequest{From: "a", Team: "dev", To: "codex1", Text: "x"}); !errors.Is(err, ErrTeamNotFound) {
+		t.Errorf("Send to a vanished team: %v, want ErrTeamNotFound", err)
+	}
+	if _, err := c.MarkRead(bg, "dev", "codex1", "id:x"); !errors.Is(err, ErrTeamNotFound) {
+		t.Errorf("MarkRead in a vanished team: %v, want ErrTeamNotFound", err)
+	}
+	if err := c.LeaveTeam(bg, "dev", "codex1"); !errors.Is(err, ErrTeamNotFound) {
+		t.Errorf("LeaveTeam of a vanished team: %v, want ErrTeamNotFound", err)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Errorf("a write brought back the team directory %s", dir)
+	}
+}

@@ -107,10 +107,19 @@ func (c *Client) update(ctx context.Context, path string, mutate mutation) (rest
 	dir := filepath.Dir(path)
 	base := strings.TrimSuffix(path, ".json")
 	lockPath, tmpPath, jPath := base+".lock", base+".tmp", base+".journal"
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	// Only the inboxes directory is made: a team directory that is gone
+	// (Claude Code deletes its session team when the lead exits) stays
+	// gone.
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		if errors.Is(err, fs.ErrNotExist) {
+			return 0, fmt.Errorf("%w: no directory %s", ErrTeamNotFound, filepath.Dir(dir))
+		}
 		return 0, fmt.Errorf("create inboxes directory: %w", err)
 	}
 	unlock, err := c.lockBoth(ctx, lockPath, path+".lock", func() error { return createEmpty(path) })
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, fmt.Errorf("%w: the team directory of %s is gone: %v", ErrTeamNotFound, path, err)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("lock inbox: %w", err)
 	}
