@@ -23,26 +23,37 @@ const maxPoll = 2 * time.Millisecond
 // releases the lock.
 func Lock(ctx context.Context, path string, timeout time.Duration) (io.Closer, error) {
 	fl := flock.New(path, flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(0o600))
+	err := poll(ctx, path, timeout, fl.TryLock)
+	if err != nil {
+		return nil, err
+	}
+	return fl, nil
+}
+
+// poll calls try until it takes the lock at path (true), fails, timeout
+// has passed (ErrLockTimeout) or ctx is done, sleeping 1 ms at first and
+// then at most maxPoll (with jitter) between two calls.
+func poll(ctx context.Context, path string, timeout time.Duration, try func() (bool, error)) error {
 	deadline := time.Now().Add(timeout)
 	delay := time.Millisecond
 	for {
-		ok, err := fl.TryLock()
+		ok, err := try()
 		switch {
 		case err != nil:
-			return nil, fmt.Errorf("lock %s: %w", path, err)
+			return fmt.Errorf("lock %s: %w", path, err)
 		case ok:
-			return fl, nil
+			return nil
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			return nil, fmt.Errorf("%w: %s held by another writer for %v", ErrLockTimeout, path, timeout)
+			return fmt.Errorf("%w: %s held by another writer for %v", ErrLockTimeout, path, timeout)
 		}
 		sleep := min(delay/2+rand.N(delay), left)
 		t := time.NewTimer(sleep)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, ctx.Err()
+			return ctx.Err()
 		case <-t.C:
 		}
 		delay = min(2*delay, maxPoll)

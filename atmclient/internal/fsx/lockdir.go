@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math/rand/v2"
 	"os"
 	"sync"
 	"time"
@@ -36,37 +35,31 @@ var dirLockRefresh = DirLockStale / 2
 // both take the lock. LockDir narrows it by removing the directory only
 // when it is still the same stale one just before the removal.
 func LockDir(ctx context.Context, path string, timeout time.Duration) (io.Closer, error) {
-	deadline := time.Now().Add(timeout)
-	delay := time.Millisecond
-	for {
-		err := os.Mkdir(path, 0o700)
-		if err == nil {
-			return newDirLock(path), nil
+	err := poll(ctx, path, timeout, func() (bool, error) {
+		// Try again at once after a stale lock was removed (or its holder
+		// released it meanwhile), a few times.
+		for range 3 {
+			err := os.Mkdir(path, 0o700)
+			if err == nil {
+				return true, nil
+			}
+			if !errors.Is(err, fs.ErrExist) {
+				return false, err
+			}
+			removed, err := removeStale(path)
+			if err != nil {
+				return false, fmt.Errorf("remove stale lock: %w", err)
+			}
+			if !removed {
+				return false, nil
+			}
 		}
-		if !errors.Is(err, fs.ErrExist) {
-			return nil, fmt.Errorf("lock %s: %w", path, err)
-		}
-		took, err := removeStale(path)
-		if err != nil {
-			return nil, fmt.Errorf("lock %s: remove stale lock: %w", path, err)
-		}
-		if took {
-			continue
-		}
-		left := time.Until(deadline)
-		if left <= 0 {
-			return nil, fmt.Errorf("%w: %s held by another writer for %v", ErrLockTimeout, path, timeout)
-		}
-		sleep := min(delay/2+rand.N(delay), left)
-		t := time.NewTimer(sleep)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
-		}
-		delay = min(2*delay, maxPoll)
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return newDirLock(path), nil
 }
 
 // removeStale removes the lock directory at path if it is older than
