@@ -15,9 +15,13 @@
 // The adapters between them live here: eventSink (session.Sink onto the
 // connection's events and progress), asker (session.Asker onto elicitation),
 // mailHooks and mailTarget (session.Mail and mailbridge.Target), frames
-// (mailbridge's OnFrame and the end of mail turns), and the handler that
-// passes what the connection does not answer itself to the Codex child
-// (codexchild.Passthrough).
+// (mailbridge's OnFrame and the end of mail turns), teamHooks (the
+// session.Mail the sessions see: team membership in config.json around
+// mailHooks), leadPush (a mailbridge.MessageTarget: mail for the client's
+// own identity pushed into the Claude Code session through ccmsg),
+// teamStamp (the registry view of a Claude Code session team), and the
+// handler that passes what the connection does not answer itself to the
+// Codex child (codexchild.Passthrough).
 //
 // # Claude Code's dialect
 //
@@ -52,9 +56,10 @@
 // a session reaches the connection (events, answers, questions) only with
 // none of its locks held, and the connection calls tools with none of its
 // own. gitctx keeps two more (its facts cache and its watcher), leaf locks
-// taken by nobody else, and so is frames.mu (frames.go: the shutdown
-// requests handled and the identities being shut down). No lock is held
-// across I/O.
+// taken by nobody else, and so are frames.mu (frames.go: the shutdown
+// requests handled and the identities being shut down), teamHooks.mu
+// (team.go: the members it added) and leadPush.mu (leadpush.go: its
+// binding and counters). No lock is held across I/O.
 //
 // # Shutdown
 //

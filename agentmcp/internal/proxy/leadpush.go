@@ -192,6 +192,15 @@ func leadText(team string, m atmclient.Message) string {
 
 // status is the lead's mail path for agent_status.
 func (p *leadPush) status(stats func(string) mailbridge.Stats) tools.LeadMail {
+	st := p.counts()
+	if st.Path == leadPathSocket && stats != nil {
+		st.Pending = stats(p.identity).Pending // outside p.mu: the bridge takes its own lock
+	}
+	return st
+}
+
+// counts is status without the bridge's pending count.
+func (p *leadPush) counts() tools.LeadMail {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	st := tools.LeadMail{Identity: p.identity, Path: leadPathInbox, Reason: p.why,
@@ -211,9 +220,6 @@ func (p *leadPush) status(stats func(string) mailbridge.Stats) tools.LeadMail {
 		if p.failing {
 			st.Reason = "the last push failed; mail stays unread in the inbox until a push succeeds"
 		}
-	}
-	if p.bound && stats != nil {
-		st.Pending = stats(p.identity).Pending
 	}
 	return st
 }
