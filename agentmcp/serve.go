@@ -128,7 +128,7 @@ func proxyOptions(cfg *config.Config, logger *slog.Logger) (proxy.Options, error
 		AutoMail: cfg.AutoMail, AutoMailFor: cfg.AutoMailFor,
 		MailPollInterval: cfg.MailPollInterval, MailIdleTimeout: cfg.IdleTimeout, PersistThreads: cfg.PersistThreads, MaxMailMessages: cfg.MaxMailMessages, MaxMailMessageLength: cfg.MaxMailMessageLength,
 		ToolServer: toolServer, ToolServerEnv: map[string]string{"ATM_TEAM": cfg.Team},
-		MaxResultChars: cfg.MaxResultChars, EventRing: cfg.EventBufferSize,
+		MaxResultChars: cfg.MaxResultChars, EventRing: cfg.EventBufferSize, ProgressInterval: progressInterval(cfg.ProgressInterval),
 		Logger: logger, Version: cli.Version(),
 	}, nil
 }
@@ -176,4 +176,13 @@ func exitWithParent(logger *slog.Logger) {
 			os.Exit(0)
 		}
 	}
+}
+
+// progressInterval maps progress_interval_ms onto the tools' keep-alive
+// interval, where 0 means the default: 0 (none) becomes negative.
+func progressInterval(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }

@@ -64,6 +64,9 @@ const (
 	// DefaultEventBufferSize is the per-session event ring of agent_status.
 	DefaultEventBufferSize = 500
 	DefaultLogLevel        = "info"
+	// DefaultProgressInterval is how long a call waiting for a turn goes
+	// without progress before it is told what the agent is doing.
+	DefaultProgressInterval = time.Minute
 )
 
 // SubagentsFeature is the Codex config key that --subagents sets, passed as
@@ -190,6 +193,10 @@ type Config struct {
 	IdleTimeout    time.Duration
 	PersistThreads bool          // persist the registry for resume
 	RequestTimeout time.Duration // per codex/codex-reply forward (FR-14)
+	// ProgressInterval: a call waiting for a turn that sent no progress for
+	// this long gets progress saying what the agent is doing (requests with
+	// a progress token); 0 sends none.
+	ProgressInterval time.Duration
 
 	MaxConcurrentThreads int  // live sessions per instance (FR-3.3)
 	AutoMail             bool // inject incoming mail as turns (FR-8.8)

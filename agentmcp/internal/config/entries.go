@@ -68,6 +68,7 @@ func (c *Config) Entries() []Entry {
 		{Key: "idle_timeout_ms", Value: ms(c.IdleTimeout)},
 		{Key: "persist_threads", Value: c.PersistThreads},
 		{Key: "request_timeout_secs", Value: secs(c.RequestTimeout)},
+		{Key: "progress_interval_ms", Value: ms(c.ProgressInterval)},
 		{Key: "max_concurrent_threads", Value: c.MaxConcurrentThreads},
 		{Key: "auto_mail", Value: c.AutoMail},
 		{Key: "max_mail_messages", Value: c.MaxMailMessages},

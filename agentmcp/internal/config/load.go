@@ -66,7 +66,7 @@ var pluginKeys = []string{
 	"model", "fast_model", "reasoning_effort", "sandbox", "approval_policy",
 	"subagents", "base_prompt_file", "extra_instructions_file",
 	"mail_poll_interval_ms", "idle_timeout_ms", "persist_threads",
-	"request_timeout_secs", "max_concurrent_threads",
+	"request_timeout_secs", "progress_interval_ms", "max_concurrent_threads",
 	"auto_mail", "per_thread_auto_mail", "max_mail_messages", "max_mail_message_length",
 	"elicitation_timeout_secs", "handshake_timeout_secs", "codex_restart", "approval_fallback", "mcp_protocol", "log_level", "log_file",
 	"max_result_chars", "event_buffer_size", "lead_push",
@@ -229,6 +229,7 @@ func (r *resolver) resolveAll(cfg *Config, opts LoadOptions) {
 	cfg.IdleTimeout = r.millis("idle_timeout_ms", DefaultIdleTimeout, 0, std("idle_timeout_ms", ""))
 	cfg.PersistThreads = r.boolean("persist_threads", true, std("persist_threads", ""))
 	cfg.RequestTimeout = r.seconds("request_timeout_secs", DefaultRequestTimeout, std("request_timeout_secs", "--timeout"))
+	cfg.ProgressInterval = r.millis("progress_interval_ms", DefaultProgressInterval, 0, std("progress_interval_ms", ""))
 	cfg.MaxConcurrentThreads = r.integer("max_concurrent_threads", DefaultMaxConcurrentThreads, 1, std("max_concurrent_threads", ""))
 	cfg.AutoMail = r.boolean("auto_mail", true, std("auto_mail", ""))
 	cfg.PerThreadAutoMail = r.perThreadAutoMail()

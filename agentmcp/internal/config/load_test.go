@@ -84,7 +84,7 @@ func TestDefaults(t *testing.T) {
 		MailPollInterval: 5 * time.Second, IdleTimeout: 5 * time.Minute, PersistThreads: true,
 		RequestTimeout: 300 * time.Second, MaxConcurrentThreads: 10, AutoMail: true,
 		MaxMailMessages: 10, MaxMailMessageLength: 4096, ElicitationTimeout: 300 * time.Second,
-		MaxResultChars: 80000, EventBufferSize: 500,
+		MaxResultChars: 80000, EventBufferSize: 500, ProgressInterval: time.Minute,
 		ApprovalFallback: "deny", HandshakeTimeout: 60 * time.Second, CodexRestart: "manual", MCPProtocol: "auto", LogLevel: "info", Roles: map[string]Role{},
 		LeadPush: true,
 	}
@@ -195,6 +195,7 @@ mail_poll_interval_ms = 250
 idle_timeout_ms = 0
 persist_threads = false
 request_timeout_secs = 42
+progress_interval_ms = 0
 max_concurrent_threads = 3
 auto_mail = false
 max_mail_messages = 4
@@ -230,7 +231,7 @@ approval_policy = "on-request"
 		RequestTimeout: 42 * time.Second, MaxConcurrentThreads: 3, AutoMail: false,
 		PerThreadAutoMail: map[string]bool{"codex-reviewer": true},
 		MaxMailMessages:   4, MaxMailMessageLength: 100, ElicitationTimeout: 7 * time.Second,
-		MaxResultChars: 5000, EventBufferSize: 50,
+		MaxResultChars: 5000, EventBufferSize: 50, ProgressInterval: 0,
 		ApprovalFallback: "queue", HandshakeTimeout: 7 * time.Second, CodexRestart: "on_demand", MCPProtocol: "2025-11-25", LogLevel: "debug", LogFile: filepath.Join(f.repo, "logs", "proxy.log"),
 		Roles: map[string]Role{"worker": {Model: "gpt-5.3-codex", ReasoningEffort: "low", Sandbox: "workspace-write", ApprovalPolicy: "on-request"}},
 	}
@@ -256,7 +257,7 @@ approval_policy = "on-request"
 		"ATM_AGENT_MCP_APPROVAL_POLICY": "untrusted", "ATM_AGENT_MCP_SUBAGENTS": "false",
 		"ATM_AGENT_MCP_BASE_PROMPT_FILE": "", "ATM_AGENT_MCP_EXTRA_INSTRUCTIONS_FILE": "x.md",
 		"ATM_AGENT_MCP_MAIL_POLL_INTERVAL_MS": "1000", "ATM_AGENT_MCP_IDLE_TIMEOUT_MS": "60000",
-		"ATM_AGENT_MCP_PERSIST_THREADS": "true", "ATM_AGENT_MCP_REQUEST_TIMEOUT_SECS": "2m",
+		"ATM_AGENT_MCP_PERSIST_THREADS": "true", "ATM_AGENT_MCP_REQUEST_TIMEOUT_SECS": "2m", "ATM_AGENT_MCP_PROGRESS_INTERVAL_MS": "1500",
 		"ATM_AGENT_MCP_MAX_CONCURRENT_THREADS": "20", "ATM_AGENT_MCP_AUTO_MAIL": "yes",
 		"ATM_AGENT_MCP_PER_THREAD_AUTO_MAIL": "codex-reviewer=false, codex-x=1",
 		"ATM_AGENT_MCP_MAX_MAIL_MESSAGES":    "2", "ATM_AGENT_MCP_MAX_MAIL_MESSAGE_LENGTH": "50",
@@ -281,7 +282,7 @@ approval_policy = "on-request"
 		RequestTimeout: 2 * time.Minute, MaxConcurrentThreads: 20, AutoMail: true,
 		PerThreadAutoMail: map[string]bool{"codex-reviewer": false, "codex-x": true},
 		MaxMailMessages:   2, MaxMailMessageLength: 50, ElicitationTimeout: 9 * time.Second,
-		MaxResultChars: 3000, EventBufferSize: 20,
+		MaxResultChars: 3000, EventBufferSize: 20, ProgressInterval: 1500 * time.Millisecond,
 		ApprovalFallback: "approve", HandshakeTimeout: 8 * time.Second, CodexRestart: "manual", MCPProtocol: "auto", LogLevel: "warn", LogFile: "/var/log/x.log", Role: "worker",
 		LeadPush: true, MessagingSocket: "/tmp/cc.sock", MessagingToken: "tok",
 		Roles: map[string]Role{"worker": {Model: "gpt-5.3-codex", ReasoningEffort: "low", Sandbox: "workspace-write", ApprovalPolicy: "on-request"}},

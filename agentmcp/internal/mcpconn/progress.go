@@ -3,6 +3,7 @@ package mcpconn
 import (
 	"encoding/json"
 	"sync/atomic"
+	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
@@ -23,6 +24,7 @@ type Progress struct {
 	c     *outbox
 	token json.RawMessage
 	n     atomic.Int64 // the last progress number given out
+	last  atomic.Int64 // when Send was last called, in Unix nanoseconds
 	done  atomic.Bool  // the request was answered: no more progress
 }
 
@@ -33,6 +35,7 @@ func (p *Progress) Send(message string) {
 		return
 	}
 	n := p.n.Add(1)
+	p.last.Store(time.Now().UnixNano())
 	p.c.progress(p, func() *jsonrpcframe.Message {
 		m, err := jsonrpcframe.NewNotification("notifications/progress", map[string]any{
 			"progressToken": p.token, "progress": n, "message": message,
@@ -42,6 +45,18 @@ func (p *Progress) Send(message string) {
 		}
 		return m
 	})
+}
+
+// LastSent is when progress was last sent (or dropped); the zero time
+// when never, and for a nil *Progress.
+func (p *Progress) LastSent() time.Time {
+	if p == nil {
+		return time.Time{}
+	}
+	if ns := p.last.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
 }
 
 // finish stops progress; nothing is sent for the token afterwards. It is

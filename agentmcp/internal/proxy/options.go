@@ -114,6 +114,10 @@ type Options struct {
 	// (ATM_HOME is always passed). optional.
 	ToolServerEnv map[string]string
 
+	// ProgressInterval is how long a call waiting for a turn goes without
+	// progress before it gets some saying what the agent is doing.
+	// optional: 0 means tools.DefaultProgressInterval, negative none.
+	ProgressInterval time.Duration
 	// EventRing is the number of events kept per session for agent_status.
 	// optional: 0 means 500.
 	EventRing int

@@ -121,7 +121,7 @@ func (s *Server) Run(ctx context.Context, r io.Reader, w io.Writer) error {
 		Sessions: s.sessions, ATM: s.atm, Client: s.conn, Child: s.backend, Restarter: s.backend, Team: s.opts.Team, Identity: s.opts.Identity,
 		BaseInstructions: s.opts.BaseInstructions, MaxSessions: s.opts.MaxSessions,
 		DefaultIdentity: s.opts.DefaultIdentity, Audit: s.auditor, CodexHome: s.opts.CodexHome, Cwd: s.opts.Cwd,
-		Started: s.opts.Now(), Logger: s.log, Now: s.opts.Now, LeadMail: s.leadMail,
+		Started: s.opts.Now(), Logger: s.log, Now: s.opts.Now, ProgressInterval: s.opts.ProgressInterval, LeadMail: s.leadMail,
 	})
 	s.conn.Start(r, w)
 	mailCtx, stopMail := context.WithCancel(context.Background())

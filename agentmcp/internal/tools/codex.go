@@ -194,7 +194,9 @@ func (e *Env) run(ctx context.Context, c *mcpconn.ToolCall, s *session.Session, 
 			"agent_id": r.AgentID, "threadId": r.ThreadID, "identity": r.Identity, "content": text, "status": "busy",
 		}}, nil
 	}
+	stop := e.keepAlive(c, s)
 	r, err := s.Run(ctx, t)
+	stop()
 	if err != nil {
 		return nil, err
 	}

@@ -239,6 +239,7 @@ func (e *Env) await(ctx context.Context, c *mcpconn.ToolCall, t *rtTurn) (*mcpco
 	t.call.Store(c)
 	stop := context.AfterFunc(ctx, t.h.Cancel)
 	defer stop()
+	defer e.keepAlive(c, e.m.Get(t.agentID))()
 	for {
 		select {
 		case <-t.h.Done():

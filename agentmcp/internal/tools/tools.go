@@ -113,6 +113,11 @@ type Config struct {
 	Logger *slog.Logger
 	// Now returns the current time. optional: nil means time.Now.
 	Now func() time.Time
+	// ProgressInterval is how long a call waiting for a turn may go
+	// without progress before it gets some saying what the agent is doing
+	// (requests with a progress token only). optional: 0 means
+	// DefaultProgressInterval; negative sends none.
+	ProgressInterval time.Duration
 }
 
 // Env runs the proxy's 14 tools; it is the MCP connection's Handler.
@@ -142,6 +147,9 @@ func New(cfg Config) *Env {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.ProgressInterval == 0 {
+		cfg.ProgressInterval = DefaultProgressInterval
 	}
 	e := &Env{cfg: cfg, log: cfg.Logger, m: cfg.Sessions, rt: newRoundTrips()}
 	e.atm = &atmTools{atm: cfg.ATM, team: cfg.Team, sender: e.sender, audit: cfg.Audit.ATM, extraArgs: []string{"agent_id", "identity"}}
