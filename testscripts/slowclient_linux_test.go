@@ -28,7 +28,7 @@ func TestClientThatStopsReading(t *testing.T) {
 		t.Run(b.backend, func(t *testing.T) {
 			t.Parallel()
 			home := t.TempDir()
-			writeTeamConfig(t, home, "dev", "team-lead", "arch", "qa", "dev-1", "dev-2", "proxy")
+			writeTeamConfig(t, home, "dev", "team-lead", "arch", "qa", "dev-1", "dev-2", "dev-3", "proxy")
 			childLog := filepath.Join(home, "child.jsonl")
 			cmd := exec.Command("atm-agent-mcp", "serve", "--team", "dev", "--identity", "proxy", "--codex-bin", "mockcodex",
 				"--log-file", filepath.Join(home, "proxy.log"))
@@ -54,11 +54,11 @@ func TestClientThatStopsReading(t *testing.T) {
 			c.call("initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}`)
 			c.call("tools/call", `{"name":"codex","arguments":{"prompt":"ready for mail","identity":"arch"}}`)
 
-			// From here on the client does not read stdout. Three turns
+			// From here on the client does not read stdout. Four turns
 			// answer with 500 deltas each (mockcodex streams one per rune):
-			// more than the pipe and the event queue hold.
+			// more than the pipe and the event queue (1024) hold.
 			flood := "EVENTS=600 " + strings.Repeat("flood ", 90)
-			for _, who := range []string{"team-lead", "dev-1", "dev-2"} {
+			for _, who := range []string{"team-lead", "dev-1", "dev-2", "dev-3"} {
 				c.send("tools/call", `{"name":"codex","arguments":{"prompt":"`+flood+who+`","identity":"`+who+`"},"_meta":{"progressToken":"`+who+`"}}`)
 				waitFile(t, childLog, "flood "+who)
 			}
