@@ -15,13 +15,15 @@ GOTEST   := GOWORK=off $(GO) test
 STATICCHECK := GOWORK=off $(GO) tool -modfile=$(CURDIR)/tools/go.mod staticcheck
 FUZZTIME ?= 20s
 BENCHTIME ?= 1s
+SOAK_SECONDS ?= 300
+SOAK_SEED ?= $(shell date +%s)
 
 # Pinned real Codex CLI versions used by the real-Codex tests.
 CODEX_MCP_VERSION ?= 0.153.4
 CODEX_APP_VERSION ?= 0.169.0
 CODEX_CACHE       := $(CURDIR)/.cache/codex
 
-.PHONY: all build test real-codex lint cross-vet cross-build bench fuzz demo install release dist help clean
+.PHONY: all build test real-codex lint cross-vet cross-build bench fuzz soak demo install release dist help clean
 
 all: build
 
@@ -98,6 +100,10 @@ bench:
 	  echo "== bench $$m"; \
 	  (cd $$m && $(GOTEST) -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...) || exit 1; \
 	done
+
+## soak: the randomized soak test of serve (TestSoak) for SOAK_SECONDS per protocol (default 300), seed SOAK_SEED (default: the time), under -race.
+soak:
+	cd testscripts && SOAK_SECONDS=$(SOAK_SECONDS) SOAK_SEED=$(SOAK_SEED) $(GOTEST) -race -count=1 -timeout 0 -v -run '^TestSoak$$' .
 
 ## fuzz: a short run of every fuzz target (FUZZTIME each).
 fuzz:

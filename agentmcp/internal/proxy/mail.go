@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
@@ -125,7 +126,7 @@ func (s *Server) auditBatch(b mailbridge.Batch) {
 	if sess := s.sessions.ByIdentity(b.Identity); sess != nil {
 		agentID = sess.Record().AgentID
 	}
-	outcome := fmt.Sprintf("delivered %d message(s), marked %d read", len(b.Keys), b.Marked)
+	outcome := fmt.Sprintf("delivered %d message(s) (%s), marked %d read", len(b.Keys), strings.Join(b.Keys, ", "), b.Marked)
 	if b.Err != nil {
 		outcome += "; mark failed: " + b.Err.Error()
 	}
