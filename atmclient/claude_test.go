@@ -30,7 +30,7 @@ import (
 
 // errClaudeLocked is proper-lockfile's ELOCKED: the lock stayed held
 // through every retry.
-var errClaudeLocked = errors.New("Lock file is already being held")
+var errClaudeLocked = errors.New("lock file is already being held (ELOCKED)")
 
 // claudeLock takes the lock directory dir as Claude Code's inbox and team
 // file writers do, and returns the release (rmdir).

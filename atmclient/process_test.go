@@ -225,20 +225,6 @@ func (w *testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func fields64(t *testing.T, line string, from int) []int64 {
-	t.Helper()
-	f := strings.Fields(line)
-	var v []int64
-	for _, s := range f[from:] {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			t.Fatalf("bad child line %q", line)
-		}
-		v = append(v, n)
-	}
-	return v
-}
-
 // TestConcurrentProcesses: 8 writer processes × 500 locked Sends into one
 // inbox while a Claude Code process (emulated, claude_test.go) appends its
 // own messages with its SendMessage and consumes the inbox with its reader.
