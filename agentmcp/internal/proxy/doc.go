@@ -50,21 +50,40 @@
 //
 // # Locks
 //
-// The proxy's own packages have six locks, each documented where it is
-// declared: mcpconn's Conn.mu and the outbox's omu → emu; session's
-// Manager.mu → Session.mu → persister.mu. The two groups are never nested:
-// a session reaches the connection (events, answers, questions) only with
-// none of its locks held, and the connection calls tools with none of its
-// own. gitctx keeps two more (its facts cache and its watcher), leaf locks
-// taken by nobody else, and so are frames.mu (frames.go: the shutdown
-// requests handled and the identities being shut down), teamHooks.mu
-// (team.go: the members it added) and leadPush.mu (leadpush.go: its
-// binding and counters). No lock is held across I/O.
+// The proxy's own packages have fourteen locks, each documented where it
+// is declared:
+//
+//   - mcpconn (3): Conn.mu (its reader pool shares it), and the outbox's
+//     omu → emu;
+//   - session (4): Manager.mu → Session.mu → persister.mu, and Handle.mu (a
+//     started turn's cancel), a leaf;
+//   - tools (1): roundTrips.mu (the requestStates of round trips), a leaf;
+//   - proxy (4): codex.mu (child.go, restart.go: the crashes, the
+//     restarts and the restart in progress), frames.mu (frames.go: the
+//     shutdown requests handled and the identities being shut down),
+//     teamHooks.mu (team.go: the members it added) and leadPush.mu
+//     (leadpush.go: its binding and counters), each a leaf that guards its
+//     own fields and is held around nothing else;
+//   - gitctx (2): its facts cache and its watcher, leaves taken by nobody
+//     else.
+//
+// The groups are never nested: a session reaches the connection (events,
+// answers, questions) only with none of its locks held, and the
+// connection calls tools with none of its own. One lock is held across
+// I/O, by design: omu, across a write to the client that must not
+// overtake the events held before it (a response, a server→client
+// request, progress); what the Codex reader calls takes omu only with
+// TryLock (see mcpconn's doc). No other lock is held across I/O: codex.mu
+// is held neither across a child's close nor across its start (a restart
+// swaps the child under it, then closes the old one and starts the new
+// one outside it), so agent_status answers during a slow restart.
 //
 // # Shutdown
 //
 // Run ends when the client's stream ends or ctx does, in this order: new
 // requests are refused, sessions are summarised and closed, shutdown
-// requests being answered finish (bounded), the mail bridge stops, requests still running are cancelled, the sessions' goroutines
-// end, the Codex child is stopped, and the connection's writing ends.
+// requests being answered finish (bounded), the mail bridge stops,
+// requests still running are cancelled, the sessions' goroutines end, the
+// Codex child is stopped (after a restart in progress, so that no child it
+// started outlives the proxy), and the connection's writing ends.
 package proxy
