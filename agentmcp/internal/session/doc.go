@@ -38,6 +38,16 @@
 //   - Session.mu guards the session's fields; only Session methods (and the
 //     Manager's, for a session it is creating or closing) take it.
 //   - persister.mu guards the persister's queue.
+//   - Handle.mu guards a started turn's cancel function; a leaf, taken
+//     with no other lock held.
+//
+// # When Codex is down
+//
+// A backend that can be down for a while tells so (Unavailable, see
+// recovery.go): Create then refuses at once, before any registry write or
+// audit entry, and the error says how to get Codex back. Errors about a
+// dead child carry the backend's advice (RecoveryError), so that none
+// advises an action the backend will refuse.
 //
 // # Goroutines
 //
