@@ -194,6 +194,9 @@ func TestClaudeCodeInterop(t *testing.T) {
 			t.Run("both locks", func(t *testing.T) {
 				c, _ := newTestHome(t, members...)
 				rounds := safeRounds
+				if raceDetector {
+					rounds = 4 // each round is several times slower there
+				}
 				if testing.Short() {
 					rounds = 2
 				}
