@@ -65,6 +65,13 @@ func (m *Manager) bridgeApproval(s *Session, call CallRef, asker Asker, a *codex
 	if asker == nil || !asker.CanAsk() {
 		switch m.cfg.ApprovalFallback {
 		case "approve":
+			if m.heldReadOnlyTurn(s, rec) {
+				// Approving would let a read-only session write or leave its
+				// sandbox without anyone deciding (policy.go).
+				log.Info("approval denied: the session is held read-only; approval_fallback=approve does not apply", "what", what)
+				respond(Answer{codexchild.Decision{Kind: codexchild.Deny, Reason: readOnlyDenial}, "denied: read-only policy"})
+				return
+			}
 			log.Info("approval granted by policy (client has no elicitation)", "what", what)
 			respond(Answer{codexchild.Decision{Kind: codexchild.Approve}, "approved: approval_fallback=approve"})
 			return

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
+	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
 // The operator's sandbox policy (docs/configuration.md, "Policy"): a
@@ -137,4 +138,19 @@ func (c *Config) holdPolicy(st ThreadSettings) ThreadSettings {
 	}
 	c.Logger.Warn("read-only policy: settings clamped before they reached codex", "removed", strings.Join(removed, ", "))
 	return st
+}
+
+// readOnlyDenial is what Codex is told when approval_fallback = "approve"
+// would have approved a request of a session held read-only.
+const readOnlyDenial = "denied automatically: the operator holds this session read-only (--readonly, or sandbox = \"read-only\"), " +
+	"so approval_fallback = \"approve\" does not apply to it; work within the read-only sandbox."
+
+// heldReadOnlyTurn reports whether an approval of s's turn (rec its
+// record; nil s: a turn without a session) falls under the read-only
+// policy.
+func (m *Manager) heldReadOnlyTurn(s *Session, rec registry.Session) bool {
+	if s == nil {
+		return m.cfg.allReadOnly()
+	}
+	return m.HeldReadOnly(rec.Role)
 }

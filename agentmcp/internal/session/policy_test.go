@@ -51,3 +51,31 @@ func TestHoldPolicy(t *testing.T) {
 		})
 	}
 }
+
+// TestReadOnlyApprovals: approval_fallback = "approve" approves nothing of
+// a session held read-only (a patch would write); a session of a role the
+// operator made wider still gets it.
+func TestReadOnlyApprovals(t *testing.T) {
+	tests := []struct {
+		name   string
+		modify func(*Config)
+		want   string
+	}{
+		{"held read-only", func(c *Config) {
+			c.ApprovalFallback, c.Defaults = "approve", ThreadDefaults{Sandbox: "read-only"}
+		}, "decision: deny denied automatically: the operator holds this session read-only"},
+		{"not held", func(c *Config) {
+			c.ApprovalFallback, c.Defaults = "approve", ThreadDefaults{Sandbox: "workspace-write"}
+		}, "decision: approve "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, tt.modify)
+			s := h.create("arch")
+			got := <-runAsync(s, Turn{Prompt: "APPROVE", Source: SourceClaude})
+			if !strings.HasPrefix(got, tt.want) {
+				t.Errorf("turn result = %q, want it to start with %q", got, tt.want)
+			}
+		})
+	}
+}
