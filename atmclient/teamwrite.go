@@ -22,7 +22,9 @@ import (
 // writers of the file, {team}/config.lock (flock, the atm CLI's) and
 // {team}/config.json.lock (a directory, Claude Code's), then replaces the
 // file by a rename. A missing team directory or config.json is an error
-// wrapping ErrTeamNotFound: JoinTeam never creates a team.
+// wrapping ErrTeamNotFound: JoinTeam never creates a team. The team's lead
+// (the member whose agentId is the file's leadAgentId) is never replaced:
+// that is an error wrapping ErrInvalidName.
 func (c *Client) JoinTeam(ctx context.Context, team string, m Member) error {
 	if err := ValidateName("agent", m.Name); err != nil {
 		return fmt.Errorf("join team: %w", err)
@@ -34,15 +36,18 @@ func (c *Client) JoinTeam(ctx context.Context, team string, m Member) error {
 	if err != nil {
 		return fmt.Errorf("join team: %w", err)
 	}
-	err = c.updateTeam(ctx, team, func(members []json.RawMessage) ([]json.RawMessage, bool) {
+	err = c.updateTeam(ctx, team, func(members []json.RawMessage, lead string) ([]json.RawMessage, bool, error) {
 		for i, raw := range members {
-			if memberName(raw) == m.Name {
+			if name, id := memberIDs(raw); name == m.Name {
+				if lead != "" && id == lead {
+					return nil, false, fmt.Errorf("%w: %q is the team's lead", ErrInvalidName, m.Name)
+				}
 				out := append([]json.RawMessage(nil), members...)
 				out[i] = elem
-				return out, true
+				return out, true, nil
 			}
 		}
-		return append(members[:len(members):len(members)], elem), true
+		return append(members[:len(members):len(members)], elem), true, nil
 	})
 	if err != nil {
 		return fmt.Errorf("join team %s as %s: %w", team, m.Name, err)
@@ -52,20 +57,24 @@ func (c *Client) JoinTeam(ctx context.Context, team string, m Member) error {
 
 // LeaveTeam removes every member called name from team's config.json,
 // under the same locks as JoinTeam; nothing is written when there is none.
+// The team's lead is never removed (an error wrapping ErrInvalidName).
 // A missing team is an error wrapping ErrTeamNotFound (a team that Claude
 // Code deleted when its lead exited has no members left to remove).
 func (c *Client) LeaveTeam(ctx context.Context, team, name string) error {
 	if err := ValidateName("agent", name); err != nil {
 		return fmt.Errorf("leave team: %w", err)
 	}
-	err := c.updateTeam(ctx, team, func(members []json.RawMessage) ([]json.RawMessage, bool) {
+	err := c.updateTeam(ctx, team, func(members []json.RawMessage, lead string) ([]json.RawMessage, bool, error) {
 		var out []json.RawMessage
 		for _, raw := range members {
-			if memberName(raw) != name {
+			n, id := memberIDs(raw)
+			if n != name {
 				out = append(out, raw)
+			} else if lead != "" && id == lead {
+				return nil, false, fmt.Errorf("%w: %q is the team's lead", ErrInvalidName, name)
 			}
 		}
-		return out, len(out) != len(members)
+		return out, len(out) != len(members), nil
 	})
 	if err != nil {
 		return fmt.Errorf("leave team %s as %s: %w", team, name, err)
@@ -73,20 +82,28 @@ func (c *Client) LeaveTeam(ctx context.Context, team, name string) error {
 	return nil
 }
 
-// memberName returns the string "name" of a member element, or "".
-func memberName(raw json.RawMessage) string {
+// memberIDs returns the string "name" and "agentId" of a member element
+// ("" when absent or not strings).
+func memberIDs(raw json.RawMessage) (name, agentID string) {
 	var m struct {
-		Name *string `json:"name"`
+		Name    any `json:"name"`
+		AgentID any `json:"agentId"`
 	}
-	if json.Unmarshal(raw, &m) != nil || m.Name == nil {
-		return ""
+	if json.Unmarshal(raw, &m) != nil {
+		return "", ""
 	}
-	return *m.Name
+	name, _ = m.Name.(string)
+	agentID, _ = m.AgentID.(string)
+	return name, agentID
 }
 
+// memberEdit computes the new members of a team from the current ones and
+// the file's leadAgentId; false means there is nothing to write.
+type memberEdit func(members []json.RawMessage, lead string) ([]json.RawMessage, bool, error)
+
 // updateTeam rewrites the members of team's config.json with edit under
-// both config locks; edit returns false when there is nothing to write.
-func (c *Client) updateTeam(ctx context.Context, team string, edit func([]json.RawMessage) ([]json.RawMessage, bool)) error {
+// both config locks.
+func (c *Client) updateTeam(ctx context.Context, team string, edit memberEdit) error {
 	dir, err := c.TeamDir(team)
 	if err != nil {
 		return err
@@ -115,7 +132,7 @@ func (c *Client) updateTeam(ctx context.Context, team string, edit func([]json.R
 	}
 	out, changed, err := editMembers(data, edit)
 	if err != nil {
-		return fmt.Errorf("team config %s: %w", path, err)
+		return err
 	}
 	if !changed {
 		return nil
@@ -132,10 +149,10 @@ func (c *Client) updateTeam(ctx context.Context, team string, edit func([]json.R
 // editMembers applies edit to the "members" array of the JSON object data
 // (a missing one is empty and added last) and returns the object indented
 // by two spaces, every other key and value in its order.
-func editMembers(data []byte, edit func([]json.RawMessage) ([]json.RawMessage, bool)) ([]byte, bool, error) {
+func editMembers(data []byte, edit memberEdit) ([]byte, bool, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil, false, errors.New("not a JSON object")
+		return nil, false, errors.New("team config is not a JSON object")
 	}
 	type kv struct {
 		key string
@@ -159,14 +176,20 @@ func editMembers(data []byte, edit func([]json.RawMessage) ([]json.RawMessage, b
 		fields = append(fields, kv{key, val})
 	}
 	var members []json.RawMessage
-	if at >= 0 {
-		if err := json.Unmarshal(fields[at].val, &members); err != nil {
-			return nil, false, fmt.Errorf("members is not an array: %w", err)
+	var lead string
+	for _, f := range fields {
+		switch f.key {
+		case "members":
+			if err := json.Unmarshal(f.val, &members); err != nil {
+				return nil, false, fmt.Errorf("team config members is not an array: %w", err)
+			}
+		case "leadAgentId":
+			json.Unmarshal(f.val, &lead)
 		}
 	}
-	members, changed := edit(members)
-	if !changed {
-		return nil, false, nil
+	members, changed, err := edit(members, lead)
+	if err != nil || !changed {
+		return nil, false, err
 	}
 	arr := []byte{'['}
 	for i, m := range members {

@@ -170,6 +170,26 @@ func TestJoinTeamMissing(t *testing.T) {
 	}
 }
 
+// The lead's member entry is Claude Code's own: neither replaced nor
+// removed.
+func TestJoinTeamKeepsTheLead(t *testing.T) {
+	c, _ := newTestHome(t)
+	path := sessionTeam(t, c)
+	before := mustRead(t, path)
+	if err := c.JoinTeam(bg, "session-c637aa76", Member{Name: "team-lead", AgentType: "codex"}); !errors.Is(err, ErrInvalidName) {
+		t.Errorf("JoinTeam as the lead: %v, want ErrInvalidName", err)
+	}
+	if err := c.LeaveTeam(bg, "session-c637aa76", "team-lead"); !errors.Is(err, ErrInvalidName) {
+		t.Errorf("LeaveTeam of the lead: %v, want ErrInvalidName", err)
+	}
+	if after := mustRead(t, path); !bytes.Equal(before, after) {
+		t.Errorf("config.json changed:\n%s", after)
+	}
+	if err := c.LeaveTeam(bg, "session-c637aa76", "helper"); err != nil {
+		t.Errorf("LeaveTeam of a teammate: %v", err)
+	}
+}
+
 // The team config write waits for either lock and gives up after
 // LockTimeout.
 func TestJoinTeamWaitsForBothLocks(t *testing.T) {
