@@ -1,0 +1,81 @@
+// Package acp is a thin client of the Agent Client Protocol, version 1
+// (JSON-RPC 2.0 over the agent's stdin and stdout, one object per line),
+// for running coding agents that speak it (claude-agent-acp, gemini --acp,
+// opencode acp, copilot --acp, …) as team members, as package codexchild
+// runs Codex. It lives in the codexchild module because starting and
+// supervising an agent's process is codexchild's concern; it does not
+// import codexchild (a codexchild facade will import it).
+//
+// [Start] runs the agent in its own process group (agents are process
+// trees: Gemini relaunches itself as a child, claude-agent-acp runs Claude
+// Code, every agent runs the MCP servers it is given), drains its stderr
+// into the log and does initialize (protocol version 1, no fs or terminal
+// capabilities: the agents then use their own tools) and, when
+// Config.AuthMethod says so, authenticate. [Client.NewSession],
+// [Client.LoadSession] and [Client.ResumeSession] open sessions (the last
+// two only when the agent advertised them; [Client.Info] has what it
+// advertised), passing the session's MCP servers (stdio or HTTP, the
+// schema's shapes) and then setting the mode and config options asked for,
+// so that an agent whose own default approves by itself (claude-agent-acp's
+// "auto") asks instead. [Session.Prompt] is a turn: it folds the session's
+// updates into a [TurnResult] (the last agent message and all of them, by
+// messageId; thoughts; tool calls, an update of an unknown id creating
+// one; usage) and returns the stopReason. [Session.Interrupt] sends
+// session/cancel, answers every pending permission request cancelled and
+// waits for the turn's end, then kills the process group. [Client.Status]
+// says idle, running, awaiting-approval or dead, and how the agent died.
+// [Client.Close] closes the sessions the agent can close, then stops it:
+// stdin closed, SIGTERM to the group, SIGKILL; nothing of the group
+// outlives the agent.
+//
+// Every call has a deadline (Config: initialize, the session calls, a
+// turn, a cancel): hung prompts and cancels that do not cancel are the
+// commonest failure of ACP agents in the field. A cancel is recorded
+// client-side ([TurnResult.Cancelled]), since agents answer it with
+// cancelled, end_turn or an error.
+//
+// Events reach Config.OnEvent in order, on a goroutine of the client's:
+// the reader never waits for it; when Config.EventBuffer events wait, newer
+// ones are dropped and counted. Permission requests go to Config.Asker on a
+// goroutine of their own; the answer selects the option whose kind matches
+// the [Decision] (option ids differ between agents and are never matched).
+//
+// # How it plugs in
+//
+// A Backend-like facade for the proxy (Turn, Interrupt, Status, Close)
+// sits on one Client and one Session per team member: Turn is
+// Session.Prompt with the events mapped to the proxy's neutral events and
+// the Asker backed by the approval bridge; Interrupt is Session.Interrupt;
+// Status is Client.Status (ExitStatus has codexchild.ExitStatus's shape and
+// converts to it); Close is Client.Close. Resume is LoadSession or
+// ResumeSession where the agent offers it (Session.Replayed has the
+// replayed history to compare with the proxy's own transcript), else a new
+// session seeded from that transcript. None of this is wired into agentmcp
+// yet.
+//
+// # Design notes
+//
+// One goroutine reads the agent's stdout (read.go) and never blocks on a
+// consumer: an answer closes its call's channel; an update is folded into
+// its session's turn under mu and queued for OnEvent without waiting; a
+// permission request is registered and handed to the Asker on a new
+// goroutine. The reader itself writes only what it owes the agent at once
+// (a rejection without an Asker, -32601 for fs/* and terminal/*). A turn
+// ends on the reader when its answer is read (call.onEnd), so updates read
+// after it belong to no turn, and chunks of an ended turn's messageIds are
+// never folded into the next one (claude-agent-acp#551).
+//
+// Locks: Client.mu guards the pending calls, the sessions and their turns,
+// the pending permission requests, the exit error and the counters, and
+// the send on the event queue (which never blocks). Nothing is written to
+// the agent while mu is held; a call's onResult and onEnd hooks run with
+// it held, on the reader. jsonrpcframe's Writer serialises writes itself.
+// process.mu guards the stderr tail and the kill reason only.
+//
+// The files: client.go is Start, the calls and Close; read.go the reader
+// and routing; session.go the sessions; turn.go the turns and Interrupt;
+// approvals.go and permission.go the permission requests and the option
+// selection; update.go the session/update parser; proc.go the process
+// supervision; garbage.go the bad-line accounting; wire.go the ACP types;
+// status.go the state; errors.go the errors; config.go the Config.
+package acp

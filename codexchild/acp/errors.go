@@ -1,0 +1,122 @@
+package acp
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
+)
+
+// Errors. Every error a method returns wraps one of these (or a
+// *jsonrpcframe.Error the agent sent), so errors.Is tells them apart.
+var (
+	// ErrAgentExited is wrapped by *ExitError: the agent process is not
+	// running.
+	ErrAgentExited = errors.New("acp agent is not running")
+	// ErrTimeout is wrapped by *TimeoutError: the agent did not answer a
+	// call within its deadline.
+	ErrTimeout = errors.New("acp call timed out")
+	// ErrHandshake: initialize (or authenticate) failed, timed out or
+	// answered a protocol version other than 1; the agent was stopped.
+	ErrHandshake = errors.New("acp handshake failed")
+	// ErrUnsupported: the agent did not advertise the capability the call
+	// needs (session/load, session/resume, session/close, a mode).
+	ErrUnsupported = errors.New("not supported by this acp agent")
+	// ErrBusy: a turn was started on a session whose previous turn is still
+	// running.
+	ErrBusy = errors.New("acp session already has a running turn")
+	// ErrClosed: the client was closed.
+	ErrClosed = errors.New("acp client closed")
+	// ErrCancelIgnored: after session/cancel the agent did not end the turn
+	// within Config.CancelTimeout; its process group was killed.
+	ErrCancelIgnored = errors.New("acp agent did not stop after session/cancel")
+)
+
+// JSON-RPC errors an ACP agent sends, as sentinels: errors.Is(err,
+// ErrAuthRequired) holds for any *jsonrpcframe.Error with that code.
+var (
+	// ErrAuthRequired is ACP's auth_required (-32000): the agent needs
+	// authenticate (or credentials in its environment) first.
+	ErrAuthRequired error = &jsonrpcframe.Error{Code: -32000, Message: "authentication required"}
+	// ErrResourceNotFound is ACP's resource_not_found (-32002), for example
+	// an unknown session id on session/load.
+	ErrResourceNotFound error = &jsonrpcframe.Error{Code: -32002, Message: "resource not found"}
+	// ErrMethodNotFound is -32601: the agent does not implement the method
+	// (Qwen answers session/resume with it although it advertises resume).
+	ErrMethodNotFound error = &jsonrpcframe.Error{Code: jsonrpcframe.CodeMethodNotFound, Message: "method not found"}
+)
+
+// ExitStatus says how the agent process died. It has the shape of
+// codexchild.ExitStatus, so a codexchild facade converts it with a plain
+// conversion (codexchild.ExitStatus(s)); this package does not import
+// codexchild, which will import it.
+type ExitStatus struct {
+	Code   int    // exit code, -1 when killed by a signal
+	Signal string // signal name ("killed", "terminated"), "" when it exited
+}
+
+func (s ExitStatus) String() string {
+	if s.Signal != "" {
+		return "killed by signal " + s.Signal
+	}
+	return fmt.Sprintf("exited with code %d", s.Code)
+}
+
+// ExitError reports a call that failed because the agent died, with how it
+// died.
+type ExitError struct {
+	Status ExitStatus
+	// Stderr is the last lines the agent wrote to stderr.
+	Stderr string
+	// Reason says why the client killed the agent, when it did ("" when
+	// the agent died by itself).
+	Reason string
+	// During names the call that was waiting when it died ("" for a call
+	// made after the death).
+	During string
+}
+
+func (e *ExitError) Error() string {
+	var b strings.Builder
+	b.WriteString("acp agent ")
+	b.WriteString(e.Status.String())
+	if e.During != "" {
+		b.WriteString(" during ")
+		b.WriteString(e.During)
+	}
+	if e.Reason != "" {
+		b.WriteString(" (")
+		b.WriteString(e.Reason)
+		b.WriteString(")")
+	}
+	if e.Stderr != "" {
+		b.WriteString("; stderr: ")
+		b.WriteString(e.Stderr)
+	}
+	return b.String()
+}
+
+// Unwrap returns ErrAgentExited.
+func (e *ExitError) Unwrap() error { return ErrAgentExited }
+
+// during returns a copy of e naming the call that was waiting.
+func (e *ExitError) during(method string) *ExitError {
+	c := *e
+	c.During = method
+	return &c
+}
+
+// TimeoutError reports a call the agent did not answer in time.
+type TimeoutError struct {
+	Method string
+	After  time.Duration
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("acp %s: no answer after %v", e.Method, e.After)
+}
+
+// Unwrap returns ErrTimeout.
+func (e *TimeoutError) Unwrap() error { return ErrTimeout }
