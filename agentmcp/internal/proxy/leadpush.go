@@ -23,6 +23,10 @@ const (
 // pushTimeout bounds one push to the messaging socket.
 const pushTimeout = 2 * time.Second
 
+// flushTimeout bounds the wait of a turn's result for the lead's mail
+// (flush).
+const flushTimeout = 500 * time.Millisecond
+
 // leadPush pushes the mail addressed to the client's own identity (the
 // lead: serve's --identity, or team-lead in a Claude Code session team)
 // into the Claude Code session through its messaging socket
@@ -37,6 +41,7 @@ const pushTimeout = 2 * time.Second
 type leadPush struct {
 	identity string
 	team     string
+	atm      *atmclient.Client // counts the lead's unread mail (flush)
 	client   *ccmsg.Client // nil: no push (why says so)
 	why      string        // why mail stays in the inbox; "" when client is set
 	log      *slog.Logger
@@ -57,8 +62,8 @@ type leadPush struct {
 // newLeadPush decides the path of the lead's mail from the options: the
 // socket when Claude Code offers one and lead_push is on and the identity
 // is the client's alone; otherwise the inbox, with the reason.
-func newLeadPush(opts Options, log *slog.Logger) *leadPush {
-	p := &leadPush{identity: opts.Identity, team: opts.Team, log: log.With("lead", opts.Identity), now: opts.Now}
+func newLeadPush(opts Options, atm *atmclient.Client, log *slog.Logger) *leadPush {
+	p := &leadPush{identity: opts.Identity, team: opts.Team, atm: atm, log: log.With("lead", opts.Identity), now: opts.Now}
 	switch {
 	case !opts.LeadPush:
 		p.why = "lead_push is off"
@@ -67,7 +72,10 @@ func newLeadPush(opts Options, log *slog.Logger) *leadPush {
 	case opts.Identity == opts.DefaultIdentity:
 		p.why = fmt.Sprintf("%s is also the default identity of Codex sessions, so its mail is theirs (set default_identity to another name)", opts.Identity)
 	default:
-		c, err := ccmsg.New(ccmsg.Config{Socket: opts.MessagingSocket, Token: opts.MessagingToken, Timeout: pushTimeout})
+		// No linger: Claude Code 2.1.332 reads a connection's lines after
+		// the writer has closed it (measured: it routed a line 300 ms after
+		// our close), and flush waits for the mark that follows Send.
+		c, err := ccmsg.New(ccmsg.Config{Socket: opts.MessagingSocket, Token: opts.MessagingToken, Timeout: pushTimeout, Linger: -1})
 		if err != nil {
 			p.why = err.Error()
 			break
@@ -139,6 +147,41 @@ func (p *leadPush) DeliverMessages(identity string, msgs []atmclient.Message, do
 		done(err == nil)
 	}()
 	return true
+}
+
+// flush waits, at most flushTimeout, until the mail for the lead that is
+// in its inbox now has been pushed and marked read. The proxy calls it
+// before it answers a call that may end a Codex turn (agent_wait, codex,
+// codex-reply): mail an agent sent to the lead during its turn then
+// reaches Claude Code's queue before the turn's result does, and the
+// model's next request carries both. It returns at once when the push is
+// off or failing, or there is no unread mail for the lead.
+func (p *leadPush) flush(ctx context.Context) {
+	p.mu.Lock()
+	b, bound, failing := p.bridge, p.bound, p.failing
+	p.mu.Unlock()
+	if p.client == nil || !bound || failing || p.atm == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, flushTimeout)
+	defer cancel()
+	kicked := false
+	for {
+		n, err := p.atm.Pending(ctx, p.team, p.identity)
+		if err != nil || n == 0 {
+			return
+		}
+		if !kicked {
+			b.Idle(p.identity) // the watch's event may still be on its way
+			kicked = true
+		}
+		select {
+		case <-ctx.Done():
+			p.log.Debug("a turn's result goes before the lead's mail: the push is still on its way", "pending", n)
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }
 
 // settle records a push's outcome; a failure is said once at warn level

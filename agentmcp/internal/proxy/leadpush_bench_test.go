@@ -41,7 +41,7 @@ func BenchmarkLeadPush(b *testing.B) {
 	}
 	defer br.Close()
 	lp := newLeadPush(Options{Team: "dev", Identity: "team-lead", DefaultIdentity: "codex", LeadPush: true,
-		MessagingSocket: sock.path, MessagingToken: "tok", Now: time.Now}, log)
+		MessagingSocket: sock.path, MessagingToken: "tok", Now: time.Now}, atm, log)
 	lp.start(br)
 	ctx := context.Background()
 	var lat []time.Duration

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/atmclient"
+	"github.com/atm-agent-mcp/atm-agent-mcp/mailbridge"
 )
 
 // ccSocket plays Claude Code's messaging socket: it records every line of
@@ -297,5 +299,45 @@ func TestLeadText(t *testing.T) {
 		if got := leadText("dev", tc.m); got != tc.want {
 			t.Errorf("%s: leadText = %q, want %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestLeadPushFlush: flush, which runs before a turn's result is answered,
+// pushes the lead's unread mail and waits for its mark, even when nothing
+// else would check the inbox soon (no watch, an hour's poll); with nothing
+// unread it returns at once.
+func TestLeadPushFlush(t *testing.T) {
+	home := t.TempDir()
+	writeTeam(t, home, "dev", "team-lead", "arch")
+	sock := listenCC(t, socketPath(t))
+	atm, err := atmclient.New(atmclient.Config{Home: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	br, err := mailbridge.New(mailbridge.Config{ATM: atm, Team: "dev", Target: noTarget{}, PollInterval: time.Hour, DisableWatch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := br.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer br.Close()
+	lp := newLeadPush(Options{Team: "dev", Identity: "team-lead", DefaultIdentity: "codex", LeadPush: true,
+		MessagingSocket: sock.path, Now: time.Now}, atm, slog.New(slog.DiscardHandler))
+	lp.start(br)
+	ctx := context.Background()
+
+	start := time.Now()
+	lp.flush(ctx)
+	if d := time.Since(start); d > 100*time.Millisecond {
+		t.Errorf("flush with nothing unread took %v", d)
+	}
+	send(t, home, "arch", "team-lead", "done with the turn", "")
+	lp.flush(ctx)
+	if n, err := atm.Pending(ctx, "dev", "team-lead"); n != 0 || err != nil {
+		t.Fatalf("after flush: %d unread (%v), want 0", n, err)
+	}
+	if line := sock.next(t); line["message"].(map[string]any)["content"] != "Team mail from arch: done with the turn" {
+		t.Errorf("pushed line %v", line)
 	}
 }

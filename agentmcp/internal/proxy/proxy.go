@@ -74,7 +74,7 @@ func New(opts Options) (*Server, error) {
 		auditor: session.NewAuditor(audit, log), git: gitctx.New(gitctx.Config{Logger: log})}
 	s.backend = newCodex(opts.Backend, opts, log, s.auditor)
 	s.frames = newFrames(s)
-	s.lead = newLeadPush(opts, log)
+	s.lead = newLeadPush(opts, atm, log)
 	s.team = teamHooks{mail: &s.mail, lead: s.lead, atm: atm, team: opts.Team, cwd: s.sessionCwd, log: log, now: opts.Now, added: map[string]bool{}}
 	s.conn = mcpconn.New(mcpconn.Config{
 		Handler:      handler{s},
@@ -222,8 +222,16 @@ func (s *Server) Resume(target string) (string, error) {
 type handler struct{ s *Server }
 
 func (h handler) CallTool(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, error) {
-	return h.s.tools.CallTool(ctx, c)
+	res, err := h.s.tools.CallTool(ctx, c)
+	if turnResult[c.Name] {
+		h.s.lead.flush(ctx) // the lead's mail from the turn goes first (leadpush.go)
+	}
+	return res, err
 }
+
+// turnResult are the tools whose result may end a Codex turn for the
+// client.
+var turnResult = map[string]bool{"codex": true, "codex-reply": true, "agent_wait": true}
 
 // Forward sends a request the proxy does not handle to the Codex child
 // verbatim and returns the child's reply.
