@@ -42,8 +42,8 @@ type leadPush struct {
 	identity string
 	team     string
 	atm      *atmclient.Client // counts the lead's unread mail (flush)
-	client   *ccmsg.Client // nil: no push (why says so)
-	why      string        // why mail stays in the inbox; "" when client is set
+	client   *ccmsg.Client     // nil: no push (why says so)
+	why      string            // why mail stays in the inbox; "" when client is set
 	log      *slog.Logger
 	now      func() time.Time
 
