@@ -25,9 +25,13 @@
 // without an error. A fresh connection costs a dial and an auth line (tens
 // of microseconds on a Unix socket, BenchmarkSend), and makes a refused
 // connection (no socket, nobody listening) an error of the Send that met
-// it. After the lines, Send half-closes the connection and waits briefly
-// for Claude Code to close its side (Node ends a socket when its peer
-// does, after reading everything): a reset then is an error too.
+// it. After the lines, Send half-closes the connection and, unless
+// Config.Linger is negative, waits briefly for the peer to close its side,
+// so that a reset is an error too. Claude Code 2.1.332 reads the lines of
+// a connection its writer has already closed (measured with the real CLI
+// in claude -p: a line routed 300 ms after the writer's close, its event
+// loop busy with the turn), and does not always close its side within
+// 200 ms; the proxy therefore does not linger.
 //
 // A Client has no lock and no goroutine: each Send uses its own
 // connection, so Sends may run at once.
