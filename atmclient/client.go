@@ -30,8 +30,9 @@ var (
 	ErrLockTimeout = fsx.ErrLockTimeout
 )
 
-// DefaultLockTimeout is how long a write waits for the inbox lock before it
-// gives up: the sum of the atm CLI's backoff steps (50+100+200+400+800 ms).
+// DefaultLockTimeout is how long a write waits for its locks (both, see
+// the package documentation) before it gives up: the sum of the atm CLI's
+// backoff steps (50+100+200+400+800 ms).
 const DefaultLockTimeout = 1550 * time.Millisecond
 
 // Config configures a Client. The zero value is ready to use.
