@@ -74,6 +74,7 @@ func TestSoak(t *testing.T) {
 			})
 			s := startSoak(t, b.backend, b.version)
 			s.run(seed, dur, minRequests)
+			s.drain()
 			s.shutdown()
 			s.check()
 		})
@@ -396,6 +397,35 @@ func (s *soak) writeMail(ctx context.Context, r *rand.Rand) {
 		s.mail[m.MessageID] = to
 		s.mu.Unlock()
 		s.mailCount.Add(1)
+	}
+}
+
+// drain brings Codex back if it is down and waits until the live
+// sessions have taken all their mail: delivery resumes by itself after a
+// restart.
+func (s *soak) drain() {
+	st, msg, ok := s.tool("agent_status", map[string]any{})
+	if !ok {
+		s.t.Errorf("agent_status: %s", msg)
+		return
+	}
+	if child, _ := st["child"].(map[string]any); child["alive"] != true {
+		if _, msg, ok := s.tool("agent_restart_codex", map[string]any{}); !ok {
+			s.t.Errorf("restarting Codex after the run: %s", msg)
+			return
+		}
+		s.restarts.Add(1)
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		st, _, _ = s.tool("agent_status", map[string]any{})
+		pending, _ := st["pending_mail"].(float64)
+		if pending == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Errorf("60 s after the run, %v message(s) still wait for live sessions (agent_status: %v)", pending, st)
+			return
+		}
 	}
 }
 

@@ -72,7 +72,12 @@ func (c *codex) restart(ctx context.Context, seen *backendBox, force bool, why s
 		c.mu.Unlock()
 		return tools.RestartReport{}, nil
 	case st.Running && !force:
+		until := c.refusedUntilLocked(now)
 		c.mu.Unlock()
+		if !until.IsZero() {
+			return tools.RestartReport{}, proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"pid": st.PID, "restart_refused_until": stamp(until)},
+				"Codex is running (pid %d); restarts are refused until %s after a crash loop", st.PID, stamp(until))
+		}
 		return tools.RestartReport{}, proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"pid": st.PID},
 			"Codex is running (pid %d); pass force: true to restart it anyway (its turns in flight fail)", st.PID)
 	}
