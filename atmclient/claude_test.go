@@ -12,7 +12,8 @@ import (
 )
 
 // An emulation of Claude Code 2.1.332's inbox reader and writer, written
-// from ../shared/notes/measured/claude-code-2.1.332-teams.md §1.3–§1.5:
+// from what was measured of it (its inbox format, its lock directory and
+// how its reader marks mail read):
 //
 //   - its lock is a directory "<file>.lock" made with mkdir by a
 //     proper-lockfile clone: EEXIST means held; a directory older than 10 s
