@@ -153,12 +153,18 @@ func toolResults(content json.RawMessage) []mockResult {
 
 // respond writes the model's message: streamed as SSE, or whole.
 func (m *anthropicMock) respond(w http.ResponseWriter, stream bool, blocks []mockBlock) {
+	writeModelMessage(w, stream, blocks, fmt.Sprint(len(m.mainResults())))
+}
+
+// writeModelMessage writes the model's message: streamed as SSE, or whole.
+// Its tool_use ids are toolu_<idPrefix>_<index>.
+func writeModelMessage(w http.ResponseWriter, stream bool, blocks []mockBlock, idPrefix string) {
 	stop := "end_turn"
 	var content []map[string]any
 	for i, b := range blocks {
 		if b.Tool != "" {
 			stop = "tool_use"
-			content = append(content, map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%d_%d", len(m.mainResults()), i), "name": b.Tool, "input": b.Input})
+			content = append(content, map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%s_%d", idPrefix, i), "name": b.Tool, "input": b.Input})
 		} else {
 			content = append(content, map[string]any{"type": "text", "text": b.Text})
 		}

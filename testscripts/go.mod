@@ -6,6 +6,7 @@ require (
 	github.com/atm-agent-mcp/atm-agent-mcp/agentmcp v0.2.0
 	github.com/atm-agent-mcp/atm-agent-mcp/codexchild v0.2.0
 	github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe v0.2.0
+	github.com/creack/pty v1.1.24
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/rogpeppe/go-internal v1.16.0
 	golang.org/x/mod v0.43.0
