@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -117,4 +118,20 @@ func (s *ccSocket) accept() {
 func (s *ccSocket) close() {
 	s.ln.Close()
 	s.wg.Wait()
+}
+
+// withoutClaudeSession drops what a Claude Code session gives the programs
+// it starts (CLAUDE_CODE_SESSION_ID, its messaging socket, CLAUDECODE) from
+// env: when the tests run under Claude Code, a serve they start must not
+// join that session's team or push mail into it. Scenarios that play
+// Claude Code set these variables themselves (MCP_ENV).
+func withoutClaudeSession(env []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "CLAUDE_CODE_") || strings.HasPrefix(kv, "CLAUDECODE=") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
 }

@@ -272,7 +272,7 @@ func mcpStart(ts *testscript.TestScript, st *mcpState, name string, args []strin
 	ts.Check(err)
 	cmd := exec.Command(prog, args[1:]...)
 	cmd.Dir = ts.Getenv("WORK")
-	env := os.Environ()
+	env := withoutClaudeSession(os.Environ()) // a scenario says what Claude Code gives serve (ccsock_test.go)
 	keys := append([]string{}, mcpEnvKeys...)
 	keys = append(keys, strings.Fields(ts.Getenv("MCP_ENV"))...)
 	for _, k := range keys {
