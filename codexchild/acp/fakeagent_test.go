@@ -24,7 +24,8 @@ package acp_test
 //
 //	FAKEACP_HANG_INIT=1       never answer initialize
 //	FAKEACP_VERSION=N         answer initialize with protocol version N
-//	FAKEACP_OPTIONS=JSON      the permission options it offers
+//	FAKEACP_OPTIONS=JSON      the permission options it offers (default:
+//	                          allow-once and reject, as claude-agent-acp)
 //	FAKEACP_STATE=DIR         keep sessions in DIR; advertise load, resume, close
 //	FAKEACP_ON_CANCEL=X       answer a cancelled turn with stopReason X
 //	                          (cancelled by default), "error" for an error,
@@ -289,7 +290,10 @@ func (a *fakeAgent) prompt(id json.RawMessage, sid, script string) {
 				continue
 			}
 			var opts any
-			_ = json.Unmarshal([]byte(os.Getenv("FAKEACP_OPTIONS")), &opts)
+			if err := json.Unmarshal([]byte(os.Getenv("FAKEACP_OPTIONS")), &opts); err != nil {
+				opts = []map[string]string{{"optionId": "allow-once", "name": "Allow", "kind": "allow_once"},
+					{"optionId": "reject", "name": "Reject", "kind": "reject_once"}}
+			}
 			res := a.request("session/request_permission", map[string]any{"sessionId": sid,
 				"toolCall": map[string]any{"toolCallId": arg, "title": "run " + arg, "kind": "execute", "status": "pending"},
 				"options":  opts})

@@ -173,4 +173,3 @@ func TestAwaitingApproval(t *testing.T) {
 		t.Errorf("permission events (-want +got):\n%s decision %q", diff, decided)
 	}
 }
-
