@@ -28,15 +28,16 @@ import (
 const claudeKey = "sk-ant-offline-test-key-0123456789abcdef"
 
 // TestClaudeCodeLeadPush runs the real Claude Code 2.1.332 headless (-p),
-// where it never reads the lead's inbox file: Claude starts a Codex agent
-// (codex1, in the team dev, serve holding team-lead for its client), gives
-// it a background turn in which the agent's model calls atm_send to
-// team-lead, and waits in agent_wait. serve pushes that mail through the
-// messaging socket Claude Code offers its MCP servers, and the model's
-// next request (the one that brings agent_wait's result) carries it, with
-// the sender and the text, exactly once, while the inbox file keeps it.
-// With mockcodex on both protocols, and once with the real Codex 0.169
-// against the loopback Responses API.
+// where it never reads the lead's inbox file: Claude starts two Codex
+// agents in the team dev (serve holds team-lead for its client), gives
+// codex2 a long background turn and codex1 a background turn in which the
+// agent's model calls atm_send to team-lead, and waits in agent_wait for
+// codex2. serve pushes codex1's mail through the messaging socket Claude
+// Code offers its MCP servers, and the model's next request (the one that
+// brings agent_wait's result) carries it, with the sender and the text,
+// exactly once, while the inbox file keeps it. With mockcodex on both
+// protocols, and once with the real Codex 0.169 against the loopback
+// Responses API.
 func TestClaudeCodeLeadPush(t *testing.T) {
 	claude := claudeCLI(t, "2.1.332")
 	mockcodexBin, err := exec.LookPath("mockcodex")
@@ -75,7 +76,7 @@ func TestClaudeCodeLeadPush(t *testing.T) {
 func leadPush(t *testing.T, claude string, run claudeRun) {
 	dir := t.TempDir()
 	atmHome := filepath.Join(dir, "atm")
-	teamDir := makeTeam(t, atmHome, "team-lead", "codex1")
+	teamDir := makeTeam(t, atmHome, "team-lead", "codex1", "codex2")
 	work := filepath.Join(dir, "work")
 	claudeHome := filepath.Join(dir, "claude-home")
 	for _, d := range []string{work, claudeHome} {
@@ -95,21 +96,24 @@ func leadPush(t *testing.T, claude string, run claudeRun) {
 	mcpFile := writeServeMCPConfig(t, dir, atmHome, run, serveLog, "--team", "dev", "--identity", "team-lead")
 
 	nonce := "PUSHED-" + randomHex(t, 6)
-	// The agent's model sends the mail 2 s into its turn: Claude is in
-	// agent_wait by then.
-	sendPrompt := `SLOW=2 CALL_TOOL=mcp__atm.atm_send ARGS={"to":"team-lead","message":"` + nonce + ` from the codex agent"}`
+	sendPrompt := `CALL_TOOL=mcp__atm.atm_send ARGS={"to":"team-lead","message":"` + nonce + ` from the codex agent"}`
 	api := startKeyedMock(t, func(r *modelRequest) []mockBlock {
-		agentID := agentIDRe.FindString(resultsText(r))
+		codex1, codex2 := agentOf(r, "codex1"), agentOf(r, "codex2")
 		switch {
 		case r.called("ToolSearch") == 0:
 			return []mockBlock{{Tool: "ToolSearch", Input: map[string]any{
 				"query": "select:mcp__codex__codex,mcp__codex__codex-reply,mcp__codex__agent_wait,mcp__codex__agent_status", "max_results": 10}}}
 		case r.called("mcp__codex__codex") == 0:
-			return []mockBlock{{Tool: "mcp__codex__codex", Input: map[string]any{"prompt": "hello from the lead", "identity": "codex1"}}}
+			return []mockBlock{{Tool: "mcp__codex__codex", Input: map[string]any{"prompt": "hello codex1", "identity": "codex1"}}}
+		case r.called("mcp__codex__codex") == 1:
+			return []mockBlock{{Tool: "mcp__codex__codex", Input: map[string]any{"prompt": "hello codex2", "identity": "codex2"}}}
 		case r.called("mcp__codex__codex-reply") == 0:
-			return []mockBlock{{Tool: "mcp__codex__codex-reply", Input: map[string]any{"agent_id": agentID, "prompt": sendPrompt, "background": true}}}
+			// A turn that lasts: Claude waits for it while codex1 mails.
+			return []mockBlock{{Tool: "mcp__codex__codex-reply", Input: map[string]any{"agent_id": codex2, "prompt": "SLOW=6 keep working", "background": true}}}
+		case r.called("mcp__codex__codex-reply") == 1:
+			return []mockBlock{{Tool: "mcp__codex__codex-reply", Input: map[string]any{"agent_id": codex1, "prompt": sendPrompt, "background": true}}}
 		case r.called("mcp__codex__agent_wait") == 0:
-			return []mockBlock{{Tool: "mcp__codex__agent_wait", Input: map[string]any{"agent_id": agentID, "timeout_secs": 60}}}
+			return []mockBlock{{Tool: "mcp__codex__agent_wait", Input: map[string]any{"agent_id": codex2, "timeout_secs": 60}}}
 		case r.pushed(nonce) > 0:
 			return []mockBlock{{Text: "all done"}}
 		case r.called("mcp__codex__agent_status") < 20: // a late push: look again
@@ -171,8 +175,13 @@ func leadPush(t *testing.T, claude string, run claudeRun) {
 				t.Errorf("the pushed message lacks %q:\n%s", want, text)
 			}
 		}
-		if first.called("mcp__codex__agent_wait") != 1 || first.called("mcp__codex__agent_status") != 0 {
-			t.Errorf("the mail came only after %d agent_status polls, not with agent_wait's result", first.called("mcp__codex__agent_status"))
+		waited := false
+		for _, res := range first.results() {
+			waited = waited || strings.Contains(res.Text, `"done":true`)
+		}
+		if !waited || first.called("mcp__codex__agent_status") != 0 {
+			t.Errorf("the mail did not come with agent_wait's result (after %d agent_status calls); that request's last message:\n%s",
+				first.called("mcp__codex__agent_status"), clipLog(first.lastText(), 2000))
 		}
 	}
 	if last := api.lastMain(); last != nil && last.pushed(nonce) != 1 {
@@ -249,14 +258,17 @@ func streamResult(t *testing.T, out []byte) string {
 	return result
 }
 
-// resultsText joins the text of every tool result of r's history.
-func resultsText(r *modelRequest) string {
-	var b strings.Builder
+// agentOf returns the agent_id of identity's session from the codex
+// results in r's history ("codex-none" before there is one).
+func agentOf(r *modelRequest, identity string) string {
 	for _, res := range r.results() {
-		b.WriteString(res.Text)
-		b.WriteString("\n")
+		if strings.Contains(res.Text, `"identity":"`+identity+`"`) {
+			if id := agentIDRe.FindString(res.Text); id != "" {
+				return id
+			}
+		}
 	}
-	return b.String()
+	return "codex-none"
 }
 
 // pushed counts the occurrences of s in the text blocks of r's history
