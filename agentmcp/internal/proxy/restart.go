@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
@@ -16,9 +17,10 @@ import (
 // restartOp is one restart in progress; every call made meanwhile waits
 // for it and gets its result.
 type restartOp struct {
-	done chan struct{} // closed when rep and err are set
-	rep  tools.RestartReport
-	err  error
+	done    chan struct{} // closed when rep and err are set
+	rep     tools.RestartReport
+	err     error
+	callers atomic.Int32 // the calls that wait for it
 }
 
 // wait returns the restart's result, or ctx's error when ctx ends first
@@ -54,6 +56,7 @@ func (c *codex) restart(ctx context.Context, seen *backendBox, force bool, why s
 	now := time.Now()
 	c.mu.Lock()
 	if op := c.op; op != nil {
+		op.callers.Add(1)
 		c.mu.Unlock()
 		return op.wait(ctx)
 	}
@@ -89,6 +92,7 @@ func (c *codex) restart(ctx context.Context, seen *backendBox, force bool, why s
 			len(recent), crashWindow, stamp(until), until.Sub(now).Round(time.Second), strings.Join(crashList(recent), "; "), stamp(until))
 	}
 	op := &restartOp{done: make(chan struct{})}
+	op.callers.Add(1)
 	c.op = op
 	c.mu.Unlock()
 	go c.run(op, box, why)
