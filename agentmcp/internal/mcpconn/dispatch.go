@@ -88,6 +88,10 @@ func (c *Conn) request(m *jsonrpcframe.Message, rd *reader) error {
 			"server/discover needs _meta[%q] (one of %v)", metaVersion, ModernVersions))
 		return nil
 	}
+	if taskMethod(m.Method) {
+		c.taskRequest(m, params, meta)
+		return nil
+	}
 	reply := c.out.reply
 	if meta.modern {
 		reply = c.replyModern
@@ -166,6 +170,8 @@ func (c *Conn) finish(call *ToolCall, res *ToolResult, err error) {
 		c.replyErrorFor(call.ID, proxyerr.New(proxyerr.ErrInternal, nil, "tool %s returned no result", call.Name), call.Modern)
 	case res.Input != nil && !call.Modern:
 		c.out.replyError(call.ID, proxyerr.New(proxyerr.ErrInternal, nil, "tool %s asked for input from a client that cannot answer it", call.Name))
+	case res.Task != nil && !call.Tasks:
+		c.replyErrorFor(call.ID, proxyerr.New(proxyerr.ErrInternal, nil, "tool %s made a task for a client that did not declare the tasks extension", call.Name), call.Modern)
 	default:
 		c.out.reply(call.ID, call.resultJSON(res))
 	}

@@ -41,6 +41,7 @@ type reqMeta struct {
 	modern      bool   // the request declares a modern revision
 	version     string // the revision it declares
 	elicitation bool   // its client capabilities include form elicitation
+	tasks       bool   // its client capabilities list the tasks extension (tasks.go)
 	client      string // its clientInfo's name, for the log
 }
 
@@ -80,6 +81,10 @@ func (c *Conn) requestMeta(params []jsonrpcframe.Member) (reqMeta, error) {
 			"the request's _meta has no %q object (required in MCP %s)", metaCapabilities, version)
 	}
 	r.elicitation = formElicitation(jsonrpcframe.Lookup(cm, "elicitation"))
+	var ebuf [4]jsonrpcframe.Member
+	if ext, ok := jsonrpcframe.AppendMembers(ebuf[:0], jsonrpcframe.Lookup(cm, "extensions")); ok {
+		r.tasks = len(jsonrpcframe.Lookup(ext, TasksExtension)) > 0
+	}
 	if info := jsonrpcframe.Lookup(mm, metaClientInfo); len(info) > 0 {
 		var ibuf [8]jsonrpcframe.Member
 		im, _ := jsonrpcframe.AppendMembers(ibuf[:0], info)
@@ -188,7 +193,12 @@ func (c *Conn) discover(m *jsonrpcframe.Message) {
 	c.replyModern(m.ID, result)
 }
 
-// capabilities are the server's capabilities, in either revision.
+// capabilities are the server's capabilities, in either revision: with a
+// TaskHandler, server/discover lists the tasks extension too.
 func (c *Conn) capabilities() map[string]any {
-	return map[string]any{"tools": map[string]any{"listChanged": false}, "logging": map[string]any{}}
+	caps := map[string]any{"tools": map[string]any{"listChanged": false}, "logging": map[string]any{}}
+	if _, ok := c.cfg.Handler.(TaskHandler); ok {
+		caps["extensions"] = map[string]any{TasksExtension: map[string]any{}}
+	}
+	return caps
 }

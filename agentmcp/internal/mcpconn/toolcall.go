@@ -34,6 +34,9 @@ type ToolCall struct {
 	// params.inputResponses, verbatim); empty on a first call.
 	RequestState   string
 	InputResponses json.RawMessage
+	// Tasks: the request's clientCapabilities list the tasks extension
+	// (modern only); its result may then be a task (ToolResult.Task).
+	Tasks bool
 
 	conn  *Conn           // nil for a call made otherwise (tests, the tools-only server)
 	ctx   context.Context // the request's; ends when the client cancels it
@@ -60,6 +63,9 @@ type ToolResult struct {
 	Structured any
 	IsError    bool
 	Input      *InputRequired
+	// Task, to a call that declared the tasks extension only, answers with
+	// a CreateTaskResult instead (the rest is not sent; tasks.go).
+	Task *Task
 }
 
 // InputRequired is a multi round-trip result (MCP 2026-07-28): what the
@@ -152,6 +158,9 @@ func (c *ToolCall) resultJSON(r *ToolResult) json.RawMessage {
 	if !c.Modern {
 		return r.JSON()
 	}
+	if r.Task != nil {
+		return c.conn.taskJSON(r.Task, "task")
+	}
 	if r.Input != nil {
 		b := []byte(`{"resultType":"input_required","requestState":`)
 		b = jsonrpcframe.AppendString(b, r.Input.State)
@@ -181,7 +190,7 @@ func (cn *Conn) parseToolCall(m *jsonrpcframe.Message, p []jsonrpcframe.Member, 
 	}
 	c := &ToolCall{ID: m.ID, RawID: m.ID.Raw(), Name: name, Args: a, conn: cn, Modern: meta.modern}
 	if meta.modern {
-		c.Elicitation = meta.elicitation
+		c.Elicitation, c.Tasks = meta.elicitation, meta.tasks
 		if raw := jsonrpcframe.Lookup(p, "requestState"); len(raw) > 0 && string(raw) != "null" {
 			st, ok := jsonrpcframe.String(raw)
 			if !ok {

@@ -67,6 +67,11 @@ var (
 
 	ErrMissingClientCapability    = &Kind{CodeMissingClientCapability, "MISSING_REQUIRED_CLIENT_CAPABILITY"}
 	ErrUnsupportedProtocolVersion = &Kind{CodeUnsupportedProtocolVersion, "UNSUPPORTED_PROTOCOL_VERSION"}
+
+	// ErrTaskNotFound is a tasks/get, tasks/update or tasks/cancel for a
+	// task this server does not know, or no longer (expired): INVALID_PARAMS,
+	// as the tasks extension (SEP-2663) requires.
+	ErrTaskNotFound = &Kind{jsonrpcframe.CodeInvalidParams, "TASK_NOT_FOUND"}
 )
 
 // Error is an error of one Kind with its message and data; it wraps the

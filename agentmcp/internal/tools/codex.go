@@ -179,6 +179,8 @@ func (e *Env) run(ctx context.Context, c *mcpconn.ToolCall, s *session.Session, 
 	switch {
 	case c.Modern && background:
 		t.Asker = session.QueueAsker{} // no call waits: agent_status lists it, agent_respond answers
+	case c.Tasks:
+		return e.runTask(ctx, c, s, t) // an MCP task (tasks.go)
 	case c.Modern && c.Elicitation:
 		return e.runRoundTrip(ctx, c, s, t)
 	case c.Modern:

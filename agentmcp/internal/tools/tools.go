@@ -128,6 +128,7 @@ type Env struct {
 	atm   *atmTools
 	table map[string]tool
 	rt    *roundTrips
+	tasks *taskStore // MCP tasks (tasks.go)
 }
 
 // tool runs one tool; it may wait (the caller has released the reader).
@@ -151,7 +152,7 @@ func New(cfg Config) *Env {
 	if cfg.ProgressInterval == 0 {
 		cfg.ProgressInterval = DefaultProgressInterval
 	}
-	e := &Env{cfg: cfg, log: cfg.Logger, m: cfg.Sessions, rt: newRoundTrips()}
+	e := &Env{cfg: cfg, log: cfg.Logger, m: cfg.Sessions, rt: newRoundTrips(), tasks: newTaskStore(cfg.Now)}
 	e.atm = &atmTools{atm: cfg.ATM, team: cfg.Team, sender: e.sender, audit: cfg.Audit.ATM, extraArgs: []string{"agent_id", "identity"}}
 	e.table = map[string]tool{
 		"codex":                     e.codex,
