@@ -7,10 +7,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -217,7 +222,85 @@ func TestClaudePlugin(t *testing.T) {
 	}
 	if t.Failed() {
 		dump()
+		return
 	}
+
+	// The plugin's /atm-agent-mcp:doctor command runs doctor through the
+	// launcher and hands its report to the model: every check of this
+	// setup is ok, the identity held by this session's own serve included.
+	prompts := &promptLog{}
+	doctorAPI := &anthropicMock{t: t, script: []mockStep{func([]mockResult) []mockBlock { return []mockBlock{{Text: "checked"}} }}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		prompts.add(body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		doctorAPI.serve(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	if err := os.MkdirAll(filepath.Join(dir, "codex-home"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "codex-home", "auth.json"), []byte(`{"OPENAI_API_KEY":"sk-test"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env = append(env, "ANTHROPIC_BASE_URL="+srv.URL, "CODEX_HOME="+filepath.Join(dir, "codex-home"))
+	ctx2, cancel2 := context.WithTimeout(context.Background(), claudeTimeout)
+	defer cancel2()
+	cmd = exec.CommandContext(ctx2, claude, "-p", "/atm-agent-mcp:doctor", "--output-format", "stream-json", "--verbose")
+	cmd.Dir, cmd.Env = work, env
+	out, err := cmd.CombinedOutput()
+	report := prompts.text()
+	for _, want := range []string{
+		`(?m)^What serve needs, for team "dev" and identity "window2":$`,
+		`(?m)^ok +team +dev: `,
+		`(?m)^ok +identity +window2 is held by the serve of the Claude Code session that runs this check \(pid [0-9]+\)$`,
+		`(?m)^ok +codex +` + regexp.QuoteMeta(mockcodexBin) + `, Codex 0\.169\.0, driven as app-server`,
+		`(?m)^ok +login +` + regexp.QuoteMeta(filepath.Join(dir, "codex-home", "auth.json")) + ` exists`,
+		`Explain the result to the user`,
+	} {
+		if !regexp.MustCompile(want).MatchString(report) {
+			t.Errorf("the doctor command's prompt does not match %s", want)
+		}
+	}
+	if err != nil || t.Failed() {
+		t.Errorf("claude -p /atm-agent-mcp:doctor: %v\n%s\nprompts:\n%s", err, clipLog(string(out), 6000), clipLog(report, 6000))
+	}
+}
+
+// promptLog keeps the text of the messages of every request to the
+// Anthropic API mock.
+type promptLog struct {
+	mu    sync.Mutex
+	texts []string
+}
+
+func (p *promptLog) add(body []byte) {
+	var req mockRequest
+	if json.Unmarshal(body, &req) != nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, m := range req.Messages {
+		var s string
+		if json.Unmarshal(m.Content, &s) == nil {
+			p.texts = append(p.texts, s)
+			continue
+		}
+		var blocks []struct {
+			Text string `json:"text"`
+		}
+		_ = json.Unmarshal(m.Content, &blocks)
+		for _, b := range blocks {
+			p.texts = append(p.texts, b.Text)
+		}
+	}
+}
+
+func (p *promptLog) text() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Join(p.texts, "\n")
 }
 
 // TestClaudePluginLauncher checks the plugin's launcher on its own: it

@@ -123,6 +123,9 @@ func (d *doctor) identity() check {
 	claim, err := dir.Claim(inst, "")
 	var conflict *registry.ConflictError
 	switch {
+	case errors.As(err, &conflict) && ownSession(conflict.HolderPID):
+		c.Status = statusOK
+		c.Detail = fmt.Sprintf("%s is held by the serve of the Claude Code session that runs this check (pid %d)", inst, conflict.HolderPID)
 	case errors.As(err, &conflict):
 		c.Status = statusMissing
 		c.Detail = fmt.Sprintf("%s is held by another serve (pid %d since %s): another Claude Code window?", inst, conflict.HolderPID,
@@ -380,4 +383,41 @@ func codexMinor(v string) (int, bool) {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
 	return line
+}
+
+// ownSession reports whether pid is a child of one of this process's
+// ancestors: the serve that the Claude Code session running this check (in
+// its Bash tool or a command) started, which holds the identity by right.
+func ownSession(pid int) bool {
+	parent := parentPID(pid)
+	if pid <= 0 || parent <= 1 {
+		return false
+	}
+	for p, n := os.Getppid(), 0; p > 1 && n < 16; p, n = parentPID(p), n+1 {
+		if p == parent {
+			return true
+		}
+	}
+	return false
+}
+
+// parentPID returns the parent of pid, or 0 when it cannot be read: from
+// /proc on Linux, else from ps.
+func parentPID(pid int) int {
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		// pid (comm) state ppid …; comm may hold spaces and parentheses.
+		if i := bytes.LastIndexByte(b, ')'); i >= 0 {
+			if f := strings.Fields(string(b[i+1:])); len(f) >= 2 {
+				n, _ := strconv.Atoi(f[1])
+				return n
+			}
+		}
+		return 0
+	}
+	out, err := exec.Command("ps", "-o", "ppid=", "-p", strconv.Itoa(pid)).Output()
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(string(out)))
+	return n
 }
