@@ -123,7 +123,7 @@ func (d *doctor) identity() check {
 	claim, err := dir.Claim(inst, "")
 	var conflict *registry.ConflictError
 	switch {
-	case errors.As(err, &conflict) && ownSession(conflict.HolderPID):
+	case errors.As(err, &conflict) && d.underClaudeCode() && ownSession(conflict.HolderPID):
 		c.Status = statusOK
 		c.Detail = fmt.Sprintf("%s is held by the serve of the Claude Code session that runs this check (pid %d)", inst, conflict.HolderPID)
 	case errors.As(err, &conflict):
@@ -385,9 +385,16 @@ func firstLine(s string) string {
 	return line
 }
 
+// underClaudeCode reports whether doctor runs inside a Claude Code session
+// (its Bash tool or a command), which sets CLAUDECODE=1 and
+// CLAUDE_CODE_SESSION_ID for what it starts.
+func (d *doctor) underClaudeCode() bool {
+	return d.getenv("CLAUDECODE") == "1" || strings.TrimSpace(d.getenv(config.EnvClaudeSessionID)) != ""
+}
+
 // ownSession reports whether pid is a child of one of this process's
-// ancestors: the serve that the Claude Code session running this check (in
-// its Bash tool or a command) started, which holds the identity by right.
+// ancestors: run inside Claude Code, the serve that the same session
+// started, which holds the identity by right.
 func ownSession(pid int) bool {
 	parent := parentPID(pid)
 	if pid <= 0 || parent <= 1 {
