@@ -286,6 +286,8 @@ func (e *Env) agentRespond(_ context.Context, c *mcpconn.ToolCall) (*mcpconn.Too
 // running one, with force): every live session continues on it (its next
 // turn resumes its thread on app-server, opens a new one with its recent
 // messages on mcp-server). Turns that were in flight keep their error.
+// Calls made while a restart runs wait for it and return its result: one
+// new child, however many calls (the Restarter coalesces them).
 func (e *Env) restartCodex(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, error) {
 	if err := c.Args.CheckUnknown("agent_restart_codex", "force"); err != nil {
 		return nil, err
