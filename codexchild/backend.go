@@ -334,17 +334,29 @@ type ExitError struct {
 	// Reason says why the backend killed the child, when it did (a child
 	// that writes only garbage on stdout); "" when the child died by itself.
 	Reason string
+	// NotFound is set when the child exited with code 127 before its
+	// handshake: the Codex binary could not be run (notfound.go). nil
+	// otherwise.
+	NotFound *NotFoundError
 }
 
 func (e *ExitError) Error() string {
-	if e.Reason != "" {
+	switch {
+	case e.Reason != "":
 		return fmt.Sprintf("codex child process %s: killed because %s", e.Status, e.Reason)
+	case e.NotFound != nil:
+		return fmt.Sprintf("codex child process %s: %s", e.Status, e.NotFound)
 	}
 	return fmt.Sprintf("codex child process %s", e.Status)
 }
 
-// Unwrap returns ErrChildExited.
-func (e *ExitError) Unwrap() error { return ErrChildExited }
+// Unwrap returns ErrChildExited, and the *NotFoundError when set.
+func (e *ExitError) Unwrap() []error {
+	if e.NotFound != nil {
+		return []error{ErrChildExited, e.NotFound}
+	}
+	return []error{ErrChildExited}
+}
 
 // TimeoutError reports a turn that exceeded its timeout; Partial holds the
 // agent text seen in events before it expired.

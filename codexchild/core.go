@@ -47,6 +47,9 @@ type core[C pendingCall] struct {
 	versioned atomic.Bool
 
 	version string // Codex's version, from the handshake ("" before)
+	// handshook is set once the handshake succeeded: an exit with code
+	// 127 before it means the binary could not be run (notfound.go).
+	handshook atomic.Bool
 
 	// Set by the backend at construction:
 	cfg   Config
@@ -157,6 +160,9 @@ func (l *core[C]) start() {
 		Grace: cfg.grace(), Logger: log,
 	})
 	if err != nil {
+		if len(cfg.Guard) == 0 && execFailed(err) {
+			err = notFound(cfg, errors.Unwrap(err).Error())
+		}
 		log.Error("codex child failed to start", "err", err)
 		l.mu.Lock()
 		l.startErr = err
@@ -177,7 +183,11 @@ func (l *core[C]) start() {
 		<-l.exitHandled
 		return
 	}
-	if err := h.handshake(); err != nil {
+	err = h.handshake()
+	if err == nil {
+		l.handshook.Store(true)
+	}
+	if err != nil {
 		log.Error("codex handshake failed", "err", err)
 		var ee *ExitError
 		died := errors.As(err, &ee)
@@ -365,6 +375,9 @@ func (l *core[C]) write(m *jsonrpcframe.Message, blocked func()) error {
 func (l *core[C]) watchExit(ch *child) {
 	<-ch.done
 	ee := ch.exitError()
+	if !l.handshook.Load() {
+		ee.NotFound = notFoundAtStart(l.cfg, ee)
+	}
 	l.mu.Lock()
 	l.exitErr = ee
 	closed := l.closed

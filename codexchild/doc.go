@@ -57,7 +57,10 @@
 // config.go the Config; appserver.go is the app-server backend's API and
 // lifecycle, appturn.go its turns, appread.go its reader and routing,
 // appapproval.go its approval and server-request answers; flush.go is the
-// Flusher calls of both readers; select.go is New and the auto selection.
+// Flusher calls of both readers; select.go is New and the auto selection;
+// notfound.go tells a Codex binary that cannot be run at all (ErrNotFound:
+// the exec failed, or the child exited with code 127 before its
+// handshake, as the guard does when its exec fails) from a crash.
 //
 // Subpackages: modelmock (a loopback mock of the Responses API for the real
 // Codex), realcodex (test helpers that run the real Codex offline),

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/guard"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/mockcodex"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/modelmock"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realcodex"
@@ -28,6 +29,9 @@ var mockcodexBin string
 func TestMain(m *testing.M) {
 	if filepath.Base(os.Args[0]) == "mockcodex" {
 		os.Exit(mockcodex.Main())
+	}
+	if len(os.Args) > 1 && os.Args[1] == guardArg {
+		os.Exit(guard.Main(os.Args[2:])) // the guard, as serve runs it (notfound_test.go)
 	}
 	if os.Getenv(fakeChildEnv) != "" {
 		os.Exit(runFakeChild())
