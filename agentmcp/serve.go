@@ -49,8 +49,8 @@ func serve(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout io.W
 	if err != nil {
 		var conflict *registry.ConflictError
 		if _, inst := cfg.RegistryTeam(); errors.As(err, &conflict) && conflict.Identity == inst {
-			return fmt.Errorf("%w\nanother serve (another Claude Code window?) runs as %q in team %q: give each its own identity "+
-				"with --identity NAME, ATM_AGENT_MCP_IDENTITY=NAME or identity = \"NAME\" in .atm.toml", err, cfg.Identity, cfg.Team)
+			return fmt.Errorf("%w\nanother serve (another Claude Code window?) runs as %q in team %q: %s",
+				err, cfg.Identity, cfg.Team, cfg.IdentityAdvice())
 		}
 		return err
 	}
@@ -118,6 +118,7 @@ func proxyOptions(cfg *config.Config, logger *slog.Logger) (proxy.Options, error
 		Home: cfg.Home, Team: cfg.Team, Identity: cfg.Identity, DefaultIdentity: cfg.DefaultIdentity,
 		RegistryTeam: regTeam, RegistryInstance: regInstance, SessionTeam: cfg.SessionTeam,
 		LeadPush: cfg.LeadPush, MessagingSocket: cfg.MessagingSocket, MessagingToken: cfg.MessagingToken,
+		ConfigWarnings:   configWarnings(cfg),
 		Backend:          backend,
 		Defaults:         proxy.ThreadDefaults{Model: defaults.Model, ReasoningEffort: defaults.ReasoningEffort, Sandbox: defaults.Sandbox, ApprovalPolicy: defaults.ApprovalPolicy},
 		Roles:            roles,
@@ -185,4 +186,14 @@ func progressInterval(d time.Duration) time.Duration {
 		return -1
 	}
 	return d
+}
+
+// configWarnings renders the configuration's warnings for the client
+// (agent_status, the first tool error).
+func configWarnings(cfg *config.Config) []string {
+	var ws []string
+	for _, w := range cfg.Warnings {
+		ws = append(ws, w.String())
+	}
+	return ws
 }

@@ -68,6 +68,9 @@ func (c *serveCmd) Run(env *runEnv) error {
 	if err != nil {
 		return err
 	}
+	if w, ok := cfg.TeamWarning(); ok {
+		cfg.Warnings = append(cfg.Warnings, w) // logged, and shown to the client
+	}
 	return runServer(env, cfg, env.progs.Serve)
 }
 

@@ -19,9 +19,11 @@
 // session.Mail the sessions see: team membership in config.json around
 // mailHooks), leadPush (a mailbridge.MessageTarget: mail for the client's
 // own identity pushed into the Claude Code session through ccmsg),
-// teamStamp (the registry view of a Claude Code session team), and the
+// teamStamp (the registry view of a Claude Code session team), the
 // handler that passes what the connection does not answer itself to the
-// Codex child (codexchild.Passthrough).
+// Codex child (codexchild.Passthrough), and configWarned (configwarn.go:
+// the configuration's warnings carried by the first tool error, once; an
+// atomic flag, no lock).
 //
 // # Claude Code's dialect
 //

@@ -44,6 +44,11 @@ type Options struct {
 	// and its token. optional: "" means none (mail for the lead stays in
 	// the inbox).
 	MessagingSocket, MessagingToken string
+	// ConfigWarnings are the configuration's warnings (misspelt sections
+	// and keys, a missing team): agent_status lists them and the first tool
+	// error of the connection carries them (configwarn.go), since the log
+	// on stderr is hidden from Claude Code's users. optional.
+	ConfigWarnings []string
 
 	// Backend is the Codex child. required.
 	Backend codexchild.Backend

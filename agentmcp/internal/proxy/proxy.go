@@ -39,6 +39,9 @@ type Server struct {
 	frames   *frames   // Claude Code's protocol frames and idle notifications (frames.go)
 	team     teamHooks // the sessions' mail hooks: membership around mail (team.go)
 	lead     *leadPush // mail for the client's own identity (leadpush.go)
+
+	// configWarned says the configuration's warnings once (configwarn.go).
+	configWarned configWarned
 }
 
 // New opens the instance registry (claiming the instance identity) and the
@@ -122,6 +125,7 @@ func (s *Server) Run(ctx context.Context, r io.Reader, w io.Writer) error {
 		BaseInstructions: s.opts.BaseInstructions, MaxSessions: s.opts.MaxSessions,
 		DefaultIdentity: s.opts.DefaultIdentity, Audit: s.auditor, CodexHome: s.opts.CodexHome, Cwd: s.opts.Cwd,
 		Started: s.opts.Now(), Logger: s.log, Now: s.opts.Now, ProgressInterval: s.opts.ProgressInterval, LeadMail: s.leadMail,
+		ConfigWarnings: s.opts.ConfigWarnings,
 	})
 	s.conn.Start(r, w)
 	mailCtx, stopMail := context.WithCancel(context.Background())
@@ -223,6 +227,7 @@ type handler struct{ s *Server }
 
 func (h handler) CallTool(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, error) {
 	res, err := h.s.tools.CallTool(ctx, c)
+	err = h.s.configWarned.annotate(err, h.s.opts.ConfigWarnings)
 	if turnResult[c.Name] {
 		h.s.lead.flush(ctx) // the lead's mail from the turn goes first (leadpush.go)
 	}

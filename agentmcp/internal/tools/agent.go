@@ -40,6 +40,7 @@ func (e *Env) agentSessions(_ context.Context, c *mcpconn.ToolCall) (*mcpconn.To
 type ServerStatus struct {
 	ActiveSessions       int               `json:"active_sessions"`
 	Child                ChildStatus       `json:"child"`
+	ConfigWarnings       []string          `json:"config_warnings,omitempty"`
 	Elicitation          bool              `json:"elicitation"`
 	Events               ServerEvents      `json:"events"`
 	Identities           map[string]string `json:"identities"`
@@ -121,7 +122,7 @@ func (e *Env) agentStatus(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.To
 			child.Signal = &sig
 		}
 	}
-	v := ServerStatus{Child: child, Team: e.cfg.Team, InstanceIdentity: e.cfg.Identity,
+	v := ServerStatus{Child: child, ConfigWarnings: e.cfg.ConfigWarnings, Team: e.cfg.Team, InstanceIdentity: e.cfg.Identity,
 		UptimeSecs: int(e.cfg.Now().Sub(e.cfg.Started).Seconds()), Identities: map[string]string{},
 		Elicitation: c.Elicitation, MaxConcurrentThreads: e.cfg.MaxSessions}
 	live := e.m.Live()

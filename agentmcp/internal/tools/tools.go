@@ -89,6 +89,9 @@ type Config struct {
 	// LeadMail reports the path of mail for the client's own identity
 	// (agent_status lead_mail). optional: nil leaves lead_mail out.
 	LeadMail func() LeadMail
+	// ConfigWarnings are the configuration's warnings (misspelt sections
+	// and keys, a missing team), shown by agent_status. optional.
+	ConfigWarnings []string
 	// Restarter restarts the child. optional: nil means agent_restart_codex
 	// says the MCP server must be restarted.
 	Restarter Restarter
