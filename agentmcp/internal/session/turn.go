@@ -318,7 +318,10 @@ func BackendError(err error) error {
 		}
 	}
 	var ee *codexchild.ExitError
+	var nf *codexchild.NotFoundError
 	switch {
+	case errors.As(err, &nf):
+		return notFoundError(err, nf, re, data)
 	case errors.As(err, &ee):
 		data["exit_code"] = ee.Status.Code
 		if ee.Status.Signal != "" {
@@ -345,6 +348,48 @@ func BackendError(err error) error {
 		return proxyerr.Wrap(proxyerr.ErrRequestTimeout, err, nil, "codex did not answer in time")
 	}
 	return proxyerr.Wrap(proxyerr.ErrInternal, err, nil, "codex: %v", err)
+}
+
+// InstallHint says how to install Codex, for errors about a missing one.
+const InstallHint = "npm install -g @openai/codex"
+
+// notFoundError is BackendError for a Codex binary that cannot be run
+// (codexchild.ErrNotFound): the message names the binary, the PATH serve
+// gave it and how to install it or point codex_bin at it. A restart helps
+// only once Codex is there, so the advice says so: agent_restart_codex
+// after installing when the backend would accept one now (a *RecoveryError
+// whose advice names it, no crash loop); else the backend's own advice (a
+// crash loop, shutting down, on_demand); without one, restarting the MCP
+// server.
+func notFoundError(err error, nf *codexchild.NotFoundError, re *RecoveryError, data map[string]any) error {
+	data["codex_bin"] = nf.Bin
+	data["path"] = nf.Path
+	data["not_found"] = true
+	data["install"] = InstallHint
+	var ee *codexchild.ExitError
+	if errors.As(err, &ee) {
+		data["exit_code"] = ee.Status.Code
+		if ee.Stderr != "" {
+			data["stderr"] = ee.Stderr
+		}
+	}
+	then := "then restart the MCP server"
+	if re != nil {
+		_, refused := re.Data["restart_refused"]
+		switch {
+		case !refused && strings.Contains(re.Advice, "agent_restart_codex"):
+			then = "after installing it, call agent_restart_codex (before that, a restart fails the same way)"
+		default:
+			then = re.Advice
+		}
+	}
+	where := "into a directory on that PATH"
+	if strings.ContainsRune(nf.Bin, '/') {
+		where = "at that path"
+	}
+	return proxyerr.Wrap(proxyerr.ErrChildProcessDead, err, data,
+		"codex could not be started: %s; install Codex (%s) %s, or set codex_bin (--codex-bin) to an installed Codex and restart the MCP server; %s",
+		nf, InstallHint, where, then)
 }
 
 // turnHandler receives one turn's events and approvals from the backend.
