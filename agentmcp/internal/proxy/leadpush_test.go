@@ -18,6 +18,7 @@ import (
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/atmclient"
 	"github.com/atm-agent-mcp/atm-agent-mcp/mailbridge"
+	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
 // ccSocket plays Claude Code's messaging socket: it records every line of
@@ -339,5 +340,52 @@ func TestLeadPushFlush(t *testing.T) {
 	}
 	if line := sock.next(t); line["message"].(map[string]any)["content"] != "Team mail from arch: done with the turn" {
 		t.Errorf("pushed line %v", line)
+	}
+}
+
+// TestTeamMembershipStale: at start the proxy removes what a crashed proxy
+// left in config.json (its own members whose identity nobody holds), keeps
+// the user's members and its own members that a live session holds, and
+// treats an entry of its own that a session binds again as its own.
+func TestTeamMembershipStale(t *testing.T) {
+	home := t.TempDir()
+	dir := filepath.Join(home, ".claude", "teams", "dev")
+	if err := os.MkdirAll(filepath.Join(dir, "inboxes"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ours := func(name string) string {
+		return `{"agentId":"` + name + `@dev","name":"` + name + `","agentType":"codex","backendType":"atm-agent-mcp","joinedAt":1}`
+	}
+	cfg := `{"name":"dev","leadAgentId":"team-lead@dev","members":[{"agentId":"team-lead@dev","name":"team-lead","agentType":"team-lead"},` +
+		`{"agentId":"arch@dev","name":"arch","agentType":"codex"},` + ours("ghost") + `,` + ours("held") + `,` + ours("codex1") + `]}`
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	regDir, err := registry.TeamDir(home, "dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := regDir.Claim("held", "") // another proxy's live session
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	c := startProxyAt(t, home, harnessOpts{modify: func(o *Options) { o.Identity, o.DefaultIdentity = "team-lead", "codex" }})
+	c.initialize(false)
+	waitFor(t, "the stale members ghost and codex1 removed, the others kept", func() bool {
+		return cmp.Equal(names(members(t, home)), []string{"arch", "held", "team-lead"})
+	})
+	res := c.structured(c.tool("codex", map[string]any{"prompt": "hi", "identity": "codex1"}))
+	c.tool("agent_close", map[string]any{"agent_id": res["agent_id"]})
+	if got, want := names(members(t, home)), []string{"arch", "held", "team-lead"}; !cmp.Equal(got, want) {
+		t.Errorf("members after codex1 came and went %v, want %v", got, want)
+	}
+	// The other proxy ends; a session here binds held, whose entry is a
+	// proxy's own: it goes when that session closes.
+	held.Release()
+	res = c.structured(c.tool("codex", map[string]any{"prompt": "hi", "identity": "held"}))
+	c.tool("agent_close", map[string]any{"agent_id": res["agent_id"]})
+	if got, want := names(members(t, home)), []string{"arch", "team-lead"}; !cmp.Equal(got, want) {
+		t.Errorf("members after held came and went %v, want %v", got, want)
 	}
 }

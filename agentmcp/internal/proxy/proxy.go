@@ -130,6 +130,7 @@ func (s *Server) Run(ctx context.Context, r io.Reader, w io.Writer) error {
 	s.conn.Start(r, w)
 	mailCtx, stopMail := context.WithCancel(context.Background())
 	defer stopMail()
+	s.team.pruneStale(s.identityFree)
 	if err := s.startMail(mailCtx); err != nil {
 		s.log.Error("mail delivery disabled", "err", err)
 	} else {

@@ -25,7 +25,9 @@ const backendType = "atm-agent-mcp"
 // between the lead's push (leadPush) and a Codex session that binds it.
 //
 // Only members this proxy added are removed: an identity that config.json
-// already listed (the user's own member) is left alone. A team directory
+// already listed (the user's own member) is left alone. A proxy's entries
+// carry backendType atm-agent-mcp; at start, those whose identity nobody
+// holds (left by a proxy that crashed) are removed (pruneStale). A team directory
 // that vanished (Claude Code deletes its session team when the lead exits)
 // is said once and otherwise ignored: sessions, mail and the tools go on.
 type teamHooks struct {
@@ -82,8 +84,11 @@ func (h *teamHooks) join(identity string) {
 		h.problem("join", identity, err)
 		return
 	}
-	if _, ok := t.Member(identity); ok {
+	if m, ok := t.Member(identity); ok {
 		h.mu.Lock()
+		if ours(m) {
+			h.added[identity] = true // an earlier proxy's entry: removed at close
+		}
 		already := h.added[identity]
 		h.mu.Unlock()
 		if !already {
@@ -130,6 +135,50 @@ func (h *teamHooks) leave(identity string) {
 		return
 	}
 	h.log.Debug("left the team", "identity", identity)
+}
+
+// pruneStale removes the members an earlier proxy added (backendType
+// atm-agent-mcp, agentType codex) whose identity nobody holds now: what a
+// proxy that crashed, or was killed, left in config.json. free reports
+// whether identity is free (no live session of any proxy of this registry
+// holds it); it must not keep a claim.
+func (h *teamHooks) pruneStale(free func(identity string) bool) {
+	t, err := h.atm.TeamConfig(h.team)
+	if err != nil {
+		return // said when a session joins, if it matters
+	}
+	for _, m := range t.Members {
+		if !ours(m) || !free(m.Name) {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), memberTimeout)
+		err := h.atm.LeaveTeam(ctx, h.team, m.Name)
+		cancel()
+		if err != nil {
+			h.problem("leave", m.Name, err)
+			continue
+		}
+		h.log.Debug("removed a member an ended proxy had added", "identity", m.Name)
+	}
+}
+
+// ours reports whether a proxy added m (join's backendType and agentType).
+func ours(m atmclient.Member) bool {
+	var bt string
+	raw, ok := m.Extra["backendType"]
+	return ok && json.Unmarshal(raw, &bt) == nil && bt == backendType && m.AgentType == "codex"
+}
+
+// identityFree reports whether no live session holds identity in this
+// proxy's registry directory: a claim of it succeeds (and is released at
+// once).
+func (s *Server) identityFree(identity string) bool {
+	c, err := s.reg.Dir().Claim(identity, "")
+	if err != nil {
+		return false
+	}
+	c.Release()
+	return true
 }
 
 // problem logs a failed change of the membership: a missing team once (the
