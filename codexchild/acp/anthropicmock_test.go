@@ -1,0 +1,208 @@
+package acp_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// anthropicMock is a loopback Anthropic Messages API for running
+// claude-agent-acp (Claude Code underneath) offline; adapted from
+// testscripts/anthropicmock_test.go. A request of the main conversation
+// (its tools include Bash) is answered from the last user message: after
+// a tool result, a text quoting it; for a prompt containing RUN-TOOL, a
+// Bash tool call; for HANG, a stream that stops after message_start; else a
+// text naming the prompt's turn. Side requests
+// (titles, checks) get a short text.
+type anthropicMock struct {
+	srv *httptest.Server
+
+	// hung receives a value when a request for a prompt containing HANG
+	// arrived; that request streams message_start and then nothing until
+	// the client goes away.
+	hung chan struct{}
+
+	mu    sync.Mutex
+	main  int      // main requests so far
+	paths []string // every request's method and path
+}
+
+func startAnthropicMock(t *testing.T) *anthropicMock {
+	m := &anthropicMock{hung: make(chan struct{}, 4)}
+	m.srv = httptest.NewServer(http.HandlerFunc(m.serve))
+	t.Cleanup(m.srv.Close)
+	return m
+}
+
+func (m *anthropicMock) URL() string { return m.srv.URL }
+
+type mockRequest struct {
+	Stream bool `json:"stream"`
+	Tools  []struct {
+		Name string `json:"name"`
+	} `json:"tools"`
+	Messages []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+}
+
+// mockBlock is a content block the model sends: a tool_use (Tool and
+// Input) or text.
+type mockBlock struct {
+	Tool  string
+	Input any
+	Text  string
+}
+
+func (m *anthropicMock) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	m.mu.Lock()
+	m.paths = append(m.paths, r.Method+" "+r.URL.Path)
+	m.mu.Unlock()
+	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/v1/messages") {
+		http.Error(w, `{"type":"error","error":{"type":"not_found_error","message":"not in the mock"}}`, http.StatusNotFound)
+		return
+	}
+	var req mockRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	isMain := false
+	for _, tl := range req.Tools {
+		isMain = isMain || tl.Name == "Bash"
+	}
+	if !isMain || len(req.Messages) == 0 {
+		writeModelMessage(w, req.Stream, []mockBlock{{Text: "ok"}}, "side")
+		return
+	}
+	m.mu.Lock()
+	m.main++
+	n := m.main
+	m.mu.Unlock()
+	last := req.Messages[len(req.Messages)-1]
+	texts, results := userContent(last.Content)
+	var blocks []mockBlock
+	switch {
+	case len(results) == 0 && strings.Contains(texts, "HANG") && !req.Stream:
+		// Claude Code's non-streaming retry of the stalled request.
+		blocks = []mockBlock{{Text: "LATE ANSWER TO TURN FOUR"}}
+	case len(results) == 0 && strings.Contains(texts, "HANG"):
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "event: message_start\ndata: %s\n\n", `{"type":"message_start","message":{"id":"msg_hang","type":"message","role":"assistant","model":"claude-mock","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":1}}}`)
+		w.(http.Flusher).Flush()
+		m.hung <- struct{}{}
+		select {
+		case <-r.Context().Done():
+		case <-time.After(hangFor):
+		}
+		return
+	case len(results) > 0:
+		blocks = []mockBlock{{Text: "TOOL RESULT: " + strings.TrimSpace(results[0])}}
+	case strings.Contains(texts, "RUN-TOOL"):
+		blocks = []mockBlock{{Tool: "Bash", Input: map[string]any{"command": "touch ran.txt && echo acp-approved", "description": "Create ran.txt"}}}
+	default:
+		prompt := texts
+		if i := strings.LastIndex(prompt, "TURN"); i >= 0 {
+			prompt = prompt[i:]
+		}
+		blocks = []mockBlock{{Text: "REPLY TO " + strings.TrimSpace(prompt)}}
+	}
+	writeModelMessage(w, req.Stream, blocks, fmt.Sprint(n))
+}
+
+// userContent returns the text and the tool results of a user message.
+func userContent(content json.RawMessage) (string, []string) {
+	var s string
+	if json.Unmarshal(content, &s) == nil {
+		return s, nil
+	}
+	var blocks []struct {
+		Type    string          `json:"type"`
+		Text    string          `json:"text"`
+		Content json.RawMessage `json:"content"`
+	}
+	_ = json.Unmarshal(content, &blocks)
+	var text strings.Builder
+	var results []string
+	for _, b := range blocks {
+		switch b.Type {
+		case "text":
+			text.WriteString(b.Text)
+			text.WriteString("\n")
+		case "tool_result":
+			var r string
+			if json.Unmarshal(b.Content, &r) != nil {
+				var parts []struct {
+					Text string `json:"text"`
+				}
+				_ = json.Unmarshal(b.Content, &parts)
+				for _, p := range parts {
+					r += p.Text
+				}
+			}
+			results = append(results, r)
+		}
+	}
+	return text.String(), results
+}
+
+// writeModelMessage writes the model's message: streamed as SSE, or whole.
+// Its tool_use ids are toolu_<idPrefix>_<index>.
+func writeModelMessage(w http.ResponseWriter, stream bool, blocks []mockBlock, idPrefix string) {
+	stop := "end_turn"
+	var content []map[string]any
+	for i, b := range blocks {
+		if b.Tool != "" {
+			stop = "tool_use"
+			content = append(content, map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%s_%d", idPrefix, i), "name": b.Tool, "input": b.Input})
+		} else {
+			content = append(content, map[string]any{"type": "text", "text": b.Text})
+		}
+	}
+	usage := map[string]any{"input_tokens": 10, "output_tokens": 10, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+	msg := map[string]any{"id": "msg_mock_" + idPrefix, "type": "message", "role": "assistant", "model": "claude-mock",
+		"stop_sequence": nil, "usage": usage}
+	if !stream {
+		msg["content"], msg["stop_reason"] = content, stop
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(msg)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	event := func(name string, data any) {
+		b, _ := json.Marshal(data)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, b)
+	}
+	msg["content"], msg["stop_reason"] = []any{}, nil
+	event("message_start", map[string]any{"type": "message_start", "message": msg})
+	for i, c := range content {
+		if c["type"] == "tool_use" {
+			input, _ := json.Marshal(c["input"])
+			event("content_block_start", map[string]any{"type": "content_block_start", "index": i,
+				"content_block": map[string]any{"type": "tool_use", "id": c["id"], "name": c["name"], "input": map[string]any{}}})
+			event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i,
+				"delta": map[string]any{"type": "input_json_delta", "partial_json": string(input)}})
+		} else {
+			event("content_block_start", map[string]any{"type": "content_block_start", "index": i,
+				"content_block": map[string]any{"type": "text", "text": ""}})
+			event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i,
+				"delta": map[string]any{"type": "text_delta", "text": c["text"]}})
+		}
+		event("content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
+	}
+	event("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
+		"usage": map[string]any{"output_tokens": 10}})
+	event("message_stop", map[string]any{"type": "message_stop"})
+}
+
+// hangFor is how long a HANG request stalls before its stream is cut.
+var hangFor = 5 * time.Second

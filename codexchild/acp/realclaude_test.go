@@ -1,0 +1,260 @@
+package acp_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/acp"
+)
+
+// requireRealEnv makes a missing node, npm or npm package a failure
+// instead of a skip (as realcodex.RequireEnv does for Codex).
+const requireRealEnv = "ATM_REQUIRE_REAL_CODEX"
+
+// TestClaudeAgentACP runs the real claude-agent-acp (0.101.0, pinned in
+// testdata/claude-agent-acp/package-lock.json; it brings the Claude Code
+// binary, about 400 MB, installed once into the repo's .cache) offline
+// against a loopback Anthropic Messages mock: two turns, the second one
+// running Bash after a permission request the client allows (mode
+// "default": the adapter's own "auto" would decide by itself), a third
+// whose Bash call is rejected, a fourth whose model request hangs,
+// interrupted, and two after it (the first of which shows the adapter's
+// cancel quirk).
+func TestClaudeAgentACP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: no real agent")
+	}
+	bin := installAgent(t, "claude-agent-acp", filepath.Join("node_modules", ".bin", "claude-agent-acp"))
+	mock := startAnthropicMock(t)
+	home := t.TempDir()
+	work := t.TempDir()
+	env := []string{
+		"HOME=" + home, "CLAUDE_CONFIG_DIR=" + filepath.Join(home, ".claude"),
+		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "XDG_CACHE_HOME=" + filepath.Join(home, ".cache"),
+		"ANTHROPIC_BASE_URL=" + mock.URL(), "ANTHROPIC_API_KEY=sk-ant-mock", "ANTHROPIC_MODEL=claude-sonnet-4-5",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1",
+		"ENABLE_TOOL_SEARCH=false",
+	}
+	if os.Geteuid() == 0 {
+		env = append(env, "IS_SANDBOX=1") // else session/new fails: bypass_root
+	}
+	var asked []acp.PermissionRequest
+	decisions := []acp.Decision{acp.AllowOnce, acp.RejectOnce}
+	log := &eventLog{}
+	start := time.Now()
+	c := startReal(t, acp.Config{
+		Command: bin, Env: env, Dir: work, Logger: testLogger(t), OnEvent: log.add,
+		Asker: acp.AskerFunc(func(ctx context.Context, req acp.PermissionRequest) acp.Decision {
+			d := decisions[min(len(asked), len(decisions)-1)]
+			asked = append(asked, req)
+			return d
+		}),
+		TurnTimeout: 90 * time.Second,
+	})
+	info := c.Info()
+	t.Logf("agent %s %s, capabilities %s (%.1fs)", info.Name, info.Version, info.Capabilities.Raw, time.Since(start).Seconds())
+	s, err := c.NewSession(t.Context(), acp.SessionParams{Cwd: work, Mode: "default"})
+	if err != nil {
+		t.Fatalf("NewSession: %v", err)
+	}
+	t.Logf("session %s, modes %+v (%.1fs)", s.ID(), s.Modes(), time.Since(start).Seconds())
+
+	res1 := promptReal(t, s, "TURN ONE: say hello")
+	if !strings.Contains(res1.Text, "REPLY TO TURN ONE") || res1.StopReason != acp.StopEndTurn {
+		t.Errorf("turn 1: %q %q, want the mock's reply and end_turn", res1.Text, res1.StopReason)
+	}
+	ran := filepath.Join(work, "ran.txt")
+	res2 := promptReal(t, s, "TURN TWO: RUN-TOOL please")
+	if !strings.Contains(res2.Text, "TOOL RESULT: acp-approved") {
+		t.Errorf("turn 2: %q, want the allowed command's output", res2.Text)
+	}
+	if _, err := os.Stat(ran); err != nil {
+		t.Errorf("the allowed command did not run: %v", err)
+	}
+	os.Remove(ran)
+	res3 := promptReal(t, s, "TURN THREE: RUN-TOOL again")
+	if strings.Contains(res3.Text, "TOOL RESULT: acp-approved") || !strings.Contains(res3.Text, "TOOL RESULT:") {
+		t.Errorf("turn 3: %q, want a tool result that is not the command's output", res3.Text)
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Errorf("the rejected command ran")
+	}
+	// A turn whose model request hangs is interrupted: session/cancel ends
+	// it (claude-agent-acp answers cancelled) without a kill.
+	hung := make(chan *acp.TurnResult, 1)
+	go func() {
+		res, err := s.Prompt(context.Background(), acp.TurnRequest{Text: "TURN FOUR: HANG"})
+		if err != nil {
+			t.Errorf("turn 4: %v", err)
+		}
+		hung <- res
+	}()
+	select {
+	case <-mock.hung:
+	case <-time.After(60 * time.Second):
+		t.Fatal("turn 4's model request never came")
+	}
+	begin := time.Now()
+	if err := s.Interrupt(t.Context()); err != nil {
+		t.Errorf("Interrupt: %v", err)
+	}
+	res4 := <-hung
+	t.Logf("turn 4 interrupted in %.1fs: stop %q cancelled %v", time.Since(begin).Seconds(), res4.StopReason, res4.Cancelled)
+	if res4 == nil || res4.StopReason != acp.StopCancelled || !res4.Cancelled {
+		t.Errorf("turn 4: %+v, want cancelled", res4)
+	}
+	// Measured quirk of claude-agent-acp 0.101.0 (claude-agent-acp#551):
+	// it answers the cancel at once, but Claude Code goes on with the
+	// interrupted turn's model request (and retries it without streaming
+	// when the stream stalls); that request's answer becomes the *next*
+	// prompt's result. The turn after that is normal again. A facade must
+	// not reuse the process right after an interrupt unless it can tell
+	// (restart and session/load, or a throwaway turn). If this fails after
+	// an upgrade, the quirk is gone: update the note.
+	res5 := promptReal(t, s, "TURN FIVE: still there?")
+	if !strings.Contains(res5.Text, "LATE ANSWER TO TURN FOUR") {
+		t.Errorf("turn 5 after the interrupt: %q; the measured quirk was the interrupted turn's late answer", res5.Text)
+	}
+	res6 := promptReal(t, s, "TURN SIX: and now?")
+	if !strings.Contains(res6.Text, "REPLY TO TURN SIX") {
+		t.Errorf("turn 6: %q, want the mock's reply", res6.Text)
+	}
+	if len(asked) != 2 {
+		t.Fatalf("asked %d times, want 2 (mode default asks)", len(asked))
+	}
+	for _, req := range asked {
+		t.Logf("permission: tool %q kind %q options %+v", req.Tool.Title, req.Tool.Kind, req.Options)
+	}
+	if len(res2.ToolCalls) == 0 || res2.ToolCalls[0].Status != "completed" {
+		t.Errorf("turn 2 tool calls %+v, want a completed one", res2.ToolCalls)
+	}
+	st := c.Status()
+	if st.State != acp.StateIdle || st.GarbageLines != 0 || st.BadUpdates != 0 {
+		t.Errorf("status %+v, want idle, no garbage, no bad update", st)
+	}
+	if err := c.Close(t.Context()); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	t.Logf("6 turns in %.1fs; model requests: %d main", time.Since(start).Seconds(), mock.main)
+}
+
+func startReal(t *testing.T, cfg acp.Config) *acp.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := acp.Start(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
+func promptReal(t *testing.T, s *acp.Session, text string) *acp.TurnResult {
+	t.Helper()
+	start := time.Now()
+	res, err := s.Prompt(t.Context(), acp.TurnRequest{Text: text})
+	if err != nil {
+		t.Fatalf("Prompt %q: %v", text, err)
+	}
+	t.Logf("turn %d (%.1fs): %q %s, messages %q, tools %d", res.Turn, time.Since(start).Seconds(), res.Text, res.StopReason, res.Messages, len(res.ToolCalls))
+	return res
+}
+
+// installAgent installs the npm project testdata/<name> (package.json and
+// package-lock.json, pinned) with npm ci into <repo>/.cache/acp/<name>
+// ($ATM_ACP_CACHE overrides the directory), once per lock file: a stamp
+// holds the lock's hash, and a lock file serialises test processes. It
+// returns the path of rel inside it. Without node or npm, or when the
+// install fails (no registry), the test skips, or fails under
+// ATM_REQUIRE_REAL_CODEX=1.
+func installAgent(t *testing.T, name, rel string) string {
+	t.Helper()
+	skip := func(format string, args ...any) {
+		t.Helper()
+		msg := fmt.Sprintf(format, args...)
+		if os.Getenv(requireRealEnv) == "1" {
+			t.Fatalf("%s (%s=1)", msg, requireRealEnv)
+		}
+		t.Skipf("SKIP real agent %s: %s", name, msg)
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		skip("npm: %v", err)
+	}
+	if out, err := exec.Command("node", "--version").Output(); err != nil {
+		skip("node: %v", err)
+	} else if v, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimSpace(string(out)), "v"), "."); atoiOr(v) < 20 {
+		skip("node %s; need >= 20", strings.TrimSpace(string(out)))
+	}
+	src, err := filepath.Abs(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lockJSON, err := os.ReadFile(filepath.Join(src, "package-lock.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(lockJSON)
+	want := hex.EncodeToString(sum[:])
+	dir := os.Getenv("ATM_ACP_CACHE")
+	if dir == "" {
+		dir = filepath.Join(src, "..", "..", "..", "..", ".cache", "acp")
+	}
+	dir = filepath.Join(dir, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	stamp := filepath.Join(dir, "node_modules", ".atm-installed")
+	if got, err := os.ReadFile(stamp); err != nil || strings.TrimSpace(string(got)) != want {
+		for _, f := range []string{"package.json", "package-lock.json"} {
+			b, err := os.ReadFile(filepath.Join(src, f))
+			if err == nil {
+				err = os.WriteFile(filepath.Join(dir, f), b, 0o644)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--loglevel=error")
+		cmd.Dir = dir
+		begin := time.Now()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			skip("npm ci in %s: %v\n%s", dir, err, out)
+		}
+		t.Logf("npm ci in %s: %.1fs", dir, time.Since(begin).Seconds())
+		if err := os.WriteFile(stamp, []byte(want+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, rel)
+}
+
+func atoiOr(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0
+	}
+	return n
+}
