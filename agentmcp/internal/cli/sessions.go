@@ -102,6 +102,9 @@ func (c *sessionsCmd) Run(env *runEnv) error {
 	}
 	if len(rows) == 0 {
 		fmt.Fprintf(env.stdout, "No sessions in team %q%s.\n", regTeam, describeFilter(filter))
+		if hint := otherTeamsHint(cfg.Home, regTeam); hint != "" {
+			fmt.Fprintln(env.stdout, hint)
+		}
 		return nil
 	}
 	return writeTable(env.stdout, rows)
@@ -274,6 +277,9 @@ func (c *summaryCmd) Run(env *runEnv) error {
 	}
 	i := slices.IndexFunc(rows, func(r sessionRow) bool { return r.AgentID == c.AgentID || r.BackendID == c.AgentID })
 	if i < 0 {
+		if team := teamOfSession(cfg.Home, regTeam, c.AgentID); team != "" {
+			return fmt.Errorf("no session %q in team %q; it is in team %s: atm-agent-mcp summary --team %s %s", c.AgentID, regTeam, team, team, c.AgentID)
+		}
 		return fmt.Errorf("no session %q in team %q (see \"atm-agent-mcp sessions\")", c.AgentID, regTeam)
 	}
 	s := rows[i]
