@@ -156,6 +156,17 @@ func (e *Env) codex(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResu
 		s.Adopt(adopt, seed)
 	}
 	res, err := e.run(ctx, c, s, session.Turn{Prompt: prompt, Source: session.SourceClaude}, background)
+	if err == nil && adopt == "" && refusedStart(res, s) {
+		// Codex refused the session outright (an isError result without a
+		// thread: a setting, its config.toml): nothing is kept either.
+		if e.m.Discard(context.WithoutCancel(ctx), s, errors.New("codex refused it: "+res.Text)) {
+			note := fmt.Sprintf("\n\n(Codex refused to start the session; no session was kept: identity %q is free)", s.Record().Identity)
+			res.Text += note
+			if m, ok := res.Structured.(map[string]any); ok {
+				m["content"], m["session_kept"] = res.Text, false
+			}
+		}
+	}
 	if err != nil && adopt == "" && !errors.Is(err, session.ErrAnswered) && !errors.Is(err, proxyerr.ErrRequestTimeout) && !errors.Is(err, context.Canceled) {
 		// A session whose creation failed (Codex missing, dead, or refusing
 		// a setting) takes nothing with it. A timed-out or cancelled first
@@ -170,6 +181,17 @@ func (e *Env) codex(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResu
 		}
 	}
 	return res, err
+}
+
+// refusedStart reports whether res, the answer to a session's first turn,
+// is Codex refusing to start it: an isError result (not an interrupt) with
+// no thread for the session.
+func refusedStart(res *mcpconn.ToolResult, s *session.Session) bool {
+	if res == nil || !res.IsError || res.Task != nil || res.Input != nil || s.Record().BackendID != "" {
+		return false
+	}
+	m, ok := res.Structured.(map[string]any)
+	return ok && m["status"] != "interrupted" && m["status"] != "busy"
 }
 
 // run runs a turn on s for the call: in the background (answered at once),
