@@ -40,6 +40,39 @@
 // goroutine of their own; the answer selects the option whose kind matches
 // the [Decision] (option ids differ between agents and are never matched).
 //
+// # Why not github.com/coder/acp-go-sdk
+//
+// The client is written over jsonrpcframe (about 1,300 lines with the
+// types it needs) rather than on coder/acp-go-sdk v0.13.5 (12,000 lines of
+// Go, generated), measured on 2026-11-25 (scratch program, not
+// committed):
+//
+//   - Its schema is not the problem: the 40 messages claude-agent-acp
+//     0.101.0 sent in TestClaudeAgentACP (updates of 7 kinds, permission
+//     requests, prompt answers with usage and _meta) all decoded into its
+//     types.
+//   - Its back-pressure ends the conversation: notifications go to a queue
+//     of 1024 and an overflow closes the connection. 2000 updates with a
+//     handler taking 10 ms closed it after 1 was handled. Here the reader
+//     never waits and a slow consumer loses events, counted
+//     (Status.DroppedEvents), not the agent.
+//   - Its reader is a bufio.Scanner capped at 10 MiB: one 11 MiB line (a
+//     large tool output) closed the connection. jsonrpcframe skips a message
+//     over its limit (64 MiB) and reads on.
+//   - An update kind it does not know is decoded as a known one: with a
+//     content member as user_message_chunk, without as session_info_update.
+//     ACP v2's kinds (state_update, plan_update) would be misread; here they
+//     are EventOther with their name.
+//   - Its Client interface has 13 methods (terminals, unstable elicitation
+//     and MCP-over-ACP included) and every inbound request runs on a
+//     goroutine of its own; Prompt sends session/cancel when its ctx ends
+//     but has no deadline or kill. The deadlines, the kill and the
+//     process-group supervision, the part that matters most (§5 of
+//     ../shared/notes/measured/acp-agents.md), would be ours anyway.
+//
+// It also keeps one framing, one bad-line policy and one ordering model for
+// both of codexchild's child protocols.
+//
 // # How it plugs in
 //
 // A Backend-like facade for the proxy (Turn, Interrupt, Status, Close)
