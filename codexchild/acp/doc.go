@@ -42,9 +42,9 @@
 //
 // # Why not github.com/coder/acp-go-sdk
 //
-// The client is written over jsonrpcframe (about 1,300 lines with the
-// types it needs) rather than on coder/acp-go-sdk v0.13.5 (12,000 lines of
-// Go, generated), measured on 2026-11-25 (scratch program, not
+// The client is written over jsonrpcframe (2,500 lines of Go with their
+// comments) rather than on coder/acp-go-sdk v0.13.5 (12,000, generated),
+// measured on 2026-11-25 (scratch program, not
 // committed):
 //
 //   - Its schema is not the problem: the 40 messages claude-agent-acp

@@ -31,6 +31,8 @@ package acp_test
 //	                          (cancelled by default), "error" for an error,
 //	                          "ignore" not at all
 //	FAKEACP_NO_MSGID=1        send no messageId
+//	FAKEACP_AUTH=1            offer the auth method "mock-key" and answer
+//	                          session/new auth_required until it is used
 
 import (
 	"bufio"
@@ -57,6 +59,7 @@ type fakeAgent struct {
 	mode   map[string]string
 	seq    int
 	state  string
+	authed bool
 }
 
 type fakeMsg struct {
@@ -175,9 +178,39 @@ func (a *fakeAgent) handle(m fakeMsg) {
 			caps["loadSession"] = true
 			caps["sessionCapabilities"] = map[string]any{"resume": map[string]any{}, "close": map[string]any{}}
 		}
+		auth := []any{}
+		if os.Getenv("FAKEACP_AUTH") == "1" {
+			auth = append(auth, map[string]any{"id": "mock-key", "name": "Mock key"})
+		}
 		a.reply(m.ID, map[string]any{"protocolVersion": v, "agentCapabilities": caps,
-			"agentInfo": map[string]any{"name": "fakeacp", "version": "1.0.0"}, "authMethods": []any{}})
+			"agentInfo": map[string]any{"name": "fakeacp", "version": "1.0.0"}, "authMethods": auth})
+	case "authenticate":
+		var p struct{ MethodID string }
+		_ = json.Unmarshal(m.Params, &p)
+		if p.MethodID != "mock-key" {
+			a.replyErr(m.ID, -32602, "unknown auth method")
+			return
+		}
+		a.authed = true
+		a.reply(m.ID, map[string]any{})
+	case "session/set_config_option":
+		var p struct {
+			SessionID, ConfigID string
+			Value               any
+		}
+		_ = json.Unmarshal(m.Params, &p)
+		if p.ConfigID != "model" {
+			a.replyErr(m.ID, -32602, "unknown config option "+p.ConfigID)
+			return
+		}
+		opts := []any{map[string]any{"id": "model", "name": "Model", "type": "select", "currentValue": p.Value, "options": []any{}}}
+		a.reply(m.ID, map[string]any{"configOptions": opts})
+		a.update(p.SessionID, map[string]any{"sessionUpdate": "config_option_update", "configOptions": opts})
 	case "session/new":
+		if os.Getenv("FAKEACP_AUTH") == "1" && !a.authed {
+			a.replyErr(m.ID, -32000, "Authentication required")
+			return
+		}
 		a.mu.Lock()
 		a.seq++
 		sid := fmt.Sprintf("ses_%d_%d", os.Getpid(), a.seq)

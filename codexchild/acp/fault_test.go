@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -128,5 +129,36 @@ func TestNoOrphan(t *testing.T) {
 				time.Sleep(10 * time.Millisecond)
 			}
 		})
+	}
+}
+
+// TestNoGoroutineLeak: after Close nothing of the client runs on (not
+// parallel: the parallel tests wait until it is over).
+func TestNoGoroutineLeak(t *testing.T) {
+	before := runtime.NumGoroutine()
+	cfg := fakeConfig(t)
+	cfg.OnEvent = func(acp.Event) {}
+	cfg.Asker = acp.AskerFunc(func(ctx context.Context, req acp.PermissionRequest) acp.Decision {
+		<-ctx.Done()
+		return acp.Cancelled
+	})
+	c, err := acp.Start(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSession(t, c, acp.SessionParams{Mode: "default"})
+	prompt(t, s, "say one")
+	go s.Prompt(context.Background(), acp.TurnRequest{Text: "ask t1"})
+	waitState(t, c, acp.StateAwaitingApproval)
+	if err := c.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%d goroutines after Close, %d before:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

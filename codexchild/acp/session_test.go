@@ -120,3 +120,46 @@ func TestMCPServerJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestAuthenticate: an agent that needs authenticate answers session/new
+// with auth_required until the client authenticates with a method it
+// offers; a method it does not offer fails the handshake.
+func TestAuthenticate(t *testing.T) {
+	t.Parallel()
+	c := start(t, fakeConfig(t, "FAKEACP_AUTH=1"))
+	if got := c.Info().AuthMethods; len(got) != 1 || got[0].ID != "mock-key" {
+		t.Errorf("auth methods %+v", got)
+	}
+	if _, err := c.NewSession(t.Context(), acp.SessionParams{Cwd: t.TempDir()}); !errors.Is(err, acp.ErrAuthRequired) {
+		t.Errorf("NewSession without authenticate: %v, want ErrAuthRequired", err)
+	}
+	cfg := fakeConfig(t, "FAKEACP_AUTH=1")
+	cfg.AuthMethod = "mock-key"
+	newSession(t, start(t, cfg), acp.SessionParams{})
+	cfg.AuthMethod = "oauth"
+	if _, err := acp.Start(t.Context(), cfg); !errors.Is(err, acp.ErrHandshake) {
+		t.Errorf("Start with a method not offered: %v, want ErrHandshake", err)
+	}
+}
+
+// TestConfigOption: SessionParams.ConfigOptions are set with
+// session/set_config_option; the agent's refusal is the session's error.
+func TestConfigOption(t *testing.T) {
+	t.Parallel()
+	log := &eventLog{}
+	cfg := fakeConfig(t)
+	cfg.OnEvent = log.add
+	c := start(t, cfg)
+	s := newSession(t, c, acp.SessionParams{ConfigOptions: []acp.ConfigOption{{ID: "model", Value: "mock-model"}}})
+	if err := s.SetConfigOption(t.Context(), "sandbox", "off"); err == nil {
+		t.Errorf("an option the agent does not have was set")
+	}
+	c.Close(t.Context())
+	found := false
+	for _, ev := range log.evs {
+		found = found || (ev.Kind == acp.EventConfigOptions && ev.SessionID == s.ID())
+	}
+	if !found {
+		t.Errorf("no config_option_update after session/set_config_option")
+	}
+}
