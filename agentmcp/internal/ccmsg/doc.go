@@ -22,8 +22,10 @@
 // writer cannot tell a line it read from one it dropped; and it closes a
 // connection that brings no complete line for 30 s. A kept connection could
 // therefore take a line into a socket the peer is closing and lose it
-// without an error. A fresh connection costs a dial and an auth line (tens
-// of microseconds on a Unix socket, BenchmarkSend), and makes a refused
+// without an error. A fresh connection costs a dial and an auth line:
+// 0.15–0.45 ms per Send on a busy 2-core VM (BenchmarkSend), against about
+// 15 µs for a line on a kept connection (BenchmarkKeptConnection), both far
+// below the 100 ms a push may take; and it makes a refused
 // connection (no socket, nobody listening) an error of the Send that met
 // it. After the lines, Send half-closes the connection and, unless
 // Config.Linger is negative, waits briefly for the peer to close its side,
