@@ -68,6 +68,10 @@
 // Mock-only faults, also by prompt keyword:
 //
 //   - EVENTS=<n>: n more agent message delta events.
+//   - RETRY=<n>: the model is unreachable n times before it answers: n
+//     retry notices "Reconnecting... i/n (…)", one every 400 ms (mcp-server
+//     stream_error events, a best guess at their shape; app-server error
+//     notifications with willRetry true).
 //   - CRASH=<code>: exit with that code after the turn's first events;
 //     CRASH=SIGKILL|SIGSEGV|SIGTERM|SIGABRT|SIGBUS|SIGINT|SIGQUIT|SIGHUP: die
 //     of that signal.

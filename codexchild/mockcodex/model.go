@@ -129,6 +129,8 @@ type sink interface {
 	toolBegin(tc *toolCall)
 	toolEnd(tc *toolCall, result any, isError bool, dur time.Duration)
 	modelError(message, info string)
+	// retrying: Codex could not reach the model and will retry (RETRY=n).
+	retrying(message string)
 	// warn logs to stderr like codex's tracing.
 	warn(level, target, text string)
 }
@@ -167,6 +169,9 @@ func runTurn(ctx context.Context, t *turnEnv) (string, error) {
 				return "", &errInterrupted{}
 			}
 		}
+	}
+	if err := t.retryNotices(ctx); err != nil {
+		return "", err
 	}
 	input := t.text
 	toolOut, haveToolOut := "", false
