@@ -52,14 +52,15 @@
 //
 // # Locks
 //
-// The proxy's own packages have fourteen locks, each documented where it
+// The proxy's own packages have fifteen locks, each documented where it
 // is declared:
 //
 //   - mcpconn (3): Conn.mu (its reader pool shares it), and the outbox's
 //     omu → emu;
 //   - session (4): Manager.mu → Session.mu → persister.mu, and Handle.mu (a
 //     started turn's cancel), a leaf;
-//   - tools (1): roundTrips.mu (the requestStates of round trips), a leaf;
+//   - tools (2): roundTrips.mu (the requestStates of round trips) and
+//     taskStore.mu (the MCP tasks of the connection), leaves;
 //   - proxy (4): codex.mu (child.go, restart.go: the crashes, the
 //     restarts and the restart in progress), frames.mu (frames.go: the
 //     shutdown requests handled and the identities being shut down),
