@@ -27,7 +27,7 @@ func (c *Client) permissionRequest(m *jsonrpcframe.Message) {
 	req, err := parsePermission(m.Params)
 	if err != nil {
 		c.log.Warn("acp: permission request not understood; answered -32602", "err", err)
-		_ = c.write(jsonrpcframe.NewErrorResponse(m.ID, &jsonrpcframe.Error{Code: jsonrpcframe.CodeInvalidParams, Message: err.Error()}))
+		go c.write(jsonrpcframe.NewErrorResponse(m.ID, &jsonrpcframe.Error{Code: jsonrpcframe.CodeInvalidParams, Message: err.Error()}))
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -44,11 +44,12 @@ func (c *Client) permissionRequest(m *jsonrpcframe.Message) {
 	c.perms[req.ID] = p
 	c.emitLocked(Event{SessionID: req.SessionID, Turn: req.Turn, Kind: EventPermission, Permission: &p.req, Raw: req.Raw})
 	c.mu.Unlock()
+	// Answered on a goroutine of its own, never on the reader (see read).
 	switch {
 	case cancelled:
-		p.respond(Cancelled) // after session/cancel every request is cancelled
+		go p.respond(Cancelled) // after session/cancel every request is cancelled
 	case c.cfg.Asker == nil:
-		p.respond(RejectOnce)
+		go p.respond(RejectOnce)
 	default:
 		go func() { p.respond(c.cfg.Asker.Ask(ctx, p.req)) }()
 	}

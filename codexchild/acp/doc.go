@@ -92,8 +92,9 @@
 // consumer: an answer closes its call's channel; an update is folded into
 // its session's turn under mu and queued for OnEvent without waiting; a
 // permission request is registered and handed to the Asker on a new
-// goroutine. The reader itself writes only what it owes the agent at once
-// (a rejection without an Asker, -32601 for fs/* and terminal/*). A turn
+// goroutine. The reader writes nothing: even what it owes the agent at
+// once (a rejection without an Asker, -32601 for fs/* and terminal/*) is
+// written by a goroutine of its own. A turn
 // ends on the reader when its answer is read (call.onEnd), so updates read
 // after it belong to no turn, and chunks of an ended turn's messageIds are
 // never folded into the next one (claude-agent-acp#551).

@@ -10,6 +10,8 @@ package acp_test
 //	ask ID            session/request_permission for tool call ID (in mode
 //	                  "default" only; mode "auto" allows by itself), then
 //	                  says "selected OPTIONID" or "cancelled"
+//	call METHOD       a request of the agent (fs/read_text_file, …); says
+//	                  the error it got
 //	plan / usage N M  a plan / a usage_update
 //	wait              wait for session/cancel
 //	crash CODE        write to stderr and exit with CODE
@@ -54,8 +56,8 @@ type fakeAgent struct {
 	out    *os.File
 	mu     sync.Mutex
 	nextID int
-	calls  map[string]chan json.RawMessage // our requests waiting for answers
-	cancel map[string]chan struct{}        // running prompt per session
+	calls  map[string]chan fakeMsg  // our requests waiting for answers
+	cancel map[string]chan struct{} // running prompt per session
 	mode   map[string]string
 	seq    int
 	state  string
@@ -78,7 +80,7 @@ func fakeSleeperMain() {
 }
 
 func fakeAgentMain() {
-	a := &fakeAgent{out: os.Stdout, calls: map[string]chan json.RawMessage{}, cancel: map[string]chan struct{}{},
+	a := &fakeAgent{out: os.Stdout, calls: map[string]chan fakeMsg{}, cancel: map[string]chan struct{}{},
 		mode: map[string]string{}, state: os.Getenv("FAKEACP_STATE")}
 	sc := bufio.NewScanner(os.Stdin)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
@@ -94,7 +96,7 @@ func fakeAgentMain() {
 			delete(a.calls, string(m.ID))
 			a.mu.Unlock()
 			if ch != nil {
-				ch <- m.Result
+				ch <- m
 			}
 		case m.Method == "session/cancel":
 			var p struct{ SessionID string }
@@ -133,12 +135,12 @@ func (a *fakeAgent) update(sid string, u map[string]any) {
 	a.send(map[string]any{"jsonrpc": "2.0", "method": "session/update", "params": map[string]any{"sessionId": sid, "update": u}})
 }
 
-// request sends a request to the client and waits for its result.
-func (a *fakeAgent) request(method string, params any) json.RawMessage {
+// request sends a request to the client and waits for its answer.
+func (a *fakeAgent) request(method string, params any) fakeMsg {
 	a.mu.Lock()
 	a.nextID++
 	id := strconv.Itoa(a.nextID)
-	ch := make(chan json.RawMessage, 1)
+	ch := make(chan fakeMsg, 1)
 	a.calls[id] = ch
 	a.mu.Unlock()
 	a.send(map[string]any{"jsonrpc": "2.0", "id": a.nextID, "method": method, "params": params})
@@ -336,7 +338,7 @@ func (a *fakeAgent) prompt(id json.RawMessage, sid, script string) {
 					OptionID string `json:"optionId"`
 				} `json:"outcome"`
 			}
-			_ = json.Unmarshal(res, &r)
+			_ = json.Unmarshal(res.Result, &r)
 			if r.Outcome.Outcome == "cancelled" {
 				select {
 				case <-cancelled:
@@ -348,6 +350,9 @@ func (a *fakeAgent) prompt(id json.RawMessage, sid, script string) {
 				continue
 			}
 			say("agent_message_chunk", "selected "+r.Outcome.OptionID)
+		case "call":
+			res := a.request(arg, map[string]any{"sessionId": sid, "path": "/etc/hostname"})
+			say("agent_message_chunk", arg+" answered "+string(res.Error))
 		case "plan":
 			a.update(sid, map[string]any{"sessionUpdate": "plan", "entries": []map[string]string{{"content": "step one", "priority": "high", "status": "in_progress"}}})
 		case "usage":

@@ -11,11 +11,14 @@ import (
 )
 
 // read is the one reader of the agent's stdout. It never waits for a
-// consumer: answers go to the waiting call's channel (closed, never sent
-// on), updates are folded under mu and queued for OnEvent without
-// blocking, permission requests go to the Asker on a goroutine of their
-// own. It writes only the answers it owes the agent at once (a rejection
-// when there is no Asker, -32601 for a method it does not offer).
+// consumer, nor for the agent's stdin: answers go to the waiting call's
+// channel (closed, never sent on), updates are folded under mu and queued
+// for OnEvent without blocking, permission requests go to the Asker on a
+// goroutine of their own, and the answers it owes the agent at once (a
+// rejection when there is no Asker, -32601 for a method it does not offer)
+// are written by a goroutine of their own too: an agent blocked writing
+// its stdout while its stdin is full would otherwise wait for a reader
+// that waits for it.
 func (c *Client) read() {
 	defer c.proc.stdoutFinished()
 	r := jsonrpcframe.NewLineReader(c.proc.out, nil)
@@ -62,7 +65,7 @@ func (c *Client) dispatch(m *jsonrpcframe.Message) {
 		// fs/* and terminal/* are not offered (clientCapabilities false);
 		// nor is anything else.
 		c.log.Info("acp: agent request not offered; answered -32601", "method", m.Method)
-		_ = c.write(jsonrpcframe.NewErrorResponse(m.ID, &jsonrpcframe.Error{
+		go c.write(jsonrpcframe.NewErrorResponse(m.ID, &jsonrpcframe.Error{
 			Code: jsonrpcframe.CodeMethodNotFound, Message: "method not found: " + m.Method}))
 	default:
 		c.log.Warn("acp: message that is neither request, notification nor response; ignored", "id", m.ID.String())

@@ -181,3 +181,20 @@ func TestSlowConsumer(t *testing.T) {
 		t.Errorf("delivered %d + dropped %d < 100 chunks", got, st.DroppedEvents)
 	}
 }
+
+// TestClientMethodsNotOffered: fs/* and terminal/* (not advertised) and
+// any other method of the agent are answered -32601.
+func TestClientMethodsNotOffered(t *testing.T) {
+	t.Parallel()
+	c := start(t, fakeConfig(t))
+	s := newSession(t, c, acp.SessionParams{})
+	res := prompt(t, s, "call fs/read_text_file", "call terminal/create", "call _x/custom")
+	want := []string{
+		`fs/read_text_file answered {"code":-32601,"message":"method not found: fs/read_text_file"}`,
+		`terminal/create answered {"code":-32601,"message":"method not found: terminal/create"}`,
+		`_x/custom answered {"code":-32601,"message":"method not found: _x/custom"}`,
+	}
+	if diff := cmp.Diff(want, res.Messages); diff != "" {
+		t.Errorf("answers (-want +got):\n%s", diff)
+	}
+}
