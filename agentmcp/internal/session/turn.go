@@ -257,6 +257,16 @@ func capResult(n int, agentID, text string) string {
 		"{\"agent_id\": %q, \"offset\": %d}.]", n, len(r), agentID, n)
 }
 
+// Problem returns the running (or last) turn's last error or retry notice
+// from Codex, nil when none; a new notice is a new *Problem. It is cheap
+// enough to poll (the tools' keep-alive does, to pass a retry notice on as
+// progress at once).
+func (s *Session) Problem() *Problem {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.act.problem
+}
+
 // withProblem adds Codex's last error or retry notice of the turn to a
 // timeout's error (and the log): a turn that hung because Codex could not
 // reach its model says so, instead of an empty partial.

@@ -15,29 +15,65 @@ import (
 // neither a result nor progress, and rare enough to cost nothing.
 const DefaultProgressInterval = time.Minute
 
+// retryPoll is how often a call waiting for its turn looks for a new
+// retry notice of Codex (Session.Problem: a pointer read under the
+// session's lock).
+const retryPoll = 200 * time.Millisecond
+
+// retryProgressEvery is the least time between two progress notifications
+// that pass on Codex's retry notices: the first goes at once, later ones
+// (Codex retries with back-off, "Reconnecting... 2/5") at most this often,
+// each with the latest notice.
+const retryProgressEvery = 5 * time.Second
+
 // keepAlive sends c progress about s whenever ProgressInterval passes
 // without any (a turn that runs one long command sends no events, so no
-// progress either): what the agent is doing and for how long. Only for a
-// request with a progress token; the returned stop ends it, and nothing is
-// sent once the request has been answered (mcpconn.Progress).
+// progress either): what the agent is doing and for how long. When Codex
+// says it cannot reach the model and will retry, that goes out at once
+// (within retryPoll; at most every retryProgressEvery), whatever the
+// interval, even none: otherwise the caller would learn it only from the
+// timeout's error, minutes later. Only for a request with a progress
+// token; the returned stop ends it, and nothing is sent once the request
+// has been answered (mcpconn.Progress).
 func (e *Env) keepAlive(c *mcpconn.ToolCall, s *session.Session) (stop func()) {
-	every := e.cfg.ProgressInterval
-	if c.Progress == nil || s == nil || every <= 0 {
+	if c.Progress == nil || s == nil {
 		return func() {}
 	}
+	every := e.cfg.ProgressInterval
 	start := time.Now()
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		t := time.NewTimer(every)
-		defer t.Stop()
+		var keep <-chan time.Time // nil without an interval
+		var t *time.Timer
+		if every > 0 {
+			t = time.NewTimer(every)
+			defer t.Stop()
+			keep = t.C
+		}
+		poll := time.NewTicker(retryPoll)
+		defer poll.Stop()
+		seen := s.Problem() // a notice from before this call is no news
+		var lastRetry time.Time
 		for {
 			select {
 			case <-done:
 				return
-			case <-t.C:
+			case <-poll.C:
+				p := s.Problem()
+				if p == nil || p == seen || time.Since(lastRetry) < retryProgressEvery {
+					continue
+				}
+				seen = p
+				if !p.Retrying {
+					continue
+				}
+				lastRetry = time.Now()
+				c.Progress.Send(doing{identity: s.Record().Identity, retrying: p.Message}.note(time.Since(start)))
+				continue
+			case <-keep:
 			}
 			last := c.Progress.LastSent()
 			if last.Before(start) {
@@ -95,7 +131,7 @@ func (w doing) note(elapsed time.Duration) string {
 	case w.approval != "":
 		what = "waiting for approval: " + clip(w.approval, 80)
 	case w.retrying != "":
-		what = "waiting for the model (codex retries): " + clip(w.retrying, 80)
+		what = "Codex cannot reach the model: " + clip(w.retrying, 200) + " (retrying)"
 	case w.itemType == "command":
 		what = "running `" + clip(w.itemSummary, 80) + "`"
 	case w.itemType == "file_change":

@@ -25,7 +25,7 @@ func TestActivityNote(t *testing.T) {
 		{"an approval first", doing{identity: "arch", approval: "rm -rf build", itemType: "command", itemSummary: "rm -rf build"},
 			"[arch] waiting for approval: rm -rf build (1m5s into the turn)"},
 		{"codex retries", doing{identity: "arch", retrying: "Reconnecting... 2/5"},
-			"[arch] waiting for the model (codex retries): Reconnecting... 2/5 (1m5s into the turn)"},
+			"[arch] Codex cannot reach the model: Reconnecting... 2/5 (retrying) (1m5s into the turn)"},
 	}
 	for _, tt := range tests {
 		if got := tt.w.note(65*time.Second + 200*time.Millisecond); got != tt.want {
