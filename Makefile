@@ -79,9 +79,16 @@ cross-build:
 	  (cd agentmcp && GOOS=$${t%/*} GOARCH=$${t#*/} CGO_ENABLED=0 GOWORK=off $(GO) build -o /dev/null ./cmd/atm-agent-mcp) || exit 1; \
 	done
 
-## install: go install the atm-agent-mcp binary into GOBIN (or GOPATH/bin).
+## install: go install the atm-agent-mcp binary into GOBIN (or GOPATH/bin) and say where it went.
 install:
 	cd agentmcp && GOWORK=off $(GO) install ./cmd/atm-agent-mcp
+	@dir=$$(cd agentmcp && GOWORK=off $(GO) env GOBIN); \
+	[ -n "$$dir" ] || dir=$$(cd agentmcp && GOWORK=off $(GO) env GOPATH | cut -d: -f1)/bin; \
+	echo "installed $$dir/atm-agent-mcp ($$($$dir/atm-agent-mcp --version))"; \
+	case ":$$PATH:" in \
+	  *":$$dir:"*) echo "$$dir is on your PATH: run atm-agent-mcp doctor to check the rest of the setup" ;; \
+	  *) echo "$$dir is NOT on your PATH: add it (export PATH=\"$$dir:\$$PATH\" in your shell profile) or register the full path $$dir/atm-agent-mcp with Claude Code" ;; \
+	esac
 
 ## release: make release VERSION=vX.Y.Z: release commit, module tags, back to development (pushes nothing).
 release:

@@ -45,7 +45,10 @@ type serveCmd struct {
 func (serveCmd) Help() string {
 	return `Claude starts this over stdio; you rarely run it by hand. Register it with:
 
-  claude mcp add codex -- atm-agent-mcp serve --identity codex-architect
+  claude mcp add codex -- atm-agent-mcp serve --team my-team
+
+and give each Claude Code window its own identity: ATM_AGENT_MCP_IDENTITY=NAME claude.
+"atm-agent-mcp doctor" checks what serve needs.
 
 stdout carries JSON-RPC and nothing else; logs go to stderr or --log-file. SIGINT or SIGTERM (or the end of stdin) shuts down gracefully: each session writes a summary for --resume.`
 }
