@@ -29,7 +29,8 @@ const requireRealEnv = "ATM_REQUIRE_REAL_CODEX"
 // "default": the adapter's own "auto" would decide by itself), a third
 // whose Bash call is rejected, a fourth whose model request hangs,
 // interrupted, and two after it (the first of which shows the adapter's
-// cancel quirk).
+// cancel quirk); then a new process loads the session (session/load
+// replays it) and runs a turn on it.
 func TestClaudeAgentACP(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: no real agent")
@@ -146,6 +147,24 @@ func TestClaudeAgentACP(t *testing.T) {
 		t.Errorf("Close: %v", err)
 	}
 	t.Logf("6 turns in %.1fs; model requests: %d main", time.Since(start).Seconds(), mock.main)
+
+	// A new process reopens the session with session/load: the history
+	// is replayed (kept, not taken for a turn), and the session goes on.
+	begin = time.Now()
+	c2 := startReal(t, acp.Config{Command: bin, Env: env, Dir: work, Logger: testLogger(t), TurnTimeout: 90 * time.Second})
+	s2, err := c2.LoadSession(t.Context(), s.ID(), acp.SessionParams{Cwd: work, Mode: "default"})
+	if err != nil {
+		t.Fatalf("LoadSession: %v", err)
+	}
+	replay := s2.Replayed()
+	t.Logf("session/load in a new process (%.1fs): %d messages replayed", time.Since(begin).Seconds(), len(replay))
+	if len(replay) < 2 || replay[0] != (acp.Message{Role: "user", Text: "TURN ONE: say hello"}) || !strings.Contains(replay[1].Text, "REPLY TO TURN ONE") {
+		t.Errorf("replay %q, want turn one first", replay)
+	}
+	res7 := promptReal(t, s2, "TURN SEVEN: after the restart")
+	if !strings.Contains(res7.Text, "REPLY TO TURN SEVEN") || res7.Turn != 1 || len(res7.Messages) != 1 {
+		t.Errorf("turn after load: %+v", res7)
+	}
 }
 
 func startReal(t *testing.T, cfg acp.Config) *acp.Client {
