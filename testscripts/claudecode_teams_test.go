@@ -524,19 +524,17 @@ func TestClaudeCodeTeams(t *testing.T) {
 	if exists(teamDir) {
 		t.Errorf("the team directory %s is still there after the lead's exit", teamDir)
 	}
-	var left []int
-	_ = p.waitFor("no process of the run", 10*time.Second, func() bool { left = survivors(home); return len(left) == 0 })
+	// A process built with -race takes a second or more to exit
+	// (ThreadSanitizer's atexit sleep), so allow some time.
+	deadline := time.Now().Add(10 * time.Second)
+	left := survivors(home)
+	for len(left) > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		left = survivors(home)
+	}
 	if len(left) > 0 {
 		t.Errorf("10 s after the lead's exit, %d process(es) of the run still run: %s", len(left), describe(left))
 		for _, pid := range left {
-			status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-			fds, _ := filepath.Glob(fmt.Sprintf("/proc/%d/fd/*", pid))
-			var links []string
-			for _, fd := range fds {
-				l, _ := os.Readlink(fd)
-				links = append(links, filepath.Base(fd)+"->"+l)
-			}
-			t.Logf("process %d: %s\nfds: %s", pid, regexp.MustCompile(`(?m)^(State|PPid|Tgid|NSpid):.*$`).FindAllString(string(status), -1), links)
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
