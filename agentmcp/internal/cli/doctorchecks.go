@@ -359,7 +359,7 @@ func readProvider(path string) (provider, error) {
 	if _, err := toml.DecodeFile(path, &doc); errors.Is(err, fs.ErrNotExist) {
 		return p, nil
 	} else if err != nil {
-		return p, fmt.Errorf("Codex's %s: %w", path, err)
+		return p, fmt.Errorf("the Codex configuration %s: %w", path, err)
 	}
 	p.id = doc.ModelProvider
 	if mp, ok := doc.ModelProviders[p.id]; ok {
