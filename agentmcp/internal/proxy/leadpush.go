@@ -93,8 +93,11 @@ func (p *leadPush) start(b *mailbridge.Bridge) {
 	}
 	p.mu.Lock()
 	p.bridge = b
+	held := p.held // a session resumed at start holds it
 	p.mu.Unlock()
-	p.resume()
+	if !held {
+		p.resume()
+	}
 }
 
 // suspend gives the lead's identity up for a Codex session that binds it.

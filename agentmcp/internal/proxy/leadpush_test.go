@@ -389,3 +389,24 @@ func TestTeamMembershipStale(t *testing.T) {
 		t.Errorf("members after held came and went %v, want %v", got, want)
 	}
 }
+
+// TestLeadPushResumedHolder: a session resumed at start that holds the
+// lead's identity keeps it; the push waits for it to close.
+func TestLeadPushResumedHolder(t *testing.T) {
+	home := t.TempDir()
+	sock := listenCC(t, socketPath(t))
+	first := startProxyAt(t, home, harnessOpts{modify: leadOpts(sock.path)})
+	first.initialize(false)
+	first.structured(first.tool("codex", map[string]any{"prompt": "hold", "identity": "team-lead"}))
+	first.close()
+
+	resume := "team-lead"
+	c := startProxyAt(t, home, harnessOpts{modify: leadOpts(sock.path), resume: &resume})
+	c.initialize(false)
+	lm := leadStatus(c)
+	if lm["path"] != "inbox" || !strings.Contains(lm["reason"].(string), "a Codex session holds team-lead") {
+		t.Fatalf("lead_mail with a resumed holder = %v", lm)
+	}
+	c.tool("agent_close", map[string]any{"identity": "team-lead"})
+	waitFor(t, "the push back", func() bool { return leadStatus(c)["path"] == "socket" })
+}
