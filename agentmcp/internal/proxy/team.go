@@ -27,9 +27,10 @@ const backendType = "atm-agent-mcp"
 // Only members this proxy added are removed: an identity that config.json
 // already listed (the user's own member) is left alone. A proxy's entries
 // carry backendType atm-agent-mcp; at start, those whose identity nobody
-// holds (left by a proxy that crashed) are removed (pruneStale). A team directory
-// that vanished (Claude Code deletes its session team when the lead exits)
-// is said once and otherwise ignored: sessions, mail and the tools go on.
+// holds (left by a proxy that crashed) are removed (pruneStale). A team
+// directory that vanished (Claude Code deletes its session team when the
+// lead exits) is said once and otherwise ignored: sessions, mail and the
+// tools go on.
 type teamHooks struct {
 	mail *mailHooks
 	lead *leadPush // nil: no lead push
