@@ -75,15 +75,20 @@ func (m *Manager) Close(ctx context.Context, s *Session, summarize bool) CloseOu
 		s.waitIdle(waitCtx)
 		cancel()
 	}
+	before, unused := m.takeUnused(s)
+	unused = unused && !busy
 	saved := false
-	if busy || summarize {
+	if (busy || summarize) && !unused {
 		saved = m.summarize(ctx, s)
 	}
 	var rec registry.Session
 	var err error
-	if (busy || summarize) && !saved {
+	switch {
+	case unused:
+		rec, err = m.closeUnused(agentID, before)
+	case (busy || summarize) && !saved:
 		rec, err = m.cfg.Registry.InterruptSession(agentID)
-	} else {
+	default:
 		rec, err = m.cfg.Registry.CloseSession(agentID)
 	}
 	if err != nil && !errors.Is(err, registry.ErrClosed) {
@@ -107,9 +112,28 @@ func (m *Manager) Close(ctx context.Context, s *Session, summarize bool) CloseOu
 	if released && m.cfg.Mail != nil {
 		m.cfg.Mail.Unbind(rec.Identity)
 	}
-	m.cfg.Audit.Session("session_closed", rec, map[bool]string{true: "summary saved", false: "no summary"}[saved])
-	m.log.Info("session closed", "agent_id", rec.AgentID, "identity", rec.Identity, "status", rec.Status, "summary", saved)
+	how := map[bool]string{true: "summary saved", false: "no summary"}[saved]
+	if unused {
+		how = "resumed and closed without a turn: status " + string(rec.Status) + " and summary kept"
+	}
+	m.cfg.Audit.Session("session_closed", rec, how)
+	m.log.Info("session closed", "agent_id", rec.AgentID, "identity", rec.Identity, "status", rec.Status, "summary", saved, "unused", unused)
 	return CloseOutcome{Record: rec, SummarySaved: saved}
+}
+
+// closeUnused closes a session that was resumed (Rebind) and ran no turn
+// since: it gets back the status, thread state and last activity it had
+// before, and no summary is asked for, so that Codex is not started only to
+// summarise a thread it may not know (a new mcp-server process never does)
+// and a closed session with its summary does not become interrupted.
+func (m *Manager) closeUnused(agentID string, before registry.Session) (registry.Session, error) {
+	if before.Status.Live() {
+		// Resumed from a live record (it never is, but): close it.
+		return m.cfg.Registry.CloseSession(agentID)
+	}
+	return m.cfg.Registry.Update(agentID, func(x *registry.Session) {
+		x.Status, x.ThreadState, x.LastActive = before.Status, before.ThreadState, before.LastActive
+	})
 }
 
 // Discard undoes a session whose first turn failed before Codex gave it a

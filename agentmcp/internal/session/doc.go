@@ -10,10 +10,12 @@
 //
 // A session is busy while a turn runs and idle otherwise; closing it makes
 // it closed (or interrupted, when a busy session gave no summary), and
-// Manager.Rebind makes a finished session idle again (resume). Each session
-// runs one turn at a time (FR-8.9 in docs/requirements.md): Claude's turns
-// wait in FIFO order and always go before auto-mail, which starts only on an
-// idle session with nothing queued. A turn's result is handed back only
+// Manager.Rebind makes a finished session idle again (resume); closed
+// again before it ran a turn, it gets back its status without a summary
+// turn. Each session runs one turn at a time (FR-8.9 in
+// docs/requirements.md): Claude's turns wait in FIFO order and always go
+// before auto-mail, which starts only on an idle session with nothing
+// queued. A turn's result is handed back only
 // after the session has moved on (idle, or its next turn started), so a
 // client never sees an answer before the state it implies.
 //
@@ -31,8 +33,9 @@
 // The order is Manager.mu → Session.mu → persister.mu; nothing calls out
 // (I/O, the backend, the sink, the asker, the mail layer) while holding one.
 //
-//   - Manager.mu guards the session maps, the identities being claimed and
-//     the shutting-down flag. Create and Rebind reserve the identity under
+//   - Manager.mu guards the session maps, the identities being claimed,
+//     the resumed sessions that have run no turn yet and the shutting-down
+//     flag. Create and Rebind reserve the identity under
 //     it, drop it for the registry write and the git walk, then take it again
 //     to commit or undo.
 //   - Session.mu guards the session's fields; only Session methods (and the

@@ -36,6 +36,10 @@ type Manager struct {
 	byIdentity map[string]*Session // live sessions by identity
 	claiming   map[string]bool     // identities reserved by a Create or Rebind in progress
 	closing    bool                // Shutdown has begun: no new sessions
+	// resumed are the sessions Rebind made live that have run no turn
+	// since, with their record from before: closing one gives it back its
+	// status, without a summary turn (closeUnused).
+	resumed map[*Session]registry.Session
 }
 
 // NewManager returns a Manager holding the registry's sessions (dropping
@@ -46,7 +50,7 @@ func NewManager(cfg Config) (*Manager, error) {
 	}
 	cfg.setDefaults()
 	m := &Manager{cfg: cfg, log: cfg.Logger, now: cfg.Now, byID: map[string]*Session{}, byIdentity: map[string]*Session{},
-		claiming: map[string]bool{}}
+		claiming: map[string]bool{}, resumed: map[*Session]registry.Session{}}
 	if m.cfg.Git == nil {
 		m.cfg.Git, m.ownGit = gitctx.New(gitctx.Config{Logger: cfg.Logger}), true
 	}
@@ -205,10 +209,28 @@ func (m *Manager) Rebind(s *Session, src Source) error {
 	m.mu.Lock()
 	delete(m.claiming, rec.Identity)
 	m.byIdentity[rec.Identity] = s
+	m.resumed[s] = rec
 	m.mu.Unlock()
 	m.bindMail(s)
 	m.cfg.Audit.Session("session_resumed", updated, fmt.Sprintf("by %s; summary: %v", src, note != ""))
 	return nil
+}
+
+// ranTurn notes that s runs a turn: a resumed session is used.
+func (m *Manager) ranTurn(s *Session) {
+	m.mu.Lock()
+	delete(m.resumed, s)
+	m.mu.Unlock()
+}
+
+// takeUnused returns the record s had before Rebind made it live, and
+// forgets it, when s has run no turn since; ok is false otherwise.
+func (m *Manager) takeUnused(s *Session) (before registry.Session, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	before, ok = m.resumed[s]
+	delete(m.resumed, s)
+	return before, ok
 }
 
 // resumeNote is the saved summary in the form of docs/requirements.md#fr-6,

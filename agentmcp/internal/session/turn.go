@@ -78,6 +78,9 @@ func (s *Session) turn(ctx context.Context, j *job, t Turn, replyNow bool) (*Tur
 			t.Call.Release()
 		}
 	}
+	if t.Source != SourceSummary {
+		m.ranTurn(s) // a resumed session is used now: its close is a real one
+	}
 	s.mu.Lock()
 	rec := s.rec
 	note := s.resumeNote
