@@ -206,3 +206,10 @@ func writeModelMessage(w http.ResponseWriter, stream bool, blocks []mockBlock, i
 
 // hangFor is how long a HANG request stalls before its stream is cut.
 var hangFor = 5 * time.Second
+
+// mainRequests returns the number of main requests so far.
+func (m *anthropicMock) mainRequests() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.main
+}

@@ -146,7 +146,7 @@ func TestClaudeAgentACP(t *testing.T) {
 	if err := c.Close(t.Context()); err != nil {
 		t.Errorf("Close: %v", err)
 	}
-	t.Logf("6 turns in %.1fs; model requests: %d main", time.Since(start).Seconds(), mock.main)
+	t.Logf("6 turns in %.1fs; model requests: %d main", time.Since(start).Seconds(), mock.mainRequests())
 
 	// A new process reopens the session with session/load: the history
 	// is replayed (kept, not taken for a turn), and the session goes on.
