@@ -232,3 +232,30 @@ func (r *modelRequest) results() []mockResult {
 	}
 	return out
 }
+
+// pushed counts the occurrences of s in the text blocks of r's history
+// (not in tool results, not in the model's tool calls): a message that
+// reached the model outside any tool.
+func (r *modelRequest) pushed(s string) int {
+	n := 0
+	for _, mm := range r.Messages {
+		for _, bl := range mm.Blocks {
+			if bl.Type == "text" {
+				n += strings.Count(bl.Text, s)
+			}
+		}
+	}
+	return n
+}
+
+// pushedText is the first text block of r's history that holds s.
+func (r *modelRequest) pushedText(s string) string {
+	for _, mm := range r.Messages {
+		for _, bl := range mm.Blocks {
+			if bl.Type == "text" && strings.Contains(bl.Text, s) {
+				return bl.Text
+			}
+		}
+	}
+	return ""
+}

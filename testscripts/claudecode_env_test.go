@@ -1,0 +1,154 @@
+//go:build unix
+
+package testscripts
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// claudeKey is the API key the offline runs give Claude Code; the mock
+// accepts any.
+const claudeKey = "sk-ant-offline-test-key-0123456789abcdef"
+
+// writeServeMCPConfig writes Claude Code's --mcp-config for serve (the
+// server "codex") with the ATM home atmHome, run's Codex and its
+// environment, and extra arguments; it returns the file's path.
+func writeServeMCPConfig(t *testing.T, dir, atmHome string, run claudeRun, serveLog string, extra ...string) string {
+	t.Helper()
+	proxy, err := exec.LookPath("atm-agent-mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"ATM_HOME": atmHome, "HOME": atmHome, "MOCKCODEX_LOG": filepath.Join(dir, "child.jsonl"),
+		"PATH": os.Getenv("PATH"), "GIT_CEILING_DIRECTORIES": dir}
+	for k, v := range run.env {
+		env[k] = v
+	}
+	args := append([]string{"serve", "--codex-bin", run.codexBin, "--backend", run.backend,
+		"--log-level", "debug", "--log-file", serveLog}, extra...)
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"codex": map[string]any{"command": proxy, "args": args, "env": env}}})
+	file := filepath.Join(dir, "mcp.json")
+	if err := os.WriteFile(file, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// claudeEnv is the environment of an offline Claude Code: its own HOME,
+// the mock API, nothing sent elsewhere.
+func claudeEnv(home, apiURL string, extra ...string) []string {
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "ANTHROPIC_BASE_URL=" + apiURL, "ANTHROPIC_API_KEY=" + claudeKey,
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1", "TMPDIR=" + os.TempDir(),
+		"CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL=1"} // the interactive CLI would git clone it from GitHub
+	return append(env, extra...)
+}
+
+// streamResult returns the result of Claude Code's stream-json output.
+func streamResult(t *testing.T, out []byte) string {
+	t.Helper()
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	result := ""
+	for sc.Scan() {
+		var ev struct {
+			Type    string `json:"type"`
+			Subtype string `json:"subtype"`
+			IsError bool   `json:"is_error"`
+			Result  string `json:"result"`
+		}
+		if json.Unmarshal(sc.Bytes(), &ev) == nil && ev.Type == "result" {
+			if ev.IsError || ev.Subtype != "success" {
+				t.Errorf("result: subtype %q is_error %v result %q", ev.Subtype, ev.IsError, ev.Result)
+			}
+			result = ev.Result
+		}
+	}
+	return result
+}
+
+// around returns the part of s within n bytes of the first sub.
+func around(s, sub string, n int) string {
+	i := strings.Index(s, sub)
+	if i < 0 {
+		return ""
+	}
+	return s[max(0, i-n):min(len(s), i+len(sub)+n)]
+}
+
+// randomHex returns n random bytes in hex.
+func randomHex(t *testing.T, n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// logTail writes the end of a log file to the test log (n bytes, 0 for
+// all); with filters, only the lines that contain one of them.
+func logTail(t *testing.T, name, file string, n int, filters ...string) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Logf("%s: %v", name, err)
+		return
+	}
+	text := string(b)
+	if len(filters) > 0 {
+		var keep []string
+		for _, line := range strings.Split(text, "\n") {
+			for _, f := range filters {
+				if strings.Contains(line, f) {
+					keep = append(keep, line)
+					break
+				}
+			}
+		}
+		text = strings.Join(keep, "\n")
+	}
+	if n > 0 {
+		text = clipLog(text, n)
+	}
+	t.Logf("%s:\n%s", name, text)
+}
+
+// grepLines returns the lines of file that contain s.
+func grepLines(file, s string) []string {
+	b, _ := os.ReadFile(file)
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.Contains(line, s) {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// logLevels counts the lines of serve's log (slog text or JSON) at WARN
+// and at ERROR.
+func logLevels(file string) (warn, errs int, lines []string) {
+	b, _ := os.ReadFile(file)
+	re := regexp.MustCompile(`level=(WARN|ERROR)|"level":"(WARN|ERROR)"`)
+	for _, line := range strings.Split(string(b), "\n") {
+		m := re.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		lines = append(lines, line)
+		if m[1] == "WARN" || m[2] == "WARN" {
+			warn++
+		} else {
+			errs++
+		}
+	}
+	return warn, errs, lines
+}
