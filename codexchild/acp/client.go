@@ -6,10 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"time"
-
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
@@ -315,12 +314,6 @@ func (c *Client) emitLocked(ev Event) {
 			c.log.Warn("acp: OnEvent is slow; dropping events", "buffer", cap(c.events))
 		}
 	}
-}
-
-func (c *Client) emit(ev Event) {
-	c.mu.Lock()
-	c.emitLocked(ev)
-	c.mu.Unlock()
 }
 
 // closeEvents ends the OnEvent goroutine once it has delivered what is
