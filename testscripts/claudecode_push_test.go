@@ -20,28 +20,37 @@ import (
 
 // TestClaudeCodeLeadPush runs the real Claude Code 2.1.332 headless (-p),
 // where it never reads the lead's inbox file: Claude starts two Codex
-// agents in the team dev (serve holds team-lead for its client), gives
-// codex2 a long background turn and codex1 a background turn in which the
-// agent's model calls atm_send to team-lead, and waits in agent_wait for
-// codex2. serve pushes codex1's mail through the messaging socket Claude
-// Code offers its MCP servers, and the model's next request (the one that
-// brings agent_wait's result) carries it, with the sender and the text,
-// exactly once, while the inbox file keeps it. With mockcodex on both
-// protocols, and once with the real Codex 0.169 against the loopback
-// Responses API.
+// agents in the team dev, gives codex2 a long background turn and codex1 a
+// background turn in which the agent's model calls atm_send to team-lead,
+// and waits in agent_wait for codex2. serve pushes codex1's mail through
+// the messaging socket Claude Code offers its MCP servers, and the model's
+// next request (the one that brings agent_wait's result) carries it, with
+// the sender and the text, exactly once, while the inbox file keeps it.
+// serve is registered as the README says for -p (--team only: under
+// Claude Code its client is team-lead), and once with the identity given
+// (--identity team-lead, Codex sessions defaulting to another name). With
+// mockcodex on both protocols, and once with the real Codex 0.169 against
+// the loopback Responses API.
 func TestClaudeCodeLeadPush(t *testing.T) {
 	claude := claudeCLI(t, "2.1.332")
 	mockcodexBin, err := exec.LookPath("mockcodex")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, run := range []claudeRun{
-		{backend: "app-server", codexBin: mockcodexBin, env: map[string]string{"MOCKCODEX_VERSION": "0.169.0"}},
-		{backend: "mcp-server", codexBin: mockcodexBin, env: map[string]string{"MOCKCODEX_VERSION": "0.153.4"}},
+	for _, tc := range []struct {
+		name string
+		run  claudeRun
+		args []string
+	}{
+		{"mockcodex/app-server", claudeRun{backend: "app-server", codexBin: mockcodexBin, env: map[string]string{"MOCKCODEX_VERSION": "0.169.0"}},
+			[]string{"--team", "dev"}},
+		{"mockcodex/mcp-server/identity-team-lead", claudeRun{backend: "mcp-server", codexBin: mockcodexBin,
+			env: map[string]string{"MOCKCODEX_VERSION": "0.153.4", "ATM_AGENT_MCP_DEFAULT_IDENTITY": "codex"}},
+			[]string{"--team", "dev", "--identity", "team-lead"}},
 	} {
-		t.Run("mockcodex/"+run.backend, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			leadPush(t, claude, run)
+			leadPush(t, claude, tc.run, tc.args...)
 		})
 	}
 	t.Run("real-codex-0.169", func(t *testing.T) {
@@ -59,12 +68,13 @@ func TestClaudeCodeLeadPush(t *testing.T) {
 				env[k] = v
 			}
 		}
-		leadPush(t, claude, claudeRun{backend: "app-server", codexBin: codex, env: env})
+		leadPush(t, claude, claudeRun{backend: "app-server", codexBin: codex, env: env}, "--team", "dev")
 	})
 }
 
-// leadPush is one -p conversation of TestClaudeCodeLeadPush.
-func leadPush(t *testing.T, claude string, run claudeRun) {
+// leadPush is one -p conversation of TestClaudeCodeLeadPush, with serve
+// started with serveArgs.
+func leadPush(t *testing.T, claude string, run claudeRun, serveArgs ...string) {
 	dir := t.TempDir()
 	atmHome := filepath.Join(dir, "atm")
 	teamDir := makeTeam(t, atmHome, "team-lead", "codex1", "codex2")
@@ -76,15 +86,7 @@ func leadPush(t *testing.T, claude string, run claudeRun) {
 		}
 	}
 	serveLog := filepath.Join(dir, "serve.log")
-	// serve holds team-lead for its client; Codex sessions started without
-	// an identity would take another name (were it team-lead too, the
-	// lead's mail would be theirs, and not pushed).
-	env := map[string]string{"ATM_AGENT_MCP_DEFAULT_IDENTITY": "codex"}
-	for k, v := range run.env {
-		env[k] = v
-	}
-	run.env = env
-	mcpFile := writeServeMCPConfig(t, dir, atmHome, run, serveLog, "--team", "dev", "--identity", "team-lead")
+	mcpFile := writeServeMCPConfig(t, dir, atmHome, run, serveLog, serveArgs...)
 
 	nonce := "PUSHED-" + randomHex(t, 6)
 	sendPrompt := `CALL_TOOL=mcp__atm.atm_send ARGS={"to":"team-lead","message":"` + nonce + ` from the codex agent"}`
