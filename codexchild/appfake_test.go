@@ -66,6 +66,9 @@ func runFakeApp() int {
 		case "thread/start":
 			respond(m.ID, map[string]any{"thread": map[string]any{"id": fakeAppThread}})
 		case "turn/start":
+			if os.Getenv(fakeAppEnv) == "dieonturn" {
+				return 3 // read the turn, then died before a word about it (accepted_test.go)
+			}
 			respond(m.ID, map[string]any{"turn": map[string]any{"id": fakeAppTurn, "status": "inProgress"}})
 			notify("turn/started", map[string]any{"threadId": fakeAppThread, "turn": map[string]any{"id": fakeAppTurn}})
 			notify("item/started", with("item", map[string]any{"type": "fileChange", "id": "call_p", "status": "inProgress",

@@ -86,9 +86,13 @@ func (b *AppServer) turnStarted(t *appTurn, m *jsonrpcframe.Message) {
 		}
 		b.mu.Unlock()
 		b.log.Info("codex refused turn/start", "thread", t.threadID, "err", e.Message)
+		if !t.resumable || !isThreadNotFound(e) {
+			t.accept() // a refusal is an answer; "thread not found" is retried after a resume
+		}
 		t.finish()
 		return
 	}
+	t.accept()
 	var r struct {
 		Turn struct {
 			ID string `json:"id"`

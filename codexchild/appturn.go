@@ -39,6 +39,9 @@ type appTurn struct {
 	// resumable: a "thread not found" answer to turn/start makes Turn
 	// resume the thread and retry.
 	resumable bool
+	// onAccepted is TurnRequest.OnAccepted (once over the retries);
+	// accept calls it.
+	onAccepted func()
 
 	// guarded by AppServer.mu
 	turnID        string
@@ -60,6 +63,19 @@ type appTurn struct {
 
 func newAppTurn(threadID string, h Handler) *appTurn {
 	return &appTurn{handler: h, threadID: threadID, done: make(chan struct{}), started: make(chan struct{}), stop: make(chan abandonKind, 1)}
+}
+
+// accept tells the caller that the child answered turn/start (OnAccepted),
+// under t.mu and only while the turn is open: never after Turn returned.
+func (t *appTurn) accept() {
+	if t.onAccepted == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.closed.Load() {
+		t.onAccepted()
+	}
 }
 
 // finish ends the turn for its waiters.
@@ -135,9 +151,13 @@ func (b *AppServer) Turn(ctx context.Context, req TurnRequest) (*Result, error) 
 		return res, nil
 	}
 	retry := !req.SameThread
+	var accepted func()
+	if req.OnAccepted != nil {
+		accepted = onceFunc(req.OnAccepted)
+	}
 	for {
 		t := newAppTurn(threadID, req.Handler)
-		t.resumable = retry
+		t.resumable, t.onAccepted = retry, accepted
 		if err := b.register(tctx, t); err != nil {
 			return fail(threadID, err)
 		}

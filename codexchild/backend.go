@@ -126,6 +126,22 @@ type TurnRequest struct {
 	// turn's events arrive (the mail layer marks mail read then, FR-8.12).
 	// It is not called when the write fails. optional.
 	OnSent func()
+	// OnAccepted is called once the child has acknowledged the turn,
+	// proof that it read the request: app-server's response to turn/start
+	// (its turn id, or a refusal; not the "thread not found" that makes
+	// Turn resume the thread and send turn/start again, whose own response
+	// counts); mcp-server's first codex/event under the turn's request id,
+	// or the tools/call response when no event came first. A child that
+	// dies, is closed or fails the write before that never calls it (a
+	// request written to a pipe may still be unread, or read and lost,
+	// when the child dies), and neither does a turn that Turn abandoned
+	// first (an interrupt, a timeout). The mail layer marks mail read
+	// here, not at OnSent, so that mail a dying Codex never took is
+	// offered again (FR-8.12). It is called at most once, on the backend's
+	// reader goroutine, and never after Turn has returned; it may run
+	// before OnSent does (the reader does not wait for the writer) and it
+	// must not block. optional.
+	OnAccepted func()
 	// Release, when set, is called once, on the goroutine calling Turn,
 	// before Turn first waits for anything: the child's start, room in its
 	// stdin, or (at the latest, once the request is written and before

@@ -25,6 +25,13 @@
 // previous process ran, item/*/requestApproval) behind the same interface,
 // and answers every other server request itself (see otherRequestAnswer).
 //
+// A turn tells its caller when its request was written (TurnRequest.OnSent)
+// and when the child acknowledged it (TurnRequest.OnAccepted: app-server's
+// turn/start response, mcp-server's first event of the turn or its
+// result). Only the second proves that Codex read the turn: a child that
+// dies in between never saw it, and the mail layer offers such a turn's
+// mail again.
+//
 // A turn's events reach its [Handler] on the backend's reader goroutine. A
 // Handler that is also a [Flusher] can pass them on in batches: the reader
 // calls Flush whenever it has nothing more of the child's output to read.

@@ -188,7 +188,7 @@ func (b *MCPServer) Turn(ctx context.Context, req TurnRequest) (*Result, error) 
 	b.mu.Unlock()
 	req, carried := b.book.plan(req, running, b.log)
 	name, params := toolCallParams(req)
-	t := &turn{handler: req.Handler, threadID: req.ThreadID, onResult: req.OnResult}
+	t := &turn{handler: req.Handler, threadID: req.ThreadID, onResult: req.OnResult, onAccepted: req.OnAccepted}
 	c, err := b.request("tools/call", params, t, release)
 	if err != nil {
 		return nil, err

@@ -168,6 +168,9 @@ func (b *MCPServer) handleResponse(m *jsonrpcframe.Message) {
 	case stale:
 		b.log.Info("codex: result under a stale request id routed to the thread's running turn", "id", m.ID.String(), "thread", rt, "turn_id", target.id.String())
 	}
+	if target.turn != nil {
+		target.turn.accept() // a result with no event before it: read all the same
+	}
 	b.denyLeftovers(target, "the turn ended")
 	r := reply{msg: m}
 	if t := target.turn; t != nil && t.onResult != nil && m.Err() == nil {
@@ -232,6 +235,9 @@ func (b *MCPServer) handleEvent(m *jsonrpcframe.Message) {
 	if t.closed.Load() {
 		b.toOnEvent(ev)
 		return
+	}
+	if !stale {
+		t.accept() // an event under the turn's own request id: Codex has the turn
 	}
 	t.observe(&env)
 	if t.handler != nil {

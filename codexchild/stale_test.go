@@ -65,6 +65,9 @@ func runFakeChild() int {
 		case "notifications/cancelled":
 			event(first, thread1, "turn_aborted", map[string]any{"reason": "interrupted"})
 		case "tools/call":
+			if os.Getenv(fakeChildEnv) == "dieonturn" {
+				return 3 // read the turn, then died before a word about it (accepted_test.go)
+			}
 			var p struct {
 				Name      string            `json:"name"`
 				Arguments map[string]string `json:"arguments"`

@@ -82,7 +82,7 @@ func with(r TurnRequest, f func(*TurnRequest)) TurnRequest {
 var cmpTurnRequest = cmp.Options{
 	cmp.FilterPath(func(p cmp.Path) bool {
 		switch p.Last().String() {
-		case ".OnSent", ".Release", ".OnResult", ".Handler":
+		case ".OnSent", ".OnAccepted", ".Release", ".OnResult", ".Handler":
 			return true
 		}
 		return false

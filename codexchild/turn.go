@@ -59,10 +59,13 @@ type reply struct {
 // else takes mu, so a handler may call Interrupt or Approval.Respond from
 // inside a callback.
 type turn struct {
-	handler   Handler
-	onResult  func(*Result)
-	threadID  string // guarded by MCPServer.mu
-	codexTurn string // the Codex turn id seen under the call's own id; guarded by MCPServer.mu
+	handler  Handler
+	onResult func(*Result)
+	// onAccepted is TurnRequest.OnAccepted; the reader calls it (accept)
+	// and clears it, and nothing else touches it after Turn made the turn.
+	onAccepted func()
+	threadID   string // guarded by MCPServer.mu
+	codexTurn  string // the Codex turn id seen under the call's own id; guarded by MCPServer.mu
 
 	closed atomic.Bool
 	mu     sync.Mutex
@@ -149,6 +152,15 @@ func (t *turn) observe(env *eventEnvelope) {
 			}
 			t.reason[m.CallID] = m.Reason
 		}
+	}
+}
+
+// accept calls the turn's OnAccepted, once; on the reader, with t.mu held
+// or the call taken from pending (either way Turn has not returned).
+func (t *turn) accept() {
+	if f := t.onAccepted; f != nil {
+		t.onAccepted = nil
+		f()
 	}
 }
 
