@@ -23,6 +23,14 @@ const (
 // pushTimeout bounds one push to the messaging socket.
 const pushTimeout = 2 * time.Second
 
+// Retries after a refused push back off from minRetry, doubling up to
+// maxRetry, so a socket that refuses costs a connection attempt every few
+// seconds, not one per mail check (mail_poll_interval_ms may be 50 ms).
+const (
+	minRetry = time.Second
+	maxRetry = 30 * time.Second
+)
+
 // flushTimeout bounds the wait of a turn's result for the lead's mail
 // (flush).
 const flushTimeout = 500 * time.Millisecond
@@ -56,7 +64,9 @@ type leadPush struct {
 	failures  int
 	lastPush  time.Time
 	lastError string
-	failing   bool // the last push failed: further failures go to debug
+	failing   bool          // the last push failed: further failures go to debug
+	backoff   time.Duration // the wait after the last failure (0 while pushes succeed)
+	retryAt   time.Time     // no push before this while failing
 }
 
 // newLeadPush decides the path of the lead's mail from the options: the
@@ -138,6 +148,12 @@ func (p *leadPush) DeliverMessages(identity string, msgs []atmclient.Message, do
 	if identity != p.identity || p.client == nil || len(msgs) == 0 {
 		return false
 	}
+	p.mu.Lock()
+	wait := p.failing && p.now().Before(p.retryAt)
+	p.mu.Unlock()
+	if wait {
+		return false // backing off: a later check offers the mail again
+	}
 	lines := make([]ccmsg.Message, len(msgs))
 	for i, m := range msgs {
 		lines[i] = ccmsg.Message{Content: leadText(p.team, m), From: m.From, MsgID: m.ID()}
@@ -196,12 +212,15 @@ func (p *leadPush) settle(n int, err error) {
 		p.failures++
 		p.lastError = err.Error()
 		p.failing = true
+		p.backoff = min(max(2*p.backoff, minRetry), maxRetry)
+		p.retryAt = p.now().Add(p.backoff)
 	} else {
 		p.pushed += n
 		p.batches++
 		p.lastPush = p.now()
 		p.lastError = ""
 		p.failing = false
+		p.backoff = 0
 	}
 	p.mu.Unlock()
 	switch {

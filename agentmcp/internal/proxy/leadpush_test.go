@@ -192,6 +192,22 @@ func TestLeadPushRefused(t *testing.T) {
 	})
 }
 
+// TestLeadPushBacksOff: a socket that refuses is tried again after a
+// growing wait, not at every mail check (the poll here is 50 ms, so
+// without the back-off two seconds would bring about 40 attempts). The
+// bound holds on any machine: a slower one only tries less often.
+func TestLeadPushBacksOff(t *testing.T) {
+	c := startProxy(t, harnessOpts{modify: leadOpts(socketPath(t))})
+	c.initialize(false)
+	send(t, c.home, "arch", "team-lead", "are you there?", "")
+	waitFor(t, "a failed push", func() bool { return leadStatus(c)["failures"].(float64) >= 1 })
+	time.Sleep(2 * time.Second)
+	// Attempts at about 0, 1 and 3 s: at most two within the first 2 s.
+	if got := leadStatus(c)["failures"].(float64); got > 2 {
+		t.Errorf("failures after 2 s of a refusing socket = %v, want at most 2 (back-off from %v)", got, minRetry)
+	}
+}
+
 // TestLeadMailPaths: without a socket, with lead_push off, or when the
 // lead's identity is also Codex's default, mail for the lead stays in the
 // inbox, and agent_status says why.
