@@ -57,7 +57,7 @@ func TestInterrupt(t *testing.T) {
 					t.Errorf("state after the interrupt %q, want idle", st)
 				}
 				// The session takes the next turn.
-				if res := prompt(t, s, "say again"); res.Text != "again" || res.Cancelled {
+				if res := prompt(t, s, "say again"); res.Text != "again" || res.Cancelled || !res.AfterCancel {
 					t.Errorf("next turn: %+v", res)
 				}
 				return

@@ -41,6 +41,7 @@ type Session struct {
 	configOptions json.RawMessage
 	turn          *turn // the running turn, or nil
 	turns         int64
+	lastCancelled bool      // the last turn that ended was cancelled
 	loading       bool      // session/load is replaying history
 	replay        []Message // the history replayed by session/load
 	oldMessages   map[string]bool

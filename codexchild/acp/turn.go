@@ -30,6 +30,12 @@ type TurnResult struct {
 	// turn, whatever StopReason says (Copilot answers a cancel with
 	// end_turn; some agents answer it with an error).
 	Cancelled bool
+	// AfterCancel reports that the session's previous turn was cancelled.
+	// Its output may then not be this turn's own: claude-agent-acp 0.101.0
+	// answers a cancel at once but lets the interrupted model request run
+	// on, and its answer becomes the next prompt's result (measured in
+	// TestClaudeAgentACP; claude-agent-acp#551).
+	AfterCancel bool
 	// Text is the turn's last agent message; Messages are all of them, in
 	// order. A message is the agent_message_chunk text of one messageId
 	// (or, without ids, the chunks between two tool calls).
@@ -49,15 +55,16 @@ type TurnResult struct {
 
 // turn is the state of a running turn; guarded by Client.mu.
 type turn struct {
-	n         int64
-	call      *call // the session/prompt request
-	cancelled bool
-	messages  []*turnMessage
-	split     bool // a tool call came after the last message
-	thought   strings.Builder
-	tools     map[string]*ToolCall
-	order     []string
-	usage     *Usage
+	n           int64
+	call        *call // the session/prompt request
+	cancelled   bool
+	afterCancel bool
+	messages    []*turnMessage
+	split       bool // a tool call came after the last message
+	thought     strings.Builder
+	tools       map[string]*ToolCall
+	order       []string
+	usage       *Usage
 }
 
 type turnMessage struct {
@@ -122,7 +129,7 @@ func (t *turn) message(id string) *turnMessage {
 
 // result builds the turn's result.
 func (t *turn) result(sid string) *TurnResult {
-	r := &TurnResult{SessionID: sid, Turn: t.n, Cancelled: t.cancelled, Thought: t.thought.String(), Usage: t.usage}
+	r := &TurnResult{SessionID: sid, Turn: t.n, Cancelled: t.cancelled, AfterCancel: t.afterCancel, Thought: t.thought.String(), Usage: t.usage}
 	for _, m := range t.messages {
 		r.Messages = append(r.Messages, m.text.String())
 	}
@@ -154,7 +161,7 @@ func (s *Session) Prompt(ctx context.Context, req TurnRequest) (*TurnResult, err
 				return fmt.Errorf("acp %s: %w", methodSessionPrompt, ErrBusy)
 			}
 			s.turns++
-			t.n, t.call = s.turns, cl
+			t.n, t.call, t.afterCancel = s.turns, cl, s.lastCancelled
 			s.turn = t
 			cl.onEnd = func() { s.endLocked(t) }
 			return nil
@@ -207,6 +214,7 @@ func (s *Session) endLocked(t *turn) {
 	if s.turn == t {
 		s.turn = nil
 	}
+	s.lastCancelled = t.cancelled
 	for _, m := range t.messages {
 		if m.id != "" {
 			s.oldMessages[m.id] = true
