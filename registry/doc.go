@@ -17,7 +17,8 @@
 // [Registry.Remove], [Registry.Prune]) claims or releases the session's
 // identity as its status requires and persists the whole file before it
 // returns. The CLI reads every instance registry of a team with
-// [Dir.Scan], which takes no lock and writes nothing. [Registry.Adopt]
+// [Dir.Scan], and who holds a claim with [Dir.Holder]; neither takes a
+// lock nor writes anything. [Registry.Adopt]
 // moves the sessions of an ended instance into an open one (a directory
 // whose instances change from run to run, as Claude Code session teams'
 // do), under that instance's claim.

@@ -29,7 +29,7 @@ func TestBadArguments(t *testing.T) {
 		{"codex", `{"agent_id":"codex-x","thread_id":"t"}`, `-32007 agent_id (resume) excludes agent_file and thread_id`},
 		{"codex", `{"agent_id":"codex-nope"}`, `-32002 no session with agent_id "codex-nope" in this proxy's registry`},
 		{"codex-reply", `{"prompt":"x"}`, `-32602 codex-reply needs agent_id (or threadId)`},
-		{"codex-reply", `{"prompt":"x","agent_id":"codex-nope"}`, `-32002 no session with agent_id "codex-nope"`},
+		{"codex-reply", `{"prompt":"x","agent_id":"codex-nope"}`, `-32002 no session with agent_id "codex-nope" in this proxy's registry`},
 		{"codex-reply", `{"agent_id":7,"prompt":"x"}`, `-32602 argument "agent_id" must be a string`},
 		{"atm_send", `{}`, `-32009 an ATM tool called outside a session needs agent_id or identity (an identity this proxy holds)`},
 		{"atm_send", `{"identity":"dev-1","to":"arch","message":"hi"}`, `-32001 identity "dev-1" is not held by this proxy (it holds "proxy" and the identities of its live sessions); nobody can send as someone else`},

@@ -260,7 +260,7 @@ func (e *Env) codexReply(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.Too
 	switch {
 	case agentID != "":
 		if s = e.m.Get(agentID); s == nil {
-			return nil, proxyerr.New(proxyerr.ErrSessionNotFound, map[string]any{"agent_id": agentID}, "no session with agent_id %q", agentID)
+			return nil, e.m.SessionNotFound(agentID)
 		}
 	case threadID != "":
 		if s = e.m.ByThread(threadID); s == nil {
@@ -304,7 +304,7 @@ func (e *Env) codexReply(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.Too
 func (e *Env) resume(ctx context.Context, c *mcpconn.ToolCall, agentID, identity, prompt, cwdArg string, asked session.ThreadSettings, background bool) (*mcpconn.ToolResult, error) {
 	s := e.m.Get(agentID)
 	if s == nil {
-		return nil, proxyerr.New(proxyerr.ErrSessionNotFound, map[string]any{"agent_id": agentID}, "no session with agent_id %q in this proxy's registry", agentID)
+		return nil, e.m.SessionNotFound(agentID) // names the instance that has it, if one does
 	}
 	if err := sameIdentity(agentID, s.Record().Identity, identity); err != nil {
 		return nil, err

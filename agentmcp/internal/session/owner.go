@@ -1,0 +1,87 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
+	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
+)
+
+// teamRegistry is what SessionNotFound asks of Config.Registry, if it has
+// it (*registry.Registry and RegistryOf's adapter do): the team's state
+// directory, to read the other instances' registries, and this instance's
+// identity.
+type teamRegistry interface {
+	Dir() registry.Dir
+	Identity() string
+}
+
+// SessionNotFound is the SESSION_NOT_FOUND error for an agent_id this
+// proxy's registry does not hold. When another instance of the team holds
+// it, the error says which, whether that instance's serve runs (its pid,
+// from its claim's holder file, and whether that process is alive) and how
+// to resume the session: there, or with serve --identity of that instance.
+func (m *Manager) SessionNotFound(agentID string) error {
+	msg := fmt.Sprintf("no session with agent_id %q in this proxy's registry", agentID)
+	data := map[string]any{"agent_id": agentID}
+	tr, ok := m.cfg.Registry.(teamRegistry)
+	if !ok || registry.ValidateAgentID(agentID) != nil {
+		return proxyerr.New(proxyerr.ErrSessionNotFound, data, "%s", msg)
+	}
+	owner, rec, found := findElsewhere(tr.Dir(), tr.Identity(), agentID)
+	if !found {
+		return proxyerr.New(proxyerr.ErrSessionNotFound, data, "%s", msg)
+	}
+	data["owner_instance"], data["session_status"] = owner, string(rec.Status)
+	h, held := tr.Dir().Holder(owner)
+	running := held && processAlive(h.PID)
+	data["owner_running"] = running
+	if held {
+		data["owner_pid"] = h.PID
+	}
+	team := tr.Dir().Team()
+	switch {
+	case running:
+		msg += fmt.Sprintf("; it belongs to instance %q of team %q (identity %s, %s), whose serve runs as pid %d: continue it through that serve, or stop that one and start serve --team %s --identity %s --resume=%s",
+			owner, team, rec.Identity, rec.Status, h.PID, team, owner, agentID)
+	case held:
+		msg += fmt.Sprintf("; it belongs to instance %q of team %q (identity %s, %s), whose serve is no longer running (pid %d is gone): start serve --team %s --identity %s --resume=%s to resume it",
+			owner, team, rec.Identity, rec.Status, h.PID, team, owner, agentID)
+	default:
+		msg += fmt.Sprintf("; it belongs to instance %q of team %q (identity %s, %s), whose serve is not running: start serve --team %s --identity %s --resume=%s to resume it",
+			owner, team, rec.Identity, rec.Status, team, owner, agentID)
+	}
+	return proxyerr.New(proxyerr.ErrSessionNotFound, data, "%s", msg)
+}
+
+// findElsewhere looks for agentID in the registries of the team's
+// instances other than self (Dir.Scan: no lock, nothing written).
+func findElsewhere(d registry.Dir, self, agentID string) (instance string, rec registry.Session, ok bool) {
+	insts, err := d.Scan()
+	if err != nil {
+		return "", registry.Session{}, false
+	}
+	for _, in := range insts {
+		if in.Identity == self {
+			continue
+		}
+		for _, s := range in.Sessions {
+			if s.AgentID == agentID {
+				return in.Identity, s, true
+			}
+		}
+	}
+	return "", registry.Session{}, false
+}
+
+// processAlive reports whether a process with pid exists (signal 0; EPERM:
+// it exists, under another user).
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
