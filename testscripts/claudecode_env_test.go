@@ -133,14 +133,15 @@ func grepLines(file, s string) []string {
 	return out
 }
 
-// logLevels counts the lines of serve's log (slog text or JSON) at WARN
-// and at ERROR.
+// logLevels counts the lines of serve's own log (slog text or JSON) at
+// WARN and at ERROR: not the lines of Codex's stderr that it relays at
+// Codex's own level ("codex stderr").
 func logLevels(file string) (warn, errs int, lines []string) {
 	b, _ := os.ReadFile(file)
 	re := regexp.MustCompile(`level=(WARN|ERROR)|"level":"(WARN|ERROR)"`)
 	for _, line := range strings.Split(string(b), "\n") {
 		m := re.FindStringSubmatch(line)
-		if m == nil {
+		if m == nil || strings.Contains(line, `msg="codex stderr"`) || strings.Contains(line, `"msg":"codex stderr"`) {
 			continue
 		}
 		lines = append(lines, line)

@@ -28,14 +28,26 @@ import (
 // closes codex1 (its session closed in the registry, a shutdown_response
 // in the lead's inbox); and the lead's /exit, which deletes the team
 // directory, leaves no Codex process and no flood of warnings in serve's
-// log.
+// log. With mockcodex on both protocols.
 func TestClaudeCodeTeams(t *testing.T) {
-	t.Parallel()
 	claude := claudeCLI(t, "2.1.332")
 	mockcodexBin, err := exec.LookPath("mockcodex")
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, run := range []claudeRun{
+		{backend: "app-server", codexBin: mockcodexBin, env: map[string]string{"MOCKCODEX_VERSION": "0.169.0"}},
+		{backend: "mcp-server", codexBin: mockcodexBin, env: map[string]string{"MOCKCODEX_VERSION": "0.153.4"}},
+	} {
+		t.Run(run.backend, func(t *testing.T) {
+			t.Parallel()
+			teamSession(t, claude, run)
+		})
+	}
+}
+
+// teamSession is one interactive session of TestClaudeCodeTeams.
+func teamSession(t *testing.T, claude string, run claudeRun) {
 	dir := t.TempDir()
 	home := filepath.Join(dir, "home") // Claude Code's HOME, and serve's and Codex's
 	work := filepath.Join(dir, "work")
@@ -51,8 +63,7 @@ func TestClaudeCodeTeams(t *testing.T) {
 	serveLog := filepath.Join(dir, "serve.log")
 	childLog := filepath.Join(dir, "child.jsonl")
 	debugLog := filepath.Join(dir, "claude-debug.log")
-	mcpFile := writeServeMCPConfig(t, dir, home, claudeRun{backend: "app-server", codexBin: mockcodexBin,
-		env: map[string]string{"MOCKCODEX_VERSION": "0.169.0"}}, serveLog)
+	mcpFile := writeServeMCPConfig(t, dir, home, run, serveLog)
 
 	nonce := randomHex(t, 6)
 	ask := "LEAD-ASKS-" + nonce
@@ -185,7 +196,7 @@ func TestClaudeCodeTeams(t *testing.T) {
 	// SIGKILL 400 ms after that, so serve may not finish its shutdown.
 	step("serve finished its shutdown: %v; Claude Code: %q", fileHas(serveLog, "shutdown complete"), grepLines(debugLog, "MCP server process"))
 	warns, errs, lines := logLevels(serveLog)
-	step("serve's log: %d WARN, %d ERROR lines", warns, errs)
+	step("serve's log: %d WARN, %d ERROR lines %q", warns, errs, lines)
 	if errs > 0 || warns > maxServeWarnings {
 		t.Errorf("serve's log has %d ERROR and %d WARN lines (want none and at most %d):\n%s", errs, warns, maxServeWarnings, strings.Join(lines, "\n"))
 	}
