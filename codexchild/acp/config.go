@@ -46,6 +46,13 @@ type Config struct {
 	Env []string
 	// ReplaceEnv makes Env the whole environment. optional: false adds.
 	ReplaceEnv bool
+	// Guard is the command that runs codexchild/guard's Main (for example
+	// [os.Executable(), "codex-guard"], as serve starts Codex): the agent
+	// is started through it, in its process group, so that nothing of the
+	// agent outlives the proxy however the proxy dies (SIGKILL, a crash).
+	// optional: nil starts the agent directly, and a proxy killed with
+	// SIGKILL leaves it running.
+	Guard []string
 	// Dir is the process's working directory. optional: "" means the
 	// proxy's. (A session's cwd is SessionParams.Cwd.)
 	Dir string

@@ -26,7 +26,9 @@
 // says idle, running, awaiting-approval or dead, and how the agent died.
 // [Client.Close] closes the sessions the agent can close, then stops it:
 // stdin closed, SIGTERM to the group, SIGKILL; nothing of the group
-// outlives the agent.
+// outlives the agent. With Config.Guard the agent is started through
+// codexchild/guard, so that nothing of it outlives the proxy either, however
+// the proxy dies.
 //
 // Every call has a deadline (Config: initialize, the session calls, a
 // turn, a cancel): hung prompts and cancels that do not cancel are the
@@ -110,6 +112,7 @@
 // and routing; session.go the sessions; turn.go the turns and Interrupt;
 // approvals.go and permission.go the permission requests and the option
 // selection; update.go the session/update parser; proc.go the process
-// supervision; garbage.go the bad-line accounting; wire.go the ACP types;
+// supervision, guard_linux.go and guard_other.go the start through the
+// guard; garbage.go the bad-line accounting; wire.go the ACP types;
 // status.go the state; errors.go the errors; config.go the Config.
 package acp

@@ -15,14 +15,23 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/acp"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/guard"
 )
+
+// guardArg makes the test binary run as the guard (as serve's
+// codex-guard).
+const guardArg = "acp-guard"
 
 func TestMain(m *testing.M) {
 	switch {
+	case len(os.Args) > 1 && os.Args[1] == guardArg:
+		os.Exit(guard.Main(os.Args[2:]))
 	case os.Getenv("FAKEACP_SLEEPER") == "1":
 		fakeSleeperMain()
 	case os.Getenv("FAKEACP") == "1":
 		fakeAgentMain()
+	case os.Getenv("FAKEACP_PROXY") != "":
+		os.Exit(fakeProxyMain())
 	}
 	os.Exit(m.Run())
 }

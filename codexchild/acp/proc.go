@@ -82,12 +82,21 @@ func startProcess(cfg *Config, log *slog.Logger) (*process, error) {
 		outW.Close()
 		return nil, fmt.Errorf("acp: start %s: %w", cfg.Command, err)
 	}
-	cmd := exec.Command(cfg.Command, cfg.Args...)
+	bin, args := cfg.Command, cfg.Args
+	if len(cfg.Guard) > 0 {
+		bin, args = cfg.Guard[0], append(append(append([]string(nil), cfg.Guard[1:]...), cfg.Command), cfg.Args...)
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Env = cfg.env()
 	cmd.Dir = cfg.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = cmd.Start()
+	if len(cfg.Guard) > 0 {
+		setParentDeathSignal(cmd.SysProcAttr)
+		err = startFromLastingThread(cmd)
+	} else {
+		err = cmd.Start()
+	}
 	inR.Close()
 	outW.Close()
 	errW.Close()
