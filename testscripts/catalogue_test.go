@@ -347,9 +347,16 @@ func startServe(t *testing.T, dir string, args ...string) *serveProc {
 // framing to it.
 func startServeFramed(t *testing.T, dir string, header bool, args ...string) *serveProc {
 	t.Helper()
+	return startServeEnv(t, dir, header, nil, args...)
+}
+
+// startServeEnv is startServeFramed with extra environment variables
+// (later ones win).
+func startServeEnv(t *testing.T, dir string, header bool, extra []string, args ...string) *serveProc {
+	t.Helper()
 	cmd := exec.Command(mustLook(t, "atm-agent-mcp"), args...)
 	cmd.Dir = dir
-	cmd.Env = (&catalogueEnv{dir: dir}).env()
+	cmd.Env = append((&catalogueEnv{dir: dir}).env(), extra...)
 	p := &serveProc{cmd: cmd, header: header, notify: make(chan struct{}, 1), done: make(chan error, 1)}
 	cmd.Stderr = &syncWriter{mu: &p.mu, w: &p.stderr}
 	stdin, err := cmd.StdinPipe()

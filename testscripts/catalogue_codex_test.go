@@ -1,0 +1,72 @@
+//go:build unix
+
+package testscripts
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestBadCodexCatalogue: the catalogue's cases of a Codex that cannot
+// serve a first call, on both protocols: a missing Codex binary and a
+// first turn that Codex refuses. For each row the answer names the problem
+// in its message (what a client such as Claude Code shows), advises only
+// what will work, and serve keeps serving; a row's follow-up shows that
+// nothing was left holding the identity.
+func TestBadCodexCatalogue(t *testing.T) {
+	for _, b := range []struct{ backend, version string }{{"mcp-server", "0.153.4"}, {"app-server", "0.169.0"}} {
+		t.Run(b.backend, func(t *testing.T) {
+			t.Parallel()
+			tests := []struct {
+				name    string
+				bin     string
+				send    string
+				want    string // matches the answer ("code message" or the result's text)
+				notWant string // must not appear in the answer; optional
+			}{
+				{"a missing codex binary", "no-such-codex", call("codex", `{"prompt":"x","identity":"arch"}`),
+					`^-32005 codex could not be started: codex binary "no-such-codex" was not found on PATH \(PATH=[^)]+\): .*executable file not found.*; install Codex \(npm install -g @openai/codex\) into a directory on that PATH, or set codex_bin \(--codex-bin\) to an installed Codex and restart the MCP server; after installing it, call agent_restart_codex .*no session was kept: identity "arch" is free`,
+					`exited with code 127 (call agent_restart_codex`},
+				{"the same identity again without codex", "no-such-codex", call("codex", `{"prompt":"x","identity":"arch"}`),
+					`^-32005 codex could not be started: codex binary "no-such-codex" was not found on PATH`, "identity conflict"},
+				{"agent_restart_codex without codex", "no-such-codex", call("agent_restart_codex", `{}`),
+					`^-32005 codex could not be started: codex binary "no-such-codex" was not found on PATH.*after installing it, call agent_restart_codex`, ""},
+				{"a codex_bin path that is missing", "/nonexistent/codex", call("codex", `{"prompt":"x","identity":"arch"}`),
+					`^-32005 codex could not be started: codex binary "/nonexistent/codex" cannot be run: .*no such file or directory; install Codex \(npm install -g @openai/codex\) at that path`, ""},
+				{"a first turn codex refuses", "mockcodex", call("codex", `{"prompt":"x","identity":"rev","config":{"mcp_servers":{"lint":{"command":"/nonexistent/lint","required":true}}}}`),
+					`(?s)required MCP servers failed to initialize: lint.*Codex refused to start the session; no session was kept: identity "rev" is free`, ""},
+				{"the corrected retry with the same identity", "mockcodex", call("codex", `{"prompt":"corrected","identity":"rev"}`),
+					`^MOCK_REPLY: corrected`, "identity conflict"},
+			}
+			procs := map[string]*serveProc{}
+			for i, tt := range tests {
+				p := procs[tt.bin]
+				if p == nil {
+					home := catalogueHome(t)
+					p = startServeEnv(t, home.dir, false, []string{"MOCKCODEX_VERSION=" + b.version},
+						"serve", "--team", "dev", "--identity", "proxy", "--backend", b.backend, "--codex-bin", tt.bin)
+					p.roundTrip(t, `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{}}}`, "init")
+					procs[tt.bin] = p
+				}
+				got := p.exchange(t, tt.send, true)
+				if !regexp.MustCompile(tt.want).MatchString(got) {
+					t.Errorf("%d %s:\n got  %s\n want %s", i, tt.name, clipLog(got, 600), tt.want)
+				}
+				if tt.notWant != "" && strings.Contains(got, tt.notWant) {
+					t.Errorf("%d %s: the answer says %q: %s", i, tt.name, tt.notWant, clipLog(got, 600))
+				}
+				if pong := p.roundTrip(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":"after-%d","method":"tools/call","params":{"name":"agent_sessions","arguments":{}}}`, i), fmt.Sprintf("after-%d", i)); pong.Error != nil {
+					t.Fatalf("%d %s: serve stopped serving: %s", i, tt.name, pong.Error)
+				}
+			}
+			for _, p := range procs {
+				p.close(t)
+				if bad := p.impure(); len(bad) > 0 {
+					t.Errorf("stdout had %d lines that are not JSON-RPC, the first: %q", len(bad), clipLog(bad[0], 200))
+				}
+			}
+		})
+	}
+}
