@@ -49,11 +49,11 @@ type Target interface {
 	// call done, and nothing is marked read (the proxy calls Bridge.Idle
 	// when the session becomes idle). When it returns true it must call
 	// done exactly once, from any goroutine, possibly before Deliver
-	// returns: done(true) once the turn request has been written to the
-	// Codex child's stdin and recorded in the turn tracker (FR-8.12), which
-	// marks the messages read; done(false) when the request was never
-	// written, which leaves them unread to be offered again at the next
-	// check. done never blocks.
+	// returns: done(true) once the Codex child has acknowledged the turn
+	// (FR-8.12; see the package doc), which marks the messages read;
+	// done(false) when the request was never written or the child died
+	// before acknowledging it, which leaves them unread to be offered again
+	// at a later check. done never blocks.
 	Deliver(identity, prompt string, msgs []atmclient.Message, done func(sent bool)) bool
 }
 

@@ -85,13 +85,21 @@
 // of the busy period checks again.
 //
 // At-least-once (FR-8.6, FR-8.12, FR-8.13). Messages are marked read only
-// after Target calls done(true), which it does once the turn request is
-// written to the Codex child's stdin and recorded in its turn tracker (a
-// MessageTarget: once the messages reached its client). The
-// worker, not the proxy's goroutine, then calls MarkRead for exactly the
-// keys of that batch, and only then reports the batch to Config.OnBatch.
-// A crash at any point before MarkRead leaves the messages unread, and the
-// next bridge delivers them again: a duplicate, never a loss. The envelope
+// after Target calls done(true), which the proxy does once the Codex child
+// has acknowledged the mail turn (codexchild's TurnRequest.OnAccepted:
+// app-server's turn/start response, mcp-server's first event of the turn),
+// or once the turn ended unacknowledged on a child that lives on (it has
+// the request); a MessageTarget calls it once the messages reached its
+// client. A child that dies, or that a restart stops, after the write but
+// before its acknowledgement may never have read the turn: the proxy calls
+// done(false) and the messages stay unread, to be offered again when Codex
+// is back. The worker, not the proxy's goroutine, then calls MarkRead for
+// exactly the keys of that batch, and only then reports the batch to
+// Config.OnBatch. A crash of the proxy at any point before MarkRead leaves
+// the messages unread, and the next bridge delivers them again. Either way
+// the price is a possible duplicate, never a loss: a message reaches Codex
+// twice when Codex read the turn and died before acknowledging it, or when
+// the proxy died between the acknowledgement and MarkRead. The envelope
 // carries each message's message_id, or its stable key for id-less mail, so
 // the agent can recognize a repeat. done(false), a done that never comes
 // within Config.AckTimeout, and a MarkRead that keeps failing all leave the

@@ -47,10 +47,14 @@
 // # When Codex is down
 //
 // A backend that can be down for a while tells so (Unavailable, see
-// recovery.go): Create then refuses at once, before any registry write or
-// audit entry, and the error says how to get Codex back. Errors about a
-// dead child carry the backend's advice (RecoveryError), so that none
-// advises an action the backend will refuse.
+// recovery.go): Create and every turn a client asks for (Run,
+// RunBackground, Start, AnonymousReply) then refuse at once, before any
+// registry write or audit entry, and the error says how to get Codex
+// back. Errors about a dead child carry the backend's advice
+// (RecoveryError), so that none advises an action the backend will
+// refuse. An auto-mail turn's mail counts as delivered once Codex has
+// acknowledged the turn (Turn.OnAccepted; see TryMail): a child that dies
+// before that leaves it unread, offered again after the restart.
 //
 // # Goroutines
 //

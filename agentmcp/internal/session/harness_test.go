@@ -20,13 +20,26 @@ import (
 //   - "BLOCK": waits until the test's release channel gives it a result
 //     text, it is interrupted, or ctx ends
 //   - "APPROVE": asks an exec approval and reports the decision
+//   - "DIE": the child dies after the request was written, before it
+//     acknowledged the turn (OnSent, no OnAccepted, an *ExitError)
+//   - "DIE_ACCEPTED": the child dies after it acknowledged the turn
+//
+// Every other turn is acknowledged (OnAccepted) right after OnSent.
 type fakeBackend struct {
 	mu       sync.Mutex
 	reqs     []codexchild.TurnRequest
 	threads  int
 	running  map[string]chan struct{}
 	release  chan string
-	onResult bool // call OnResult from another goroutine before returning
+	onResult bool  // call OnResult from another goroutine before returning
+	down     error // what Unavailable says: Codex is down
+}
+
+// Unavailable is the proxy's check that Codex is up (availability).
+func (f *fakeBackend) Unavailable() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.down
 }
 
 func newFakeBackend() *fakeBackend {
@@ -64,6 +77,16 @@ func (f *fakeBackend) Turn(ctx context.Context, req codexchild.TurnRequest) (*co
 	}
 	lines := strings.Split(strings.TrimSpace(req.Prompt), "\n")
 	last := strings.TrimSpace(lines[len(lines)-1])
+	died := &codexchild.ExitError{Status: codexchild.ExitStatus{Code: -1, Signal: "killed"}}
+	if last == "DIE" {
+		return nil, died
+	}
+	if req.OnAccepted != nil {
+		req.OnAccepted()
+	}
+	if last == "DIE_ACCEPTED" {
+		return nil, died
+	}
 	if h := req.Handler; h != nil {
 		p, _ := json.Marshal(map[string]any{"msg": map[string]any{"type": "agent_message", "message": "working on " + last}})
 		h.Event(codexchild.Event{ThreadID: thread, Method: "codex/event", Type: "agent_message", Params: p})

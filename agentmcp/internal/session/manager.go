@@ -396,6 +396,9 @@ func (m *Manager) Closing() bool {
 // with an unknown threadId): the prompt goes to Codex as it is, without
 // context; Codex decides whether the thread exists.
 func (m *Manager) AnonymousReply(ctx context.Context, call CallRef, threadID, prompt string) (*TurnResult, error) {
+	if err := m.unavailable(); err != nil {
+		return nil, err // Codex is down: nothing audited (recovery.go)
+	}
 	m.cfg.Audit.Append(registry.Entry{Event: "turn:claude", Summary: prompt, Outcome: "forwarded (thread " + threadID + " has no session)"})
 	res, err := m.cfg.Backend.Turn(ctx, codexchild.TurnRequest{
 		ThreadID: threadID, Prompt: prompt, Timeout: m.cfg.RequestTimeout, SameThread: true,

@@ -25,13 +25,23 @@ func (e *RecoveryError) Error() string { return e.Err.Error() + " (" + e.Advice 
 // Unwrap returns Err.
 func (e *RecoveryError) Unwrap() error { return e.Err }
 
-// availability is what Manager.Create asks of a backend that can be down
-// for a while (the proxy's restartable child), if it has it: nil when a
-// turn can run now (or the turn itself restarts Codex, or waits for a
-// restart in progress), else the error that says why not and how to get
-// Codex back. A session is not created while Codex is down: a client
-// retrying in a loop must not write the registry and the audit log each
-// time.
+// availability is what Manager.Create, every turn a client asks for
+// (Session.submit: codex-reply, codex with agent_id, background and task
+// turns) and AnonymousReply ask of a backend that can be down for a while
+// (the proxy's restartable child), if it has it: nil when a turn can run
+// now (or the turn itself restarts Codex, or waits for a restart in
+// progress), else the error that says why not and how to get Codex back.
+// Nothing is created, queued or run while Codex is down: a client retrying
+// in a loop must not write the registry and the audit log each time.
 type availability interface {
 	Unavailable() error
+}
+
+// unavailable asks the backend whether Codex is down (availability); nil
+// for a backend that cannot tell.
+func (m *Manager) unavailable() error {
+	if a, ok := m.cfg.Backend.(availability); ok {
+		return a.Unavailable()
+	}
+	return nil
 }

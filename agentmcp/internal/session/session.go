@@ -59,9 +59,13 @@ type Turn struct {
 	SameThread bool
 	// Timeout overrides the request timeout. optional.
 	Timeout time.Duration
-	// OnSent is called once the turn's request is written to the child
-	// (the mail layer's delivery acknowledgement, FR-8.12). optional.
+	// OnSent is called once the turn's request is written to the child.
+	// optional.
 	OnSent func()
+	// OnAccepted is called once the child has acknowledged the turn
+	// (codexchild.TurnRequest.OnAccepted), on the Codex reader: it must
+	// not block. optional.
+	OnAccepted func()
 	// Asker answers the turn's approvals. optional: nil means
 	// Config.Asker.
 	Asker Asker
@@ -292,8 +296,14 @@ func (s *Session) Start(t Turn) (*Handle, error) {
 
 // TryMail starts an auto-mail turn with prompt only if the session is idle
 // with nothing queued and auto-mail on (FR-8.10, FR-17.6). report is called
-// exactly once when it returns true: true once the turn's request was
-// written to Codex, false when the turn ended without that.
+// exactly once when it returns true (the mail layer marks the mail read on
+// true, FR-8.12): true as soon as Codex acknowledged the turn (OnAccepted,
+// possibly on the Codex reader), or when the turn ended unacknowledged
+// but written to a child that did not die (interrupted, timed out: that
+// child has the request in its input); false when the request was never
+// written, or the child died or was stopped before acknowledging it
+// (Codex may never have read it: the mail is offered again after a
+// restart, at the price of a duplicate if Codex had read it).
 func (s *Session) TryMail(prompt string, report func(sent bool)) bool {
 	return s.TryMailThen(prompt, report, nil)
 }
@@ -307,8 +317,10 @@ func (s *Session) TryMailThen(prompt string, report func(sent bool), ended func(
 	rep := func(sent bool) { once.Do(func() { report(sent) }) }
 	j := &job{source: SourceMail}
 	j.run = func(ctx context.Context, j *job) (*TurnResult, error) {
-		r, err := s.turn(ctx, j, Turn{Prompt: prompt, Source: SourceMail, OnSent: func() { rep(true) }}, false)
-		rep(false)
+		var sent bool // set on this goroutine, by the backend's Turn
+		r, err := s.turn(ctx, j, Turn{Prompt: prompt, Source: SourceMail,
+			OnSent: func() { sent = true }, OnAccepted: func() { rep(true) }}, false)
+		rep(sent && !errors.Is(err, codexchild.ErrChildExited))
 		return r, err
 	}
 	j.done = func(r *TurnResult, err error) {
@@ -332,8 +344,13 @@ func (s *Session) TryMailThen(prompt string, report func(sent bool), ended func(
 // submit queues j; when the session is idle it starts at once, on the
 // calling goroutine when inline is set (submit then returns after j has
 // finished, reporting true), else on a goroutine of its own. It fails with
-// SESSION_CLOSED when the session is closed or closing.
+// SESSION_CLOSED when the session is closed or closing, and at once with
+// the backend's CHILD_PROCESS_DEAD when Codex is down and will not come
+// back by itself (Unavailable).
 func (s *Session) submit(j *job, inline bool) (ranInline bool, err error) {
+	if err := s.m.unavailable(); err != nil {
+		return false, err // Codex is down: nothing queued, written or audited (recovery.go)
+	}
 	s.mu.Lock()
 	if s.closing != nil || s.rec.ThreadState == stateClosed {
 		id := s.rec.AgentID

@@ -111,7 +111,7 @@ func (s *Session) turn(ctx context.Context, j *job, t Turn, replyNow bool) (*Tur
 	}
 	req := codexchild.TurnRequest{
 		ThreadID: rec.BackendID, Prompt: t.Prompt, Preamble: preamble, Params: params, Seed: seed,
-		SameThread: t.SameThread, Timeout: timeout, Release: release,
+		SameThread: t.SameThread, Timeout: timeout, Release: release, OnAccepted: t.OnAccepted,
 		Handler: &turnHandler{m: m, s: s, call: t.Call, asker: t.Asker},
 	}
 	// The turn is audited once it is on its way to Codex, while Codex works
