@@ -34,7 +34,9 @@
 // turn, a cancel): hung prompts and cancels that do not cancel are the
 // commonest failure of ACP agents in the field. A cancel is recorded
 // client-side ([TurnResult.Cancelled]), since agents answer it with
-// cancelled, end_turn or an error.
+// cancelled, end_turn or an error, and the turn after it is marked
+// ([TurnResult.AfterCancel]): claude-agent-acp 0.101.0 answers that one
+// with the interrupted turn's late output (TestClaudeAgentACP).
 //
 // Events reach Config.OnEvent in order, on a goroutine of the client's:
 // the reader never waits for it; when Config.EventBuffer events wait, newer
@@ -45,9 +47,8 @@
 // # Why not github.com/coder/acp-go-sdk
 //
 // The client is written over jsonrpcframe (2,500 lines of Go with their
-// comments) rather than on coder/acp-go-sdk v0.13.5 (12,000, generated),
-// measured on 2026-11-25 (scratch program, not
-// committed):
+// comments) rather than on coder/acp-go-sdk v0.13.5 (12,000, generated).
+// Measured on 2026-11-25 with a scratch program (not committed):
 //
 //   - Its schema is not the problem: the 40 messages claude-agent-acp
 //     0.101.0 sent in TestClaudeAgentACP (updates of 7 kinds, permission
@@ -63,8 +64,8 @@
 //     over its limit (64 MiB) and reads on.
 //   - An update kind it does not know is decoded as a known one: with a
 //     content member as user_message_chunk, without as session_info_update.
-//     ACP v2's kinds (state_update, plan_update) would be misread; here they
-//     are EventOther with their name.
+//     ACP v2's state_update would be misread; here an unknown kind is
+//     EventOther with its name.
 //   - Its Client interface has 13 methods (terminals, unstable elicitation
 //     and MCP-over-ACP included) and every inbound request runs on a
 //     goroutine of its own; Prompt sends session/cancel when its ctx ends
@@ -72,8 +73,8 @@
 //     process-group supervision, the part that matters most (§5 of
 //     ../shared/notes/measured/acp-agents.md), would be ours anyway.
 //
-// It also keeps one framing, one bad-line policy and one ordering model for
-// both of codexchild's child protocols.
+// Writing it here also keeps one framing, one bad-line policy and one
+// ordering model for the Codex backends and this one.
 //
 // # How it plugs in
 //
