@@ -233,10 +233,13 @@ func (c *codex) explain(box *backendBox, err error) error {
 }
 
 // noteCrash records the crash of box's child, once, unless the proxy
-// stopped it: the audit, the log and the crash-loop count. The crash that
+// stopped it or it could not be run at all (codexchild.ErrNotFound): the audit, the log and the crash-loop count. The crash that
 // makes a crash loop also logs, once, that restarts are refused and until
 // when.
 func (c *codex) noteCrash(box *backendBox) {
+	if ee := box.exit.Load(); ee != nil && ee.NotFound != nil {
+		return // Codex is not installed: no crash, nor a crash loop refusing the restart after installing
+	}
 	if box.stopped.Load() || !box.crashed.CompareAndSwap(false, true) {
 		return
 	}
