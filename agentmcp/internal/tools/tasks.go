@@ -125,7 +125,7 @@ func (st *taskStore) finish(tk *task) {
 	tk.ended = st.now()
 	tk.updated = tk.ended
 	switch {
-	case tk.cancelled && (err != nil || res == nil || res.Status == "interrupted"):
+	case tk.cancelled: // interrupted, whatever the turn made of it
 		tk.status = mcpconn.TaskCancelled
 		tk.message = fmt.Sprintf("[%s] cancelled: the turn was interrupted; continue with codex-reply (agent_id %s)", identity, tk.agentID)
 	case err != nil:
@@ -250,7 +250,7 @@ func (e *Env) CancelTask(ctx context.Context, id string) error {
 	}
 	e.tasks.mu.Lock()
 	over := !tk.ended.IsZero()
-	running := tk.sent
+	running := tk.sent || len(tk.asks) > 0 // its turn is the session's running one
 	if !over {
 		tk.cancelled = true
 		tk.updated = e.cfg.Now()
