@@ -23,6 +23,19 @@
 // round-trip result (ToolResult.Input) and reads the retry's RequestState
 // and InputResponses.
 //
+// # Tasks
+//
+// A modern request may list the tasks extension (io.modelcontextprotocol/
+// tasks, SEP-2663) in its clientCapabilities (ToolCall.Tasks); its
+// Handler may then answer with a task instead of a result (ToolResult.Task:
+// resultType "task"). A Handler that is a TaskHandler serves tasks/get,
+// tasks/update and tasks/cancel, each on a goroutine of its own, and makes
+// server/discover list the extension; the Conn renders the Task (the
+// finished call's result, or its error in the modern codes) and refuses
+// those methods to requests without the extension (-32021), to legacy
+// requests and for tasks/result and tasks/list, which the extension does
+// not have (-32601). See tasks.go.
+//
 // # The fast path
 //
 // A tools/call runs on the goroutine that read it, in read order, so that a

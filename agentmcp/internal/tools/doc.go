@@ -17,6 +17,20 @@
 // (agent_status, atm_read). Instructions are the server's instructions to
 // the client. The tools-only server lists the ATM tools without the hints.
 //
+// # Long turns
+//
+// A codex or codex-reply call waits for its turn, with progress that says
+// what the agent does (keepalive.go); background: true returns at once and
+// agent_wait collects the result. A 2026-07-28 client that declares the
+// MCP tasks extension (the interactive Claude Code) gets a task instead
+// (tasks.go): the turn runs as a background turn does, tasks/get tells its
+// status and then the call's own result, an approval makes the task
+// input_required until tasks/update answers it, and tasks/cancel
+// interrupts the turn. Env is the connection's mcpconn.TaskHandler
+// through the proxy's handler; its tasks are the connection's (a stdio
+// connection is one client), with unguessable ids, kept an hour after
+// they end.
+//
 // # Policy
 //
 // Every enumerated argument that tools.json declares is checked before a
