@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -70,6 +71,10 @@ type task struct {
 	message   string                      // once ended
 	result    *mcpconn.ToolResult
 	err       error
+
+	// firstTurn, for the first turn of a new session, sees how it ended
+	// before it is recorded (discardFailedFirst). optional.
+	firstTurn func(*session.TurnResult, error) (*session.TurnResult, error)
 }
 
 func newTaskStore(now func() time.Time) *taskStore {
@@ -107,6 +112,9 @@ func (e *Env) runTask(ctx context.Context, c *mcpconn.ToolCall, s *session.Sessi
 	st.gcLocked()
 	st.byID[tk.id] = tk // before the answer: a tasks/get for it resolves
 	st.mu.Unlock()
+	if c.Name == "codex" && !c.Args.Has("agent_id") && !c.Args.Has("thread_id") {
+		tk.firstTurn = e.discardFailedFirst(s)
+	}
 	go st.finish(tk)
 	rec := s.Record()
 	view := st.view(tk, e.cfg.Now())
@@ -120,6 +128,9 @@ func (st *taskStore) finish(tk *task) {
 	<-tk.h.Done()
 	res, err := tk.h.Result()
 	identity := tk.s.Record().Identity
+	if tk.firstTurn != nil {
+		res, err = tk.firstTurn(res, err)
+	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	tk.ended = st.now()
@@ -303,4 +314,39 @@ func (a taskAsker) Ask(ctx context.Context, q session.Question) (session.Answer,
 	a.tk.updated = a.st.now()
 	a.st.mu.Unlock()
 	return session.Answer{}, ctx.Err()
+}
+
+// discardFailedFirst is the end of a new session's first turn made into a
+// task, as codex does for one it waits for: a first turn that failed (an
+// error other than a timeout or a cancel), or that Codex refused without
+// a thread (an isError result), keeps no session and frees its identity;
+// the answer says so.
+func (e *Env) discardFailedFirst(s *session.Session) func(*session.TurnResult, error) (*session.TurnResult, error) {
+	return func(res *session.TurnResult, err error) (*session.TurnResult, error) {
+		refused := err == nil && res != nil && res.IsError && res.ThreadID == ""
+		failed := err != nil && !errors.Is(err, proxyerr.ErrRequestTimeout) && !errors.Is(err, context.Canceled)
+		if !refused && !failed {
+			return res, err
+		}
+		why := err
+		if refused {
+			why = errors.New(res.Text)
+		}
+		if !e.m.Discard(context.Background(), s, why) {
+			return res, err
+		}
+		note := fmt.Sprintf(" (no session was kept: identity %q is free)", s.Record().Identity)
+		var pe *proxyerr.Error
+		switch {
+		case refused:
+			r := *res
+			r.Text += note
+			return &r, nil
+		case errors.As(err, &pe):
+			c := *pe
+			c.Msg += note
+			return nil, &c
+		}
+		return nil, fmt.Errorf("%w%s", err, note)
+	}
 }

@@ -194,9 +194,15 @@ func TestTaskErrors(t *testing.T) {
 		t.Errorf("failed task: %+v", failed)
 	}
 	var pe *proxyerr.Error
-	if !errors.As(failed.Err, &pe) {
-		t.Errorf("the failed task's error is not a proxy error: %v", failed.Err)
+	if !errors.As(failed.Err, &pe) || !strings.HasSuffix(pe.Msg, `(no session was kept: identity "arch" is free)`) {
+		t.Errorf("the failed first turn's error: %v", failed.Err)
 	}
+	// As for a call that waits: the failed first turn kept no session, and
+	// its identity is free.
+	if n := len(h.ok("agent_sessions", "")["sessions"].([]any)); n != 0 {
+		t.Errorf("%d sessions after the failed first turn, want none", n)
+	}
+	h.until(h.task("codex", `{"prompt":"again","identity":"arch"}`).ID, mcpconn.TaskCompleted)
 
 	ctx := context.Background()
 	for name, call := range map[string]func(id string) error{
