@@ -51,7 +51,7 @@ func fakeConfig(t *testing.T, env ...string) acp.Config {
 		Env:           append([]string{"FAKEACP=1", "FAKEACP_MARK=" + m}, env...),
 		Logger:        testLogger(t),
 		StopGrace:     500 * time.Millisecond,
-		CancelTimeout: 2 * time.Second,
+		CancelTimeout: 5 * time.Second,
 	}
 }
 
