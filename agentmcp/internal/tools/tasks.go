@@ -286,7 +286,7 @@ type taskRef struct{ id json.RawMessage }
 
 func (r taskRef) RequestID() json.RawMessage                 { return r.id }
 func (taskRef) WantsProgress() bool                          { return false }
-func (taskRef) Progress(string)                              { return }
+func (taskRef) Progress(string)                              {}
 func (taskRef) Release()                                     {}
 func (taskRef) TryReplyNow(*session.TurnResult, func()) bool { return false }
 
