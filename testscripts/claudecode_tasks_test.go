@@ -22,7 +22,8 @@ import (
 // — by the model (TaskStop), or by the user in the TUI's task view (↓,
 // Enter, x), which shows serve's statusMessage — and Claude Code sends
 // tasks/cancel: serve interrupts the Codex turn (Codex is told, the audit
-// has it). Esc does not stop a task Claude Code has moved to the
+// has it). An approval the agent asks during a task is shown as Claude
+// Code's form and its Accept reaches Codex (tasks/update). Esc does not stop a task Claude Code has moved to the
 // background; it only ends the model's turn.
 func TestClaudeCodeTasks(t *testing.T) {
 	t.Parallel()
@@ -31,13 +32,21 @@ func TestClaudeCodeTasks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Run("stopped-by-the-model", func(t *testing.T) { claudeTasks(t, claude, mockcodexBin, false) })
-	t.Run("stopped-in-the-tui", func(t *testing.T) { claudeTasks(t, claude, mockcodexBin, true) })
+	t.Run("stopped-by-the-model", func(t *testing.T) { claudeTasks(t, claude, mockcodexBin, stopByModel) })
+	t.Run("stopped-in-the-tui", func(t *testing.T) { claudeTasks(t, claude, mockcodexBin, stopInTUI) })
+	t.Run("approved-in-the-tui", func(t *testing.T) { claudeTasks(t, claude, mockcodexBin, approveInTUI) })
 }
 
-// claudeTasks is one interactive session of TestClaudeCodeTasks; inTUI
-// stops the long task from the TUI's task view instead of the model.
-func claudeTasks(t *testing.T, claude, mockcodexBin string, inTUI bool) {
+// The sessions of TestClaudeCodeTasks.
+const (
+	stopByModel  = iota // the model stops the long task with TaskStop
+	stopInTUI           // the user stops it in the task view
+	approveInTUI        // the first task asks an approval, which the user gives in Claude Code's form
+)
+
+// claudeTasks is one interactive session of TestClaudeCodeTasks.
+func claudeTasks(t *testing.T, claude, mockcodexBin string, mode int) {
+	inTUI := mode == stopInTUI
 	dir := t.TempDir()
 	home := filepath.Join(dir, "home") // Claude Code's HOME, and serve's
 	work := filepath.Join(dir, "work")
@@ -52,10 +61,16 @@ func claudeTasks(t *testing.T, claude, mockcodexBin string, inTUI bool) {
 	childLog := filepath.Join(dir, "child.jsonl")
 	debugLog := filepath.Join(dir, "claude-debug.log")
 	mcpFile := writeServeMCPConfig(t, dir, home, claudeRun{backend: "app-server", codexBin: mockcodexBin,
-		env: map[string]string{"MOCKCODEX_VERSION": "0.169.0"}}, serveLog, "--team", "dev", "--identity", "team-lead")
+		env: map[string]string{"MOCKCODEX_VERSION": "0.169.0"}}, serveLog, "--team", "dev", "--identity", "team-lead", "--approval-policy", "on-request")
 
 	nonce := randomHex(t, 6)
 	first := "FIRST-" + nonce
+	firstPrompt := first + " say hello"
+	firstReply := "MOCK_REPLY: " + first
+	if mode == approveInTUI {
+		firstPrompt = "RUN_SHELL ESCALATE CMD=echo " + first
+		firstReply = "Output:\\n" + first // the command's output, as the model reads it in JSON
+	}
 	long := "SLOW=60 LONG-" + nonce
 	stopRe := regexp.MustCompile(`TaskStop with task_id "([^"]+)"`)
 	api := startKeyedMock(t, func(r *modelRequest) []mockBlock {
@@ -65,9 +80,11 @@ func claudeTasks(t *testing.T, claude, mockcodexBin string, inTUI bool) {
 			return []mockBlock{{Tool: "ToolSearch", Input: map[string]any{
 				"query": "select:mcp__codex__codex,mcp__codex__codex-reply,TaskStop", "max_results": 10}}}
 		case r.called("mcp__codex__codex") == 0:
-			return []mockBlock{{Tool: "mcp__codex__codex", Input: map[string]any{"prompt": first + " say hello", "identity": "arch"}}}
-		case r.called("mcp__codex__codex-reply") == 0 && !strings.Contains(last, "MOCK_REPLY: "+first):
+			return []mockBlock{{Tool: "mcp__codex__codex", Input: map[string]any{"prompt": firstPrompt, "identity": "arch"}}}
+		case r.called("mcp__codex__codex-reply") == 0 && !strings.Contains(last, firstReply):
 			return []mockBlock{{Text: "WAITING FOR ARCH"}} // the task's notification starts the next turn
+		case mode == approveInTUI:
+			return []mockBlock{{Text: "APPROVED TASK DONE"}}
 		case r.called("mcp__codex__codex-reply") == 0:
 			return []mockBlock{{Tool: "mcp__codex__codex-reply", Input: map[string]any{"agent_id": agentIDRe.FindString(last), "prompt": long}}}
 		case inTUI:
@@ -119,9 +136,25 @@ func claudeTasks(t *testing.T, claude, mockcodexBin string, inTUI bool) {
 
 	// The codex call is a task: Claude Code moves it to the background,
 	// polls it, and tells the model its result when it completes.
+	if mode == approveInTUI {
+		// The agent's approval: the task is input_required, Claude Code
+		// shows serve's form; Accept answers it with tasks/update.
+		must(p.waitScreen(regexp.MustCompile(`requests your input`), 0, 60*time.Second))
+		must(p.waitScreen(regexp.MustCompile("Allow Codex to run `echo "+first), 0, 10*time.Second))
+		step("Claude Code shows the approval's form")
+		mark := len(p.raw())
+		for _, key := range []string{"\x1b[B", "\x1b[B"} { // past the form's two fields, to Accept
+			p.typeText(key)
+			time.Sleep(300 * time.Millisecond)
+		}
+		must(p.waitScreen(regexp.MustCompile(`❯ Accept`), mark, 10*time.Second))
+		p.typeText("\r")
+		must(p.waitFor("Codex's approval answered", 30*time.Second, func() bool { return fileHas(childLog, `"decision":"accept"`) }))
+		step("the approval reached Codex")
+	}
 	must(p.waitFor("the first task's result at the model", 60*time.Second, func() bool {
 		r := api.lastMain()
-		return r != nil && strings.Contains(allText(r), "<task-notification>") && strings.Contains(allText(r), "MOCK_REPLY: "+first)
+		return r != nil && strings.Contains(allText(r), "<task-notification>") && strings.Contains(allText(r), firstReply)
 	}))
 	step("the model has the first task's result")
 	if n := len(grepLines(serveLog, "codex turn runs as an MCP task")); n < 1 {
@@ -129,6 +162,11 @@ func claudeTasks(t *testing.T, claude, mockcodexBin string, inTUI bool) {
 	}
 	if res := api.lastMain().results(); len(res) == 0 || !strings.Contains(res[len(res)-1].Text, "started server-side task task-") {
 		t.Errorf("the codex call's own result does not name serve's task: %+v", res)
+	}
+
+	if mode == approveInTUI {
+		must(p.waitScreen(regexp.MustCompile(`APPROVED TASK DONE`), 0, 60*time.Second))
+		return
 	}
 
 	// The long turn is a task too; stopping it sends tasks/cancel and
