@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -31,8 +32,8 @@ import (
 // Task ids are 128 random bits; a stdio connection is one client, whose
 // Env holds its tasks, so an id is bound to its connection. A task is kept
 // while it runs (ttlMs null) and for TaskRetention after it ends (ttlMs
-// then says when from its creation); an expired id is remembered as such
-// for a clear error.
+// then says when from its creation), the latest maxFinished of those that
+// ended at most; an expired id is remembered as such for a clear error.
 
 // TaskRetention is how long a finished task stays readable with tasks/get.
 const TaskRetention = time.Hour
@@ -42,6 +43,10 @@ const TaskPollInterval = time.Second
 
 // maxExpired bounds the expired task ids remembered.
 const maxExpired = 1024
+
+// maxFinished bounds the finished tasks kept (each holds its result): the
+// oldest expire early when more end within TaskRetention.
+const maxFinished = 256
 
 // taskStore is this connection's tasks.
 type taskStore struct {
@@ -195,20 +200,36 @@ func (st *taskStore) lookup(id string) (*task, error) {
 	return nil, proxyerr.New(proxyerr.ErrTaskNotFound, map[string]any{"taskId": id}, "Failed to retrieve task: Task not found")
 }
 
-// gcLocked forgets the tasks that ended more than TaskRetention ago.
+// gcLocked forgets the tasks that ended more than TaskRetention ago, and
+// the oldest finished ones beyond maxFinished.
 func (st *taskStore) gcLocked() {
 	now := st.now()
-	for id, tk := range st.byID {
-		if tk.ended.IsZero() || now.Sub(tk.ended) < TaskRetention {
+	var finished []*task
+	for _, tk := range st.byID {
+		if tk.ended.IsZero() {
 			continue
 		}
-		delete(st.byID, id)
-		st.expired[id] = true
-		st.order = append(st.order, id)
-		if len(st.order) > maxExpired {
-			delete(st.expired, st.order[0])
-			st.order = st.order[1:]
+		if now.Sub(tk.ended) >= TaskRetention {
+			st.expireLocked(tk)
+			continue
 		}
+		finished = append(finished, tk)
+	}
+	if len(finished) > maxFinished {
+		slices.SortFunc(finished, func(a, b *task) int { return a.ended.Compare(b.ended) })
+		for _, tk := range finished[:len(finished)-maxFinished] {
+			st.expireLocked(tk)
+		}
+	}
+}
+
+func (st *taskStore) expireLocked(tk *task) {
+	delete(st.byID, tk.id)
+	st.expired[tk.id] = true
+	st.order = append(st.order, tk.id)
+	if len(st.order) > maxExpired {
+		delete(st.expired, st.order[0])
+		st.order = st.order[1:]
 	}
 }
 

@@ -223,3 +223,23 @@ func TestTaskErrors(t *testing.T) {
 		t.Errorf("an expired task: %s", got)
 	}
 }
+
+// TestTaskRetentionCap: at most maxFinished finished tasks are kept; the
+// oldest expire first.
+func TestTaskRetentionCap(t *testing.T) {
+	h := newHarness(t)
+	first := h.task("codex", `{"prompt":"one","identity":"arch"}`)
+	agentID := h.until(first.ID, mcpconn.TaskCompleted).Result.Structured.(map[string]any)["agent_id"].(string)
+	var last string
+	for i := 0; i < maxFinished; i++ {
+		last = h.task("codex-reply", `{"agent_id":"`+agentID+`","prompt":"more"}`).ID
+		h.until(last, mcpconn.TaskCompleted)
+	}
+	ctx := context.Background()
+	if _, err := h.env.GetTask(ctx, first.ID); !strings.Contains(wireError(err), "Task has expired") {
+		t.Errorf("the oldest of %d finished tasks: %v", maxFinished+1, err)
+	}
+	if _, err := h.env.GetTask(ctx, last); err != nil {
+		t.Errorf("the latest task: %v", err)
+	}
+}
