@@ -1,6 +1,7 @@
 package codexchild
 
 import (
+	"context"
 	"errors"
 	"os"
 	"sync"
@@ -11,12 +12,19 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+// fakeLate is how long the fake children's "acklate" and "dielate" wait
+// after reading a turn.
+const fakeLate = 400 * time.Millisecond
+
 // TestOnAccepted: OnAccepted is called once the child has acknowledged the
 // turn (app-server's turn/start response, mcp-server's first event or its
 // result), on both protocols, never after Turn returned; a child that read
 // the request and died before a word about it never calls it, while
-// OnSent was called (the request was written). Mail is marked read at
-// OnAccepted (FR-8.12), so such a turn's mail is offered again.
+// OnSent was called (the request was written). A turn interrupted before
+// its acknowledgement waits for it a while: an acknowledgement that comes
+// calls OnAccepted, a child that dies first makes Turn fail with an
+// *ExitError. Mail is marked read at OnAccepted (FR-8.12), so such a
+// turn's mail is offered again.
 func TestOnAccepted(t *testing.T) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -31,33 +39,42 @@ func TestOnAccepted(t *testing.T) {
 	protocols := []struct {
 		name  string
 		setup func(*testing.T) (Config, string)
-		fake  Config // a child that reads the turn and dies without answering
+		fake  func(mode string) Config // a scripted child (stale_test.go, appfake_test.go)
 	}{
-		{"mcp-server", setupMock, Config{Bin: exe, Kind: KindMCPServer, Env: []string{fakeChildEnv + "=dieonturn", "GORACE=atexit_sleep_ms=0"}}},
-		{"app-server", setupMockApp, Config{Bin: exe, Kind: KindAppServer, Env: []string{fakeAppEnv + "=dieonturn", "GORACE=atexit_sleep_ms=0"}}},
+		{"mcp-server", setupMock, func(mode string) Config {
+			return Config{Bin: exe, Kind: KindMCPServer, Env: []string{fakeChildEnv + "=" + mode, "GORACE=atexit_sleep_ms=0"}}
+		}},
+		{"app-server", setupMockApp, func(mode string) Config {
+			return Config{Bin: exe, Kind: KindAppServer, Env: []string{fakeAppEnv + "=" + mode, "GORACE=atexit_sleep_ms=0"}}
+		}},
 	}
 	cases := []struct {
-		name   string
-		prompt string
-		fake   bool
-		want   outcome
+		name      string
+		prompt    string
+		fake      string // the scripted child's mode; "": mockcodex
+		interrupt bool   // cancel the turn's ctx before the child says a word
+		want      outcome
 	}{
-		{"answered", "hello", false, outcome{Sent: 1, Accepted: 1, Text: "MOCK_REPLY: hello"}},
-		{"died after the first events", "CRASH=SIGKILL", false, outcome{Sent: 1, Accepted: 1, Exited: true}},
-		{"died before a word about the turn", "hello", true, outcome{Sent: 1, Exited: true}},
+		{"answered", "hello", "", false, outcome{Sent: 1, Accepted: 1, Text: "MOCK_REPLY: hello"}},
+		{"died after the first events", "CRASH=SIGKILL", "", false, outcome{Sent: 1, Accepted: 1, Exited: true}},
+		{"died before a word about the turn", "hello", "dieonturn", false, outcome{Sent: 1, Exited: true}},
+		{"interrupted, then acknowledged", "hello", "acklate", true, outcome{Sent: 1, Accepted: 1, Text: "codex turn interrupted"}},
+		{"interrupted, then died before a word", "hello", "dielate", true, outcome{Sent: 1, Exited: true}},
 	}
 	for _, p := range protocols {
 		for _, tc := range cases {
 			t.Run(p.name+"/"+tc.name, func(t *testing.T) {
 				cfg, cwd := p.setup(t)
-				if tc.fake {
-					cfg = p.fake
+				if tc.fake != "" {
+					cfg = p.fake(tc.fake)
 				}
 				b := newTestBackend(t, cfg)
 				var mu sync.Mutex
 				var got outcome
 				var returned atomic.Bool
-				res, err := b.Turn(ctxFor(t, 30*time.Second), TurnRequest{
+				ctx, cancel := context.WithCancel(ctxFor(t, 30*time.Second))
+				defer cancel()
+				req := TurnRequest{
 					Prompt: tc.prompt, Params: ThreadParams{Cwd: cwd},
 					OnSent: func() { mu.Lock(); got.Sent++; mu.Unlock() },
 					OnAccepted: func() {
@@ -66,12 +83,20 @@ func TestOnAccepted(t *testing.T) {
 						got.AfterReturn = got.AfterReturn || returned.Load()
 						mu.Unlock()
 					},
-				})
+				}
+				if tc.interrupt {
+					sent := req.OnSent
+					req.OnSent = func() {
+						sent()
+						time.AfterFunc(50*time.Millisecond, cancel)
+					}
+				}
+				res, err := b.Turn(ctx, req)
 				returned.Store(true)
-				time.Sleep(50 * time.Millisecond) // room for a (wrong) late call
+				time.Sleep(fakeLate) // room for a (wrong) late call
 				var ee *ExitError
 				got.Exited = errors.As(err, &ee)
-				if err != nil && !got.Exited {
+				if err != nil && !got.Exited && !(tc.interrupt && errors.Is(err, context.Canceled)) {
 					t.Fatalf("Turn: %v", err)
 				}
 				if res != nil {

@@ -66,8 +66,16 @@ func runFakeApp() int {
 		case "thread/start":
 			respond(m.ID, map[string]any{"thread": map[string]any{"id": fakeAppThread}})
 		case "turn/start":
-			if os.Getenv(fakeAppEnv) == "dieonturn" {
-				return 3 // read the turn, then died before a word about it (accepted_test.go)
+			switch os.Getenv(fakeAppEnv) { // accepted_test.go
+			case "dieonturn": // read the turn, then died before a word about it
+				return 3
+			case "dielate":
+				time.Sleep(fakeLate)
+				return 3
+			case "acklate":
+				time.Sleep(fakeLate)
+				respond(m.ID, map[string]any{"turn": map[string]any{"id": fakeAppTurn, "status": "inProgress"}})
+				continue
 			}
 			respond(m.ID, map[string]any{"turn": map[string]any{"id": fakeAppTurn, "status": "inProgress"}})
 			notify("turn/started", map[string]any{"threadId": fakeAppThread, "turn": map[string]any{"id": fakeAppTurn}})

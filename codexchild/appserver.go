@@ -63,6 +63,11 @@ var (
 // turn of its thread to end in Codex before it fails with ErrThreadBusy.
 var drainWait = 10 * time.Second // a var for tests
 
+// acceptWait bounds how long a turn abandoned before the child
+// acknowledged it (TurnRequest.OnAccepted) waits for that acknowledgement
+// or the child's death, on both backends.
+const acceptWait = 2 * time.Second
+
 // NewAppServer returns a backend that runs `cfg.Bin [cfg.Args...]
 // app-server` on first use.
 func NewAppServer(cfg Config) *AppServer {

@@ -54,6 +54,7 @@ type appTurn struct {
 	aborted       bool                // an approval was answered with Abort
 
 	closed  atomic.Bool
+	over    atomic.Bool // Turn is returning: no OnAccepted any more
 	mu      sync.Mutex
 	texts   []string                   // agentMessage texts, in order
 	delta   strings.Builder            // deltas of the agent message in progress
@@ -66,15 +67,33 @@ func newAppTurn(threadID string, h Handler) *appTurn {
 }
 
 // accept tells the caller that the child answered turn/start (OnAccepted),
-// under t.mu and only while the turn is open: never after Turn returned.
+// under t.mu and never after Turn returned (over), even for a turn
+// abandoned meanwhile: Turn waits for it a while (awaitAccepted).
 func (t *appTurn) accept() {
 	if t.onAccepted == nil {
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !t.closed.Load() {
+	if !t.over.Load() {
 		t.onAccepted()
+	}
+}
+
+// awaitAccepted is the end of a turn abandoned (interrupted, timed out)
+// before the child answered its turn/start: it waits, at most acceptWait,
+// for that answer or the child's death (which sets t.err), so that the
+// caller of OnAccepted learns whether Codex had the turn.
+func (b *AppServer) awaitAccepted(t *appTurn) {
+	if t.onAccepted == nil {
+		return
+	}
+	timer := time.NewTimer(acceptWait)
+	defer timer.Stop()
+	select {
+	case <-t.started:
+	case <-t.done:
+	case <-timer.C:
 	}
 }
 
@@ -206,7 +225,14 @@ func (b *AppServer) waitTurn(ctx, tctx context.Context, t *appTurn, timeout time
 		}
 		b.abandon(t, how)
 	}
+	b.mu.Lock()
+	unanswered := t.abandoned != notAbandoned && t.turnID == "" && t.startErr == nil
+	b.mu.Unlock()
+	if unanswered {
+		b.awaitAccepted(t)
+	}
 	// Barrier: after this no callback of this turn runs.
+	t.over.Store(true)
 	t.closed.Store(true)
 	t.mu.Lock()
 	partial, errMsg := t.partial(), t.errMsg

@@ -134,13 +134,16 @@ type TurnRequest struct {
 	// or the tools/call response when no event came first. A child that
 	// dies, is closed or fails the write before that never calls it (a
 	// request written to a pipe may still be unread, or read and lost,
-	// when the child dies), and neither does a turn that Turn abandoned
-	// first (an interrupt, a timeout). The mail layer marks mail read
-	// here, not at OnSent, so that mail a dying Codex never took is
-	// offered again (FR-8.12). It is called at most once, on the backend's
-	// reader goroutine, and never after Turn has returned; it may run
-	// before OnSent does (the reader does not wait for the writer) and it
-	// must not block. optional.
+	// when the child dies). A turn abandoned before its acknowledgement
+	// (an interrupt, ctx, its timeout) waits for it, at most 2 s, before
+	// Turn returns: OnAccepted is called if it comes, and Turn fails with
+	// the *ExitError if the child dies first; after that Turn returns as
+	// usual, unacknowledged. The mail layer marks mail read here, not at
+	// OnSent, so that mail a dying Codex never took is offered again
+	// (FR-8.12). It is called at most once, on the backend's reader
+	// goroutine, and never after Turn has returned; it may run before
+	// OnSent does (the reader does not wait for the writer) and it must
+	// not block. Without it, nothing waits. optional.
 	OnAccepted func()
 	// Release, when set, is called once, on the goroutine calling Turn,
 	// before Turn first waits for anything: the child's start, room in its

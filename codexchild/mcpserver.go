@@ -33,7 +33,9 @@ import (
 // timeout or interrupt, the exit handler) sends its reply.
 //
 // Cancellation. Codex never answers a cancelled tools/call, so an interrupt
-// or a timeout sends notifications/cancelled and answers the caller at once;
+// or a timeout sends notifications/cancelled and answers the caller at once
+// (a turn with OnAccepted that Codex has not acknowledged yet first waits a
+// while for that, or the child's death: awaitAccepted);
 // an approval answered with Abort ends the turn the same way without the
 // notification. The request id is then dead and its thread tainted: because
 // of Codex's stale-listener bug (docs/codex-wire.md#stale-listener), the events and
@@ -189,6 +191,9 @@ func (b *MCPServer) Turn(ctx context.Context, req TurnRequest) (*Result, error) 
 	req, carried := b.book.plan(req, running, b.log)
 	name, params := toolCallParams(req)
 	t := &turn{handler: req.Handler, threadID: req.ThreadID, onResult: req.OnResult, onAccepted: req.OnAccepted}
+	if req.OnAccepted != nil {
+		t.acked = make(chan struct{})
+	}
 	c, err := b.request("tools/call", params, t, release)
 	if err != nil {
 		return nil, err
@@ -199,8 +204,14 @@ func (b *MCPServer) Turn(ctx context.Context, req TurnRequest) (*Result, error) 
 	}
 	timeout := b.cfg.effectiveTimeout(req.Timeout)
 	r, how := b.wait(ctx, c, timeout)
+	if r.abandoned != notAbandoned && t.acked != nil {
+		if ee := b.awaitAccepted(t.acked); ee != nil {
+			r = reply{err: ee} // it died before a word about the turn
+		}
+	}
 
 	// Barrier: after this no callback of this turn runs.
+	t.over.Store(true)
 	t.closed.Store(true)
 	t.mu.Lock()
 	turnID, partial := t.turnID, ""

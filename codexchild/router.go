@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
@@ -19,6 +20,7 @@ import (
 type deadCall struct {
 	thread    string // its thread ("" when not known)
 	codexTurn string // the Codex turn id last seen in its events
+	turn      *turn  // its turn, whose Turn may still wait for its acknowledgement
 }
 
 // pendingApproval is an elicitation/create the child waits for.
@@ -85,6 +87,47 @@ func (b *MCPServer) routeLocked(reqID jsonrpcframe.ID, threadID, turnID string) 
 	return nil, false
 }
 
+// accept acknowledges the abandoned request's turn, whose Turn may still
+// wait for that (awaitAccepted).
+func (d deadCall) accept() {
+	if t := d.turn; t != nil && t.acked != nil {
+		t.mu.Lock()
+		t.accept()
+		t.mu.Unlock()
+	}
+}
+
+// awaitAccepted is the end of a turn abandoned (interrupted, timed out)
+// before the child acknowledged it: it waits, at most acceptWait, for the
+// acknowledgement (an event or the result under the dead request id) or
+// the child's death, so that the caller of OnAccepted learns whether Codex
+// had the turn. It returns the *ExitError when the child died without
+// acknowledging it.
+func (b *MCPServer) awaitAccepted(acked chan struct{}) *ExitError {
+	b.mu.Lock()
+	exited, ee := b.exitHandled, b.exitErr
+	b.mu.Unlock()
+	if ee == nil {
+		timer := time.NewTimer(acceptWait)
+		defer timer.Stop()
+		select {
+		case <-acked:
+			return nil
+		case <-exited:
+		case <-timer.C:
+			return nil
+		}
+	}
+	select {
+	case <-acked:
+		return nil // read before the end of the child's output
+	default:
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.exitErr
+}
+
 // forgetLocked takes a call that left pending out of threads; b.mu is
 // held.
 func (b *MCPServer) forgetLocked(c *call) {
@@ -107,7 +150,7 @@ func (b *MCPServer) abandon(c *call, kind abandonKind) {
 	}
 	var d deadCall
 	if c.turn != nil {
-		d = deadCall{thread: c.turn.threadID, codexTurn: c.turn.codexTurn}
+		d = deadCall{thread: c.turn.threadID, codexTurn: c.turn.codexTurn, turn: c.turn}
 	}
 	b.dead[c.id] = d
 	tid := d.thread
@@ -160,6 +203,7 @@ func (b *MCPServer) handleResponse(m *jsonrpcframe.Message) {
 	b.mu.Unlock()
 	switch {
 	case target == nil && wasDead:
+		dead.accept()
 		b.log.Info("codex: late result of an abandoned request dropped", "id", m.ID.String(), "thread", dead.thread, "result_thread", rt)
 		return
 	case target == nil:
@@ -217,9 +261,13 @@ func (b *MCPServer) handleEvent(m *jsonrpcframe.Message) {
 	}
 	b.mu.Lock()
 	target, stale := b.routeLocked(reqID, env.Meta.ThreadID, ev.TurnID)
+	dead, wasDead := b.dead[reqID]
 	b.mu.Unlock()
 	switch {
 	case target == nil:
+		if wasDead {
+			dead.accept() // Codex had the abandoned turn after all
+		}
 		b.toOnEvent(ev)
 		return
 	case target.turn == nil:

@@ -65,8 +65,16 @@ func runFakeChild() int {
 		case "notifications/cancelled":
 			event(first, thread1, "turn_aborted", map[string]any{"reason": "interrupted"})
 		case "tools/call":
-			if os.Getenv(fakeChildEnv) == "dieonturn" {
-				return 3 // read the turn, then died before a word about it (accepted_test.go)
+			switch os.Getenv(fakeChildEnv) { // accepted_test.go
+			case "dieonturn": // read the turn, then died before a word about it
+				return 3
+			case "dielate":
+				time.Sleep(fakeLate)
+				return 3
+			case "acklate":
+				time.Sleep(fakeLate)
+				event(m.ID, thread1, "task_started", nil)
+				continue
 			}
 			var p struct {
 				Name      string            `json:"name"`

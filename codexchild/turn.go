@@ -63,7 +63,11 @@ type turn struct {
 	onResult func(*Result)
 	// onAccepted is TurnRequest.OnAccepted; the reader calls it (accept)
 	// and clears it, and nothing else touches it after Turn made the turn.
+	// acked is closed then (nil without OnAccepted); over is set by Turn
+	// before it returns, after which accept does nothing.
 	onAccepted func()
+	acked      chan struct{}
+	over       atomic.Bool
 	threadID   string // guarded by MCPServer.mu
 	codexTurn  string // the Codex turn id seen under the call's own id; guarded by MCPServer.mu
 
@@ -158,9 +162,10 @@ func (t *turn) observe(env *eventEnvelope) {
 // accept calls the turn's OnAccepted, once; on the reader, with t.mu held
 // or the call taken from pending (either way Turn has not returned).
 func (t *turn) accept() {
-	if f := t.onAccepted; f != nil {
+	if f := t.onAccepted; f != nil && !t.over.Load() {
 		t.onAccepted = nil
 		f()
+		close(t.acked)
 	}
 }
 
