@@ -299,11 +299,12 @@ func (s *Session) Start(t Turn) (*Handle, error) {
 // exactly once when it returns true (the mail layer marks the mail read on
 // true, FR-8.12): true as soon as Codex acknowledged the turn (OnAccepted,
 // possibly on the Codex reader), or when the turn ended unacknowledged
-// but written to a child that did not die (interrupted, timed out: that
-// child has the request in its input); false when the request was never
-// written, or the child died or was stopped before acknowledging it
-// (Codex may never have read it: the mail is offered again after a
-// restart, at the price of a duplicate if Codex had read it).
+// but written to a child that did not die (interrupted or timed out, and
+// silent for the backend's wait for an acknowledgement: that child has
+// the request in its input); false when the request was never written, or
+// the child died or was stopped before acknowledging it (Codex may never
+// have read it: the mail is offered again after a restart, at the price
+// of a duplicate if Codex had read it).
 func (s *Session) TryMail(prompt string, report func(sent bool)) bool {
 	return s.TryMailThen(prompt, report, nil)
 }
