@@ -177,11 +177,15 @@ func (st *taskStore) view(tk *task, now time.Time) *mcpconn.Task {
 		return v
 	}
 	v.Status = mcpconn.TaskWorking
-	if !sent {
-		v.StatusMessage = fmt.Sprintf("[%s] queued: the session has a turn running", tk.s.Record().Identity)
-		return v
+	d := tk.s.Detail(0)
+	switch {
+	case !sent && d.Queued > 0:
+		v.StatusMessage = fmt.Sprintf("[%s] queued: the session has a turn running", d.Identity)
+	case !sent:
+		v.StatusMessage = fmt.Sprintf("[%s] starting the turn", d.Identity)
+	default:
+		v.StatusMessage = activityNote(d, now.Sub(tk.created))
 	}
-	v.StatusMessage = activityNote(tk.s.Detail(0), now.Sub(tk.created))
 	return v
 }
 
