@@ -206,6 +206,14 @@ func (mm modelMessage) text() string {
 	return b.String()
 }
 
+// firstUserText is the text of the first message of r's history.
+func (r *modelRequest) firstUserText() string {
+	if len(r.Messages) == 0 {
+		return ""
+	}
+	return r.Messages[0].text()
+}
+
 // called counts the model's calls of tool in the history.
 func (r *modelRequest) called(tool string) int {
 	n := 0

@@ -28,26 +28,40 @@ import (
 // closes codex1 (its session closed in the registry, a shutdown_response
 // in the lead's inbox); and the lead's /exit, which deletes the team
 // directory, leaves no Codex process and no flood of warnings in serve's
-// log. With mockcodex on both protocols.
+// log. With mockcodex on both protocols; and once with a lead that has
+// spawned a native teammate, and so also reads its inbox file every
+// second: codex1's reply still reaches it once (pushed, then skipped in the
+// file), and codex1's idle_notification is shown to it once, as a native
+// teammate's is.
 func TestClaudeCodeTeams(t *testing.T) {
 	claude := claudeCLI(t, "2.1.332")
 	mockcodexBin, err := exec.LookPath("mockcodex")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, run := range []claudeRun{
-		{backend: "app-server", codexBin: mockcodexBin, env: map[string]string{"MOCKCODEX_VERSION": "0.169.0"}},
-		{backend: "mcp-server", codexBin: mockcodexBin, env: map[string]string{"MOCKCODEX_VERSION": "0.153.4"}},
+	appServer := claudeRun{backend: "app-server", codexBin: mockcodexBin, env: map[string]string{"MOCKCODEX_VERSION": "0.169.0"}}
+	mcpServer := claudeRun{backend: "mcp-server", codexBin: mockcodexBin, env: map[string]string{"MOCKCODEX_VERSION": "0.153.4"}}
+	for _, tc := range []struct {
+		name     string
+		run      claudeRun
+		teammate bool
+	}{
+		{"app-server", appServer, false},
+		{"mcp-server", mcpServer, false},
+		{"app-server/with-a-native-teammate", appServer, true},
 	} {
-		t.Run(run.backend, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			teamSession(t, claude, run)
+			teamSession(t, claude, tc.run, tc.teammate)
 		})
 	}
 }
 
-// teamSession is one interactive session of TestClaudeCodeTeams.
-func teamSession(t *testing.T, claude string, run claudeRun) {
+// teamSession is one interactive session of TestClaudeCodeTeams. With
+// teammate, the lead first spawns a native in-process teammate, helper:
+// from then on Claude Code's lead also reads its inbox file every second,
+// so codex1's reply could reach it twice, pushed and read from the file.
+func teamSession(t *testing.T, claude string, run claudeRun, teammate bool) {
 	dir := t.TempDir()
 	home := filepath.Join(dir, "home") // Claude Code's HOME, and serve's and Codex's
 	work := filepath.Join(dir, "work")
@@ -69,10 +83,16 @@ func teamSession(t *testing.T, claude string, run claudeRun) {
 	ask := "LEAD-ASKS-" + nonce
 	reply := "REPLY-" + nonce + " from codex1"
 	api := startKeyedMock(t, func(r *modelRequest) []mockBlock {
+		if r.firstUserText() != "" && strings.Contains(r.firstUserText(), "HELPERTASK") {
+			return []mockBlock{{Text: "helper done"}} // the native teammate's turn
+		}
 		switch {
 		case r.called("ToolSearch") == 0:
 			return []mockBlock{{Tool: "ToolSearch", Input: map[string]any{
 				"query": "select:mcp__codex__codex,mcp__codex__agent_sessions,SendMessage", "max_results": 10}}}
+		case teammate && r.called("Agent") == 0:
+			return []mockBlock{{Tool: "Agent", Input: map[string]any{"description": "a helper", "name": "helper",
+				"prompt": "HELPERTASK: say that you are done."}}}
 		case r.called("mcp__codex__codex") == 0:
 			return []mockBlock{{Tool: "mcp__codex__codex", Input: map[string]any{"prompt": "You are codex1, a member of the lead's team.", "identity": "codex1"}}}
 		case r.called("SendMessage") == 0:
@@ -89,7 +109,7 @@ func teamSession(t *testing.T, claude string, run claudeRun) {
 	})
 
 	cmd := exec.Command(claude, "--mcp-config", mcpFile, "--strict-mcp-config", "--permission-mode", "default",
-		"--allowedTools", "mcp__codex,SendMessage,ToolSearch", "--debug-file", debugLog, "--session-id", sessionID)
+		"--allowedTools", "mcp__codex,SendMessage,ToolSearch,Agent", "--debug-file", debugLog, "--session-id", sessionID)
 	cmd.Dir = work
 	cmd.Env = claudeEnv(home, api.URL(), "CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS=1", "TERM=xterm-256color", "COLUMNS=160", "LINES=50", "IS_SANDBOX=1")
 	start := time.Now()
@@ -134,8 +154,13 @@ func teamSession(t *testing.T, claude string, run claudeRun) {
 	// The shutdown_request closes codex1.
 	must(p.waitFor("codex1 closed", 60*time.Second, func() bool { return sessionStatus(t, home, "codex1") == "closed" }))
 	step("codex1 closed")
-	must(p.waitFor("the shutdown_response", 30*time.Second, func() bool { return shutdownApproved(teamDir) }))
-	step("codex1 answered shutdown_response approve=true")
+	// codex1 answers shutdown_response in the lead's inbox. A lead that
+	// reads its inbox drops it at once ("unrouted protocol frame": codex1
+	// is no teammate of its own), so its debug log may be where it shows.
+	must(p.waitFor("the shutdown_response", 30*time.Second, func() bool {
+		return shutdownApproved(teamDir) || teammate && len(grepLines(debugLog, `frame from "codex1": "{\"type\":\"shutdown_response\"`)) > 0
+	}))
+	step("codex1 answered shutdown_response")
 	must(p.waitFor("codex1 gone from "+team+"/config.json", 30*time.Second, func() bool { return !teamHasMember(teamDir, "codex1") }))
 	step("codex1 left the team")
 	must(p.waitFor("the lead's last turn", 30*time.Second, func() bool {
@@ -145,18 +170,41 @@ func teamSession(t *testing.T, claude string, run claudeRun) {
 	must(p.waitScreen(regexp.MustCompile(`LEAD DONE`), 0, 30*time.Second)) // its turn has ended
 	// The mail turn's end was told as a native teammate tells it: an
 	// idle_notification in the lead's inbox, left for Claude Code's own
-	// reader (which this lead, with no teammate of its own, never runs).
-	if !fileHas(filepath.Join(teamDir, "inboxes", "team-lead.json"), "idle_notification") {
+	// reader. A lead with a teammate of its own reads it and shows it to
+	// the model, once; another never reads it.
+	codex1Idle := `{"type":"idle_notification","from":"codex1"`
+	if teammate {
+		must(p.waitFor("codex1's idle_notification at the lead", 30*time.Second, func() bool {
+			r := api.lastMain()
+			return r != nil && r.pushed(codex1Idle) > 0
+		}))
+		step("the lead was shown codex1's idle_notification")
+		for _, r := range api.requests() {
+			if n := r.pushed(codex1Idle); n > 1 {
+				t.Errorf("model request %d shows codex1's idle_notification %d times", r.N, n)
+			}
+		}
+		if n := api.lastMain().pushed(codex1Idle); n != 1 {
+			t.Errorf("the lead's last request shows codex1's idle_notification %d times, want 1", n)
+		}
+	} else if !fileHas(filepath.Join(teamDir, "inboxes", "team-lead.json"), "idle_notification") {
 		b, _ := os.ReadFile(filepath.Join(teamDir, "inboxes", "team-lead.json"))
 		t.Errorf("no idle_notification from codex1 in the lead's inbox:\n%s", b)
 	}
 
 	// The reply reached the lead once: no request shows it twice, and the
-	// last shows it once (the lead does not read its inbox file, having
-	// spawned no teammate of its own: the push brought it).
+	// last shows it once (pushed; and a lead that reads its inbox file
+	// skips it there, serve having marked it read).
 	for _, r := range api.requests() {
 		if n := r.pushed(reply); n > 1 {
 			t.Errorf("model request %d shows codex1's reply %d times", r.N, n)
+			for _, mm := range r.Messages {
+				for _, bl := range mm.Blocks {
+					if bl.Type == "text" && strings.Contains(bl.Text, reply) {
+						t.Logf("a %s text holding it: %q", mm.Role, around(bl.Text, reply, 400))
+					}
+				}
+			}
 		}
 	}
 	if n := api.lastMain().pushed(reply); n != 1 {
