@@ -27,5 +27,5 @@ func (d Dir) Holder(identity string) (Holder, bool) {
 	if info.PID == 0 {
 		return Holder{}, false
 	}
-	return Holder{PID: info.PID, AgentID: info.AgentID, Since: info.Since}, true
+	return Holder(info), true
 }
