@@ -70,8 +70,9 @@
 //     and MCP-over-ACP included) and every inbound request runs on a
 //     goroutine of its own; Prompt sends session/cancel when its ctx ends
 //     but has no deadline or kill. The deadlines, the kill and the
-//     process-group supervision, the part that matters most (§5 of
-//     ../shared/notes/measured/acp-agents.md), would be ours anyway.
+//     process-group supervision, the part that matters most (hung prompts
+//     and cancels that do not cancel are the failures users of these
+//     agents report most), would be ours anyway.
 //
 // Writing it here also keeps one framing, one bad-line policy and one
 // ordering model for the Codex backends and this one.

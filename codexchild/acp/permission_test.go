@@ -11,8 +11,8 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/acp"
 )
 
-// The permission options the agents offered in the probe
-// (../shared/notes/measured/acp-agents.md §1.8).
+// The permission options the agents offered when they were run offline
+// against loopback model mocks (Claude, Gemini, Copilot).
 var agentOptions = map[string][]acp.PermissionOption{
 	"claude": {
 		{OptionID: "allow-once", Name: "Allow", Kind: "allow_once"},
