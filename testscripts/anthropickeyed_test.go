@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -249,12 +250,17 @@ func (r *modelRequest) pushed(s string) int {
 	for _, mm := range r.Messages {
 		for _, bl := range mm.Blocks {
 			if bl.Type == "text" {
-				n += strings.Count(bl.Text, s)
+				// A teammate-message's summary attribute repeats a short
+				// text (the atm CLI's automatic summary): one message.
+				n += strings.Count(summaryAttr.ReplaceAllString(bl.Text, ""), s)
 			}
 		}
 	}
 	return n
 }
+
+// summaryAttr is the summary="…" of Claude Code's <teammate-message>.
+var summaryAttr = regexp.MustCompile(`summary="[^"]*"`)
 
 // pushedText is the first text block of r's history that holds s.
 func (r *modelRequest) pushedText(s string) string {

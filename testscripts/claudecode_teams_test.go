@@ -193,8 +193,9 @@ func teamSession(t *testing.T, claude string, run claudeRun, teammate bool) {
 	}
 
 	// The reply reached the lead once: no request shows it twice, and the
-	// last shows it once (pushed; and a lead that reads its inbox file
-	// skips it there, serve having marked it read).
+	// last shows it once (pushed; or, once the lead runs a teammate of its
+	// own and so reads its inbox file itself, shown from there and not
+	// pushed: serve sees that teammate in config.json).
 	for _, r := range api.requests() {
 		if n := r.pushed(reply); n > 1 {
 			t.Errorf("model request %d shows codex1's reply %d times", r.N, n)

@@ -66,6 +66,7 @@ type leadPush struct {
 	lastError string
 	failing   bool          // the last push failed: further failures go to debug
 	backoff   time.Duration // the wait after the last failure (0 while pushes succeed)
+	reader    string        // a teammate of Claude Code's own, seen at the last offer: its lead reads the inbox itself
 	retryAt   time.Time     // no push before this while failing
 }
 
@@ -154,6 +155,17 @@ func (p *leadPush) DeliverMessages(identity string, msgs []atmclient.Message, do
 	if wait {
 		return false // backing off: a later check offers the mail again
 	}
+	if mate := p.claudeReads(); mate != "" {
+		// Claude Code's lead reads this inbox itself (it consumes what it
+		// shows): a push as well would show the mail twice.
+		p.mu.Lock()
+		p.reader = mate
+		p.mu.Unlock()
+		return false
+	}
+	p.mu.Lock()
+	p.reader = ""
+	p.mu.Unlock()
 	lines := make([]ccmsg.Message, len(msgs))
 	for i, m := range msgs {
 		lines[i] = ccmsg.Message{Content: leadText(p.team, m), From: m.From, MsgID: m.ID()}
@@ -280,6 +292,8 @@ func (p *leadPush) counts() tools.LeadMail {
 		st.Reason = "a Codex session holds " + p.identity + ": its mail goes to that session"
 	case !p.bound:
 		st.Reason = "the inbox is not watched yet"
+	case p.reader != "":
+		st.Reason = fmt.Sprintf("Claude Code's lead reads its inbox itself now (its own teammate %s is in the team): the mail is left to it", p.reader)
 	default:
 		st.Path, st.Socket = leadPathSocket, p.client.Socket()
 		if p.failing {
@@ -287,6 +301,32 @@ func (p *leadPush) counts() tools.LeadMail {
 		}
 	}
 	return st
+}
+
+// claudeReads returns the name of a teammate Claude Code itself runs in
+// the lead's team (a member it added: one with a tmuxPaneId, the lead
+// aside), or "". Once a Claude Code lead has spawned a teammate of its own
+// it reads the lead's inbox every second and shows what it finds (measured
+// with Claude Code 2.1.332); pushing the same mail as well would show it twice,
+// so the mail is left to that reader. The members this proxy adds carry no
+// tmuxPaneId.
+func (p *leadPush) claudeReads() string {
+	if p.atm == nil {
+		return ""
+	}
+	t, err := p.atm.TeamConfig(p.team)
+	if err != nil {
+		return ""
+	}
+	for _, m := range t.Members {
+		if m.Name == p.identity || m.AgentType == "team-lead" || ours(m) {
+			continue
+		}
+		if _, ok := m.Extra["tmuxPaneId"]; ok {
+			return m.Name
+		}
+	}
+	return ""
 }
 
 // leadMail is agent_status's lead_mail.

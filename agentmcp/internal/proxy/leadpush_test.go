@@ -208,6 +208,55 @@ func TestLeadPushBacksOff(t *testing.T) {
 	}
 }
 
+// TestLeadPushLeavesMailToClaudeCode: while the team lists a teammate
+// Claude Code runs itself (an in-process one, with its tmuxPaneId), the
+// lead reads its inbox on its own, so mail for it is not pushed as well
+// (it would show twice); agent_status says why. Once that teammate is
+// gone from the team, the waiting mail is pushed.
+func TestLeadPushLeavesMailToClaudeCode(t *testing.T) {
+	sock := listenCC(t, socketPath(t))
+	c := startProxy(t, harnessOpts{modify: leadOpts(sock.path)})
+	c.initialize(false)
+	cfgPath := filepath.Join(c.home, ".claude", "teams", "dev", "config.json")
+	plain, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(plain, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["members"] = append(cfg["members"].([]any), map[string]any{"agentId": "helper@dev", "name": "helper",
+		"agentType": "general-purpose", "tmuxPaneId": "in-process", "backendType": "in-process"})
+	withMate, _ := json.Marshal(cfg)
+	if err := os.WriteFile(cfgPath, withMate, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	send(t, c.home, "arch", "team-lead", "left to Claude Code", "")
+	waitFor(t, "agent_status naming Claude Code's own teammate", func() bool {
+		reason, _ := leadStatus(c)["reason"].(string)
+		return strings.Contains(reason, "helper")
+	})
+	if lm := leadStatus(c); lm["path"] != "inbox" || lm["pushed"] != float64(0) {
+		t.Errorf("lead_mail with Claude Code's teammate in the team = %v", lm)
+	}
+	if ms := inbox(t, c.home, "team-lead"); len(ms) != 1 || ms[0].Read {
+		t.Fatalf("inbox = %+v, want the message unread for Claude Code's reader", ms)
+	}
+	select {
+	case line := <-sock.lines:
+		t.Fatalf("pushed while Claude Code reads the inbox itself: %v", line)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := os.WriteFile(cfgPath, plain, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sock.next(t) // auth
+	if line := sock.next(t); line["message"].(map[string]any)["content"] != "Team mail from arch: left to Claude Code" {
+		t.Errorf("pushed line %v", line)
+	}
+}
+
 // TestLeadMailPaths: without a socket, with lead_push off, or when the
 // lead's identity is also Codex's default, mail for the lead stays in the
 // inbox, and agent_status says why.
