@@ -115,6 +115,11 @@ func (b *Bridge) check(mb *mailbox) {
 	}
 	changes, watched := mb.changes, b.watching.Load()
 	mb.quiet = false
+	// A batch in flight now may settle during the read: sent, its keys
+	// stay skipped (acked); not sent, they are due again, and a delivery
+	// from this read, which skipped them, would let later mail overtake
+	// them. So a check that began with a batch in flight delivers nothing.
+	wasInFlight := mb.inflight != nil
 	skip := map[string]bool{}
 	if mb.inflight != nil {
 		for _, k := range mb.inflight.keys {
@@ -182,6 +187,11 @@ func (b *Bridge) check(mb *mailbox) {
 		mb.inflight == nil && len(mb.acked) == 0
 	target := mb.target
 	deliver := mb.bound && mb.inflight == nil && b.autoMailLocked(mb) && len(msgs) > 0 && b.ctx.Err() == nil
+	if deliver && wasInFlight {
+		// The batch settled during the read (see wasInFlight): read again.
+		b.kickLocked(mb)
+		deliver = false
+	}
 	if !deliver {
 		b.mu.Unlock()
 		return
