@@ -220,15 +220,28 @@ func (s *Session) Run(ctx context.Context, t Turn) (*TurnResult, error) {
 // RunBackground queues t and returns at once (background: true); its
 // outcome is kept for agent_status and agent_wait.
 func (s *Session) RunBackground(t Turn) (*TurnResult, error) {
+	return s.RunBackgroundThen(t, nil)
+}
+
+// RunBackgroundThen is RunBackground, with then (optional: nil means none)
+// called on a goroutine of its own with how the turn ended, after the
+// session moved on (so then may close the session).
+func (s *Session) RunBackgroundThen(t Turn, then func(*TurnResult, error)) (*TurnResult, error) {
 	j := &job{source: t.Source}
 	j.run = func(ctx context.Context, j *job) (*TurnResult, error) { return s.turn(ctx, j, t, false) }
-	j.done = func(_ *TurnResult, err error) {
+	j.done = func(r *TurnResult, err error) {
 		if err != nil {
 			s.m.log.Info("background turn failed", "agent_id", s.Record().AgentID, "err", err)
+		}
+		if then != nil {
+			go then(r, err)
 		}
 	}
 	j.discard = func(err error) {
 		s.recordOutcome(&outcome{status: "error", err: err, finished: s.m.now()}, "")
+		if then != nil {
+			go then(nil, err)
+		}
 	}
 	if _, err := s.submit(j, false); err != nil {
 		return nil, err

@@ -155,7 +155,8 @@ func (e *Env) codex(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResu
 	if adopt != "" {
 		s.Adopt(adopt, seed)
 	}
-	res, err := e.run(ctx, c, s, session.Turn{Prompt: prompt, Source: session.SourceClaude}, background)
+	first := adopt == "" // a new session's first turn: one that fails keeps no session
+	res, err := e.run(ctx, c, s, session.Turn{Prompt: prompt, Source: session.SourceClaude}, background, first)
 	if err == nil && adopt == "" && refusedStart(res, s) {
 		// Codex refused the session outright (an isError result without a
 		// thread: a setting, its config.toml): nothing is kept either.
@@ -196,7 +197,11 @@ func refusedStart(res *mcpconn.ToolResult, s *session.Session) bool {
 
 // run runs a turn on s for the call: in the background (answered at once),
 // or queued and answered with its result.
-func (e *Env) run(ctx context.Context, c *mcpconn.ToolCall, s *session.Session, t session.Turn, background bool) (*mcpconn.ToolResult, error) {
+//
+// first is set for a new session's first turn: in the background, one that
+// fails or that Codex refuses keeps no session, as a waited-for one
+// (codex) or a task's (discardFailedFirst).
+func (e *Env) run(ctx context.Context, c *mcpconn.ToolCall, s *session.Session, t session.Turn, background, first bool) (*mcpconn.ToolResult, error) {
 	t.Call = callRef{c} // a background turn's events still name the request that started it
 	switch {
 	case c.Modern && background:
@@ -209,7 +214,12 @@ func (e *Env) run(ctx context.Context, c *mcpconn.ToolCall, s *session.Session, 
 		t.Asker = session.NoAsker{} // approval_fallback decides
 	}
 	if background {
-		r, err := s.RunBackground(t)
+		var then func(*session.TurnResult, error)
+		if first {
+			discard := e.discardFailedFirst(s)
+			then = func(r *session.TurnResult, err error) { discard(r, err) }
+		}
+		r, err := s.RunBackgroundThen(t, then)
 		if err != nil {
 			return nil, err
 		}
@@ -292,7 +302,7 @@ func (e *Env) codexReply(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.Too
 	if background {
 		mcpconn.Release(ctx)
 	}
-	return e.run(ctx, c, s, session.Turn{Prompt: prompt, Source: session.SourceClaude}, background)
+	return e.run(ctx, c, s, session.Turn{Prompt: prompt, Source: session.SourceClaude}, background, false)
 }
 
 // resume is codex with agent_id (FR-16.3, FR-17.7): a live session just
@@ -325,7 +335,7 @@ func (e *Env) resume(ctx context.Context, c *mcpconn.ToolCall, agentID, identity
 	if strings.TrimSpace(prompt) == "" {
 		prompt = defaultContinuation
 	}
-	return e.run(ctx, c, s, session.Turn{Prompt: prompt, Source: session.SourceResume}, background)
+	return e.run(ctx, c, s, session.Turn{Prompt: prompt, Source: session.SourceResume}, background, false)
 }
 
 func firstNonEmpty(v ...string) string {
