@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/internal/childproc"
 	"io"
 	"log/slog"
 	"os"
@@ -138,7 +139,7 @@ func startChild(cfg childConfig) (*child, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	guarded := len(cfg.Guard) > 0
 	if guarded {
-		setParentDeathSignal(cmd.SysProcAttr)
+		childproc.SetParentDeathSignal(cmd.SysProcAttr)
 	}
 	// As in gopls: cancelling the context sends SIGTERM to the whole group;
 	// WaitDelay later is the hard stop (exec kills the leader; stop kills
@@ -146,7 +147,7 @@ func startChild(cfg childConfig) (*child, error) {
 	cmd.Cancel = func() error { return signalGroup(cmd, syscall.SIGTERM) }
 	cmd.WaitDelay = cfg.Grace
 	if guarded {
-		err = startFromLastingThread(cmd)
+		err = childproc.StartFromLastingThread(cmd)
 	} else {
 		err = cmd.Start()
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/internal/childproc"
 	"io"
 	"log/slog"
 	"os"
@@ -239,16 +240,16 @@ func readLoop(ch *child, r jsonrpcframe.Reader, log *slog.Logger, dispatch func(
 	if idle != nil {
 		defer idle()
 	}
-	g := &garbage{log: log, now: time.Now}
-	defer g.flush()
+	g := childproc.NewGarbage(log, "codex child", nil)
+	defer g.Flush()
 	for {
 		m, err := r.Read()
 		if err != nil {
 			var me *jsonrpcframe.MessageError
 			if errors.As(err, &me) {
-				if g.bad(me) {
+				if g.Bad(me) {
 					// Nothing it writes after this counts.
-					ch.kill(fmt.Sprintf("it wrote %d lines in a row that are not JSON-RPC on stdout", g.run))
+					ch.kill(fmt.Sprintf("it wrote %d lines in a row that are not JSON-RPC on stdout", g.Run()))
 					return
 				}
 				continue
@@ -258,7 +259,7 @@ func readLoop(ch *child, r jsonrpcframe.Reader, log *slog.Logger, dispatch func(
 			}
 			return
 		}
-		g.good()
+		g.Good()
 		dispatch(m)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/internal/childproc"
 	"io"
 	"log/slog"
 	"strings"
@@ -277,8 +278,8 @@ func TestGarbageFlood(t *testing.T) {
 				if err := b.Close(ctxFor(t, 10*time.Second)); err != nil {
 					t.Errorf("Close: %v", err)
 				}
-				if got := counts.count("codex child wrote a bad line on stdout; skipped"); got < 1 || got > 2*garbageLogPerWindow {
-					t.Errorf("%d bad lines logged one by one, want 1 to %d", got, 2*garbageLogPerWindow)
+				if got := counts.count("codex child wrote a bad line on stdout; skipped"); got < 1 || got > 2*childproc.GarbageLogPerWindow {
+					t.Errorf("%d bad lines logged one by one, want 1 to %d", got, 2*childproc.GarbageLogPerWindow)
 				}
 				if got := counts.count("codex child wrote more bad lines on stdout; not logged"); got < 1 {
 					t.Errorf("the dropped bad lines were never counted in the log")
@@ -288,7 +289,7 @@ func TestGarbageFlood(t *testing.T) {
 				cfg, cwd := tg.setup(t)
 				b := newTestBackend(t, cfg)
 				start := time.Now()
-				_, err := b.Turn(ctxFor(t, 30*time.Second), TurnRequest{Prompt: fmt.Sprintf("GARBAGE_FLOOD=%d", maxGarbageRun+5000), Params: ThreadParams{Cwd: cwd}})
+				_, err := b.Turn(ctxFor(t, 30*time.Second), TurnRequest{Prompt: fmt.Sprintf("GARBAGE_FLOOD=%d", childproc.MaxGarbageRun+5000), Params: ThreadParams{Cwd: cwd}})
 				var ee *ExitError
 				if !errors.As(err, &ee) || !strings.Contains(ee.Error(), "killed because it wrote 10000 lines in a row that are not JSON-RPC on stdout") {
 					t.Fatalf("Turn = %v; want an *ExitError that says the child was killed for its garbage", err)

@@ -114,7 +114,7 @@
 // and routing; session.go the sessions; turn.go the turns and Interrupt;
 // approvals.go and permission.go the permission requests and the option
 // selection; update.go the session/update parser; proc.go the process
-// supervision, guard_linux.go and guard_other.go the start through the
-// guard; garbage.go the bad-line accounting; wire.go the ACP types;
+// supervision (the start through the guard and the bad-line accounting
+// are codexchild's own, shared in internal/childproc); wire.go the ACP types;
 // status.go the state; errors.go the errors; config.go the Config.
 package acp

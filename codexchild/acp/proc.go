@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/internal/childproc"
 	"io"
 	"log/slog"
 	"os"
@@ -92,8 +93,8 @@ func startProcess(cfg *Config, log *slog.Logger) (*process, error) {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if len(cfg.Guard) > 0 {
-		setParentDeathSignal(cmd.SysProcAttr)
-		err = startFromLastingThread(cmd)
+		childproc.SetParentDeathSignal(cmd.SysProcAttr)
+		err = childproc.StartFromLastingThread(cmd)
 	} else {
 		err = cmd.Start()
 	}

@@ -3,9 +3,9 @@ package acp
 import (
 	"errors"
 	"fmt"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/internal/childproc"
 	"io"
 	"os"
-	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
@@ -22,16 +22,16 @@ import (
 func (c *Client) read() {
 	defer c.proc.stdoutFinished()
 	r := jsonrpcframe.NewLineReader(c.proc.out, nil)
-	g := &garbage{log: c.log, now: time.Now}
-	defer g.flush()
+	g := childproc.NewGarbage(c.log, "acp agent", nil)
+	defer g.Flush()
 	for {
 		m, err := r.Read()
 		if err != nil {
 			var me *jsonrpcframe.MessageError
 			if errors.As(err, &me) {
 				c.garbage.Add(1)
-				if g.bad(me) {
-					c.proc.kill(fmt.Sprintf("it wrote %d lines in a row that are not JSON-RPC on stdout", g.run))
+				if g.Bad(me) {
+					c.proc.kill(fmt.Sprintf("it wrote %d lines in a row that are not JSON-RPC on stdout", g.Run()))
 					return
 				}
 				continue
@@ -41,7 +41,7 @@ func (c *Client) read() {
 			}
 			return
 		}
-		g.good()
+		g.Good()
 		c.dispatch(m)
 	}
 }

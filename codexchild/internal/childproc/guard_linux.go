@@ -1,4 +1,4 @@
-package codexchild
+package childproc
 
 import (
 	"os/exec"
@@ -9,9 +9,9 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/guard"
 )
 
-// setParentDeathSignal has the kernel send the guard guard.ParentDeathSignal
+// SetParentDeathSignal has the kernel send the guard guard.ParentDeathSignal
 // when its parent dies.
-func setParentDeathSignal(a *syscall.SysProcAttr) { a.Pdeathsig = guard.ParentDeathSignal }
+func SetParentDeathSignal(a *syscall.SysProcAttr) { a.Pdeathsig = guard.ParentDeathSignal }
 
 // forker is the goroutine, locked to an OS thread that lives as long as the
 // process, that starts guarded children. Linux sends the parent-death
@@ -28,8 +28,8 @@ type forkRequest struct {
 	done chan error
 }
 
-// startFromLastingThread runs cmd.Start on the forker's thread.
-func startFromLastingThread(cmd *exec.Cmd) error {
+// StartFromLastingThread runs cmd.Start on the forker's thread.
+func StartFromLastingThread(cmd *exec.Cmd) error {
 	forker.once.Do(func() {
 		forker.reqs = make(chan forkRequest)
 		go func() {
