@@ -49,8 +49,8 @@ func TestAppCommandLine(t *testing.T) {
 func TestThreadParams(t *testing.T) {
 	cfg := map[string]any{"mcp_servers": map[string]any{"atm": map[string]any{"command": "x"}}}
 	got := threadParams(ThreadParams{
-		Cwd: "/w", Model: "o3", ApprovalPolicy: "on-request", Sandbox: "read-only",
-		BaseInstructions: "base", DeveloperInstructions: "dev", CompactPrompt: "compact", Profile: "p", Config: cfg,
+		Cwd: "/w", Model: "o3", BaseInstructions: "base", DeveloperInstructions: "dev",
+		CodexParams: CodexParams{ApprovalPolicy: "on-request", Sandbox: "read-only", CompactPrompt: "compact", Profile: "p", Config: cfg},
 	})
 	want := map[string]any{
 		"cwd": "/w", "model": "o3", "approvalPolicy": "on-request", "sandbox": "read-only",

@@ -167,20 +167,42 @@ type TurnRequest struct {
 	OnResult func(*Result)
 }
 
-// ThreadParams are the Codex parameters of a thread, named as the codex
-// tool's arguments. Empty fields are not sent.
+// ThreadParams are the parameters of a thread (a session, in an agent's
+// terms), named as the codex tool's arguments. The fields of ThreadParams
+// itself mean the same to every backend; what only Codex understands is in
+// the embedded CodexParams, which other backends ignore. Empty fields are
+// not sent.
 type ThreadParams struct {
 	Cwd                   string
 	Model                 string
-	ApprovalPolicy        string // untrusted | on-failure | on-request | never
-	Sandbox               string // read-only | workspace-write | danger-full-access
 	BaseInstructions      string
 	DeveloperInstructions string
-	CompactPrompt         string
-	Profile               string
+	// ToolServers are stdio MCP servers the thread's agent gets besides its
+	// own tools (the per-agent team-mail server). The Codex backends send
+	// them as Config["mcp_servers"] entries (tools approved, server
+	// required); an ACP backend passes them to session/new.
+	ToolServers []ToolServer
+	CodexParams
+}
+
+// CodexParams are the thread parameters only Codex understands.
+type CodexParams struct {
+	ApprovalPolicy string // untrusted | on-failure | on-request | never
+	Sandbox        string // read-only | workspace-write | danger-full-access
+	CompactPrompt  string
+	Profile        string
 	// Config holds config overrides (the codex tool's "config" argument,
 	// app-server thread/start "config"), e.g. per-thread mcp_servers.
 	Config map[string]any
+}
+
+// ToolServer is a stdio MCP server given to a thread's agent.
+type ToolServer struct {
+	// Name is the server's name as the agent shows it ("atm").
+	Name    string
+	Command string
+	Args    []string
+	Env     map[string]string
 }
 
 // Handler receives a turn's events and approvals. Its methods are called
@@ -206,6 +228,10 @@ type Event struct {
 	Type string
 	// Params are the notification params exactly as the child sent them.
 	Params json.RawMessage
+	// Neutral is the event in backend-neutral terms, set by a backend that
+	// translates as it reads (ACP); nil lets [Event.Activity] translate a
+	// Codex event on demand.
+	Neutral *Activity
 	// RequestID is, for an event of a request sent with Forward (delivered to
 	// Config.OnEvent), that request's id as the caller sent it; the child's
 	// params still carry the backend's own id. Zero otherwise.

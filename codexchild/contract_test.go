@@ -325,7 +325,7 @@ func approvalTurn(t *testing.T, b Backend, cwd string, d Decision) (*Result, *re
 	rec := newRecorder(func(*Approval) Decision { return d })
 	res, err := b.Turn(ctxFor(t, 60*time.Second), TurnRequest{
 		Prompt:  "RUN_SHELL ESCALATE please",
-		Params:  ThreadParams{Cwd: cwd, ApprovalPolicy: "on-request", Sandbox: "workspace-write"},
+		Params:  ThreadParams{Cwd: cwd, CodexParams: CodexParams{ApprovalPolicy: "on-request", Sandbox: "workspace-write"}},
 		Handler: rec,
 	})
 	return res, rec, err
@@ -555,7 +555,7 @@ func contractPatchApproval(t *testing.T, b Backend, e *contractEnv) {
 	rec := newRecorder(func(*Approval) Decision { return Decision{Kind: Approve} })
 	res, err := b.Turn(ctxFor(t, 60*time.Second), TurnRequest{
 		Prompt:  "PATCH=" + path,
-		Params:  ThreadParams{Cwd: e.cwd, ApprovalPolicy: "on-request", Sandbox: "read-only"},
+		Params:  ThreadParams{Cwd: e.cwd, CodexParams: CodexParams{ApprovalPolicy: "on-request", Sandbox: "read-only"}},
 		Handler: rec,
 	})
 	if err != nil {

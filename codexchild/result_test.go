@@ -76,7 +76,7 @@ func TestToolCallParams(t *testing.T) {
 		}
 	}
 
-	name, params := toolCallParams(TurnRequest{Prompt: "start", Params: ThreadParams{Cwd: "/w", Sandbox: "read-only", Config: map[string]any{"k": 1}}})
+	name, params := toolCallParams(TurnRequest{Prompt: "start", Params: ThreadParams{Cwd: "/w", CodexParams: CodexParams{Sandbox: "read-only", Config: map[string]any{"k": 1}}}})
 	want := map[string]any{"name": "codex", "arguments": map[string]any{"prompt": "start", "cwd": "/w", "sandbox": "read-only", "config": map[string]any{"k": 1}}}
 	if name != "codex" {
 		t.Errorf("name = %q, want codex", name)

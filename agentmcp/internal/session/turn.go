@@ -243,9 +243,9 @@ func threadParams(c *Config, sc sessionContext, st ThreadSettings, note string) 
 		cfg = nil
 	}
 	return codexchild.ThreadParams{
-		Cwd: sc.Cwd, Model: st.Model, ApprovalPolicy: st.ApprovalPolicy, Sandbox: st.Sandbox,
-		BaseInstructions: st.BaseInstructions, DeveloperInstructions: dev, CompactPrompt: st.CompactPrompt,
-		Profile: st.Profile, Config: cfg,
+		Cwd: sc.Cwd, Model: st.Model, BaseInstructions: st.BaseInstructions, DeveloperInstructions: dev,
+		CodexParams: codexchild.CodexParams{ApprovalPolicy: st.ApprovalPolicy, Sandbox: st.Sandbox,
+			CompactPrompt: st.CompactPrompt, Profile: st.Profile, Config: cfg},
 	}
 }
 

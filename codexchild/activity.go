@@ -1,0 +1,68 @@
+package codexchild
+
+import "encoding/json"
+
+// ActivityKind says what an event means for the session that runs the
+// turn, whatever the backend's dialect called it.
+type ActivityKind string
+
+// The activity kinds.
+const (
+	// ActivityNone: nothing to record but the event's type (deltas,
+	// session bookkeeping); Summary may still name it.
+	ActivityNone ActivityKind = ""
+	// ActivityTurnStarted: a turn began; the items and the problem of the
+	// previous one are forgotten.
+	ActivityTurnStarted ActivityKind = "turn_started"
+	// ActivityMessage: a complete agent message, in Text.
+	ActivityMessage ActivityKind = "message"
+	// ActivityItem: an item of the turn (a command, a file change, a tool
+	// call) began or changed, in Item.
+	ActivityItem ActivityKind = "item"
+	// ActivityApproval: the agent asks for an approval; Summary says what.
+	ActivityApproval ActivityKind = "approval"
+	// ActivityProblem: an error or a retry notice, in Text (Retrying says
+	// which): why a turn is slow or failed.
+	ActivityProblem ActivityKind = "problem"
+	// ActivityTokens: the token usage so far, in Tokens.
+	ActivityTokens ActivityKind = "tokens"
+	// ActivityNote: a line worth keeping and nothing else, in Summary (a
+	// turn's abort reason).
+	ActivityNote ActivityKind = "note"
+)
+
+// Activity is an event in backend-neutral terms: what the session layer
+// records for agent_status and reports as progress. Each backend
+// translates its own dialect ([Event.Activity]); the session layer never
+// reads a dialect.
+type Activity struct {
+	Kind ActivityKind
+	// Summary is the event's line in the session's event ring. "" lets the
+	// session choose: a message's clipped text, a problem's clipped text,
+	// an item's "summary: status".
+	Summary string
+	// Text is a message's or a problem's text.
+	Text string
+	// Retrying marks a problem after which the agent retries by itself.
+	Retrying bool
+	// Item is the item an ActivityItem event began or changed.
+	Item *Item
+	// Tokens is the token usage, as the backend reports it.
+	Tokens json.RawMessage
+}
+
+// Item is one item of a turn as an event tells of it.
+type Item struct {
+	// ID names the item within its session (a call id).
+	ID string
+	// Type is "command", "file_change" or "tool_call".
+	Type string
+	// Status is the item's new status ("running", "completed", "failed
+	// (exit 2)", …); "" leaves it as it was ("running" for a new item).
+	Status string
+	// Summary describes the item (a short command line, "3 files",
+	// "server.tool"); it is kept by an item that has none yet.
+	Summary string
+	// Started marks the event that began the item (progress reports it).
+	Started bool
+}
