@@ -2,28 +2,20 @@ package acp_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/acp"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/internal/realacp"
 )
 
-// requireRealEnv makes a missing node, npm or npm package a failure
-// instead of a skip (as realcodex.RequireEnv does for Codex).
-const requireRealEnv = "ATM_REQUIRE_REAL_CODEX"
-
 // TestClaudeAgentACP runs the real claude-agent-acp (0.101.0, pinned in
-// testdata/claude-agent-acp/package-lock.json; it brings the Claude Code
-// binary, about 400 MB, installed once into the repo's .cache) offline
+// internal/realacp/testdata/claude-agent-acp/package-lock.json; it brings
+// the Claude Code binary, about 400 MB, installed once into the repo's
+// .cache) offline
 // against a loopback Anthropic Messages mock: two turns, the second one
 // running Bash after a permission request the client allows (mode
 // "default": the adapter's own "auto" would decide by itself), a third
@@ -35,8 +27,8 @@ func TestClaudeAgentACP(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: no real agent")
 	}
-	bin := installAgent(t, "claude-agent-acp", filepath.Join("node_modules", ".bin", "claude-agent-acp"))
-	mock := startAnthropicMock(t)
+	bin := realacp.Install(t, "claude-agent-acp", filepath.Join("node_modules", ".bin", "claude-agent-acp"))
+	mock := realacp.StartAnthropic(t)
 	home := t.TempDir()
 	work := t.TempDir()
 	env := []string{
@@ -101,7 +93,7 @@ func TestClaudeAgentACP(t *testing.T) {
 		hung <- res
 	}()
 	select {
-	case <-mock.hung:
+	case <-mock.Hung():
 	case <-time.After(60 * time.Second):
 		t.Fatal("turn 4's model request never came")
 	}
@@ -146,7 +138,7 @@ func TestClaudeAgentACP(t *testing.T) {
 	if err := c.Close(t.Context()); err != nil {
 		t.Errorf("Close: %v", err)
 	}
-	t.Logf("6 turns in %.1fs; model requests: %d main", time.Since(start).Seconds(), mock.mainRequests())
+	t.Logf("6 turns in %.1fs; model requests: %d main", time.Since(start).Seconds(), mock.MainRequests())
 
 	// A new process reopens the session with session/load: the history
 	// is replayed (kept, not taken for a turn), and the session goes on.
@@ -188,92 +180,4 @@ func promptReal(t *testing.T, s *acp.Session, text string) *acp.TurnResult {
 	}
 	t.Logf("turn %d (%.1fs): %q %s, messages %q, tools %d", res.Turn, time.Since(start).Seconds(), res.Text, res.StopReason, res.Messages, len(res.ToolCalls))
 	return res
-}
-
-// installAgent installs the npm project testdata/<name> (package.json and
-// package-lock.json, pinned) with npm ci into <repo>/.cache/acp/<name>
-// ($ATM_ACP_CACHE overrides the directory), once per lock file: a stamp
-// holds the lock's hash, and a lock file serialises test processes. It
-// returns the path of rel inside it. Without node or npm, or when the
-// install fails (no registry), the test skips, or fails under
-// ATM_REQUIRE_REAL_CODEX=1.
-func installAgent(t *testing.T, name, rel string) string {
-	t.Helper()
-	skip := func(format string, args ...any) {
-		t.Helper()
-		msg := fmt.Sprintf(format, args...)
-		if os.Getenv(requireRealEnv) == "1" {
-			t.Fatalf("%s (%s=1)", msg, requireRealEnv)
-		}
-		t.Skipf("SKIP real agent %s: %s", name, msg)
-	}
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		skip("npm: %v", err)
-	}
-	if out, err := exec.Command("node", "--version").Output(); err != nil {
-		skip("node: %v", err)
-	} else if v, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimSpace(string(out)), "v"), "."); atoiOr(v) < 20 {
-		skip("node %s; need >= 20", strings.TrimSpace(string(out)))
-	}
-	src, err := filepath.Abs(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lockJSON, err := os.ReadFile(filepath.Join(src, "package-lock.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(lockJSON)
-	want := hex.EncodeToString(sum[:])
-	dir := os.Getenv("ATM_ACP_CACHE")
-	if dir == "" {
-		dir = filepath.Join(src, "..", "..", "..", "..", ".cache", "acp")
-	}
-	dir = filepath.Join(dir, name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		t.Fatal(err)
-	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
-	stamp := filepath.Join(dir, "node_modules", ".atm-installed")
-	if got, err := os.ReadFile(stamp); err != nil || strings.TrimSpace(string(got)) != want {
-		for _, f := range []string{"package.json", "package-lock.json"} {
-			b, err := os.ReadFile(filepath.Join(src, f))
-			if err == nil {
-				err = os.WriteFile(filepath.Join(dir, f), b, 0o644)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--loglevel=error")
-		cmd.Dir = dir
-		begin := time.Now()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			skip("npm ci in %s: %v\n%s", dir, err, out)
-		}
-		t.Logf("npm ci in %s: %.1fs", dir, time.Since(begin).Seconds())
-		if err := os.WriteFile(stamp, []byte(want+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return filepath.Join(dir, rel)
-}
-
-func atoiOr(s string) int {
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		return 0
-	}
-	return n
 }

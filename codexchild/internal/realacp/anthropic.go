@@ -1,4 +1,4 @@
-package acp_test
+package realacp
 
 import (
 	"encoding/json"
@@ -12,37 +12,55 @@ import (
 	"time"
 )
 
-// anthropicMock is a loopback Anthropic Messages API for running
-// claude-agent-acp (Claude Code underneath) offline; adapted from
-// testscripts/anthropicmock_test.go. A request of the main conversation
-// (its tools include Bash) is answered from the last user message: after
-// a tool result, a text quoting it; for a prompt containing RUN-TOOL, a
-// Bash tool call; for HANG, a stream that stops after message_start; else a
-// text naming the prompt's turn. Side requests
-// (titles, checks) get a short text.
-type anthropicMock struct {
-	srv *httptest.Server
-
-	// hung receives a value when a request for a prompt containing HANG
-	// arrived; that request streams message_start and then nothing until
-	// the client goes away.
+// Anthropic is a loopback Anthropic Messages API for running
+// claude-agent-acp (Claude Code underneath) offline. A request of the main
+// conversation (its tools include Bash) is answered from the last user
+// message:
+//
+//   - after a tool result, a text quoting it: "TOOL RESULT: <result>";
+//   - for a prompt containing RUN-TOOL, a Bash tool call
+//     (touch ran.txt && echo acp-approved);
+//   - for HANG, a stream that stops after message_start (until the client
+//     goes away, or [HangFor]), and for Claude Code's non-streaming retry of
+//     it, "LATE ANSWER TO TURN FOUR";
+//   - else "REPLY TO <the prompt from its last TURN on>".
+//
+// Side requests (titles, checks) get a short text.
+type Anthropic struct {
+	srv  *httptest.Server
 	hung chan struct{}
 
-	mu    sync.Mutex
-	main  int      // main requests so far
-	paths []string // every request's method and path
+	mu   sync.Mutex
+	main int // main requests so far
 }
 
-func startAnthropicMock(t *testing.T) *anthropicMock {
-	m := &anthropicMock{hung: make(chan struct{}, 4)}
+// HangFor is how long a HANG request of the mocks stalls before its stream
+// is cut.
+const HangFor = 5 * time.Second
+
+// StartAnthropic starts the mock; it is closed at the end of the test.
+func StartAnthropic(t testing.TB) *Anthropic {
+	m := &Anthropic{hung: make(chan struct{}, 4)}
 	m.srv = httptest.NewServer(http.HandlerFunc(m.serve))
 	t.Cleanup(m.srv.Close)
 	return m
 }
 
-func (m *anthropicMock) URL() string { return m.srv.URL }
+// URL returns the mock's base URL (ANTHROPIC_BASE_URL).
+func (m *Anthropic) URL() string { return m.srv.URL }
 
-type mockRequest struct {
+// Hung receives a value when a request for a prompt containing HANG
+// arrived and stalls.
+func (m *Anthropic) Hung() <-chan struct{} { return m.hung }
+
+// MainRequests returns the number of main requests so far.
+func (m *Anthropic) MainRequests() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.main
+}
+
+type anthropicRequest struct {
 	Stream bool `json:"stream"`
 	Tools  []struct {
 		Name string `json:"name"`
@@ -53,24 +71,21 @@ type mockRequest struct {
 	} `json:"messages"`
 }
 
-// mockBlock is a content block the model sends: a tool_use (Tool and
+// anthropicBlock is a content block the model sends: a tool_use (Tool and
 // Input) or text.
-type mockBlock struct {
+type anthropicBlock struct {
 	Tool  string
 	Input any
 	Text  string
 }
 
-func (m *anthropicMock) serve(w http.ResponseWriter, r *http.Request) {
+func (m *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	m.mu.Lock()
-	m.paths = append(m.paths, r.Method+" "+r.URL.Path)
-	m.mu.Unlock()
 	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/v1/messages") {
 		http.Error(w, `{"type":"error","error":{"type":"not_found_error","message":"not in the mock"}}`, http.StatusNotFound)
 		return
 	}
-	var req mockRequest
+	var req anthropicRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
@@ -80,7 +95,7 @@ func (m *anthropicMock) serve(w http.ResponseWriter, r *http.Request) {
 		isMain = isMain || tl.Name == "Bash"
 	}
 	if !isMain || len(req.Messages) == 0 {
-		writeModelMessage(w, req.Stream, []mockBlock{{Text: "ok"}}, "side")
+		writeAnthropic(w, req.Stream, []anthropicBlock{{Text: "ok"}}, "side")
 		return
 	}
 	m.mu.Lock()
@@ -88,12 +103,12 @@ func (m *anthropicMock) serve(w http.ResponseWriter, r *http.Request) {
 	n := m.main
 	m.mu.Unlock()
 	last := req.Messages[len(req.Messages)-1]
-	texts, results := userContent(last.Content)
-	var blocks []mockBlock
+	texts, results := anthropicUserContent(last.Content)
+	var blocks []anthropicBlock
 	switch {
 	case len(results) == 0 && strings.Contains(texts, "HANG") && !req.Stream:
 		// Claude Code's non-streaming retry of the stalled request.
-		blocks = []mockBlock{{Text: "LATE ANSWER TO TURN FOUR"}}
+		blocks = []anthropicBlock{{Text: "LATE ANSWER TO TURN FOUR"}}
 	case len(results) == 0 && strings.Contains(texts, "HANG"):
 		w.Header().Set("Content-Type", "text/event-stream")
 		fmt.Fprintf(w, "event: message_start\ndata: %s\n\n", `{"type":"message_start","message":{"id":"msg_hang","type":"message","role":"assistant","model":"claude-mock","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":1}}}`)
@@ -101,25 +116,30 @@ func (m *anthropicMock) serve(w http.ResponseWriter, r *http.Request) {
 		m.hung <- struct{}{}
 		select {
 		case <-r.Context().Done():
-		case <-time.After(hangFor):
+		case <-time.After(HangFor):
 		}
 		return
 	case len(results) > 0:
-		blocks = []mockBlock{{Text: "TOOL RESULT: " + strings.TrimSpace(results[0])}}
+		blocks = []anthropicBlock{{Text: "TOOL RESULT: " + strings.TrimSpace(results[0])}}
 	case strings.Contains(texts, "RUN-TOOL"):
-		blocks = []mockBlock{{Tool: "Bash", Input: map[string]any{"command": "touch ran.txt && echo acp-approved", "description": "Create ran.txt"}}}
+		blocks = []anthropicBlock{{Tool: "Bash", Input: map[string]any{"command": "touch ran.txt && echo acp-approved", "description": "Create ran.txt"}}}
 	default:
-		prompt := texts
-		if i := strings.LastIndex(prompt, "TURN"); i >= 0 {
-			prompt = prompt[i:]
-		}
-		blocks = []mockBlock{{Text: "REPLY TO " + strings.TrimSpace(prompt)}}
+		blocks = []anthropicBlock{{Text: "REPLY TO " + fromLastTurn(texts)}}
 	}
-	writeModelMessage(w, req.Stream, blocks, fmt.Sprint(n))
+	writeAnthropic(w, req.Stream, blocks, fmt.Sprint(n))
 }
 
-// userContent returns the text and the tool results of a user message.
-func userContent(content json.RawMessage) (string, []string) {
+// fromLastTurn returns the prompt from its last "TURN" on, trimmed.
+func fromLastTurn(prompt string) string {
+	if i := strings.LastIndex(prompt, "TURN"); i >= 0 {
+		prompt = prompt[i:]
+	}
+	return strings.TrimSpace(prompt)
+}
+
+// anthropicUserContent returns the text and the tool results of a user
+// message.
+func anthropicUserContent(content json.RawMessage) (string, []string) {
 	var s string
 	if json.Unmarshal(content, &s) == nil {
 		return s, nil
@@ -154,9 +174,9 @@ func userContent(content json.RawMessage) (string, []string) {
 	return text.String(), results
 }
 
-// writeModelMessage writes the model's message: streamed as SSE, or whole.
+// writeAnthropic writes the model's message: streamed as SSE, or whole.
 // Its tool_use ids are toolu_<idPrefix>_<index>.
-func writeModelMessage(w http.ResponseWriter, stream bool, blocks []mockBlock, idPrefix string) {
+func writeAnthropic(w http.ResponseWriter, stream bool, blocks []anthropicBlock, idPrefix string) {
 	stop := "end_turn"
 	var content []map[string]any
 	for i, b := range blocks {
@@ -202,14 +222,4 @@ func writeModelMessage(w http.ResponseWriter, stream bool, blocks []mockBlock, i
 	event("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
 		"usage": map[string]any{"output_tokens": 10}})
 	event("message_stop", map[string]any{"type": "message_stop"})
-}
-
-// hangFor is how long a HANG request stalls before its stream is cut.
-var hangFor = 5 * time.Second
-
-// mainRequests returns the number of main requests so far.
-func (m *anthropicMock) mainRequests() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.main
 }
