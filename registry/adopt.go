@@ -21,8 +21,9 @@ import (
 // Open does). A session whose agent_id r already holds stays where it was.
 // Summaries are kept per identity in the team directory and do not move.
 // r's file is written before the other's is removed, so a crash in between
-// leaves the sessions in both, and the next Adopt finishes the move. It
-// returns the sessions adopted.
+// leaves the sessions in both, and the next Adopt finishes the move. A
+// Deferred registry claims its own instance before it takes any (see
+// [Config]). It returns the sessions adopted.
 func (r *Registry) Adopt(instance string) ([]Session, error) {
 	if err := validIdentity(instance); err != nil {
 		return nil, err
@@ -52,6 +53,11 @@ func (r *Registry) Adopt(instance string) ([]Session, error) {
 	defer r.mu.Unlock()
 	if r.closed {
 		return nil, ErrClosed
+	}
+	if len(st.sessions) > 0 {
+		if err := r.claimInstanceLocked(); err != nil {
+			return nil, fmt.Errorf("adopt %s: %w", instance, err)
+		}
 	}
 	n := len(r.sessions)
 	var adopted []Session

@@ -45,6 +45,11 @@ type Entry struct {
 type AuditConfig struct {
 	// Now returns the current time. Optional: nil means time.Now.
 	Now func() time.Time
+	// Deferred makes OpenAudit create nothing: the log (and the team
+	// directory) is created at the first Append, whose error then says
+	// what went wrong. For a team that may be a typo, like
+	// [Config.Deferred]. Optional: false creates the log at once.
+	Deferred bool
 }
 
 // Audit appends entries to a team's audit log. It is safe for concurrent
@@ -52,29 +57,45 @@ type AuditConfig struct {
 // write to a file opened with O_APPEND, so lines never interleave.
 type Audit struct {
 	now func() time.Time
+	dir Dir
 
-	mu sync.Mutex
-	f  *os.File // nil once closed
+	mu     sync.Mutex
+	f      *os.File // nil until opened (Deferred) and once closed
+	closed bool
 }
 
 // ErrAuditClosed is returned by Append after Close.
 var ErrAuditClosed = errors.New("audit log closed")
 
 // OpenAudit opens (creating, 0600) the team's audit log {team}/audit.jsonl
-// for appending.
+// for appending; with AuditConfig.Deferred, at the first Append.
 func (d Dir) OpenAudit(cfg AuditConfig) (*Audit, error) {
-	if err := os.MkdirAll(d.root, dirPerm); err != nil {
-		return nil, fmt.Errorf("open audit log: %w", err)
-	}
-	f, err := os.OpenFile(d.auditPath(), os.O_WRONLY|os.O_APPEND|os.O_CREATE, filePerm)
-	if err != nil {
-		return nil, fmt.Errorf("open audit log: %w", err)
-	}
 	now := cfg.Now
 	if now == nil {
 		now = time.Now
 	}
-	return &Audit{now: now, f: f}, nil
+	a := &Audit{now: now, dir: d}
+	if cfg.Deferred {
+		return a, nil
+	}
+	if err := a.openLocked(); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// openLocked creates the team directory and opens the log. a.mu must be
+// held (or a not yet shared).
+func (a *Audit) openLocked() error {
+	if err := os.MkdirAll(a.dir.root, dirPerm); err != nil {
+		return fmt.Errorf("open audit log: %w", err)
+	}
+	f, err := os.OpenFile(a.dir.auditPath(), os.O_WRONLY|os.O_APPEND|os.O_CREATE, filePerm)
+	if err != nil {
+		return fmt.Errorf("open audit log: %w", err)
+	}
+	a.f = f
+	return nil
 }
 
 // Append redacts every text field of e (see [Redact]), cuts the summary to
@@ -97,8 +118,13 @@ func (a *Audit) Append(e Entry) error {
 	line = append(line, '\n')
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.f == nil {
+	if a.closed {
 		return ErrAuditClosed
+	}
+	if a.f == nil {
+		if err := a.openLocked(); err != nil {
+			return fmt.Errorf("audit: %w", err)
+		}
 	}
 	// One write call per entry: with O_APPEND the kernel places it at the
 	// end atomically with respect to other appenders.
@@ -112,6 +138,10 @@ func (a *Audit) Append(e Entry) error {
 func (a *Audit) Close() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.closed {
+		return nil
+	}
+	a.closed = true
 	if a.f == nil {
 		return nil
 	}

@@ -12,7 +12,10 @@
 //	{team}/{identity}/{backend_id}/summary.md  saved summary of one Codex thread
 //
 // A proxy opens its registry with [Open], which claims the instance identity,
-// loads the file and marks the sessions of the previous process stale. Each
+// loads the file and marks the sessions of the previous process stale; for
+// a team that may be a typo, [Config.Deferred] (and [AuditConfig.Deferred])
+// postpone all of that, and every file and directory, to the first session
+// recorded. Each
 // change ([Registry.Add], [Registry.Update], [Registry.CloseSession],
 // [Registry.Remove], [Registry.Prune]) claims or releases the session's
 // identity as its status requires and persists the whole file before it
@@ -30,7 +33,10 @@
 // file on disk always matches a state the in-memory registry was in and two
 // persists never race. Only one process writes a registry file: the one
 // holding the instance identity's lock, so no file lock is taken around the
-// writes themselves.
+// writes themselves. The instance claim of a Deferred registry is taken
+// under the mutex by the first [Registry.Add] or [Registry.Adopt], as a
+// session's claim is: without waiting (a rival holder is a conflict), so
+// no lock is ever waited for while the mutex is held.
 //
 // Identity claims. An identity is bound by holding an exclusive lock
 // (github.com/gofrs/flock: flock(2) on Unix, LockFileEx on Windows) on

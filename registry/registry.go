@@ -37,6 +37,16 @@ type Config struct {
 	Logger *slog.Logger
 	// Now returns the current time. Optional: nil means time.Now.
 	Now func() time.Time
+	// Deferred makes Open create nothing for an instance that has no
+	// directory yet: it neither creates {team}/{identity} nor claims the
+	// instance identity, and the registry starts empty. The first
+	// [Registry.Add] or [Registry.Adopt] claims the identity (failing with
+	// a [*ConflictError] while another process holds it), creates the
+	// directory and loads whatever registry file appeared meanwhile. It is
+	// for a team that may be a typo, which then leaves nothing on disk until
+	// a session is recorded. An instance whose directory exists is claimed
+	// at Open either way. Optional: false claims at Open.
+	Deferred bool
 }
 
 // Registry is the session registry of one proxy instance, persisted at
@@ -50,8 +60,10 @@ type Registry struct {
 	log      *slog.Logger
 	now      func() time.Time
 
-	mu       sync.Mutex
-	closed   bool
+	mu     sync.Mutex
+	closed bool
+	// instance is the instance identity's claim; nil while a Deferred
+	// registry has not claimed it yet (and then sessions is empty).
 	instance *Claim
 	sessions []Session
 	extra    map[string]json.RawMessage
@@ -78,7 +90,8 @@ type binding struct {
 // registry.json.corrupt-{time} (kept for inspection), a warning is logged and
 // the registry starts empty. Pending files left by a crash are removed. If
 // the instance identity is held by another live process, Open fails with a
-// [*ConflictError].
+// [*ConflictError]. With Config.Deferred, an instance without a directory
+// is claimed and loaded at its first change instead (see [Config]).
 func Open(cfg Config) (*Registry, error) {
 	dir, err := TeamDir(cfg.Home, cfg.Team)
 	if err != nil {
@@ -104,19 +117,41 @@ func Open(cfg Config) (*Registry, error) {
 		bound:    make(map[string]binding),
 		encoded:  make(map[string][]byte),
 	}
-	if err := os.MkdirAll(dir.instanceDir(cfg.Identity), dirPerm); err != nil {
-		return nil, fmt.Errorf("open registry: %w", err)
+	if cfg.Deferred {
+		if _, err := os.Stat(dir.instanceDir(cfg.Identity)); errors.Is(err, fs.ErrNotExist) {
+			r.log.Debug("registry deferred: nothing is created before the first session")
+			return r, nil
+		}
 	}
-	claim, err := dir.Claim(cfg.Identity, "")
-	if err != nil {
-		return nil, fmt.Errorf("open registry: %w", err)
-	}
-	r.instance = claim
-	if err := r.load(); err != nil {
-		claim.Release()
+	if err := r.claimInstanceLocked(); err != nil {
 		return nil, fmt.Errorf("open registry: %w", err)
 	}
 	return r, nil
+}
+
+// claimInstanceLocked creates the instance directory, claims the instance
+// identity and loads the file, unless the claim is held already. r.mu
+// must be held (or r not yet shared).
+func (r *Registry) claimInstanceLocked() error {
+	if r.instance != nil {
+		return nil
+	}
+	if err := os.MkdirAll(r.dir.instanceDir(r.identity), dirPerm); err != nil {
+		return err
+	}
+	claim, err := r.dir.Claim(r.identity, "")
+	if err != nil {
+		return err
+	}
+	r.instance = claim
+	if err := r.load(); err != nil {
+		r.instance = nil
+		r.sessions, r.extra = nil, nil
+		clear(r.encoded)
+		claim.Release()
+		return err
+	}
+	return nil
 }
 
 // load reads the file and marks live sessions stale. It runs before the
@@ -203,12 +238,16 @@ func (r *Registry) encodeCached(s Session) ([]byte, error) {
 }
 
 // Persist writes the registry file again. Every change already persists;
-// Persist is for retrying after a failed write.
+// Persist is for retrying after a failed write. A Deferred registry that
+// has recorded nothing yet has nothing to write.
 func (r *Registry) Persist() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return ErrClosed
+	}
+	if r.instance == nil {
+		return nil
 	}
 	return r.persistLocked()
 }
@@ -256,13 +295,17 @@ func (r *Registry) releaseLocked(identity, agentID string) {
 // empty AgentID gets [NewAgentID], Backend "codex", Team the registry's team,
 // Status active, zero StartedAt and LastActive the current time. A live
 // session claims its identity first; if that identity is bound elsewhere,
-// Add fails with a [*ConflictError] and changes nothing. It returns the
+// Add fails with a [*ConflictError] and changes nothing. A Deferred
+// registry claims its instance first (see [Config]). It returns the
 // session as stored.
 func (r *Registry) Add(s Session) (Session, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return Session{}, ErrClosed
+	}
+	if err := r.claimInstanceLocked(); err != nil {
+		return Session{}, fmt.Errorf("add session: %w", err)
 	}
 	s = s.clone()
 	if s.AgentID == "" {
@@ -465,6 +508,8 @@ func (r *Registry) Close() error {
 		}
 		delete(r.bound, id)
 	}
-	errs = append(errs, r.instance.Release())
+	if r.instance != nil {
+		errs = append(errs, r.instance.Release())
+	}
 	return errors.Join(errs...)
 }
