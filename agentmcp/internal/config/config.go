@@ -183,6 +183,11 @@ type Config struct {
 	Role      string          // default role preset for new sessions; "" none
 	Roles     map[string]Role // presets by name
 	Resume    Resume
+	// Agents are the ACP agent kinds by name: the presets (Presets),
+	// overridden by and next to the agents of
+	// [plugins.atm-agent-mcp.agents.<name>] (see AgentConfig and Agent).
+	// Codex is not among them.
+	Agents map[string]AgentConfig
 
 	BasePromptFile        string // absolute path, "" = Codex's own base instructions
 	ExtraInstructionsFile string // absolute path, "" = the bundled extra instructions

@@ -23,10 +23,33 @@
 // `[plugins.atm-agent-mcp]` with the keys listed in the README, plus role
 // presets in `[plugins.atm-agent-mcp.roles.<name>]` and per-identity
 // auto-mail switches in `[plugins.atm-agent-mcp.per_thread_auto_mail]`.
-// Tables (roles, per_thread_auto_mail) merge entry by entry across files;
+// Tables (roles, per_thread_auto_mail, agents) merge entry by entry across files;
 // every other key takes the whole value of the highest layer that sets it.
 // Relative paths in a file are relative to that file's directory; relative
 // paths from a flag or the environment are relative to the working directory.
+//
+// # Agent kinds
+//
+// Besides Codex, serve runs coding agents that speak the Agent Client
+// Protocol. [Config.Agents] holds them by name, each an [AgentConfig] that
+// codexchild's ACP backend starts, with every field's source:
+//
+//   - the presets claude (claude-agent-acp), gemini (gemini --acp) and
+//     opencode (opencode acp), with the environment each needs and the
+//     mode or settings that make it ask for permission (agents.go,
+//     measured with their npm packages);
+//   - the sections [plugins.atm-agent-mcp.agents.<name>] (command, args,
+//     env, mode, config_options, resume, approval, enabled): a section
+//     named like a preset overrides the fields it sets; any other name in
+//     lower case defines an agent, which needs a command. "codex" is
+//     reserved. Each field takes the highest file that sets it; env and
+//     config_options merge entry by entry.
+//
+// A preset's variable is set only when neither the agent's env table nor
+// serve's own environment sets it (source "env VAR" then), except
+// OPENCODE_CONFIG_CONTENT, a JSON object into which the opencode preset
+// merges its permission settings under the user's own. Agents have no
+// flags or ATM_AGENT_MCP_ variables.
 //
 // Two keys chain through more than one name:
 //

@@ -1,23 +1,27 @@
 package config
 
 import (
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 )
 
 // Entry is one resolved value for display by `atm-agent-mcp config`.
 type Entry struct {
 	Key string `json:"key"`
-	// Value is a string, bool, int, or nil for "none". Durations are given
-	// in the unit their key names (milliseconds or seconds).
+	// Value is a string, bool, int, a list of strings (an agent's args),
+	// or nil for "none". Durations are given in the unit their key names
+	// (milliseconds or seconds).
 	Value  any    `json:"value"`
 	Source Source `json:"source"`
 }
 
 // Entries returns every resolved value with its source, in a fixed order:
 // where state lives, who the proxy is, how Codex runs, mail, approvals,
-// logging, then role presets and per-identity auto-mail switches.
+// logging, then role presets, per-identity auto-mail switches and the
+// agent kinds (see agentEntries).
 // effective_model is the model a session without a role gets (see
 // EffectiveModel).
 func (c *Config) Entries() []Entry {
@@ -107,5 +111,52 @@ func (c *Config) Entries() []Entry {
 			es = append(es, Entry{Key: k, Value: f.v, Source: c.Sources[k]})
 		}
 	}
+	return append(es, c.agentEntries()...)
+}
+
+// agentEntries are the agents' values, agent by agent: enabled, command,
+// args, mode, resume, approval, then env.<VAR> and config_options.<id>. The
+// value of a variable whose name says it holds a secret (KEY, TOKEN,
+// SECRET, PASSWORD) is not shown, only its length.
+func (c *Config) agentEntries() []Entry {
+	var es []Entry
+	for _, name := range slices.Sorted(maps.Keys(c.Agents)) {
+		a := c.Agents[name]
+		add := func(k string, v any) {
+			es = append(es, Entry{Key: agentPrefix + name + "." + k, Value: v, Source: a.Sources[k]})
+		}
+		add("enabled", a.Enabled)
+		var cmd any
+		if a.Command != "" {
+			cmd = a.Command
+		}
+		add("command", cmd)
+		add("args", a.Args)
+		var mode any
+		if a.Mode != "" {
+			mode = a.Mode
+		}
+		add("mode", mode)
+		add("resume", a.Resume)
+		add("approval", a.Approval)
+		for _, k := range slices.Sorted(maps.Keys(a.Env)) {
+			add("env."+k, shownEnv(k, a.Env[k]))
+		}
+		for _, o := range a.ConfigOptions {
+			add("config_options."+o.ID, o.Value)
+		}
+	}
 	return es
+}
+
+// shownEnv is how `config` shows an agent's variable: a secret's length
+// only.
+func shownEnv(name, value string) string {
+	up := strings.ToUpper(name)
+	for _, s := range []string{"KEY", "TOKEN", "SECRET", "PASSWORD"} {
+		if strings.Contains(up, s) {
+			return fmt.Sprintf("(secret, %d characters)", len(value))
+		}
+	}
+	return value
 }

@@ -70,7 +70,7 @@ var pluginKeys = []string{
 	"auto_mail", "per_thread_auto_mail", "max_mail_messages", "max_mail_message_length",
 	"elicitation_timeout_secs", "handshake_timeout_secs", "codex_restart", "approval_fallback", "mcp_protocol", "log_level", "log_file",
 	"max_result_chars", "event_buffer_size", "lead_push",
-	"roles",
+	"roles", "agents",
 }
 
 // roleKeys are the keys of a role preset.
@@ -158,6 +158,7 @@ func Load(opts LoadOptions) (*Config, error) {
 		cfg.Files = append(cfg.Files, p)
 		cfg.Warnings = append(cfg.Warnings, f.misspelt...)
 		cfg.Warnings = append(cfg.Warnings, unknownKeys(f)...)
+		cfg.Warnings = append(cfg.Warnings, agentWarnings(f)...)
 	}
 	if err := errors.Join(ferrs...); err != nil {
 		return nil, err
@@ -248,6 +249,8 @@ func (r *resolver) resolveAll(cfg *Config, opts LoadOptions) {
 	cfg.LogLevel = r.enum("log_level", DefaultLogLevel, LogLevels, std("log_level", "--log-level"))
 	cfg.LogFile = r.path("log_file", std("log_file", "--log-file"))
 	cfg.Roles = r.roles()
+	cfg.Agents = r.agents()
+	cfg.Warnings = append(cfg.Warnings, r.warnings...)
 	r.resolveSession(cfg)
 
 	r.crossCheck(cfg)

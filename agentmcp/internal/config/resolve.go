@@ -80,6 +80,7 @@ type resolver struct {
 	userHome string // for ~ in paths
 	sources  map[string]Source
 	errs     []error
+	warnings []Warning
 }
 
 // find returns the first value set along chain.

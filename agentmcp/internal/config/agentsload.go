@@ -1,0 +1,395 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// agentKeys are the keys of an agent section; any other key draws a
+// warning.
+var agentKeys = []string{"command", "args", "env", "mode", "config_options", "resume", "approval", "enabled"}
+
+// agentName is the form of an agent's name: it is a tool argument
+// (agent_start's agent) and part of configuration keys.
+var agentName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
+
+// envVarName is the form of an environment variable's name.
+var envVarName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// agentPrefix is the key prefix of agent values in Config.Sources.
+const agentPrefix = "agents."
+
+// agents resolves the agent kinds: every preset, and every section of
+// [plugins.atm-agent-mcp.agents], each field taking the highest file that
+// sets it and the env and config_options tables merging entry by entry.
+func (r *resolver) agents() map[string]AgentConfig {
+	names := map[string]bool{}
+	for _, p := range presets {
+		names[p.Name] = true
+	}
+	files := map[string][]string{}
+	for _, f := range r.files {
+		v, ok := f.get(pluginL("agents"))
+		if !ok {
+			continue
+		}
+		src := Source{Kind: SourceFile, Detail: f.path, Key: pluginKeyPrefix + "agents"}
+		t, ok := v.(map[string]any)
+		if !ok {
+			r.errs = append(r.errs, &Error{Key: "agents", Source: src, Value: tomlText(v), Expected: "a table of agents ([plugins.atm-agent-mcp.agents.<name>])"})
+			continue
+		}
+		for _, name := range slices.Sorted(maps.Keys(t)) {
+			s := src
+			s.Key += "." + name
+			fail := func(expected string) {
+				r.errs = append(r.errs, &Error{Key: agentPrefix + name, Source: s, Value: tomlText(t[name]), Expected: expected})
+			}
+			switch _, isTable := t[name].(map[string]any); {
+			case name == CodexAgent:
+				fail(`a name other than codex: "codex" is the built-in Codex backend, set up by codex_bin, backend, model … in [plugins.atm-agent-mcp]`)
+			case !agentName.MatchString(name):
+				fail("an agent named in lower case: a letter, then letters, digits, - or _ (at most 32)" + suggest(name, presetNames()))
+			case !isTable:
+				fail("a table of " + strings.Join(agentKeys, ", "))
+			default:
+				names[name] = true
+				files[name] = append(files[name], f.path)
+			}
+		}
+	}
+	out := make(map[string]AgentConfig, len(names))
+	for _, name := range slices.Sorted(maps.Keys(names)) {
+		out[name] = r.agent(name, files[name])
+	}
+	return out
+}
+
+// presetNames are the names of the presets.
+func presetNames() []string {
+	var out []string
+	for _, p := range presets {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+// agent resolves one agent kind: the files' values over the preset's.
+func (r *resolver) agent(name string, files []string) AgentConfig {
+	p, isPreset := preset(name)
+	a := AgentConfig{Name: name, Files: files, Env: map[string]string{}, Sources: map[string]Source{}}
+	if isPreset {
+		a.Preset, a.ModelWire, a.Install = p.Name, p.ModelWire, p.Install()
+	}
+	presetSrc := Source{Kind: SourcePreset, Detail: name}
+	at := func(path ...string) []lookup {
+		return []lookup{pluginL(append([]string{"agents", name}, path...)...)}
+	}
+	set := func(k string, src Source) {
+		a.Sources[k] = src
+		r.sources[agentPrefix+name+"."+k] = src
+	}
+	// get finds and decodes one key; a bad value is an error and unset.
+	get := func(d decoder, path ...string) (any, Source, bool) {
+		raw, src, ok := r.find(at(path...))
+		if !ok {
+			return nil, Source{}, false
+		}
+		v, ok := d.decode(raw, src)
+		if !ok {
+			r.errs = append(r.errs, &Error{Key: agentPrefix + name + "." + strings.Join(path, "."), Source: src, Value: rawText(raw, src), Expected: d.expected})
+			return nil, Source{}, false
+		}
+		return v, src, true
+	}
+	// pick sets a string field from the files, else from the preset (when
+	// it has a value), else the default.
+	pick := func(dst *string, k string, d decoder, presetValue, def string) {
+		switch v, src, ok := get(d, k); {
+		case ok:
+			*dst = v.(string)
+			set(k, src)
+		case presetValue != "":
+			*dst = presetValue
+			set(k, presetSrc)
+		default:
+			*dst = def
+			set(k, Source{Kind: SourceDefault})
+		}
+	}
+
+	a.Enabled = true
+	set("enabled", Source{Kind: SourceDefault})
+	if v, src, ok := get(boolDec, "enabled"); ok {
+		a.Enabled = v.(bool)
+		set("enabled", src)
+	}
+	pick(&a.Approval, "approval", enumDec(AgentApprovals), "", DefaultAgentApproval)
+	pick(&a.Resume, "resume", enumDec(AgentResumes), p.Resume, DefaultAgentResume)
+	askMode := ""
+	if a.Approval == "ask" {
+		askMode = p.AskMode
+	}
+	pick(&a.Mode, "mode", stringDec, askMode, "")
+
+	// The command, and the arguments.
+	var tail []string
+	if v, src, ok := get(r.commandDec(), "command"); ok {
+		cmd := v.([]string)
+		a.Command, tail = cmd[0], cmd[1:]
+		set("command", src)
+	} else if isPreset {
+		a.Command = p.Command
+		set("command", presetSrc)
+	} else if _, _, found := r.find(at("command")); !found && a.Enabled {
+		r.errs = append(r.errs, &Error{Key: agentPrefix + name + ".command",
+			Source:   Source{Kind: SourceFile, Detail: files[0], Key: pluginKeyPrefix + agentPrefix + name + ".command"},
+			Value:    "(missing)",
+			Expected: "the agent's program: a name or path, or an array of the program and its first arguments (an agent that is not a preset needs one)"})
+	}
+	args := p.Args
+	set("args", presetSrc)
+	if !isPreset {
+		set("args", Source{Kind: SourceDefault})
+	}
+	if v, src, ok := get(stringsDec, "args"); ok {
+		args = v.([]string)
+		set("args", src)
+	}
+	a.Args = append(slices.Clone(tail), args...)
+	if a.Args == nil {
+		a.Args = []string{}
+	}
+	a.launchArgs = len(tail)
+
+	r.agentEnv(&a, p, presetSrc, at)
+	a.ConfigOptions = r.agentOptions(name, at, set)
+	return a
+}
+
+// agentEnv resolves the agent's environment: the user's env table (merged
+// across files, entry by entry), then the preset's variables that neither
+// the table nor serve's environment sets, then, with approval ask, the
+// preset's ask variables (a JSON one merged under the user's value).
+func (r *resolver) agentEnv(a *AgentConfig, p AgentPreset, presetSrc Source, at func(...string) []lookup) {
+	set := func(k string, v string, src Source) {
+		a.Env[k] = v
+		a.Sources["env."+k] = src
+		r.sources[agentPrefix+a.Name+".env."+k] = src
+	}
+	vars := map[string]bool{}
+	for _, f := range r.files {
+		v, ok := f.get(at("env")[0])
+		if !ok {
+			continue
+		}
+		src := Source{Kind: SourceFile, Detail: f.path, Key: pluginKeyPrefix + agentPrefix + a.Name + ".env"}
+		t, ok := v.(map[string]any)
+		if !ok {
+			r.errs = append(r.errs, &Error{Key: agentPrefix + a.Name + ".env", Source: src, Value: tomlText(v), Expected: "a table of VARIABLE = \"value\""})
+			continue
+		}
+		for k := range t {
+			if !envVarName.MatchString(k) {
+				s := src
+				s.Key += "." + k
+				r.errs = append(r.errs, &Error{Key: agentPrefix + a.Name + ".env." + k, Source: s, Value: tomlText(t[k]), Expected: "a variable name (letters, digits and _)"})
+				continue
+			}
+			vars[k] = true
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(vars)) {
+		raw, src, _ := r.find(at("env", k))
+		s, ok := raw.(string)
+		if !ok {
+			r.errs = append(r.errs, &Error{Key: agentPrefix + a.Name + ".env." + k, Source: src, Value: tomlText(raw), Expected: "a string"})
+			continue
+		}
+		set(k, s, src)
+	}
+	own := func(k string) (string, Source, bool) {
+		if v, ok := a.Env[k]; ok {
+			return v, a.Sources["env."+k], true
+		}
+		if v, ok := r.env(k); ok {
+			return v, Source{Kind: SourceEnv, Detail: k}, true
+		}
+		return "", Source{}, false
+	}
+	presetEnv := maps.Clone(p.Env)
+	if a.Approval == "ask" {
+		for k, v := range p.AskEnv {
+			if presetEnv == nil {
+				presetEnv = map[string]string{}
+			}
+			presetEnv[k] = v
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(presetEnv)) {
+		v, src, ok := own(k)
+		switch {
+		case !ok:
+			set(k, presetEnv[k], presetSrc)
+		case slices.Contains(jsonEnv, k):
+			merged, err := mergeJSON(presetEnv[k], v)
+			if err == nil {
+				set(k, merged, Source{Kind: SourcePreset, Detail: a.Name + " merged with " + src.String()})
+				continue
+			}
+			if src.Kind == SourceFile {
+				r.errs = append(r.errs, &Error{Key: agentPrefix + a.Name + ".env." + k, Source: src, Value: fmt.Sprintf("%q", v),
+					Expected: "a JSON object (the preset merges its permission settings into it; " + err.Error() + ")"})
+				continue
+			}
+			r.warnings = append(r.warnings, Warning{File: src.String(), Key: agentPrefix + a.Name + ".env." + k,
+				Message: fmt.Sprintf("not a JSON object (%v): the %s preset cannot merge the settings that make %s ask for permission into it", err, a.Name, a.Name)})
+		default:
+			set(k, v, src)
+		}
+	}
+}
+
+// agentOptions resolves the config_options table, merged across files
+// entry by entry, in order of id.
+func (r *resolver) agentOptions(name string, at func(...string) []lookup, set func(string, Source)) []AgentOption {
+	ids := map[string]bool{}
+	for _, f := range r.files {
+		v, ok := f.get(at("config_options")[0])
+		if !ok {
+			continue
+		}
+		t, ok := v.(map[string]any)
+		if !ok {
+			src := Source{Kind: SourceFile, Detail: f.path, Key: pluginKeyPrefix + agentPrefix + name + ".config_options"}
+			r.errs = append(r.errs, &Error{Key: agentPrefix + name + ".config_options", Source: src, Value: tomlText(v), Expected: "a table of option = value"})
+			continue
+		}
+		for id := range t {
+			ids[id] = true
+		}
+	}
+	out := []AgentOption{}
+	for _, id := range slices.Sorted(maps.Keys(ids)) {
+		raw, src, _ := r.find(at("config_options", id))
+		switch raw.(type) {
+		case string, bool, int64, float64:
+			out = append(out, AgentOption{ID: id, Value: raw})
+			set("config_options."+id, src)
+		default:
+			r.errs = append(r.errs, &Error{Key: agentPrefix + name + ".config_options." + id, Source: src, Value: tomlText(raw), Expected: "a string, boolean or number"})
+		}
+	}
+	return out
+}
+
+// stringsDec decodes an array of strings.
+var stringsDec = decoder{
+	expected: "an array of strings",
+	decode: func(v any, _ Source) (any, bool) {
+		arr, ok := v.([]any)
+		if !ok {
+			return nil, false
+		}
+		out := make([]string, 0, len(arr))
+		for _, e := range arr {
+			s, ok := e.(string)
+			if !ok {
+				return nil, false
+			}
+			out = append(out, s)
+		}
+		return out, true
+	},
+}
+
+// commandDec decodes an agent's command: a program (a name looked up in
+// PATH, or a path made absolute as pathDec does), or an array of the
+// program and its first arguments. A name with blanks is refused: a
+// command with arguments is an array.
+func (r *resolver) commandDec() decoder {
+	return decoder{
+		expected: `the agent's program: a name or path, or an array of the program and its first arguments (["npx", "-y", "package"])`,
+		decode: func(v any, src Source) (any, bool) {
+			var cmd []string
+			switch v := v.(type) {
+			case string:
+				cmd = []string{v}
+			case []any:
+				s, ok := stringsDec.decode(v, src)
+				if !ok {
+					return nil, false
+				}
+				cmd = s.([]string)
+			default:
+				return nil, false
+			}
+			if len(cmd) == 0 || strings.TrimSpace(cmd[0]) == "" {
+				return nil, false
+			}
+			prog := cmd[0]
+			isPath := strings.ContainsRune(prog, '/') || strings.ContainsRune(prog, filepath.Separator) || prog == "~"
+			if !isPath && strings.ContainsAny(prog, " \t") {
+				return nil, false
+			}
+			if isPath {
+				cmd[0] = r.absPath(prog, src)
+			}
+			return cmd, true
+		},
+	}
+}
+
+// mergeJSON merges the JSON object user over the JSON object base: a key
+// set in both takes the user's value, unless both are objects, which merge
+// the same way. The result is compact JSON with sorted keys.
+func mergeJSON(base, user string) (string, error) {
+	var b, u map[string]any
+	if err := json.Unmarshal([]byte(base), &b); err != nil {
+		return "", fmt.Errorf("preset: %w", err)
+	}
+	if err := json.Unmarshal([]byte(user), &u); err != nil || u == nil {
+		if err == nil {
+			err = errors.New("null")
+		}
+		return "", err
+	}
+	out, err := json.Marshal(mergeObjects(b, u))
+	return string(out), err
+}
+
+func mergeObjects(base, user map[string]any) map[string]any {
+	out := maps.Clone(base)
+	for k, uv := range user {
+		bo, bok := out[k].(map[string]any)
+		uo, uok := uv.(map[string]any)
+		if bok && uok {
+			out[k] = mergeObjects(bo, uo)
+			continue
+		}
+		out[k] = uv
+	}
+	return out
+}
+
+// agentWarnings warns about the keys of an agent section that nothing
+// reads.
+func agentWarnings(f *fileLayer) []Warning {
+	var ws []Warning
+	agents, _ := f.plugin["agents"].(map[string]any)
+	for _, name := range slices.Sorted(maps.Keys(agents)) {
+		t, _ := agents[name].(map[string]any)
+		for _, k := range slices.Sorted(maps.Keys(t)) {
+			if !slices.Contains(agentKeys, k) {
+				ws = append(ws, Warning{File: f.path, Key: pluginKeyPrefix + agentPrefix + name + "." + k, Message: "unknown agent key, ignored" + suggest(k, agentKeys)})
+			}
+		}
+	}
+	return ws
+}
