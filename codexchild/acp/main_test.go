@@ -30,6 +30,8 @@ func TestMain(m *testing.M) {
 		fakeSleeperMain()
 	case os.Getenv("FAKEACP") == "1":
 		fakeAgentMain()
+	case os.Getenv(echoIdentityEnv) != "":
+		echoServerMain()
 	case os.Getenv("FAKEACP_PROXY") != "":
 		os.Exit(fakeProxyMain())
 	}

@@ -15,15 +15,10 @@ import (
 // Anthropic is a loopback Anthropic Messages API for running
 // claude-agent-acp (Claude Code underneath) offline. A request of the main
 // conversation (its tools include Bash) is answered from the last user
-// message:
-//
-//   - after a tool result, a text quoting it: "TOOL RESULT: <result>";
-//   - for a prompt containing RUN-TOOL, a Bash tool call
-//     (touch ran.txt && echo acp-approved);
-//   - for HANG, a stream that stops after message_start (until the client
-//     goes away, or [HangFor]), and for Claude Code's non-streaming retry of
-//     it, "LATE ANSWER TO TURN FOUR";
-//   - else "REPLY TO <the prompt from its last TURN on>".
+// message, by the keywords of [KeyHang], [KeyRunTool] (Bash) and
+// [KeyCallTool]; a hanging answer is a stream that stops after
+// message_start (until the client goes away, or [HangFor]), and Claude
+// Code's non-streaming retry of it gets "LATE ANSWER TO TURN FOUR".
 //
 // Side requests (titles, checks) get a short text.
 type Anthropic struct {
@@ -104,12 +99,17 @@ func (m *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 	m.mu.Unlock()
 	last := req.Messages[len(req.Messages)-1]
 	texts, results := anthropicUserContent(last.Content)
+	var tools []string
+	for _, tl := range req.Tools {
+		tools = append(tools, tl.Name)
+	}
+	mv := script(texts, results, tools)
 	var blocks []anthropicBlock
 	switch {
-	case len(results) == 0 && strings.Contains(texts, "HANG") && !req.Stream:
+	case mv.Hang && !req.Stream:
 		// Claude Code's non-streaming retry of the stalled request.
 		blocks = []anthropicBlock{{Text: "LATE ANSWER TO TURN FOUR"}}
-	case len(results) == 0 && strings.Contains(texts, "HANG"):
+	case mv.Hang:
 		w.Header().Set("Content-Type", "text/event-stream")
 		fmt.Fprintf(w, "event: message_start\ndata: %s\n\n", `{"type":"message_start","message":{"id":"msg_hang","type":"message","role":"assistant","model":"claude-mock","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":1}}}`)
 		w.(http.Flusher).Flush()
@@ -119,22 +119,12 @@ func (m *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 		case <-time.After(HangFor):
 		}
 		return
-	case len(results) > 0:
-		blocks = []anthropicBlock{{Text: "TOOL RESULT: " + strings.TrimSpace(results[0])}}
-	case strings.Contains(texts, "RUN-TOOL"):
-		blocks = []anthropicBlock{{Tool: "Bash", Input: map[string]any{"command": "touch ran.txt && echo acp-approved", "description": "Create ran.txt"}}}
+	case mv.Tool != "":
+		blocks = []anthropicBlock{{Tool: mv.Tool, Input: mv.Args}}
 	default:
-		blocks = []anthropicBlock{{Text: "REPLY TO " + fromLastTurn(texts)}}
+		blocks = []anthropicBlock{{Text: mv.Text}}
 	}
 	writeAnthropic(w, req.Stream, blocks, fmt.Sprint(n))
-}
-
-// fromLastTurn returns the prompt from its last "TURN" on, trimmed.
-func fromLastTurn(prompt string) string {
-	if i := strings.LastIndex(prompt, "TURN"); i >= 0 {
-		prompt = prompt[i:]
-	}
-	return strings.TrimSpace(prompt)
 }
 
 // anthropicUserContent returns the text and the tool results of a user

@@ -1,0 +1,244 @@
+package acp_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/acp"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/internal/realacp"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realcodex"
+)
+
+// opencodeEnv returns the environment of an opencode agent offline: a
+// fresh home (HOME and the XDG dirs, where it keeps its sessions: the
+// same home for a process that loads a session), its model the
+// OpenAI-compatible provider "mock" at baseURL, no models.dev fetch, no
+// autoupdate, no plugins or LSP downloads, and bash and edits asking for
+// permission.
+func opencodeEnv(home, baseURL string) []string {
+	cfg, _ := json.Marshal(map[string]any{
+		"$schema": "https://opencode.ai/config.json",
+		"provider": map[string]any{"mock": map[string]any{
+			"npm":     "@ai-sdk/openai-compatible",
+			"options": map[string]any{"baseURL": baseURL, "apiKey": "sk-mock"},
+			"models":  map[string]any{"mock-model": map[string]any{}},
+		}},
+		"model":       "mock/mock-model",
+		"small_model": "mock/mock-model",
+		"permission":  map[string]any{"bash": "ask", "edit": "ask"},
+		"autoupdate":  false,
+		"share":       "disabled",
+	})
+	return []string{
+		"HOME=" + home,
+		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "XDG_DATA_HOME=" + filepath.Join(home, ".local", "share"),
+		"XDG_CACHE_HOME=" + filepath.Join(home, ".cache"), "XDG_STATE_HOME=" + filepath.Join(home, ".local", "state"),
+		"OPENCODE_CONFIG_CONTENT=" + string(cfg),
+		"OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_LSP_DOWNLOAD=1",
+		"OPENCODE_DISABLE_DEFAULT_PLUGINS=1", "OPENCODE_DISABLE_SHARE=1", "OPENCODE_DISABLE_CLAUDE_CODE=1",
+	}
+}
+
+// echoServer returns a stdio MCP server entry that runs this test binary
+// as realcodex's echo tool server (tool echo_identity) for identity,
+// logging its calls to log, tagged with tag.
+func echoServer(t *testing.T, identity, log, tag string) acp.MCPServer {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return acp.MCPServer{Name: "teammail", Command: exe, Args: []string{"-test.run=^$"}, Env: []acp.NameValue{
+		{Name: echoIdentityEnv, Value: identity}, {Name: echoLogEnv, Value: log}, {Name: realacp.TagEnv, Value: tag},
+	}}
+}
+
+// Environment of the test binary run as the echo MCP server.
+const (
+	echoIdentityEnv = "ACPTEST_ECHO_IDENTITY"
+	echoLogEnv      = "ACPTEST_ECHO_LOG"
+)
+
+// echoServerMain serves realcodex's echo tool on stdin and stdout, each
+// call logged to $ACPTEST_ECHO_LOG, and exits.
+func echoServerMain() {
+	f, err := os.OpenFile(os.Getenv(echoLogEnv), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err == nil {
+		err = realcodex.ServeEchoTool(os.Stdin, os.Stdout, os.Getenv(echoIdentityEnv), f)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "echo server:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// readToolCalls returns the calls an echo server logged to path.
+func readToolCalls(path string) ([]realcodex.ToolCall, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var calls []realcodex.ToolCall
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var c realcodex.ToolCall
+		if err := json.Unmarshal([]byte(line), &c); err != nil {
+			return calls, err
+		}
+		calls = append(calls, c)
+	}
+	return calls, nil
+}
+
+// TestOpencodeACP runs the real opencode (1.18.33, the linux-x64 binary
+// pinned in internal/realacp/testdata/opencode/package-lock.json, about 180
+// MB) offline against a loopback OpenAI Chat Completions mock: two turns;
+// one that calls the echo_identity tool of the stdio MCP server given at
+// session/new; one whose bash call is allowed after a permission request
+// and one whose call is rejected (permission bash "ask" in its config: its
+// own default allows); a turn whose model request hangs, interrupted, and
+// one after it; then a new process loads the session (session/load
+// replays it) and runs a turn on it. Nothing of either process is left
+// after Close.
+func TestOpencodeACP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: no real agent")
+	}
+	bin := realacp.Install(t, "opencode", filepath.Join("node_modules", "opencode-linux-x64", "bin", "opencode"))
+	mock := realacp.StartOpenAIChat(t)
+	tag := realacp.Tag(t)
+	home := t.TempDir()
+	work := t.TempDir()
+	env := append(opencodeEnv(home, mock.URL()+"/v1"), realacp.TagEnv+"="+tag)
+	var asked []acp.PermissionRequest
+	decisions := []acp.Decision{acp.AllowOnce, acp.RejectOnce}
+	log := &eventLog{}
+	start := time.Now()
+	cfg := acp.Config{
+		Command: bin, Args: []string{"acp"}, Env: env, Dir: work, Logger: testLogger(t), OnEvent: log.add,
+		Asker: acp.AskerFunc(func(ctx context.Context, req acp.PermissionRequest) acp.Decision {
+			d := decisions[min(len(asked), len(decisions)-1)]
+			asked = append(asked, req)
+			return d
+		}),
+		TurnTimeout: 90 * time.Second,
+	}
+	c := startReal(t, cfg)
+	info := c.Info()
+	t.Logf("agent %s %s, capabilities %s (%.1fs)", info.Name, info.Version, info.Capabilities.Raw, time.Since(start).Seconds())
+	toolLog := filepath.Join(t.TempDir(), "tools.jsonl")
+	s, err := c.NewSession(t.Context(), acp.SessionParams{Cwd: work, MCPServers: []acp.MCPServer{echoServer(t, "oc-agent@team", toolLog, tag)}})
+	if err != nil {
+		t.Fatalf("NewSession: %v", err)
+	}
+	t.Logf("session %s, modes %+v (%.1fs)", s.ID(), s.Modes(), time.Since(start).Seconds())
+
+	res1 := promptReal(t, s, "TURN ONE: say hello")
+	if !strings.Contains(res1.Text, "REPLY TO TURN ONE") || res1.StopReason != acp.StopEndTurn {
+		t.Errorf("turn 1: %q %q, want the mock's reply and end_turn", res1.Text, res1.StopReason)
+	}
+	res2 := promptReal(t, s, "TURN TWO: and again")
+	if !strings.Contains(res2.Text, "REPLY TO TURN TWO") {
+		t.Errorf("turn 2: %q, want the mock's reply", res2.Text)
+	}
+	res3 := promptReal(t, s, `TURN THREE: CALL-TOOL echo_identity {"text":"hello from opencode"}`)
+	if want := "TOOL RESULT: identity=oc-agent@team thread= text=hello from opencode"; !strings.Contains(res3.Text, want) {
+		t.Errorf("turn 3: %q, want %q (tools offered: %q)", res3.Text, want, mock.Tools())
+	}
+	calls, err := readToolCalls(toolLog)
+	if err != nil || len(calls) != 1 || calls[0].Name != realcodex.EchoToolName {
+		t.Errorf("MCP server calls %+v (%v), want one echo_identity", calls, err)
+	}
+	ran := filepath.Join(work, "ran.txt")
+	res4 := promptReal(t, s, "TURN FOUR: RUN-TOOL please")
+	if !strings.Contains(res4.Text, "TOOL RESULT: acp-approved") {
+		t.Errorf("turn 4: %q, want the allowed command's output", res4.Text)
+	}
+	if _, err := os.Stat(ran); err != nil {
+		t.Errorf("the allowed command did not run: %v", err)
+	}
+	os.Remove(ran)
+	res5 := promptReal(t, s, "TURN FIVE: RUN-TOOL again")
+	if strings.Contains(res5.Text, "acp-approved") {
+		t.Errorf("turn 5: %q, the rejected command's output", res5.Text)
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Errorf("the rejected command ran")
+	}
+	if len(asked) != 2 {
+		t.Errorf("asked %d times, want 2 (bash: ask)", len(asked))
+	}
+	for _, req := range asked {
+		t.Logf("permission: tool %q kind %q options %+v", req.Tool.Title, req.Tool.Kind, req.Options)
+	}
+
+	// A turn whose model request hangs is interrupted.
+	hung := make(chan *acp.TurnResult, 1)
+	go func() {
+		res, err := s.Prompt(context.Background(), acp.TurnRequest{Text: "TURN SIX: HANG"})
+		if err != nil {
+			t.Errorf("turn 6: %v", err)
+		}
+		hung <- res
+	}()
+	select {
+	case <-mock.Hung():
+	case <-time.After(60 * time.Second):
+		t.Fatal("turn 6's model request never came")
+	}
+	begin := time.Now()
+	if err := s.Interrupt(t.Context()); err != nil {
+		t.Errorf("Interrupt: %v", err)
+	}
+	res6 := <-hung
+	t.Logf("turn 6 interrupted in %.1fs: %+v", time.Since(begin).Seconds(), res6)
+	if res6 == nil || !res6.Cancelled {
+		t.Fatalf("turn 6: %+v, want cancelled", res6)
+	}
+	res7 := promptReal(t, s, "TURN SEVEN: still there?")
+	if !strings.Contains(res7.Text, "REPLY TO TURN SEVEN") || !res7.AfterCancel {
+		t.Errorf("turn 7 after the interrupt: %q (after cancel %v), want the mock's reply", res7.Text, res7.AfterCancel)
+	}
+	st := c.Status()
+	if st.State != acp.StateIdle || st.GarbageLines != 0 || st.BadUpdates != 0 {
+		t.Errorf("status %+v, want idle, no garbage, no bad update", st)
+	}
+	main, side := mock.Requests()
+	t.Logf("7 turns in %.1fs; model requests: %d main, %d side", time.Since(start).Seconds(), main, side)
+	if err := c.Close(t.Context()); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if left := realacp.Leftover(tag, 3*time.Second); len(left) > 0 {
+		t.Errorf("after Close, processes left: %q", left)
+	}
+
+	// A new process reopens the session with session/load.
+	begin = time.Now()
+	cfg.Asker, cfg.OnEvent = nil, nil
+	c2 := startReal(t, cfg)
+	s2, err := c2.LoadSession(t.Context(), s.ID(), acp.SessionParams{Cwd: work, MCPServers: []acp.MCPServer{echoServer(t, "oc-agent@team", toolLog, tag)}})
+	if err != nil {
+		t.Fatalf("LoadSession: %v", err)
+	}
+	replay := s2.Replayed()
+	t.Logf("session/load in a new process (%.1fs): %d messages replayed: %q", time.Since(begin).Seconds(), len(replay), replay)
+	if len(replay) < 2 || replay[0] != (acp.Message{Role: "user", Text: "TURN ONE: say hello"}) || !strings.Contains(replay[1].Text, "REPLY TO TURN ONE") {
+		t.Errorf("replay %q, want turn one first", replay)
+	}
+	res8 := promptReal(t, s2, "TURN EIGHT: after the restart")
+	if !strings.Contains(res8.Text, "REPLY TO TURN EIGHT") || res8.Turn != 1 {
+		t.Errorf("turn after load: %+v", res8)
+	}
+	if err := c2.Close(t.Context()); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if left := realacp.Leftover(tag, 3*time.Second); len(left) > 0 {
+		t.Errorf("after the second Close, processes left: %q", left)
+	}
+}
