@@ -114,9 +114,10 @@ func proxyOptions(cfg *config.Config, logger *slog.Logger) (proxy.Options, error
 		return proxy.Options{}, err
 	}
 	regTeam, regInstance := cfg.RegistryTeam()
+	_, teamMissing := cfg.TeamProblem()
 	return proxy.Options{
 		Home: cfg.Home, Team: cfg.Team, Identity: cfg.Identity, DefaultIdentity: cfg.DefaultIdentity,
-		RegistryTeam: regTeam, RegistryInstance: regInstance, SessionTeam: cfg.SessionTeam,
+		RegistryTeam: regTeam, RegistryInstance: regInstance, SessionTeam: cfg.SessionTeam, TeamMissing: teamMissing,
 		LeadPush: cfg.LeadPush, MessagingSocket: cfg.MessagingSocket, MessagingToken: cfg.MessagingToken,
 		ConfigWarnings:   configWarnings(cfg),
 		Backend:          backend,

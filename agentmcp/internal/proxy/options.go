@@ -35,6 +35,12 @@ type Options struct {
 	// that a later Claude Code session resumes the Codex agents of earlier
 	// ones. optional.
 	SessionTeam bool
+	// TeamMissing says the team has no config.json (a typo, or a team not
+	// created yet): the registry and the audit log then create nothing
+	// until the first session is recorded, which claims the instance
+	// identity (registry.Config.Deferred), so a wrong --team leaves nothing
+	// on disk. optional: false claims the instance identity in New.
+	TeamMissing bool
 
 	// LeadPush pushes mail for Identity (the client's own) into the Claude
 	// Code session through MessagingSocket (lead_push). optional: false

@@ -62,7 +62,7 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	audit, err := reg.Dir().OpenAudit(registry.AuditConfig{Now: opts.Now})
+	audit, err := reg.Dir().OpenAudit(registry.AuditConfig{Now: opts.Now, Deferred: opts.TeamMissing})
 	if err != nil {
 		reg.Close()
 		return nil, err

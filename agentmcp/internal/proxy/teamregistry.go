@@ -13,13 +13,14 @@ import (
 const sessionTeamPrefix = "session-"
 
 // openRegistry opens the instance registry (Options.RegistryTeam and
-// RegistryInstance, claiming the instance). For a Claude Code session team
+// RegistryInstance, claiming the instance, or at the first session when
+// Options.TeamMissing). For a Claude Code session team
 // it then takes over the sessions of the earlier sessions' instances whose
 // proxy has ended, so that `--resume`, `codex-reply` and `codex` with an
 // agent_id find yesterday's Codex agents in today's session.
 func openRegistry(opts Options) (*registry.Registry, error) {
 	reg, err := registry.Open(registry.Config{Home: opts.Home, Team: opts.RegistryTeam, Identity: opts.RegistryInstance,
-		Logger: opts.Logger, Now: opts.Now})
+		Logger: opts.Logger, Now: opts.Now, Deferred: opts.TeamMissing})
 	if err != nil || !opts.SessionTeam {
 		return reg, err
 	}

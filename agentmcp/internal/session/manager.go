@@ -40,6 +40,8 @@ type Manager struct {
 	// since, with their record from before: closing one gives it back its
 	// status, without a summary turn (closeUnused).
 	resumed map[*Session]registry.Session
+	// discarded are the last sessions Discard dropped (discarded.go).
+	discarded discardLog
 }
 
 // NewManager returns a Manager holding the registry's sessions (dropping
@@ -161,6 +163,14 @@ func (m *Manager) reserve(identity string, s *Session) error {
 func claimError(identity string, err error) error {
 	var ce *registry.ConflictError
 	if errors.As(err, &ce) {
+		if ce.Identity != identity {
+			// The instance identity of a registry that claims it at its
+			// first session (a team without config.json): another serve
+			// of the same name recorded a session first.
+			return proxyerr.New(proxyerr.ErrIdentityConflict, map[string]any{"identity": ce.Identity, "holder_pid": ce.HolderPID, "instance": true},
+				"identity conflict: this serve's own identity %q is held by another process (pid %d): another serve runs as %q in this team; start this one with another --identity",
+				ce.Identity, ce.HolderPID, ce.Identity)
+		}
 		data := map[string]any{"identity": identity, "holder_pid": ce.HolderPID}
 		var with string
 		if ce.HolderAgentID != "" {
