@@ -139,8 +139,9 @@ func (m *Manager) closeUnused(agentID string, before registry.Session) (registry
 // Discard undoes a session whose first turn failed before Codex gave it a
 // thread (Codex missing, a setting Codex refused): it releases the
 // identity and drops the session from the registry and this Manager, so
-// that nothing is left holding what it took; why goes to the audit. It
-// reports false, doing nothing, for a session that has a thread.
+// that nothing is left holding what it took; why goes to the audit, and is
+// remembered for DiscardedError. It reports false, doing nothing, for a
+// session that has a thread.
 func (m *Manager) Discard(ctx context.Context, s *Session, why error) bool {
 	if s.Record().BackendID != "" {
 		return false
@@ -157,6 +158,7 @@ func (m *Manager) Discard(ctx context.Context, s *Session, why error) bool {
 	if m.byID[rec.AgentID] == s {
 		delete(m.byID, rec.AgentID)
 	}
+	m.discarded.add(discardedSession{agentID: rec.AgentID, identity: rec.Identity, reason: why.Error(), at: m.now().UTC()})
 	m.mu.Unlock()
 	m.cfg.Audit.Session("session_discarded", rec, "its first turn failed: "+why.Error())
 	m.log.Info("session discarded: its first turn failed", "agent_id", rec.AgentID, "identity", rec.Identity, "err", why)

@@ -34,10 +34,11 @@
 // (I/O, the backend, the sink, the asker, the mail layer) while holding one.
 //
 //   - Manager.mu guards the session maps, the identities being claimed,
-//     the resumed sessions that have run no turn yet and the shutting-down
-//     flag. Create and Rebind reserve the identity under
-//     it, drop it for the registry write and the git walk, then take it again
-//     to commit or undo.
+//     the resumed sessions that have run no turn yet, the discarded
+//     sessions remembered (discarded.go) and the shutting-down flag.
+//     Create and Rebind reserve the identity under it, drop it for the
+//     registry write and the git walk, then take it again to commit or
+//     undo.
 //   - Session.mu guards the session's fields; only Session methods (and the
 //     Manager's, for a session it is creating or closing) take it.
 //   - persister.mu guards the persister's queue.

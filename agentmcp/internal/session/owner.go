@@ -23,7 +23,11 @@ type teamRegistry interface {
 // it, the error says which, whether that instance's serve runs (its pid,
 // from its claim's holder file, and whether that process is alive) and how
 // to resume the session: there, or with serve --identity of that instance.
+// For a session this Manager discarded it is DiscardedError.
 func (m *Manager) SessionNotFound(agentID string) error {
+	if err := m.DiscardedError(agentID); err != nil {
+		return err
+	}
 	msg := fmt.Sprintf("no session with agent_id %q in this proxy's registry", agentID)
 	data := map[string]any{"agent_id": agentID}
 	tr, ok := m.cfg.Registry.(teamRegistry)

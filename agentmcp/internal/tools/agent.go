@@ -16,16 +16,22 @@ func (e *Env) agentSessions(_ context.Context, c *mcpconn.ToolCall) (*mcpconn.To
 	if err := c.Args.CheckUnknown("agent_sessions"); err != nil {
 		return nil, err
 	}
-	views := []session.View{}
+	views := []SessionRow{}
 	var lines []string
+	now := e.cfg.Now()
 	for _, s := range e.m.Sessions() {
-		v := s.View()
+		v := SessionRow{View: s.View()}
+		v.Tasks = e.tasks.sessionTasks(v.AgentID, now)
 		views = append(views, v)
 		thread := "-"
 		if v.BackendID != nil {
 			thread = *v.BackendID
 		}
-		lines = append(lines, fmt.Sprintf("%s  %-16s %-11s %-6s thread=%v", v.AgentID, v.Identity, v.Status, v.ThreadState, thread))
+		line := fmt.Sprintf("%s  %-16s %-11s %-6s thread=%v", v.AgentID, v.Identity, v.Status, v.ThreadState, thread)
+		for _, tk := range v.Tasks {
+			line += fmt.Sprintf(" task=%s(%s)", tk.TaskID, tk.Status)
+		}
+		lines = append(lines, line)
 	}
 	text := fmt.Sprintf("%d session(s)", len(views))
 	if len(lines) > 0 {
@@ -104,9 +110,12 @@ func (e *Env) agentStatus(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.To
 	if agentID != "" {
 		s := e.m.Get(agentID)
 		if s == nil {
+			if err := e.m.DiscardedError(agentID); err != nil {
+				return nil, err // its first turn failed: say so and why
+			}
 			return nil, proxyerr.New(proxyerr.ErrSessionNotFound, map[string]any{"agent_id": agentID}, "no session with agent_id %q", agentID)
 		}
-		d := s.Detail(offset)
+		d := SessionDetail{Detail: s.Detail(offset), Tasks: e.tasks.sessionTasks(agentID, e.cfg.Now())}
 		return &mcpconn.ToolResult{Text: jsonText(d), Structured: d}, nil
 	}
 	st := e.cfg.Child.Status()

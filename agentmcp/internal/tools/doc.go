@@ -26,10 +26,11 @@
 // (tasks.go): the turn runs as a background turn does, tasks/get tells its
 // status and then the call's own result, an approval makes the task
 // input_required until tasks/update answers it, and tasks/cancel
-// interrupts the turn. Env is the connection's mcpconn.TaskHandler
-// through the proxy's handler; its tasks are the connection's (a stdio
-// connection is one client), with unguessable ids, kept an hour after
-// they end.
+// interrupts the turn; agent_status and agent_sessions show a session's
+// tasks and their state (taskstatus.go). Env is the connection's
+// mcpconn.TaskHandler through the proxy's handler; its tasks are the
+// connection's (a stdio connection is one client), with unguessable ids,
+// kept an hour after they end.
 //
 // # Policy
 //
