@@ -409,3 +409,44 @@ env = { GOOSE_API_KEY = "sk-123456" }
 		t.Errorf("Configured: goose %v, claude %v; want true, false", g.Configured(), c.Agents["claude"].Configured())
 	}
 }
+
+// TestAgentEntries: config lists each agent's values with their sources,
+// the command as written (a string, or the array with its first
+// arguments) and the args apart from it.
+func TestAgentEntries(t *testing.T) {
+	f := newFixture(t)
+	write(t, f.repoFile(), `
+[plugins.atm-agent-mcp.agents.qwen]
+command = ["npx", "-y", "@qwen-code/qwen-code"]
+args = ["--acp"]
+`)
+	c := f.load(t, Flags{})
+	got := map[string]Entry{}
+	for _, e := range c.Entries() {
+		if strings.HasPrefix(e.Key, "agents.qwen.") || strings.HasPrefix(e.Key, "agents.gemini.") {
+			got[e.Key] = e
+		}
+	}
+	file := func(k string) Source {
+		return Source{Kind: SourceFile, Detail: f.repoFile(), Key: "plugins.atm-agent-mcp.agents.qwen." + k}
+	}
+	want := map[string]Entry{
+		"agents.qwen.enabled":                          {"agents.qwen.enabled", true, Source{Kind: SourceDefault}},
+		"agents.qwen.command":                          {"agents.qwen.command", []string{"npx", "-y", "@qwen-code/qwen-code"}, file("command")},
+		"agents.qwen.args":                             {"agents.qwen.args", []string{"--acp"}, file("args")},
+		"agents.qwen.mode":                             {"agents.qwen.mode", nil, Source{Kind: SourceDefault}},
+		"agents.qwen.resume":                           {"agents.qwen.resume", "auto", Source{Kind: SourceDefault}},
+		"agents.qwen.approval":                         {"agents.qwen.approval", "ask", Source{Kind: SourceDefault}},
+		"agents.gemini.enabled":                        {"agents.gemini.enabled", true, Source{Kind: SourceDefault}},
+		"agents.gemini.command":                        {"agents.gemini.command", "gemini", Source{Kind: SourcePreset, Detail: "gemini"}},
+		"agents.gemini.args":                           {"agents.gemini.args", []string{"--acp"}, Source{Kind: SourcePreset, Detail: "gemini"}},
+		"agents.gemini.mode":                           {"agents.gemini.mode", nil, Source{Kind: SourceDefault}},
+		"agents.gemini.resume":                         {"agents.gemini.resume", "none", Source{Kind: SourcePreset, Detail: "gemini"}},
+		"agents.gemini.approval":                       {"agents.gemini.approval", "ask", Source{Kind: SourceDefault}},
+		"agents.gemini.env.GEMINI_CLI_NO_RELAUNCH":     {"agents.gemini.env.GEMINI_CLI_NO_RELAUNCH", "true", Source{Kind: SourcePreset, Detail: "gemini"}},
+		"agents.gemini.env.GEMINI_CLI_TRUST_WORKSPACE": {"agents.gemini.env.GEMINI_CLI_TRUST_WORKSPACE", "true", Source{Kind: SourcePreset, Detail: "gemini"}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("entries (-want +got):\n%s", diff)
+	}
+}

@@ -114,8 +114,8 @@ func (c *Config) Entries() []Entry {
 	return append(es, c.agentEntries()...)
 }
 
-// agentEntries are the agents' values, agent by agent: enabled, command,
-// args, mode, resume, approval, then env.<VAR> and config_options.<id>. The
+// agentEntries are the agents' values, agent by agent: enabled, command
+// (a string, or a list when an array was given), args, mode, resume, approval, then env.<VAR> and config_options.<id>. The
 // value of a variable whose name says it holds a secret (KEY, TOKEN,
 // SECRET, PASSWORD) is not shown, only its length.
 func (c *Config) agentEntries() []Entry {
@@ -126,12 +126,17 @@ func (c *Config) agentEntries() []Entry {
 			es = append(es, Entry{Key: agentPrefix + name + "." + k, Value: v, Source: a.Sources[k]})
 		}
 		add("enabled", a.Enabled)
+		// The command as written: a program, or an array of it and its
+		// first arguments; args are the rest.
 		var cmd any
-		if a.Command != "" {
+		switch {
+		case a.launchArgs > 0:
+			cmd = append([]string{a.Command}, a.Args[:a.launchArgs]...)
+		case a.Command != "":
 			cmd = a.Command
 		}
 		add("command", cmd)
-		add("args", a.Args)
+		add("args", a.Args[a.launchArgs:])
 		var mode any
 		if a.Mode != "" {
 			mode = a.Mode
