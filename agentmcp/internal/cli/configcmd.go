@@ -3,6 +3,8 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -15,12 +17,12 @@ type configCmd struct {
 	codexFlags    `embed:""`
 	logFlags      `embed:""`
 	mailFlags     `embed:""`
-	JSON          bool `name:"json" help:"Print JSON: {values, sources, files, warnings}."`
+	JSON          bool `name:"json" help:"Print JSON: {values, sources, files, warnings, session_defaults, codex_args, agents}."`
 }
 
 // Help is shown by "atm-agent-mcp config --help".
 func (configCmd) Help() string {
-	return `Takes the same flags as serve, so you can see what "serve" would run with. Each value's source is one of: flag, env (the variable), file (the file and key), claude-code session (the team of the Claude Code session that runs it, when no team is configured), default. Unknown keys in [plugins.atm-agent-mcp], misspelt sections and [core] keys, and a team that does not exist are reported as warnings on stderr (with the closest name: "did you mean"); a bad value or a malformed file is an error. "atm-agent-mcp doctor" checks the rest of what serve needs.`
+	return `Takes the same flags as serve, so you can see what "serve" would run with. Each value's source is one of: flag, env (the variable), file (the file and key), claude-code session (the team of the Claude Code session that runs it, when no team is configured), default. Unknown keys in [plugins.atm-agent-mcp], misspelt sections and [core] keys, and a team that does not exist are reported as warnings on stderr (with the closest name: "did you mean"); a bad value or a malformed file is an error. The agent kinds (the presets claude, gemini and opencode, and those of [plugins.atm-agent-mcp.agents.<name>]) are listed as agents.<name>.<key>, a preset's values with the source "preset <name>". "atm-agent-mcp doctor" checks the rest of what serve needs, and which agents are installed.`
 }
 
 func (c *configCmd) Run(env *runEnv) error {
@@ -49,13 +51,14 @@ func (c *configCmd) Run(env *runEnv) error {
 	}
 	if c.JSON {
 		out := struct {
-			Values   map[string]any           `json:"values"`
-			Sources  map[string]config.Source `json:"sources"`
-			Files    []string                 `json:"files"`
-			Warnings []config.Warning         `json:"warnings"`
-			Session  config.ThreadSettings    `json:"session_defaults"`
-			Args     []string                 `json:"codex_args"`
-		}{map[string]any{}, map[string]config.Source{}, cfg.Files, cfg.Warnings, thread, codexArgs}
+			Values   map[string]any                `json:"values"`
+			Sources  map[string]config.Source      `json:"sources"`
+			Files    []string                      `json:"files"`
+			Warnings []config.Warning              `json:"warnings"`
+			Session  config.ThreadSettings         `json:"session_defaults"`
+			Args     []string                      `json:"codex_args"`
+			Agents   map[string]config.AgentConfig `json:"agents"`
+		}{map[string]any{}, map[string]config.Source{}, cfg.Files, cfg.Warnings, thread, codexArgs, cfg.Agents}
 		if out.Files == nil {
 			out.Files = []string{}
 		}
@@ -104,14 +107,52 @@ func (c *configCmd) Run(env *runEnv) error {
 	if sub == "auto" {
 		sub = "{mcp-server|app-server}"
 	}
-	_, err = fmt.Fprintf(env.stdout, "Codex command: %s\n", strings.Join(append([]string{cfg.CodexBin, sub}, codexArgs...), " "))
-	return err
+	if _, err := fmt.Fprintf(env.stdout, "Codex command: %s\n", strings.Join(append([]string{cfg.CodexBin, sub}, codexArgs...), " ")); err != nil {
+		return err
+	}
+	return printAgents(env, cfg)
 }
 
-// showValue renders an entry value; nil is "(none)".
+// printAgents writes one line per agent kind: its command line and how its
+// sessions run, or that it is switched off.
+func printAgents(env *runEnv, cfg *config.Config) error {
+	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
+		a := cfg.Agents[name]
+		if !a.Enabled {
+			fmt.Fprintf(env.stdout, "Agent %s: disabled (%s)\n", name, a.Sources["enabled"])
+			continue
+		}
+		mode := a.Mode
+		if mode == "" {
+			mode = "(the agent's own)"
+		}
+		fmt.Fprintf(env.stdout, "Agent %s: %s (mode %s, approval %s, resume %s)\n", name, shellJoin(a.CommandLine()), mode, a.Approval, a.Resume)
+	}
+	return nil
+}
+
+// shellJoin renders a command line, quoting the words that need it.
+func shellJoin(words []string) string {
+	out := make([]string, len(words))
+	for i, w := range words {
+		if w == "" || strings.ContainsAny(w, " \t\n'\"\\$`;&|<>*?()[]{}#~") {
+			w = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+		}
+		out[i] = w
+	}
+	return strings.Join(out, " ")
+}
+
+// showValue renders an entry value; nil and an empty list are "(none)".
 func showValue(v any) string {
-	if v == nil {
+	switch v := v.(type) {
+	case nil:
 		return "(none)"
+	case []string:
+		if len(v) == 0 {
+			return "(none)"
+		}
+		return shellJoin(v)
 	}
 	return fmt.Sprint(v)
 }

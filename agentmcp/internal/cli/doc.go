@@ -4,9 +4,10 @@
 // `doctor` (doctor.go, its checks in doctorchecks.go) resolves the
 // configuration as serve does and checks, one line each with the fix, what
 // serve needs: the configuration, the team, the identity's claim, the Codex
-// binary with its version and protocol, Codex's login, bubblewrap and
-// Claude Code's session team. It creates nothing and exits 1 when something
-// needed is missing.
+// binary with its version and protocol, Codex's login, bubblewrap,
+// Claude Code's session team and which ACP agent kinds are installed
+// (doctoragents.go). It creates nothing and exits 1 when something needed
+// is missing.
 //
 // [Run] is the whole program: it parses the arguments, resolves the
 // configuration with package config, runs the command and returns the exit

@@ -53,6 +53,7 @@ func (doctorCmd) Help() string {
   login        Codex is logged in, or its model provider's API key variable is set
   bubblewrap   bwrap is on PATH (Linux), for Codex's sandbox
   claude-code  under Claude Code: its session and agent team, and which team serve joins
+  agent:NAME   each agent kind (claude, gemini, opencode, [plugins.atm-agent-mcp.agents.NAME]): its program found, and its version; a missing one fails only when configured
 
 Exits 1 when something serve needs is missing (0 with --exit-zero); warnings alone exit 0. Nothing is created or changed. Run from Claude Code's Bash tool, the serve of that same session holding the identity is fine.`
 }

@@ -47,7 +47,7 @@ type doctor struct {
 func (d *doctor) run(ctx context.Context) []check {
 	out := []check{d.config(), d.team(), d.identity(), d.codex(ctx)}
 	out = append(out, d.login(ctx), d.bubblewrap(), d.claudeCode())
-	return out
+	return append(out, d.agents(ctx)...)
 }
 
 // config reports the files read and their warnings.
