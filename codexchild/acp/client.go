@@ -35,6 +35,14 @@ type Client struct {
 	evClosed  bool
 	late      int64 // updates outside any turn
 	badUpdate int64 // session/update params that could not be read
+	queued    int64 // events queued for OnEvent so far
+
+	// delivered counts the events OnEvent has returned from; Sync waits
+	// on it. dmu guards it and wake (closed and replaced when a waiter
+	// asked to be woken).
+	dmu       sync.Mutex
+	delivered int64
+	wake      chan struct{}
 
 	dropped atomic.Int64 // events dropped for a slow OnEvent
 	garbage atomic.Int64 // bad lines on stdout
@@ -309,6 +317,7 @@ func (c *Client) emitLocked(ev Event) {
 	}
 	select {
 	case c.events <- ev:
+		c.queued++
 	default:
 		if c.dropped.Add(1) == 1 {
 			c.log.Warn("acp: OnEvent is slow; dropping events", "buffer", cap(c.events))
@@ -327,11 +336,51 @@ func (c *Client) closeEvents() {
 	c.mu.Unlock()
 }
 
-// deliver calls OnEvent for every queued event, in order.
+// deliver calls OnEvent for every queued event, in order, and OnIdle
+// whenever the queue is empty after one.
 func (c *Client) deliver() {
 	defer close(c.eventsDone)
 	for ev := range c.events {
 		c.cfg.OnEvent(ev)
+		c.dmu.Lock()
+		c.delivered++
+		if c.wake != nil {
+			close(c.wake)
+			c.wake = nil
+		}
+		c.dmu.Unlock()
+		if c.cfg.OnIdle != nil && len(c.events) == 0 {
+			c.cfg.OnIdle()
+		}
+	}
+}
+
+// Sync waits until OnEvent has returned for every event queued before the
+// call (a turn's events are all queued before Session.Prompt returns), or
+// until the client's event delivery has ended or ctx ends. It returns at
+// once without OnEvent. Sync must not be called from OnEvent.
+func (c *Client) Sync(ctx context.Context) error {
+	c.mu.Lock()
+	target := c.queued
+	c.mu.Unlock()
+	for {
+		c.dmu.Lock()
+		if c.delivered >= target {
+			c.dmu.Unlock()
+			return nil
+		}
+		if c.wake == nil {
+			c.wake = make(chan struct{})
+		}
+		w := c.wake
+		c.dmu.Unlock()
+		select {
+		case <-w:
+		case <-c.eventsDone:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("acp: waiting for OnEvent: %w", ctx.Err())
+		}
 	}
 }
 

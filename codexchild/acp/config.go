@@ -72,6 +72,10 @@ type Config struct {
 	// events, and when EventBuffer events are waiting, newer ones are
 	// dropped and counted (Status.DroppedEvents). optional.
 	OnEvent func(Event)
+	// OnIdle is called on OnEvent's goroutine after OnEvent whenever no
+	// more events are waiting: a consumer that passes events on in batches
+	// flushes there. optional.
+	OnIdle func()
 	// EventBuffer is the room for events waiting for OnEvent. optional: 0
 	// means DefaultEventBuffer.
 	EventBuffer int

@@ -69,6 +69,15 @@ func (s *Session) Modes() *SessionModes {
 	return &m
 }
 
+// ConfigOptions returns the session's configuration options as the agent
+// sent them when the session was opened (the schema's SessionConfigOption
+// list; nil when it sent none).
+func (s *Session) ConfigOptions() json.RawMessage {
+	s.c.mu.Lock()
+	defer s.c.mu.Unlock()
+	return s.configOptions
+}
+
 // Replayed returns the history the agent replayed on session/load.
 func (s *Session) Replayed() []Message {
 	s.c.mu.Lock()

@@ -17,6 +17,10 @@ type TurnRequest struct {
 	// (as Interrupt) and Prompt returns its result with a *TimeoutError.
 	// optional: 0 means Config.TurnTimeout; negative means none.
 	Timeout time.Duration
+	// OnSent is called once the prompt has been written to the agent's
+	// stdin (the turn is then running), on the goroutine calling Prompt;
+	// not when the write fails. optional.
+	OnSent func()
 }
 
 // TurnResult is how a turn ended.
@@ -173,6 +177,9 @@ func (s *Session) Prompt(ctx context.Context, req TurnRequest) (*TurnResult, err
 		}
 		c.mu.Unlock()
 		return nil, err
+	}
+	if req.OnSent != nil {
+		req.OnSent()
 	}
 
 	timeout := req.Timeout
