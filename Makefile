@@ -31,7 +31,7 @@ all: build
 help:
 	@grep -E '^## ' $(MAKEFILE_LIST) | sed -e 's/^## //' -e 's/: /\t/' | awk -F'\t' '{printf "  %-12s %s\n", $$1, $$2}'
 
-## build: bin/atm-agent-mcp, the demo, and the test helpers (mockcodex, mockmodel).
+## build: bin/atm-agent-mcp, the demo, and the test helpers (mockcodex, mockmodel, mockacp).
 build:
 	@mkdir -p $(BIN)
 	cd agentmcp && GOWORK=off $(GO) build -o $(BIN)/ ./cmd/...
