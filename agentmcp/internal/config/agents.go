@@ -20,11 +20,11 @@ const CodexAgent = "codex"
 // Allowed values of the enumerated agent keys.
 var (
 	// AgentResumes say how a session of the agent is resumed after serve
-	// restarts: auto (session/resume when the agent advertises it, else
-	// session/load when it advertises that), load (session/load), resume
-	// (session/resume) or none; when the method is not offered or fails,
-	// and with none, the session is started anew, seeded from the proxy's
-	// own transcript.
+	// restarts: auto (session/load when the agent advertises it, else
+	// session/resume), load (session/load only), resume (session/resume
+	// only) or none; when the method is not offered or fails, and with
+	// none, the session is started anew, seeded from the proxy's own
+	// transcript.
 	AgentResumes = []string{"auto", "load", "resume", "none"}
 	// AgentApprovals say who decides the agent's permission requests: ask
 	// (the preset's mode and settings that make the agent send
