@@ -1,0 +1,218 @@
+package codexchild
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync/atomic"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/acp"
+)
+
+// acpTurn is the state of a running turn of an acpThread; guarded by the
+// thread's mu.
+type acpTurn struct {
+	handler    Handler // nil drops events and denies approvals
+	onAccepted func()
+	accepted   bool
+	dirty      bool              // the handler had events since its last Flush
+	kinds      map[string]string // tool call id → its ACP kind
+	partial    strings.Builder   // the agent's text so far
+	lastMsg    string            // the messageId of the last chunk
+	// interrupting is set when Interrupt (or an Abort) cancelled the turn.
+	interrupting bool
+}
+
+// deliver passes an event to the turn's handler; the thread's mu is held.
+func (t *acpTurn) deliver(e Event) {
+	if t.handler == nil {
+		return
+	}
+	t.handler.Event(e)
+	t.dirty = true
+}
+
+// accept calls OnAccepted once; the thread's mu is held.
+func (t *acpTurn) accept() {
+	if t.accepted {
+		return
+	}
+	t.accepted = true
+	if t.onAccepted != nil {
+		t.onAccepted()
+	}
+}
+
+// flush calls the handler's Flush when it had events; the thread's mu is
+// held.
+func (t *acpTurn) flush() {
+	if !t.dirty {
+		return
+	}
+	t.dirty = false
+	if f, ok := t.handler.(Flusher); ok {
+		f.Flush()
+	}
+}
+
+// onEvent receives the agent client's events, in order, on its event
+// goroutine. Events outside a turn (the replay of session/load, updates
+// after a prompt's answer) reach no handler.
+func (th *acpThread) onEvent(ev acp.Event) {
+	th.mu.Lock()
+	defer th.mu.Unlock()
+	t := th.turn
+	if t == nil || ev.Replay {
+		return
+	}
+	switch ev.Kind {
+	case acp.EventMessage, acp.EventThought, acp.EventToolCall, acp.EventPlan, acp.EventUsage, acp.EventPermission:
+		if ev.Turn > 0 {
+			t.accept() // the agent works on the prompt: it has read it
+		}
+	}
+	if ev.Kind == acp.EventMessage && ev.Turn > 0 {
+		if t.partial.Len() > 0 && ev.MessageID != t.lastMsg {
+			t.partial.WriteString("\n\n")
+		}
+		t.partial.WriteString(ev.Text)
+		t.lastMsg = ev.MessageID
+	}
+	t.deliver(t.translate(ev))
+}
+
+// onIdle flushes the running turn's handler when no more events wait.
+func (th *acpThread) onIdle() {
+	th.mu.Lock()
+	defer th.mu.Unlock()
+	if t := th.turn; t != nil {
+		t.flush()
+	}
+}
+
+// translate maps an ACP event to the backend's Event and its Activity.
+func (t *acpTurn) translate(ev acp.Event) Event {
+	e := Event{ThreadID: ev.SessionID, TurnID: turnID(ev.Turn), Method: "session/update", Type: ev.Update, Params: ev.Raw}
+	a := &Activity{Kind: ActivityNone}
+	switch ev.Kind {
+	case acp.EventToolCall:
+		tc := ev.Tool
+		if tc.Kind != "" {
+			t.kinds[tc.ID] = tc.Kind
+		}
+		a.Kind = ActivityItem
+		a.Item = &Item{ID: tc.ID, Type: itemType(t.kinds[tc.ID]), Status: itemStatus(tc.Status), Summary: tc.Title, Started: tc.Created}
+	case acp.EventUsage:
+		a.Kind, a.Tokens = ActivityTokens, ev.Raw
+	case acp.EventPlan:
+		var steps []string
+		for _, p := range ev.Plan {
+			steps = append(steps, p.Content+" ("+p.Status+")")
+		}
+		a.Kind, a.Summary = ActivityNote, "plan: "+strings.Join(steps, "; ")
+	case acp.EventPermission:
+		e.Method, e.Type = "session/request_permission", "request_permission"
+		a.Kind, a.Summary = ActivityApproval, "approval: "+ev.Permission.Tool.Title
+	case acp.EventPermissionDone:
+		e.Method, e.Type = "session/request_permission", "permission_done"
+		a.Summary = "approval answered: " + string(ev.Decision)
+	}
+	e.Neutral = a
+	return e
+}
+
+// itemType is the Item.Type of a tool call of an ACP kind.
+func itemType(kind string) string {
+	switch kind {
+	case "execute":
+		return "command"
+	case "edit", "delete", "move":
+		return "file_change"
+	}
+	return "tool_call"
+}
+
+// itemStatus is the Item.Status of a tool call's ACP status.
+func itemStatus(s string) string {
+	switch s {
+	case "pending", "in_progress":
+		return "running"
+	}
+	return s // completed, failed, "" (unchanged)
+}
+
+// ask turns a permission request into an Approval for the running turn's
+// handler and waits for its answer (or for the request to end: the turn
+// was interrupted or ended, the agent died).
+func (th *acpThread) ask(ctx context.Context, req acp.PermissionRequest) acp.Decision {
+	th.mu.Lock()
+	t := th.turn
+	if t == nil || t.handler == nil {
+		th.mu.Unlock()
+		return acp.RejectOnce
+	}
+	answer := make(chan Decision, 1)
+	var answered atomic.Bool
+	a := NewApproval(approvalOf(th.b.nextApproval(), th.cwd, req), func(d Decision) error {
+		if !answered.CompareAndSwap(false, true) {
+			return ErrAlreadyAnswered
+		}
+		answer <- d
+		return nil
+	})
+	t.handler.Approval(a)
+	t.dirty = true
+	th.mu.Unlock()
+	select {
+	case d := <-answer:
+		switch d.Kind {
+		case Approve:
+			return acp.AllowOnce
+		case ApproveForSession:
+			return acp.AllowAlways
+		case Abort:
+			go func() {
+				if err := th.interrupt(context.Background()); err != nil {
+					th.b.log.Warn("acp: interrupt after an aborted approval", "err", err)
+				}
+			}()
+		}
+		return acp.RejectOnce
+	case <-ctx.Done():
+		return acp.Cancelled // the client has answered cancelled already
+	}
+}
+
+// approvalOf is the Approval of a permission request: exec for a tool of
+// kind execute, patch for edit, delete and move, "tool" for the others.
+func approvalOf(id, cwd string, req acp.PermissionRequest) Approval {
+	a := Approval{ID: id, Kind: ApprovalKind("tool"), ThreadID: req.SessionID, TurnID: turnID(req.Turn), CallID: req.Tool.ID,
+		Message: req.Tool.Title, Cwd: cwd, Raw: req.Raw}
+	switch req.Tool.Kind {
+	case "execute":
+		a.Kind = ApprovalExec
+		a.Command = commandOf(req.Tool.RawInput)
+	case "edit", "delete", "move":
+		a.Kind = ApprovalPatch
+	}
+	return a
+}
+
+// commandOf reads rawInput.command, a string or a list of words.
+func commandOf(raw json.RawMessage) string {
+	var in struct {
+		Command json.RawMessage `json:"command"`
+	}
+	if json.Unmarshal(raw, &in) != nil || len(in.Command) == 0 {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(in.Command, &s) == nil {
+		return s
+	}
+	var words []string
+	if json.Unmarshal(in.Command, &words) == nil {
+		return strings.Join(words, " ")
+	}
+	return ""
+}

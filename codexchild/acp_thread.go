@@ -1,0 +1,425 @@
+package codexchild
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/acp"
+	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
+)
+
+// errACPTurnTimeout is the cause of a turn's context when its timeout ran
+// out.
+var errACPTurnTimeout = errors.New("acp turn timeout")
+
+// syncWait bounds the wait for a turn's events to reach its handler.
+const syncWait = 5 * time.Second
+
+// acpThread is one thread: an agent process and its one ACP session.
+type acpThread struct {
+	b *ACPBackend
+
+	// Guarded by b.mu:
+	id     string // the session id; "" until a new thread's session opened
+	busy   bool   // a Turn holds the thread
+	opened bool   // a session was opened once: the thread stays known
+
+	// Guarded by mu (taken after b.mu, never before):
+	mu       sync.Mutex
+	client   *acp.Client
+	sess     *acp.Session
+	cwd      string
+	turn     *acpTurn      // the running turn, or nil
+	stopping chan struct{} // closed when the agent stopped after a turn has been closed
+}
+
+// liveClient returns the thread's agent when it runs.
+func (th *acpThread) liveClient() *acp.Client {
+	th.mu.Lock()
+	c := th.client
+	th.mu.Unlock()
+	if c == nil || c.Status().State == acp.StateDead {
+		return nil
+	}
+	return c
+}
+
+// takeClient detaches the thread's agent (to be closed by the caller).
+func (th *acpThread) takeClient() *acp.Client {
+	th.mu.Lock()
+	defer th.mu.Unlock()
+	c := th.client
+	th.client, th.sess = nil, nil
+	return c
+}
+
+// retire stops the thread's agent in the background; the next turn waits
+// for that and reopens the session in a new process.
+func (th *acpThread) retire(why string) {
+	c := th.takeClient()
+	if c == nil {
+		return
+	}
+	done := make(chan struct{})
+	th.mu.Lock()
+	th.stopping = done
+	th.mu.Unlock()
+	b := th.b
+	b.log.Info("acp: stopping the agent", "thread", th.id, "why", why, "pid", c.Status().PID)
+	b.stopping.Go(func() {
+		defer close(done)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = c.Close(ctx)
+		b.noteExit(c.Status().Exit)
+	})
+}
+
+// ready makes sure the thread has a live agent and session for the turn
+// and returns the prompt text to send.
+func (th *acpThread) ready(ctx context.Context, req TurnRequest) (string, error) {
+	b := th.b
+	th.mu.Lock()
+	c, s, stopping := th.client, th.sess, th.stopping
+	th.mu.Unlock()
+	if c != nil && s != nil {
+		if c.Status().State != acp.StateDead {
+			return req.Preamble + req.Prompt, nil
+		}
+		th.takeClient()
+		b.noteExit(c.Status().Exit)
+		_ = c.Close(ctx) // reaps what is left of it
+	}
+	if stopping != nil {
+		select {
+		case <-stopping:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+	b.mu.Lock()
+	id := th.id
+	b.mu.Unlock()
+	p, err := th.sessionParams(req.Params)
+	if err != nil {
+		return "", err
+	}
+	c, err = th.start(ctx)
+	if err != nil {
+		return "", err
+	}
+	text := req.Preamble + req.Prompt
+	s = nil
+	if id != "" && b.cfg.resume() == ResumeAuto {
+		s = th.reopen(ctx, c, id, p)
+		if s == nil && c.Status().State == acp.StateDead {
+			_ = c.Close(ctx)
+			if c, err = th.start(ctx); err != nil {
+				return "", err
+			}
+		}
+	}
+	if s == nil {
+		if s, err = c.NewSession(ctx, p); err != nil {
+			_ = c.Close(context.WithoutCancel(ctx))
+			return "", th.sessionError("session/new", err)
+		}
+		seed := ""
+		if id != "" {
+			seed = req.Seed
+			b.log.Info("acp: thread continues in a new session", "thread", id, "session", s.ID())
+		}
+		text = firstPrompt(req.Params, seed, req.Prompt)
+	}
+	if err := th.setModel(ctx, s, req.Params.Model); err != nil {
+		_ = c.Close(context.WithoutCancel(ctx))
+		return "", err
+	}
+	th.mu.Lock()
+	th.client, th.sess, th.cwd, th.stopping = c, s, p.Cwd, nil
+	th.mu.Unlock()
+	b.mu.Lock()
+	th.opened = true
+	b.mu.Unlock()
+	if err := b.rekey(th, s.ID()); err != nil {
+		th.takeClient()
+		_ = c.Close(context.WithoutCancel(ctx))
+		return "", err
+	}
+	return text, nil
+}
+
+// start starts the thread's agent.
+func (th *acpThread) start(ctx context.Context) (*acp.Client, error) {
+	b := th.b
+	cfg := b.cfg
+	c, err := acp.Start(ctx, acp.Config{
+		Command: cfg.Command, Args: cfg.Args, Env: cfg.Env, Dir: cfg.Dir, Guard: cfg.Guard,
+		Asker:   acp.AskerFunc(th.ask),
+		OnEvent: th.onEvent, OnIdle: th.onIdle,
+		InitTimeout: cfg.InitTimeout, CallTimeout: cfg.CallTimeout, CancelTimeout: cfg.CancelTimeout, StopGrace: cfg.StopGrace,
+		TurnTimeout: -1, // each turn's own deadline (run)
+		Logger:      b.log,
+	})
+	if err != nil {
+		var ee *acp.ExitError
+		if errors.As(err, &ee) {
+			if ee.Status.Code == 127 {
+				return nil, fmt.Errorf("%w: %w", ErrHandshake, &ExitError{Status: ExitStatus(ee.Status), Stderr: ee.Stderr,
+					NotFound: &NotFoundError{Bin: cfg.Command, Path: os.Getenv("PATH"), Detail: lastLine(ee.Stderr)}})
+			}
+			return nil, fmt.Errorf("%w: %w", ErrHandshake, exitError(ee))
+		}
+		if execFailed(err) {
+			return nil, &NotFoundError{Bin: cfg.Command, Path: os.Getenv("PATH"), Detail: err.Error()}
+		}
+		return nil, fmt.Errorf("%w: %w", ErrHandshake, err)
+	}
+	b.noteStarted(c)
+	return c, nil
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// reopen loads or resumes session id in c, as the agent offers; nil when
+// it cannot.
+func (th *acpThread) reopen(ctx context.Context, c *acp.Client, id string, p acp.SessionParams) *acp.Session {
+	log := th.b.log.With("thread", id)
+	caps := c.Info().Capabilities
+	if caps.LoadSession {
+		s, err := c.LoadSession(ctx, id, p)
+		if err == nil {
+			log.Info("acp: session reopened with session/load", "replayed", len(s.Replayed()))
+			return s
+		}
+		log.Warn("acp: session/load failed", "err", err)
+	}
+	if caps.Resume && c.Status().State != acp.StateDead {
+		s, err := c.ResumeSession(ctx, id, p)
+		if err == nil {
+			log.Info("acp: session reopened with session/resume")
+			return s
+		}
+		log.Warn("acp: session/resume failed", "err", err)
+	}
+	return nil
+}
+
+// sessionError converts a failure to open a session.
+func (th *acpThread) sessionError(method string, err error) error {
+	var ee *acp.ExitError
+	if errors.As(err, &ee) {
+		return exitError(ee)
+	}
+	return fmt.Errorf("acp agent %s: %s: %w", th.b.cfg.Command, method, err)
+}
+
+// setModel sets the session's model through its "model" config option,
+// when there is a model and the agent offers the option.
+func (th *acpThread) setModel(ctx context.Context, s *acp.Session, model string) error {
+	if model == "" {
+		return nil
+	}
+	var opts []struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal(s.ConfigOptions(), &opts)
+	if !slices.ContainsFunc(opts, func(o struct {
+		ID string `json:"id"`
+	}) bool {
+		return o.ID == "model"
+	}) {
+		th.b.log.Debug("acp: the agent offers no model option; model ignored", "model", model)
+		return nil
+	}
+	if err := s.SetConfigOption(ctx, "model", model); err != nil {
+		return th.sessionError("session/set_config_option model", err)
+	}
+	return nil
+}
+
+// sessionParams are the session's cwd, MCP servers, mode and options.
+func (th *acpThread) sessionParams(p ThreadParams) (acp.SessionParams, error) {
+	cfg := th.b.cfg
+	cwd := p.Cwd
+	if cwd == "" {
+		cwd = cfg.Dir
+	}
+	if cwd == "" {
+		cwd = "."
+	}
+	abs, err := filepath.Abs(cwd)
+	if err != nil {
+		return acp.SessionParams{}, fmt.Errorf("acp: session cwd: %w", err)
+	}
+	sp := acp.SessionParams{Cwd: abs, Mode: cfg.Mode, ConfigOptions: cfg.ConfigOptions}
+	for _, ts := range p.ToolServers {
+		cmd := ts.Command
+		if !filepath.IsAbs(cmd) {
+			if lp, err := exec.LookPath(cmd); err == nil {
+				if a, err := filepath.Abs(lp); err == nil {
+					cmd = a
+				}
+			}
+		}
+		env := make([]acp.NameValue, 0, len(ts.Env))
+		for k, v := range ts.Env {
+			env = append(env, acp.NameValue{Name: k, Value: v})
+		}
+		sort.Slice(env, func(i, j int) bool { return env[i].Name < env[j].Name })
+		sp.MCPServers = append(sp.MCPServers, acp.MCPServer{Name: ts.Name, Command: cmd, Args: ts.Args, Env: env})
+	}
+	return sp, nil
+}
+
+// firstPrompt is the first prompt of a session: the instructions (and the
+// seed in front of the developer instructions), each followed by a blank
+// line, then the prompt.
+func firstPrompt(p ThreadParams, seed, prompt string) string {
+	var parts []string
+	for _, s := range []string{p.BaseInstructions, seed, p.DeveloperInstructions} {
+		if s != "" {
+			parts = append(parts, s)
+		}
+	}
+	return strings.Join(append(parts, prompt), "\n\n")
+}
+
+// run sends the turn's prompt and waits for its end.
+func (th *acpThread) run(ctx context.Context, req TurnRequest, text string) (*Result, error) {
+	b := th.b
+	t := &acpTurn{handler: req.Handler, onAccepted: req.OnAccepted, kinds: make(map[string]string)}
+	th.mu.Lock()
+	c, s := th.client, th.sess
+	th.turn = t
+	t.deliver(Event{ThreadID: s.ID(), Method: "session/prompt", Type: "turn_started", Neutral: &Activity{Kind: ActivityTurnStarted}})
+	th.mu.Unlock()
+
+	timeout := b.cfg.turnTimeout(req.Timeout)
+	tctx := ctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		tctx, cancel = context.WithTimeoutCause(ctx, timeout, errACPTurnTimeout)
+		defer cancel()
+	}
+	res, err := s.Prompt(tctx, acp.TurnRequest{Text: text, Timeout: -1, OnSent: req.OnSent})
+	timedOut := ctx.Err() == nil && errors.Is(context.Cause(tctx), errACPTurnTimeout)
+
+	sctx, cancel := context.WithTimeout(context.Background(), syncWait)
+	if err := c.Sync(sctx); err != nil {
+		b.log.Warn("acp: the turn's events did not all reach its handler", "thread", s.ID(), "err", err)
+	}
+	cancel()
+	var rpcErr *jsonrpcframe.Error
+	th.mu.Lock()
+	if res != nil || errors.As(err, &rpcErr) {
+		t.accept()
+	}
+	if res != nil {
+		for _, m := range res.Messages {
+			t.deliver(Event{ThreadID: s.ID(), TurnID: turnID(res.Turn), Method: "session/prompt", Type: "agent_message",
+				Neutral: &Activity{Kind: ActivityMessage, Text: m}})
+		}
+	}
+	t.flush()
+	th.turn = nil
+	th.mu.Unlock()
+
+	interrupted := timedOut || ctx.Err() != nil || t.interrupting || (res != nil && res.Cancelled)
+	var ee *acp.ExitError
+	if errors.As(err, &ee) {
+		b.noteExit(&ee.Status)
+		th.takeClient()
+		_ = c.Close(context.WithoutCancel(ctx)) // dead: reaps it
+		switch {
+		case timedOut:
+			return nil, &TimeoutError{After: timeout, ThreadID: s.ID(), Partial: t.partial.String()}
+		case ctx.Err() != nil:
+			return &Result{ThreadID: s.ID(), IsError: true, Status: "interrupted", Text: "interrupted", Partial: t.partial.String()}, ctx.Err()
+		case t.interrupting && ee.Reason != "":
+			// Killed because it did not stop after session/cancel.
+			return &Result{ThreadID: s.ID(), IsError: true, Status: "interrupted", Text: "interrupted", Partial: t.partial.String()}, nil
+		}
+		return nil, exitError(ee)
+	}
+	if interrupted && !b.cfg.ReuseAfterCancel {
+		th.retire("the turn was interrupted")
+	}
+	if res == nil {
+		if errors.As(err, &rpcErr) {
+			return &Result{ThreadID: s.ID(), IsError: true, Status: "failed", Text: err.Error()}, nil
+		}
+		return nil, err
+	}
+	r := result(s.ID(), res)
+	switch {
+	case timedOut:
+		return nil, &TimeoutError{After: timeout, ThreadID: s.ID(), Partial: r.Partial}
+	case ctx.Err() != nil:
+		return r, ctx.Err()
+	}
+	return r, nil
+}
+
+// result converts acp's TurnResult.
+func result(sid string, res *acp.TurnResult) *Result {
+	r := &Result{ThreadID: sid, TurnID: turnID(res.Turn), Text: res.Text, Raw: res.Raw}
+	switch {
+	case res.Cancelled || res.StopReason == acp.StopCancelled:
+		r.Status, r.IsError = "interrupted", true
+		r.Partial = strings.Join(res.Messages, "\n\n")
+		if r.Text == "" {
+			r.Text = "interrupted"
+		}
+	case res.StopReason == acp.StopEndTurn:
+		r.Status = "completed"
+	default:
+		r.Status, r.IsError = "failed", true
+		if r.Text == "" {
+			r.Text = "the agent stopped: " + string(res.StopReason)
+		}
+	}
+	return r
+}
+
+func turnID(n int64) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// interrupt cancels the thread's running turn.
+func (th *acpThread) interrupt(ctx context.Context) error {
+	th.mu.Lock()
+	t, s := th.turn, th.sess
+	if t == nil || s == nil {
+		th.mu.Unlock()
+		return nil
+	}
+	t.interrupting = true
+	th.mu.Unlock()
+	err := s.Interrupt(ctx)
+	if errors.Is(err, acp.ErrCancelIgnored) {
+		th.b.log.Warn("acp: the agent ignored session/cancel and was killed", "thread", s.ID())
+		return nil
+	}
+	return err
+}
