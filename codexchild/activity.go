@@ -61,7 +61,8 @@ type Item struct {
 	// (exit 2)", …); "" leaves it as it was ("running" for a new item).
 	Status string
 	// Summary describes the item (a short command line, "3 files",
-	// "server.tool"); it is kept by an item that has none yet.
+	// "server.tool"); "" leaves the item's as it was (an event that ends an
+	// item need not repeat it).
 	Summary string
 	// Started marks the event that began the item (progress reports it).
 	Started bool

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -270,7 +269,8 @@ func (b *AppServer) waitTurn(ctx, tctx context.Context, t *appTurn, timeout time
 // threadParams maps ThreadParams onto thread/start (and thread/resume)
 // params. CompactPrompt and Profile have no member of their own; they
 // become the config overrides compact_prompt and profile (unless Config
-// sets them). cfg is copied, never changed.
+// sets them); ToolServers become mcp_servers entries (codexConfig). Config
+// is copied, never changed.
 func threadParams(p ThreadParams) map[string]any {
 	out := map[string]any{}
 	for k, v := range map[string]string{
@@ -285,7 +285,7 @@ func threadParams(p ThreadParams) map[string]any {
 			out[k] = v
 		}
 	}
-	cfg := maps.Clone(p.Config)
+	cfg := codexConfig(p) // a copy, with the tool servers (toolservers.go)
 	for k, v := range map[string]string{"compact_prompt": p.CompactPrompt, "profile": p.Profile} {
 		if v == "" {
 			continue

@@ -245,6 +245,10 @@ type ApprovalKind string
 const (
 	ApprovalExec  ApprovalKind = "exec"
 	ApprovalPatch ApprovalKind = "patch"
+	// ApprovalTool: another agent's use of a tool that is neither a
+	// command nor a file change (an ACP tool call of kind fetch, other,
+	// …); Message names the tool or what it does.
+	ApprovalTool ApprovalKind = "tool"
 )
 
 // Approval is a typed approval request from Codex.

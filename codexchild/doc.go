@@ -68,6 +68,10 @@
 // notfound.go tells a Codex binary that cannot be run at all (ErrNotFound:
 // the exec failed, or the child exited with code 127 before its
 // handshake, as the guard does when its exec fails) from a crash.
+// activity.go is the backend-neutral Activity the session layer reads;
+// Event.Activity (activity_event.go) translates each Codex dialect into it
+// (activity_mcp.go, activity_app.go); toolservers.go makes a thread's
+// ToolServers the Codex config's mcp_servers entries.
 //
 // Subpackages: modelmock (a loopback mock of the Responses API for the real
 // Codex), realcodex (test helpers that run the real Codex offline),

@@ -257,8 +257,8 @@ func toolCallParams(req TurnRequest) (name string, params any) {
 			args[k] = v
 		}
 	}
-	if len(p.Config) > 0 {
-		args["config"] = p.Config
+	if cfg := codexConfig(p); len(cfg) > 0 {
+		args["config"] = cfg // with the tool servers (toolservers.go)
 	}
 	return "codex", map[string]any{"name": "codex", "arguments": args}
 }

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"encoding/json"
-	"fmt"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/mcpconn"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
@@ -22,14 +21,14 @@ type eventSink struct{ c *mcpconn.Conn }
 // {"_meta":{threadId,turnId},"agent_id","identity","method","params"}.
 // Events are held back until the Codex reader runs dry (Flush), queued, or
 // dropped when the queue is full or the client is gone (FR-19.3, FR-19.4).
-func (k eventSink) Event(e codexchild.Event, ids session.IDs, call session.CallRef) bool {
+func (k eventSink) Event(e codexchild.Event, act codexchild.Activity, ids session.IDs, call session.CallRef) bool {
 	var reqID json.RawMessage
 	if call != nil {
 		reqID = call.RequestID()
 	}
 	ok := k.c.Event(func() *jsonrpcframe.Message { return eventMessage(e, ids, reqID) }, true)
 	if call != nil && call.WantsProgress() {
-		if msg := progressMessage(e); msg != "" {
+		if msg := progressMessage(act); msg != "" {
 			call.Progress(msg)
 		}
 	}
@@ -97,62 +96,30 @@ func eventMessage(e codexchild.Event, ids session.IDs, reqID json.RawMessage) *j
 	return &jsonrpcframe.Message{Versioned: true, Method: "codex/event", Params: b}
 }
 
-// progressMessage is a short human line for the events worth reporting as
-// progress ("running `go test`", "editing 3 files"), "" for the rest. Only
-// the events whose line names a command or files are decoded.
-func progressMessage(e codexchild.Event) string {
-	switch e.Type {
-	case "task_started", "turn/started":
+// progressMessage is a short human line for the activity worth reporting
+// as progress ("running `go test`", "editing 3 files"), "" for the rest,
+// whatever the agent: act is the event's backend-neutral translation.
+func progressMessage(act codexchild.Activity) string {
+	switch act.Kind {
+	case codexchild.ActivityTurnStarted:
 		return "turn started"
-	case "exec_approval_request", "apply_patch_approval_request":
+	case codexchild.ActivityApproval:
 		return "waiting for approval"
-	case "mcp_tool_call_begin":
-		return "calling a tool"
-	case "exec_command_begin", "patch_apply_begin", "item/started":
-	default:
-		// Nothing for the rest, nor for the turn's last events
-		// (agent_message, task_complete, turn/completed): progress that
-		// arrives in the same read as the response trips the TypeScript SDK
-		// (typescript-sdk#2580), and Claude Code drops the connection on
-		// progress for a finished request.
-		return ""
-	}
-	var p struct {
-		Msg struct {
-			Type    string          `json:"type"`
-			Command json.RawMessage `json:"command"`
-			Changes map[string]any  `json:"changes"`
-			Message string          `json:"message"`
-		} `json:"msg"`
-		Item struct {
-			Type    string          `json:"type"`
-			Command json.RawMessage `json:"command"`
-			Changes []any           `json:"changes"`
-			Tool    string          `json:"tool"`
-		} `json:"item"`
-	}
-	_ = json.Unmarshal(e.Params, &p)
-	switch e.Type {
-	case "exec_command_begin":
-		return "running `" + session.ShortCommand(p.Msg.Command) + "`"
-	case "patch_apply_begin":
-		return fmt.Sprintf("editing %d file%s", len(p.Msg.Changes), plural(len(p.Msg.Changes)))
-	case "item/started":
-		switch p.Item.Type {
-		case "commandExecution":
-			return "running `" + session.ShortCommand(p.Item.Command) + "`"
-		case "fileChange":
-			return fmt.Sprintf("editing %d file%s", len(p.Item.Changes), plural(len(p.Item.Changes)))
-		case "mcpToolCall":
-			return "calling " + p.Item.Tool
+	case codexchild.ActivityItem:
+		if it := act.Item; it != nil && it.Started {
+			switch it.Type {
+			case "command":
+				return "running `" + it.Summary + "`"
+			case "file_change":
+				return "editing " + it.Summary
+			case "tool_call":
+				return "calling " + it.Summary
+			}
 		}
 	}
+	// Nothing for the rest, nor for the turn's last events (the agent's
+	// message, the turn's end): progress that arrives in the same read as
+	// the response trips the TypeScript SDK (typescript-sdk#2580), and
+	// Claude Code drops the connection on progress for a finished request.
 	return ""
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
 }

@@ -25,9 +25,15 @@ func appEvent(method, params string) codexchild.Event {
 	return codexchild.Event{Method: method, Type: method, Params: json.RawMessage(params)}
 }
 
+// neutralEvent is an event a backend translated as it read it (ACP).
+func neutralEvent(typ string, a codexchild.Activity) codexchild.Event {
+	return codexchild.Event{Method: "session/update", Type: typ, Params: json.RawMessage(`{}`), Neutral: &a}
+}
+
 // TestActivityRecord: what agent_status reports of a turn's events — the
 // summary of each event, the turn's items, agent messages and token usage —
-// for both protocols' event shapes.
+// for both Codex protocols' event shapes (translated by codexchild) and
+// for events a backend translated itself (Event.Neutral).
 func TestActivityRecord(t *testing.T) {
 	type want struct {
 		summaries []string
@@ -118,12 +124,44 @@ func TestActivityRecord(t *testing.T) {
 				tokens:    `{"total": {"totalTokens": 9}}`,
 			},
 		},
+		{
+			name: "retry notice, then a new turn forgets the items and the problem",
+			events: []codexchild.Event{
+				mcpEvent(`{"type": "exec_command_begin", "call_id": "c1", "command": ["ls"]}`),
+				mcpEvent(`{"type": "stream_error", "message": "Reconnecting... 2/5"}`),
+				mcpEvent(`{"type": "background_event", "message": "MCP server atm started"}`),
+				mcpEvent(`{"type": "task_started", "turn_id": "turn-2"}`),
+			},
+			want: want{
+				summaries: []string{"ls", "Reconnecting... 2/5", "MCP server atm started", ""},
+			},
+		},
+		{
+			name: "another agent's events, translated by its backend",
+			events: []codexchild.Event{
+				neutralEvent("turn", codexchild.Activity{Kind: codexchild.ActivityTurnStarted}),
+				neutralEvent("tool_call", codexchild.Activity{Kind: codexchild.ActivityItem,
+					Item: &codexchild.Item{ID: "toolu_1", Type: "command", Status: "pending", Summary: "npm test", Started: true}}),
+				neutralEvent("tool_call_update", codexchild.Activity{Kind: codexchild.ActivityItem,
+					Item: &codexchild.Item{ID: "toolu_1", Status: "completed"}}),
+				neutralEvent("agent_message_chunk", codexchild.Activity{}),
+				neutralEvent("agent_message", codexchild.Activity{Kind: codexchild.ActivityMessage, Text: "tests pass"}),
+				neutralEvent("usage_update", codexchild.Activity{Kind: codexchild.ActivityTokens, Tokens: json.RawMessage(`{"used": 120}`)}),
+				neutralEvent("plan", codexchild.Activity{Kind: codexchild.ActivityNote, Summary: "plan: 2 steps"}),
+			},
+			want: want{
+				summaries: []string{"", "npm test: pending", "npm test: completed", "", "tests pass", "", "plan: 2 steps"},
+				items:     []turnItem{{ID: "toolu_1", Type: "command", Status: "completed", Summary: "npm test"}},
+				messages:  []string{"tests pass"},
+				tokens:    `{"used": 120}`,
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var a activity
 			for _, e := range tt.events {
-				a.record(e, time.Unix(0, 0))
+				a.record(e.Type, e.Activity(), time.Unix(0, 0))
 			}
 			var got want
 			for _, r := range a.events(0) {
@@ -154,7 +192,7 @@ func BenchmarkActivityRecord(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, e := range events {
-			a.record(e, time.Time{})
+			a.record(e.Type, e.Activity(), time.Time{})
 		}
 	}
 }

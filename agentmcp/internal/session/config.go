@@ -58,11 +58,14 @@ type IDs struct {
 
 // Sink passes a turn's events on to the client.
 type Sink interface {
-	// Event passes one Codex event on; call is the client request that
-	// started the turn (nil for turns the proxy starts). It runs on the
-	// Codex reader and must not block; it reports false when the event was
-	// dropped. The session has recorded the event before.
-	Event(e codexchild.Event, ids IDs, call CallRef) bool
+	// Event passes one event on; act is its translation
+	// (codexchild.Event.Activity), what progress reports; call is the
+	// client request that started the turn (nil for turns the proxy
+	// starts; act is zero then, and for a call that wants no progress and
+	// has no session). It runs on the backend's reader and must not block;
+	// it reports false when the event was dropped. The session has
+	// recorded the event before.
+	Event(e codexchild.Event, act codexchild.Activity, ids IDs, call CallRef) bool
 	// Flush writes the events held back since Codex's output last ran dry
 	// (codexchild.Flusher).
 	Flush()

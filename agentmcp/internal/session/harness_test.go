@@ -104,12 +104,12 @@ func (f *fakeBackend) Turn(ctx context.Context, req codexchild.TurnRequest) (*co
 	switch last {
 	case "UNREACHABLE", "UNREACHABLE_APP":
 		// Codex cannot reach its model: a retry notice, then the timeout.
-		typ, params := "stream_error", `{"msg":{"type":"stream_error","message":"Reconnecting... 2/5 (stream disconnected before completion)"}}`
-		if last == "UNREACHABLE_APP" {
-			typ, params = "error", `{"error":{"message":"stream disconnected before completion"},"willRetry":true,"threadId":"t"}`
+		method, typ, params := "codex/event", "stream_error", `{"msg":{"type":"stream_error","message":"Reconnecting... 2/5 (stream disconnected before completion)"}}`
+		if last == "UNREACHABLE_APP" { // app-server's notification: its method is its type
+			method, typ, params = "error", "error", `{"error":{"message":"stream disconnected before completion"},"willRetry":true,"threadId":"t"}`
 		}
 		if h := req.Handler; h != nil {
-			h.Event(codexchild.Event{ThreadID: thread, Method: "codex/event", Type: typ, Params: json.RawMessage(params)})
+			h.Event(codexchild.Event{ThreadID: thread, Method: method, Type: typ, Params: json.RawMessage(params)})
 		}
 		return nil, &codexchild.TimeoutError{After: 2 * time.Second, ThreadID: thread}
 	case "BLOCK":

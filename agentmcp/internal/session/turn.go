@@ -200,9 +200,11 @@ func turnResult(rec registry.Session, res *codexchild.Result, text string) *Turn
 		Status: firstNonEmpty(res.Status, "completed"), IsError: res.IsError}
 }
 
-// threadParams builds the Codex parameters of a thread: settings, the
-// injected context appended to the caller's developer instructions (FR-2.2),
-// the note before it (FR-6.1), the per-thread ATM tool server.
+// threadParams builds the parameters of a thread: settings, the injected
+// context appended to the caller's developer instructions (FR-2.2), the
+// note before it (FR-6.1), the per-thread ATM tool server (ToolServers:
+// each backend gives it to its agent in its own way; Codex's as an
+// mcp_servers entry, with the user's own kept).
 func threadParams(c *Config, sc sessionContext, st ThreadSettings, note string) codexchild.ThreadParams {
 	st = c.holdPolicy(st) // the operator's sandbox policy (policy.go)
 	dev := appendInstructions(st.DeveloperInstructions, sc.render())
@@ -219,31 +221,20 @@ func threadParams(c *Config, sc sessionContext, st ThreadSettings, note string) 
 	if st.ReasoningEffort != "" {
 		cfg["model_reasoning_effort"] = st.ReasoningEffort
 	}
+	var tools []codexchild.ToolServer
 	if len(c.ToolServer) > 0 {
-		env := map[string]any{"ATM_HOME": c.Home}
+		env := map[string]string{"ATM_HOME": c.Home}
 		for k, v := range c.ToolServerEnv {
 			env[k] = v
 		}
-		servers := map[string]any{}
-		if existing, ok := cfg["mcp_servers"].(map[string]any); ok {
-			for k, v := range existing {
-				servers[k] = v
-			}
-		}
-		servers["atm"] = map[string]any{
-			"command":                     c.ToolServer[0],
-			"args":                        append(append([]string{}, c.ToolServer[1:]...), "--team", c.Team, "--identity", sc.Identity),
-			"env":                         env,
-			"default_tools_approval_mode": "approve",
-			"required":                    true,
-		}
-		cfg["mcp_servers"] = servers
+		tools = []codexchild.ToolServer{{Name: "atm", Command: c.ToolServer[0],
+			Args: append(append([]string{}, c.ToolServer[1:]...), "--team", c.Team, "--identity", sc.Identity), Env: env}}
 	}
 	if len(cfg) == 0 {
 		cfg = nil
 	}
 	return codexchild.ThreadParams{
-		Cwd: sc.Cwd, Model: st.Model, BaseInstructions: st.BaseInstructions, DeveloperInstructions: dev,
+		Cwd: sc.Cwd, Model: st.Model, BaseInstructions: st.BaseInstructions, DeveloperInstructions: dev, ToolServers: tools,
 		CodexParams: codexchild.CodexParams{ApprovalPolicy: st.ApprovalPolicy, Sandbox: st.Sandbox,
 			CompactPrompt: st.CompactPrompt, Profile: st.Profile, Config: cfg},
 	}
@@ -414,16 +405,23 @@ type turnHandler struct {
 	asker Asker // nil: the Manager's
 }
 
+// Event records e in the session and passes it on. The event is
+// translated (codexchild.Event.Activity) once, for both, and only when
+// something reads it: a session, or a request that wants progress.
 func (h *turnHandler) Event(e codexchild.Event) {
 	var ids IDs
+	var act codexchild.Activity
+	if h.s != nil || h.call != nil && h.call.WantsProgress() {
+		act = e.Activity()
+	}
 	if h.s != nil {
-		ids = h.s.recordEvent(e)
+		ids = h.s.recordEvent(e.Type, act)
 	}
 	sink := h.sink()
 	if sink == nil {
 		return
 	}
-	ok := sink.Event(e, ids, h.call)
+	ok := sink.Event(e, act, ids, h.call)
 	if h.s != nil {
 		if ok {
 			h.s.forwarded.Add(1)

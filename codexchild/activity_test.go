@@ -1,0 +1,155 @@
+package codexchild
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// mcpEvent is a codex/event of mcp-server with msg as recorded from Codex
+// 0.153.4 (docs/codex-wire.md#codexevent).
+func mcpEvent(msg string) Event {
+	var m struct {
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal([]byte(msg), &m)
+	params := `{"_meta": {"requestId": 3, "threadId": "T"}, "id": "turn-1", "msg": ` + msg + `}`
+	return Event{Method: "codex/event", Type: m.Type, Params: json.RawMessage(params)}
+}
+
+// appEvent is an app-server notification.
+func appEvent(method, params string) Event {
+	return Event{Method: method, Type: method, Params: json.RawMessage(params)}
+}
+
+// TestEventActivity: what each Codex event means in backend-neutral terms,
+// for both protocols' event shapes; deltas and bookkeeping mean nothing.
+func TestEventActivity(t *testing.T) {
+	tokens := json.RawMessage(`{"total_token_usage": {"input_tokens": 120, "total_tokens": 132}}`)
+	tests := []struct {
+		name string
+		e    Event
+		want Activity
+	}{
+		{"mcp turn started", mcpEvent(`{"type": "task_started", "turn_id": "turn-1"}`), Activity{Kind: ActivityTurnStarted}},
+		{"mcp command begins", mcpEvent(`{"type": "exec_command_begin", "call_id": "call_1", "turn_id": "turn-1", "command": ["/bin/bash", "-lc", "go test ./..."], "cwd": "/w"}`),
+			Activity{Kind: ActivityItem, Summary: "go test ./...", Item: &Item{ID: "call_1", Type: "command", Summary: "go test ./...", Started: true}}},
+		{"mcp command fails", mcpEvent(`{"type": "exec_command_end", "call_id": "call_1", "command": ["/bin/bash", "-lc", "go test ./..."], "stdout": "FAIL", "exit_code": 1, "status": "completed"}`),
+			Activity{Kind: ActivityItem, Item: &Item{ID: "call_1", Type: "command", Status: "failed (exit 1)", Summary: "go test ./..."}}},
+		{"mcp command succeeds", mcpEvent(`{"type": "exec_command_end", "call_id": "call_26", "process_id": "5143", "command": ["/bin/bash", "-lc", "touch probe.txt"], "exit_code": 0, "duration": {"secs": 0, "nanos": 55245201}, "status": "completed"}`),
+			Activity{Kind: ActivityItem, Item: &Item{ID: "call_26", Type: "command", Status: "completed", Summary: "touch probe.txt"}}},
+		{"mcp command ends without its command", mcpEvent(`{"type": "exec_command_end", "call_id": "call_2", "exit_code": 0}`),
+			Activity{Kind: ActivityItem, Item: &Item{ID: "call_2", Type: "command", Status: "completed"}}},
+		{"mcp patch begins", mcpEvent(`{"type": "patch_apply_begin", "call_id": "call_44", "auto_approved": false, "changes": {"/w/a.txt": {"type": "add", "content": "hello\n"}, "/w/b.txt": {"type": "delete"}}}`),
+			Activity{Kind: ActivityItem, Summary: "editing 2 files", Item: &Item{ID: "call_44", Type: "file_change", Summary: "2 files", Started: true}}},
+		{"mcp patch of one file", mcpEvent(`{"type": "patch_apply_begin", "call_id": "call_45", "changes": {"/w/a.txt": {}}}`),
+			Activity{Kind: ActivityItem, Summary: "editing 1 file", Item: &Item{ID: "call_45", Type: "file_change", Summary: "1 file", Started: true}}},
+		{"mcp patch fails", mcpEvent(`{"type": "patch_apply_end", "call_id": "call_44", "stdout": "", "stderr": "conflict", "success": false, "changes": {}}`),
+			Activity{Kind: ActivityItem, Summary: "patch failed", Item: &Item{ID: "call_44", Type: "file_change", Status: "failed"}}},
+		{"mcp tool call begins", mcpEvent(`{"type": "mcp_tool_call_begin", "call_id": "call_7", "invocation": {"server": "atm", "tool": "atm_send", "arguments": {"to": "qa"}}}`),
+			Activity{Kind: ActivityItem, Summary: "atm.atm_send", Item: &Item{ID: "call_7", Type: "tool_call", Summary: "atm.atm_send", Started: true}}},
+		{"mcp tool call ends", mcpEvent(`{"type": "mcp_tool_call_end", "call_id": "call_7", "result": {"Ok": {}}}`),
+			Activity{Kind: ActivityItem, Item: &Item{ID: "call_7", Type: "tool_call", Status: "completed"}}},
+		{"mcp exec approval", mcpEvent(`{"type": "exec_approval_request", "call_id": "call_8", "command": "rm -rf build", "reason": "outside the sandbox"}`),
+			Activity{Kind: ActivityApproval, Summary: "approval: rm -rf build"}},
+		{"mcp patch approval", mcpEvent(`{"type": "apply_patch_approval_request", "call_id": "call_9", "changes": {}}`),
+			Activity{Kind: ActivityApproval, Summary: "approval: patch"}},
+		{"mcp message", mcpEvent(`{"type": "agent_message", "message": "  Done: sent the report.  ", "phase": null}`),
+			Activity{Kind: ActivityMessage, Text: "  Done: sent the report.  "}},
+		{"mcp message with escapes", mcpEvent(`{"type": "agent_message", "message": "line one\nsaid \"hi\" \u00e9"}`),
+			Activity{Kind: ActivityMessage, Text: "line one\nsaid \"hi\" é"}},
+		{"mcp tokens not known yet", mcpEvent(`{"type": "token_count", "info": null}`), Activity{}},
+		{"mcp tokens", mcpEvent(`{"type": "token_count", "info": ` + string(tokens) + `, "rate_limits": {"primary": null}}`),
+			Activity{Kind: ActivityTokens, Tokens: tokens}},
+		{"mcp error", mcpEvent(`{"type": "error", "message": "stream disconnected"}`), Activity{Kind: ActivityProblem, Text: "stream disconnected"}},
+		{"mcp error without a message", mcpEvent(`{"type": "error"}`), Activity{}},
+		{"mcp stream error", mcpEvent(`{"type": "stream_error", "message": "Reconnecting... 2/5 (stream disconnected before completion)"}`),
+			Activity{Kind: ActivityProblem, Text: "Reconnecting... 2/5 (stream disconnected before completion)", Retrying: true}},
+		{"mcp background retry", mcpEvent(`{"type": "background_event", "message": "Will retry the request"}`),
+			Activity{Kind: ActivityProblem, Text: "Will retry the request", Retrying: true}},
+		{"mcp background note", mcpEvent(`{"type": "background_event", "message": "MCP server atm started"}`),
+			Activity{Summary: "MCP server atm started"}},
+		{"mcp abort", mcpEvent(`{"type": "turn_aborted", "reason": "interrupted"}`), Activity{Kind: ActivityNote, Summary: "interrupted"}},
+		{"mcp delta", mcpEvent(`{"type": "agent_message_content_delta", "delta": "MOCK"}`), Activity{}},
+		{"mcp turn complete", mcpEvent(`{"type": "task_complete", "turn_id": "turn-1", "last_agent_message": "x"}`), Activity{}},
+		{"mcp not json", Event{Method: "codex/event", Type: "agent_message", Params: json.RawMessage(`not json`)}, Activity{}},
+
+		{"app turn started", appEvent("turn/started", `{"threadId": "T", "turn": {"id": "turn-1"}}`), Activity{Kind: ActivityTurnStarted}},
+		{"app command starts", appEvent("item/started", `{"threadId": "T", "item": {"id": "i1", "type": "commandExecution", "command": "/bin/bash -lc 'make test'", "status": "inProgress"}}`),
+			Activity{Kind: ActivityItem, Item: &Item{ID: "i1", Type: "command", Status: "inProgress", Summary: "make test", Started: true}}},
+		{"app command completes", appEvent("item/completed", `{"threadId": "T", "item": {"id": "i1", "type": "commandExecution", "command": "/bin/bash -lc 'echo '\\''hi'\\'''", "status": "completed"}}`),
+			Activity{Kind: ActivityItem, Item: &Item{ID: "i1", Type: "command", Status: "completed", Summary: "echo 'hi'"}}},
+		{"app file change", appEvent("item/started", `{"item": {"id": "i3", "type": "fileChange", "changes": [{}, {}, {}]}}`),
+			Activity{Kind: ActivityItem, Item: &Item{ID: "i3", Type: "file_change", Summary: "3 files", Started: true}}},
+		{"app tool call", appEvent("item/started", `{"item": {"id": "i4", "type": "mcpToolCall", "server": "atm", "tool": "atm_send", "status": "inProgress"}}`),
+			Activity{Kind: ActivityItem, Item: &Item{ID: "i4", Type: "tool_call", Status: "inProgress", Summary: "atm.atm_send", Started: true}}},
+		{"app message completes", appEvent("item/completed", `{"threadId": "T", "item": {"id": "i2", "type": "agentMessage", "text": "all green"}}`),
+			Activity{Kind: ActivityMessage, Text: "all green"}},
+		{"app message starts", appEvent("item/started", `{"item": {"id": "i2", "type": "agentMessage", "text": ""}}`), Activity{}},
+		{"app other item", appEvent("item/completed", `{"item": {"id": "i5", "type": "reasoning"}}`), Activity{Summary: "reasoning"}},
+		{"app item not json", appEvent("item/started", `not json`), Activity{}},
+		{"app tokens", appEvent("thread/tokenUsage/updated", `{"threadId": "T", "tokenUsage": {"total": {"totalTokens": 9}}}`),
+			Activity{Kind: ActivityTokens, Tokens: json.RawMessage(`{"total": {"totalTokens": 9}}`)}},
+		{"app error, retrying", appEvent("error", `{"error":{"message":"stream disconnected before completion"},"willRetry":true,"threadId":"t"}`),
+			Activity{Kind: ActivityProblem, Text: "stream disconnected before completion", Retrying: true}},
+		{"app error", appEvent("error", `{"error":{"message":"model not found"},"willRetry":false}`), Activity{Kind: ActivityProblem, Text: "model not found"}},
+		{"app delta", appEvent("item/agentMessage/delta", `{"delta": "hi"}`), Activity{}},
+		{"app turn completed", appEvent("turn/completed", `{"turn": {"id": "turn-1", "status": "completed"}}`), Activity{}},
+
+		{"neutral", Event{Method: "session/update", Type: "tool_call", Params: json.RawMessage(`{}`),
+			Neutral: &Activity{Kind: ActivityItem, Item: &Item{ID: "t1", Type: "command", Summary: "ls", Started: true}}},
+			Activity{Kind: ActivityItem, Item: &Item{ID: "t1", Type: "command", Summary: "ls", Started: true}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.e.Activity()
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Activity (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestShortCommand: a command as Codex gives it, as a human reads it.
+func TestShortCommand(t *testing.T) {
+	long := make([]byte, 100)
+	for i := range long {
+		long[i] = 'x'
+	}
+	tests := []struct {
+		raw, want string
+	}{
+		{`["/bin/bash", "-lc", "go test ./..."]`, "go test ./..."},
+		{`["ls", "-la"]`, "ls -la"},
+		{`"/bin/bash -lc 'make test'"`, "make test"},
+		{`"bash -lc 'echo '\\''a'\\'''"`, "echo 'a'"},
+		{`"/bin/sh -c 'true'"`, "true"},
+		{`"rm -rf build"`, "rm -rf build"},
+		{`"` + string(long) + `"`, string(long[:80]) + "…"},
+		{`{"not": "a command"}`, "a command"},
+		{``, "a command"},
+	}
+	for _, tt := range tests {
+		if got := shortCommand(json.RawMessage(tt.raw)); got != tt.want {
+			t.Errorf("shortCommand(%s) = %q, want %q", tt.raw, got, tt.want)
+		}
+	}
+}
+
+// BenchmarkEventActivity translates a turn's worth of mcp-server events.
+func BenchmarkEventActivity(b *testing.B) {
+	events := []Event{
+		mcpEvent(`{"type": "task_started", "turn_id": "turn-1"}`),
+		mcpEvent(`{"type": "agent_message_content_delta", "delta": "MOCK_REPLY"}`),
+		mcpEvent(`{"type": "agent_message", "message": "MOCK_REPLY: bench", "phase": null}`),
+		mcpEvent(`{"type": "token_count", "info": {"total_token_usage": {"input_tokens": 120, "total_tokens": 132}}, "rate_limits": {"primary": null}}`),
+		mcpEvent(`{"type": "task_complete", "turn_id": "turn-1", "last_agent_message": "MOCK_REPLY: bench"}`),
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, e := range events {
+			_ = e.Activity()
+		}
+	}
+}

@@ -1,0 +1,42 @@
+package codexchild
+
+import "maps"
+
+// codexConfig returns the config overrides a Codex thread is started
+// with: p.Config, with each of p.ToolServers as an mcp_servers entry
+// whose tools are approved and which the thread requires (Codex fails the
+// thread rather than run it without the team-mail tools). An mcp_servers
+// map in p.Config keeps its other servers; a tool server replaces one of
+// the same name. The result is a new map (nil when empty); p.Config is
+// never changed.
+func codexConfig(p ThreadParams) map[string]any {
+	if len(p.Config) == 0 && len(p.ToolServers) == 0 {
+		return nil
+	}
+	cfg := maps.Clone(p.Config)
+	if len(p.ToolServers) == 0 {
+		return cfg
+	}
+	if cfg == nil {
+		cfg = map[string]any{}
+	}
+	servers := map[string]any{}
+	if existing, ok := cfg["mcp_servers"].(map[string]any); ok {
+		maps.Copy(servers, existing)
+	}
+	for _, ts := range p.ToolServers {
+		env := make(map[string]any, len(ts.Env))
+		for k, v := range ts.Env {
+			env[k] = v
+		}
+		servers[ts.Name] = map[string]any{
+			"command":                     ts.Command,
+			"args":                        append([]string{}, ts.Args...),
+			"env":                         env,
+			"default_tools_approval_mode": "approve",
+			"required":                    true,
+		}
+	}
+	cfg["mcp_servers"] = servers
+	return cfg
+}
