@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/acp"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/internal/realacp"
@@ -96,6 +99,13 @@ func readToolCalls(path string) ([]realcodex.ToolCall, error) {
 	return calls, nil
 }
 
+// events returns a copy of the events so far.
+func (l *eventLog) events() []acp.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.evs)
+}
+
 // TestOpencodeACP runs the real opencode (1.18.33, the linux-x64 binary
 // pinned in internal/realacp/testdata/opencode/package-lock.json, about 180
 // MB) offline against a loopback OpenAI Chat Completions mock: two turns;
@@ -104,8 +114,9 @@ func readToolCalls(path string) ([]realcodex.ToolCall, error) {
 // and one whose call is rejected (permission bash "ask" in its config: its
 // own default allows); a turn whose model request hangs, interrupted, and
 // one after it; then a new process loads the session (session/load
-// replays it) and runs a turn on it. Nothing of either process is left
-// after Close.
+// replays it) and runs a turn on it, and a third resumes it
+// (session/resume: no replay) and runs one. Nothing of any process (the
+// MCP server included) is left after Close.
 func TestOpencodeACP(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: no real agent")
@@ -165,17 +176,30 @@ func TestOpencodeACP(t *testing.T) {
 	}
 	os.Remove(ran)
 	res5 := promptReal(t, s, "TURN FIVE: RUN-TOOL again")
-	if strings.Contains(res5.Text, "acp-approved") {
-		t.Errorf("turn 5: %q, the rejected command's output", res5.Text)
+	// Measured: after a rejection opencode fails the tool call and ends the
+	// turn (end_turn) without asking the model again, so without text.
+	if strings.Contains(res5.Text, "acp-approved") || len(res5.ToolCalls) != 1 || res5.ToolCalls[0].Status != "failed" {
+		t.Errorf("turn 5: %q, tool calls %+v; want the rejected call failed", res5.Text, res5.ToolCalls)
 	}
 	if _, err := os.Stat(ran); err == nil {
 		t.Errorf("the rejected command ran")
 	}
 	if len(asked) != 2 {
-		t.Errorf("asked %d times, want 2 (bash: ask)", len(asked))
+		t.Fatalf("asked %d times, want 2 (bash: ask)", len(asked))
 	}
-	for _, req := range asked {
+	for i, req := range asked {
 		t.Logf("permission: tool %q kind %q options %+v", req.Tool.Title, req.Tool.Kind, req.Options)
+		var kinds []string
+		for _, o := range req.Options {
+			kinds = append(kinds, o.Kind)
+		}
+		if req.Tool.Kind != "execute" || req.Tool.Title != realacp.RunToolCommand || !slices.Contains(kinds, "allow_once") || !slices.Contains(kinds, "reject_once") {
+			t.Errorf("permission %d: tool %+v, option kinds %q; want the command, execute, allow_once and reject_once", i, req.Tool, kinds)
+		}
+	}
+	// opencode announces the tool call before it asks.
+	if evs := log.of(s.ID(), 4); len(evs) == 0 || evs[0].Kind != acp.EventToolCall || !evs[0].Created {
+		t.Errorf("turn 4 events %+v, want the tool call first", evs)
 	}
 
 	// A turn whose model request hangs is interrupted.
@@ -197,10 +221,11 @@ func TestOpencodeACP(t *testing.T) {
 		t.Errorf("Interrupt: %v", err)
 	}
 	res6 := <-hung
-	t.Logf("turn 6 interrupted in %.1fs: %+v", time.Since(begin).Seconds(), res6)
-	if res6 == nil || !res6.Cancelled {
+	if res6 == nil || !res6.Cancelled || res6.StopReason != acp.StopCancelled {
 		t.Fatalf("turn 6: %+v, want cancelled", res6)
 	}
+	t.Logf("turn 6 interrupted in %.1fs: stop %q", time.Since(begin).Seconds(), res6.StopReason)
+	// Unlike claude-agent-acp, the turn after a cancel is the turn's own.
 	res7 := promptReal(t, s, "TURN SEVEN: still there?")
 	if !strings.Contains(res7.Text, "REPLY TO TURN SEVEN") || !res7.AfterCancel {
 		t.Errorf("turn 7 after the interrupt: %q (after cancel %v), want the mock's reply", res7.Text, res7.AfterCancel)
@@ -220,8 +245,10 @@ func TestOpencodeACP(t *testing.T) {
 
 	// A new process reopens the session with session/load.
 	begin = time.Now()
-	cfg.Asker, cfg.OnEvent = nil, nil
+	log2 := &eventLog{}
+	cfg.Asker, cfg.OnEvent = nil, log2.add
 	c2 := startReal(t, cfg)
+	t.Logf("second process started in %.1fs", time.Since(begin).Seconds())
 	s2, err := c2.LoadSession(t.Context(), s.ID(), acp.SessionParams{Cwd: work, MCPServers: []acp.MCPServer{echoServer(t, "oc-agent@team", toolLog, tag)}})
 	if err != nil {
 		t.Fatalf("LoadSession: %v", err)
@@ -230,6 +257,25 @@ func TestOpencodeACP(t *testing.T) {
 	t.Logf("session/load in a new process (%.1fs): %d messages replayed: %q", time.Since(begin).Seconds(), len(replay), replay)
 	if len(replay) < 2 || replay[0] != (acp.Message{Role: "user", Text: "TURN ONE: say hello"}) || !strings.Contains(replay[1].Text, "REPLY TO TURN ONE") {
 		t.Errorf("replay %q, want turn one first", replay)
+	}
+	// Every prompt is replayed as a user message with an id of its own,
+	// the cancelled and rejected turns' ones too.
+	// (OnEvent gets them on a goroutine of its own: wait a little.)
+	var prompts []string
+	ids := map[string]bool{}
+	for deadline := time.Now().Add(5 * time.Second); len(prompts) < 7 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		prompts, ids = nil, map[string]bool{}
+		for _, ev := range log2.events() {
+			if ev.Replay && ev.Kind == acp.EventUserMessage {
+				prompts = append(prompts, ev.Text)
+				ids[ev.MessageID] = true
+			}
+		}
+	}
+	want := []string{"TURN ONE: say hello", "TURN TWO: and again", `TURN THREE: CALL-TOOL echo_identity {"text":"hello from opencode"}`,
+		"TURN FOUR: RUN-TOOL please", "TURN FIVE: RUN-TOOL again", "TURN SIX: HANG", "TURN SEVEN: still there?"}
+	if diff := cmp.Diff(want, prompts); diff != "" || len(ids) != len(want) || ids[""] {
+		t.Errorf("replayed prompts (-want +got):\n%s\nmessage ids %v", diff, ids)
 	}
 	res8 := promptReal(t, s2, "TURN EIGHT: after the restart")
 	if !strings.Contains(res8.Text, "REPLY TO TURN EIGHT") || res8.Turn != 1 {
@@ -240,5 +286,27 @@ func TestOpencodeACP(t *testing.T) {
 	}
 	if left := realacp.Leftover(tag, 3*time.Second); len(left) > 0 {
 		t.Errorf("after the second Close, processes left: %q", left)
+	}
+	// session/resume in a third process: no replay, and the session goes
+	// on.
+	begin = time.Now()
+	c3 := startReal(t, cfg)
+	s3, err := c3.ResumeSession(t.Context(), s.ID(), acp.SessionParams{Cwd: work, MCPServers: []acp.MCPServer{echoServer(t, "oc-agent@team", toolLog, tag)}})
+	if err != nil {
+		t.Fatalf("ResumeSession: %v", err)
+	}
+	t.Logf("session/resume in a new process (%.1fs)", time.Since(begin).Seconds())
+	if n := len(s3.Replayed()); n != 0 {
+		t.Errorf("session/resume replayed %d messages, want none", n)
+	}
+	res9 := promptReal(t, s3, "TURN NINE: after a resume")
+	if !strings.Contains(res9.Text, "REPLY TO TURN NINE") {
+		t.Errorf("turn after resume: %+v", res9)
+	}
+	if err := c3.Close(t.Context()); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if left := realacp.Leftover(tag, 3*time.Second); len(left) > 0 {
+		t.Errorf("after the third Close, processes left: %q", left)
 	}
 }
