@@ -112,7 +112,7 @@ func TestACPApprovals(t *testing.T) {
 	}{
 		{name: "approve", script: "ask c1 execute touch x", decision: Decision{Kind: Approve}, want: "selected allow-once", status: "completed", kind: ApprovalExec, command: "touch x"},
 		{name: "approve for session", script: "ask c2 edit edit a.go", decision: Decision{Kind: ApproveForSession}, want: "selected allow-with-updates", status: "completed", kind: ApprovalPatch},
-		{name: "deny", script: "ask c3 fetch get url", decision: Decision{Kind: Deny, Reason: "no"}, want: "selected reject", status: "completed", kind: ApprovalKind("tool")},
+		{name: "deny", script: "ask c3 fetch get url", decision: Decision{Kind: Deny, Reason: "no"}, want: "selected reject", status: "completed", kind: ApprovalTool},
 		{name: "no handler", script: "ask c4", nilH: true, want: "selected reject", status: "completed"},
 		{name: "abort", script: "say before\nask c5", decision: Decision{Kind: Abort}, status: "interrupted", kind: ApprovalExec, command: "run c5"},
 	}
@@ -317,14 +317,28 @@ func TestACPFaults(t *testing.T) {
 }
 
 // TestACPClose: Close kills every agent's process group, a child that
-// ignores SIGTERM included; later turns fail with ErrClosed.
+// ignores SIGTERM included, whether the agents run directly or through the
+// guard; later turns fail with ErrClosed.
 func TestACPClose(t *testing.T) {
+	for _, guarded := range []bool{false, true} {
+		t.Run(fmt.Sprintf("guarded=%v", guarded), func(t *testing.T) { testACPClose(t, guarded) })
+	}
+}
+
+func testACPClose(t *testing.T, guarded bool) {
 	e := newACPEnv(t)
-	b := e.backend(t, e.config(t))
+	cfg := e.config(t)
+	if guarded {
+		cfg.Guard = []string{os.Args[0], guardArg} // TestMain runs the guard
+	}
+	b := e.backend(t, cfg)
 	p := e.params(t)
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	res := acpTurnOK(t, b, TurnRequest{Prompt: "spawn " + pidFile + "\nsay spawned", Params: p})
 	acpTurnOK(t, b, TurnRequest{Prompt: "say a second thread", Params: p})
+	if cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", b.Status().PID)); guarded != strings.Contains(string(cmdline), guardArg) {
+		t.Errorf("the agent process runs %q; guarded %v", cmdline, guarded)
+	}
 	raw, err := os.ReadFile(pidFile)
 	if err != nil {
 		t.Fatal(err)

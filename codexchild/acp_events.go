@@ -186,7 +186,7 @@ func (th *acpThread) ask(ctx context.Context, req acp.PermissionRequest) acp.Dec
 // approvalOf is the Approval of a permission request: exec for a tool of
 // kind execute, patch for edit, delete and move, "tool" for the others.
 func approvalOf(id, cwd string, req acp.PermissionRequest) Approval {
-	a := Approval{ID: id, Kind: ApprovalKind("tool"), ThreadID: req.SessionID, TurnID: turnID(req.Turn), CallID: req.Tool.ID,
+	a := Approval{ID: id, Kind: ApprovalTool, ThreadID: req.SessionID, TurnID: turnID(req.Turn), CallID: req.Tool.ID,
 		Message: req.Tool.Title, Cwd: cwd, Raw: req.Raw}
 	switch req.Tool.Kind {
 	case "execute":

@@ -72,7 +72,7 @@ func TestACPRealClaude(t *testing.T) {
 		t.Errorf("turn 2: %q, want the mail tool's result", res2.Text)
 	}
 	// Claude Code asks before an MCP tool in mode default: a tool approval.
-	if len(rec2.approvals) != 1 || rec2.approvals[0].Kind != ApprovalKind("tool") || !strings.Contains(rec2.approvals[0].Message, "atm_send") {
+	if len(rec2.approvals) != 1 || rec2.approvals[0].Kind != ApprovalTool || !strings.Contains(rec2.approvals[0].Message, "atm_send") {
 		for _, a := range rec2.approvals {
 			t.Logf("approval %+v raw %s", a, a.Raw)
 		}

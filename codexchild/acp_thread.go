@@ -76,14 +76,24 @@ func (th *acpThread) retire(why string) {
 	th.stopping = done
 	th.mu.Unlock()
 	b := th.b
-	b.log.Info("acp: stopping the agent", "thread", th.id, "why", why, "pid", c.Status().PID)
-	b.stopping.Go(func() {
+	b.log.Info("acp: stopping the agent", "why", why, "pid", c.Status().PID)
+	stop := func() {
 		defer close(done)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		_ = c.Close(ctx)
 		b.noteExit(c.Status().Exit)
-	})
+	}
+	// Close waits for b.stopping once closed is set: a stop that begins
+	// after that runs here.
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		stop()
+		return
+	}
+	b.stopping.Go(stop)
+	b.mu.Unlock()
 }
 
 // ready makes sure the thread has a live agent and session for the turn

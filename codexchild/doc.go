@@ -1,5 +1,6 @@
 // Package codexchild runs and supervises one Codex child process and speaks
-// its protocol (codex mcp-server or codex app-server) behind one interface,
+// its protocol (codex mcp-server or codex app-server), or coding agents
+// that speak the Agent Client Protocol ([NewACP]), behind one interface,
 // [Backend]: start a thread, continue it, interrupt a turn, answer its
 // approvals, stream its events and report its result. What only one protocol
 // has is an optional interface: [Passthrough] (mcp-server's MCP requests
@@ -55,6 +56,19 @@
 // mcp-server --help`) and logs its choice. Until then its Kind is KindAuto:
 // Kind never blocks.
 //
+// [NewACP] returns the backend for coding agents that speak the Agent
+// Client Protocol (package acp: claude-agent-acp, gemini --acp, opencode
+// acp, …), of Kind KindACP: one agent process and one ACP session per
+// thread, the session id being the thread id. It translates its events
+// into Activity as it reads them (Event.Neutral) and the agent's
+// permission requests into Approvals (ApprovalExec, ApprovalPatch,
+// ApprovalTool); a thread it has no live agent for is reopened with
+// session/load or session/resume, else continued in a new session seeded
+// with TurnRequest.Seed. acp_backend.go is its API and ACPConfig,
+// acp_thread.go a thread's agent, session and turns, acp_events.go the
+// translation of events and permission requests. It is not a Starter:
+// every thread starts its own agent.
+//
 // The files: child.go supervises a process (process group, stderr drained to
 // the log, exit status, graceful stop) and core.go is the request/response
 // core, both shared by the backends;
@@ -73,9 +87,10 @@
 // (activity_mcp.go, activity_app.go); toolservers.go makes a thread's
 // ToolServers the Codex config's mcp_servers entries.
 //
-// Subpackages: modelmock (a loopback mock of the Responses API for the real
-// Codex), realcodex (test helpers that run the real Codex offline),
-// mockcodex (a mock of the Codex CLI for fault tests) and mockmodel
-// (modelmock as a program), each of the last two a program's Main with a
-// thin command in cmd/mockcodex and cmd/mockmodel.
+// Subpackages: acp (the ACP v1 client under NewACP), modelmock (a loopback
+// mock of the Responses API for the real Codex), realcodex (test helpers
+// that run the real Codex offline), mockcodex (a mock of the Codex CLI for
+// fault tests), mockmodel (modelmock as a program) and mockacp (a mock ACP
+// agent scripted by its prompts), each of the last three a program's Main
+// with a thin command in cmd/mockcodex, cmd/mockmodel and cmd/mockacp.
 package codexchild

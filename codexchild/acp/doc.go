@@ -79,16 +79,17 @@
 //
 // # How it plugs in
 //
-// A Backend-like facade for the proxy (Turn, Interrupt, Status, Close)
-// sits on one Client and one Session per team member: Turn is
-// Session.Prompt with the events mapped to the proxy's neutral events and
-// the Asker backed by the approval bridge; Interrupt is Session.Interrupt;
-// Status is Client.Status (ExitStatus has codexchild.ExitStatus's shape and
-// converts to it); Close is Client.Close. Resume is LoadSession or
-// ResumeSession where the agent offers it (Session.Replayed has the
-// replayed history to compare with the proxy's own transcript), else a new
-// session seeded from that transcript. None of this is wired into agentmcp
-// yet.
+// codexchild's NewACP (acp_backend.go there) is the Backend facade for
+// the proxy (Turn, Interrupt, Status, Close), on one Client and one
+// Session per thread (team member): Turn is Session.Prompt with the
+// events mapped to the proxy's neutral Activity (Config.OnEvent; OnIdle
+// flushes a batching handler; Client.Sync lets the turn's events reach
+// the handler before Turn returns) and the Asker backed by the approval
+// bridge; Interrupt is Session.Interrupt; Close is Client.Close; an
+// ExitStatus converts to codexchild.ExitStatus. Resume is LoadSession or
+// ResumeSession where the agent offers it (the replay is swallowed), else
+// a new session seeded from the proxy's transcript. TurnRequest.OnSent
+// tells the mail layer when the prompt was written.
 //
 // # Design notes
 //
