@@ -113,6 +113,7 @@ func proxyOptions(cfg *config.Config, logger *slog.Logger) (proxy.Options, error
 	if err != nil {
 		return proxy.Options{}, err
 	}
+	agents := agentBackends(cfg, guardCommandLine(logger), logger)
 	regTeam, regInstance := cfg.RegistryTeam()
 	_, teamMissing := cfg.TeamProblem()
 	return proxy.Options{
@@ -127,6 +128,7 @@ func proxyOptions(cfg *config.Config, logger *slog.Logger) (proxy.Options, error
 		RequestTimeout: cfg.RequestTimeout, MaxSessions: cfg.MaxConcurrentThreads,
 		ElicitationTimeout: cfg.ElicitationTimeout, ApprovalFallback: cfg.ApprovalFallback, MCPProtocol: cfg.MCPProtocol,
 		NewBackend: func() (codexchild.Backend, error) { return newBackend(cfg, logger) }, CodexRestart: cfg.CodexRestart,
+		Agents: agents, AgentCheck: agentCheck(cfg),
 		AutoMail: cfg.AutoMail, AutoMailFor: cfg.AutoMailFor,
 		MailPollInterval: cfg.MailPollInterval, MailIdleTimeout: cfg.IdleTimeout, PersistThreads: cfg.PersistThreads, MaxMailMessages: cfg.MaxMailMessages, MaxMailMessageLength: cfg.MaxMailMessageLength,
 		ToolServer: toolServer, ToolServerEnv: map[string]string{"ATM_TEAM": cfg.Team},
@@ -154,18 +156,24 @@ func selfPath() (string, error) {
 // The child is started through this program's codex-guard, so that
 // nothing of Codex outlives serve, however serve ends.
 func newBackend(cfg *config.Config, logger *slog.Logger) (codexchild.Backend, error) {
-	var guardCmd []string
-	if exe, err := selfPath(); err == nil {
-		guardCmd = []string{exe, guardCommand}
-	} else {
-		logger.Warn("codex runs unguarded: it may outlive a killed serve", "err", err)
-	}
 	return codexchild.New(codexchild.Config{
-		Bin: cfg.CodexBin, Args: cfg.CodexArgs(), Logger: logger, DefaultTimeout: cfg.RequestTimeout, Guard: guardCmd,
+		Bin: cfg.CodexBin, Args: cfg.CodexArgs(), Logger: logger, DefaultTimeout: cfg.RequestTimeout, Guard: guardCommandLine(logger),
 		HandshakeTimeout: min(cfg.HandshakeTimeout, cfg.RequestTimeout),
 		ClientInfo:       codexchild.ClientInfo{Name: "atm-agent-mcp", Version: cli.Version()},
 		Kind:             codexchild.Kind(cfg.Backend),
 	})
+}
+
+// guardCommandLine is the command that runs this program's guard (package
+// guard's Main), through which Codex and every other agent are started;
+// nil, with a warning, when this executable cannot be found.
+func guardCommandLine(logger *slog.Logger) []string {
+	exe, err := selfPath()
+	if err != nil {
+		logger.Warn("agents run unguarded: they may outlive a killed serve", "err", err)
+		return nil
+	}
+	return []string{exe, guardCommand}
 }
 
 // exitWithParent ends the process once its parent has gone (the process

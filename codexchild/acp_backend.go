@@ -19,10 +19,15 @@ const KindACP Kind = "acp"
 // The resume policies of ACPConfig.Resume.
 const (
 	// ResumeAuto reopens a thread the backend has no live agent for with
-	// session/load, else session/resume, where the agent advertises them
-	// (falling back from one to the other, then to a new session seeded
-	// with TurnRequest.Seed).
+	// session/load when the agent advertises it, else session/resume;
+	// when neither is offered or both fail, a new session is started,
+	// seeded (TurnRequest.Seed).
 	ResumeAuto = "auto"
+	// ResumeLoad reopens with session/load only, else seeds a new session.
+	ResumeLoad = "load"
+	// ResumeResume reopens with session/resume only, else seeds a new
+	// session.
+	ResumeResume = "resume"
 	// ResumeNone always starts a new session, seeded.
 	ResumeNone = "none"
 )
@@ -56,7 +61,8 @@ type ACPConfig struct {
 	ConfigOptions []acp.ConfigOption
 	// Resume is the policy for a thread the backend has no live agent for
 	// (the proxy restarted, the agent died or was stopped after an
-	// interrupt): ResumeAuto or ResumeNone. optional: "" means ResumeAuto.
+	// interrupt): ResumeAuto, ResumeLoad, ResumeResume or ResumeNone.
+	// optional: "" means ResumeAuto.
 	Resume string
 	// ReuseAfterCancel keeps an agent's process after an interrupted turn.
 	// optional: false stops it once the turn has ended, and the thread's

@@ -235,6 +235,10 @@ func TestACPResume(t *testing.T) {
 		{name: "neither offered", env: []string{"MOCKACP_LOAD=off", "MOCKACP_RESUME=off"}},
 		{name: "both failing", env: []string{"MOCKACP_LOAD=fail", "MOCKACP_RESUME=fail"}},
 		{name: "policy none", policy: ResumeNone},
+		{name: "policy load without load", env: []string{"MOCKACP_LOAD=off"}, policy: ResumeLoad},
+		{name: "policy load", policy: ResumeLoad, resumed: true},
+		{name: "policy resume", policy: ResumeResume, resumed: true},
+		{name: "policy resume without resume", env: []string{"MOCKACP_RESUME=off"}, policy: ResumeResume},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -131,8 +131,8 @@ func (th *acpThread) ready(ctx context.Context, req TurnRequest) (string, error)
 	}
 	text := req.Preamble + req.Prompt
 	s = nil
-	if id != "" && b.cfg.resume() == ResumeAuto {
-		s = th.reopen(ctx, c, id, p)
+	if id != "" && b.cfg.resume() != ResumeNone {
+		s = th.reopen(ctx, c, id, p, b.cfg.resume())
 		if s == nil && c.Status().State == acp.StateDead {
 			_ = c.Close(ctx)
 			if c, err = th.start(ctx); err != nil {
@@ -210,10 +210,10 @@ func lastLine(s string) string {
 
 // reopen loads or resumes session id in c, as the agent offers; nil when
 // it cannot.
-func (th *acpThread) reopen(ctx context.Context, c *acp.Client, id string, p acp.SessionParams) *acp.Session {
+func (th *acpThread) reopen(ctx context.Context, c *acp.Client, id string, p acp.SessionParams, policy string) *acp.Session {
 	log := th.b.log.With("thread", id)
 	caps := c.Info().Capabilities
-	if caps.LoadSession {
+	if caps.LoadSession && policy != ResumeResume {
 		s, err := c.LoadSession(ctx, id, p)
 		if err == nil {
 			log.Info("acp: session reopened with session/load", "replayed", len(s.Replayed()))
@@ -221,7 +221,7 @@ func (th *acpThread) reopen(ctx context.Context, c *acp.Client, id string, p acp
 		}
 		log.Warn("acp: session/load failed", "err", err)
 	}
-	if caps.Resume && c.Status().State != acp.StateDead {
+	if caps.Resume && policy != ResumeLoad && c.Status().State != acp.StateDead {
 		s, err := c.ResumeSession(ctx, id, p)
 		if err == nil {
 			log.Info("acp: session reopened with session/resume")

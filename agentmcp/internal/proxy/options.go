@@ -65,6 +65,14 @@ type Options struct {
 	// CodexRestart is RestartManual or RestartOnDemand. optional: ""
 	// means manual.
 	CodexRestart string
+	// Agents are the backends of the other agent kinds by kind ("claude",
+	// "gemini", a configured agent's name: codexchild.NewACP), for
+	// agent_start; the proxy closes them at shutdown. optional: nil runs
+	// Codex sessions only.
+	Agents map[string]codexchild.Backend
+	// AgentCheck checks an agent kind before agent_start starts a session
+	// of it (tools.Config.AgentCheck): switched on, installed. optional.
+	AgentCheck func(kind string) error
 
 	// Defaults are the thread settings before a role preset or the caller's
 	// arguments.

@@ -88,6 +88,10 @@ func New(opts Options) (*Server, error) {
 		Protocol:     opts.MCPProtocol,
 		Logger:       log,
 	})
+	agents := make(map[string]session.Backend, len(opts.Agents))
+	for kind, b := range opts.Agents {
+		agents[kind] = b
+	}
 	var registryView session.Registry = session.RegistryOf(reg)
 	if opts.RegistryTeam != opts.Team {
 		registryView = teamStamp{registryView, opts.Team}
@@ -96,7 +100,7 @@ func New(opts Options) (*Server, error) {
 		registryView = opts.wrapRegistry(registryView)
 	}
 	s.sessions, err = session.NewManager(session.Config{
-		Home: opts.Home, Team: opts.Team, Backend: s.backend, Registry: registryView, Audit: s.auditor, Git: s.git,
+		Home: opts.Home, Team: opts.Team, Backend: s.backend, Agents: agents, Registry: registryView, Audit: s.auditor, Git: s.git,
 		Sink: eventSink{s.conn}, Asker: asker{s.conn, log}, Mail: &s.team,
 		Defaults: opts.Defaults, Roles: opts.Roles, BaseInstructions: opts.BaseInstructions, ExtraInstructions: opts.ExtraInstructions,
 		CodexConfig: opts.CodexConfig, ToolServer: opts.ToolServer, ToolServerEnv: opts.ToolServerEnv,
@@ -125,7 +129,7 @@ func (s *Server) Run(ctx context.Context, r io.Reader, w io.Writer) error {
 		BaseInstructions: s.opts.BaseInstructions, MaxSessions: s.opts.MaxSessions,
 		DefaultIdentity: s.opts.DefaultIdentity, Audit: s.auditor, CodexHome: s.opts.CodexHome, Cwd: s.opts.Cwd,
 		Started: s.opts.Now(), Logger: s.log, Now: s.opts.Now, ProgressInterval: s.opts.ProgressInterval, LeadMail: s.leadMail,
-		ConfigWarnings: s.opts.ConfigWarnings,
+		ConfigWarnings: s.opts.ConfigWarnings, AgentCheck: s.opts.AgentCheck,
 	})
 	s.conn.Start(r, w)
 	mailCtx, stopMail := context.WithCancel(context.Background())
@@ -165,6 +169,11 @@ func (s *Server) shutdown() {
 	stopCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
 	if err := s.backend.Close(stopCtx); err != nil {
 		s.log.Warn("stopping the codex child", "err", err)
+	}
+	for kind, b := range s.opts.Agents {
+		if err := b.Close(stopCtx); err != nil {
+			s.log.Warn("stopping the agents", "agent", kind, "err", err)
+		}
 	}
 	stop()
 	if !s.conn.Wait(5*time.Second) || !s.sessions.Wait(time.Second) {

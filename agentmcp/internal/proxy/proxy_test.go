@@ -39,7 +39,7 @@ func TestInitializeAndToolList(t *testing.T) {
 			t.Errorf("tool %s lacks an input or output schema", tool.Name)
 		}
 	}
-	want := []string{"codex", "codex-reply", "atm_send", "atm_read", "atm_broadcast", "atm_pending_count", "agent_sessions",
+	want := []string{"codex", "codex-reply", "agent_start", "agent_reply", "atm_send", "atm_read", "atm_broadcast", "atm_pending_count", "agent_sessions",
 		"agent_status", "agent_close", "agent_wait", "agent_interrupt", "agent_respond", "agent_list_codex_sessions", "agent_restart_codex"}
 	sort.Strings(want)
 	sort.Strings(names)

@@ -52,12 +52,19 @@ func (m *Manager) bridgeApproval(s *Session, call CallRef, asker Asker, a *codex
 		rec = s.Record()
 	}
 	log := m.log.With("agent_id", rec.AgentID, "identity", rec.Identity, "kind", string(a.Kind))
-	what := describeApproval(a)
+	what := describeApproval(a, agentName(rec.Backend))
 	respond := func(an Answer) {
 		if err := a.Respond(an.Decision); err != nil && !errors.Is(err, codexchild.ErrAlreadyAnswered) {
 			log.Warn("cannot answer codex approval", "err", err)
 		}
 		m.cfg.Audit.Approval(rec, what, an.Outcome)
+	}
+	if s != nil && deniedReadOnly(rec, a) && m.HeldReadOnly(rec.Role) {
+		// Another agent has no sandbox to hold it read-only: what would
+		// change the machine is refused here, without asking (policy.go).
+		log.Info("approval denied: the session is held read-only", "what", what)
+		respond(Answer{codexchild.Decision{Kind: codexchild.Deny, Reason: readOnlyAgentDenial}, "denied: read-only policy"})
+		return
 	}
 	if asker == nil {
 		asker = m.cfg.Asker
@@ -256,18 +263,24 @@ func ParseAnswer(ans, reason string) (codexchild.Decision, error) {
 	return codexchild.Decision{}, fmt.Errorf("answer %q is not approve, approve_for_session, deny or \"deny: reason\"", ans)
 }
 
-// describeApproval is the human question for an approval.
-func describeApproval(a *codexchild.Approval) string {
+// describeApproval is the human question for an approval of agent (as
+// agentName names it: "Codex", "claude").
+func describeApproval(a *codexchild.Approval, agent string) string {
 	switch a.Kind {
 	case codexchild.ApprovalPatch:
 		n := countChanges(a.Changes)
-		q := fmt.Sprintf("Allow Codex to apply changes to %d file%s", n, plural(n))
+		q := fmt.Sprintf("Allow %s to apply changes to %d file%s", agent, n, plural(n))
+		if n == 0 && a.Message != "" && agent != agentName(KindCodex) {
+			q = "Allow " + agent + " to change files: " + a.Message // an ACP edit names its files in its title
+		}
 		if a.Reason != "" {
 			q += " (" + a.Reason + ")"
 		}
 		return q + "?"
+	case codexchild.ApprovalTool:
+		return "Allow " + agent + " to use " + firstNonEmpty(a.Message, "a tool") + "?"
 	default:
-		q := "Allow Codex to run `" + a.Command + "`"
+		q := "Allow " + agent + " to run `" + a.Command + "`"
 		if a.Cwd != "" {
 			q += " in `" + a.Cwd + "`"
 		}

@@ -65,8 +65,10 @@ func (m *Manager) Close(ctx context.Context, s *Session, summarize bool) CloseOu
 	}
 	s.denyApprovals("the session is being closed")
 	if busy {
-		if thread := s.Record().BackendID; thread != "" {
-			_ = m.cfg.Backend.Interrupt(ctx, thread)
+		if rec := s.Record(); rec.BackendID != "" {
+			if b, err := m.backendOf(rec); err == nil {
+				_ = b.Interrupt(ctx, rec.BackendID)
+			}
 		}
 		if runCancel != nil {
 			runCancel()

@@ -11,7 +11,8 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
-// Backend is the Codex child as sessions use it (a codexchild.Backend).
+// Backend is an agent's backend as sessions use it (a codexchild.Backend):
+// the Codex child, or another kind's (an ACP agent's).
 type Backend interface {
 	Turn(ctx context.Context, req codexchild.TurnRequest) (*codexchild.Result, error)
 	Interrupt(ctx context.Context, threadID string) error
@@ -164,8 +165,15 @@ type Config struct {
 	Home string
 	// Team is the ATM team. required.
 	Team string
-	// Backend is the Codex child. required.
+	// Backend is the Codex child: the backend of the sessions of kind
+	// "codex" (and of records that name no kind). required.
 	Backend Backend
+	// Agents are the backends of the other agent kinds by kind ("claude",
+	// "gemini", a configured agent's name): a session runs on the backend
+	// of the kind its registry record names (agents.go). The keys "codex"
+	// and "" are never looked up (they are Backend). optional: nil runs
+	// Codex sessions only.
+	Agents map[string]Backend
 	// Registry keeps the sessions (RegistryOf). required.
 	Registry Registry
 	// Audit writes the audit trail. optional: nil records nothing.

@@ -77,31 +77,45 @@ type CreateRequest struct {
 	Tag       string
 	Role      string
 	AgentFile string
-	Settings  ThreadSettings
+	// Agent is the session's agent kind: "codex" (or "") for Codex, else
+	// a key of Config.Agents. It is recorded (registry.Session.Backend)
+	// and chooses the backend of every turn of the session. optional.
+	Agent string
+	// Settings are the thread settings. For Codex, the defaults after the
+	// role preset (Settings) with the caller's arguments; for another
+	// kind, the caller's own (the configured defaults and role presets
+	// are Codex's), without Codex-only settings (CheckAgentSettings).
+	Settings ThreadSettings
 	// AutoMail overrides the configured auto-mail switch. optional.
 	AutoMail *bool
 }
 
-// Create binds r.Identity to a new session: Codex must be up (or come up
-// by itself, see availability), then in-process uniqueness, the session
-// limit, then the cross-process claim through the registry. The
+// Create binds r.Identity to a new session of agent kind r.Agent: the
+// kind must be configured and the settings fit for it, its agent up (or
+// come up by itself, see availability), then in-process uniqueness, the
+// session limit, then the cross-process claim through the registry. The
 // identity is reserved while the registry is written and the git facts
 // read, without holding the manager's lock.
 func (m *Manager) Create(ctx context.Context, r CreateRequest) (*Session, error) {
+	kind := firstNonEmpty(r.Agent, KindCodex)
+	if err := m.checkAgent(kind); err != nil {
+		return nil, err
+	}
+	if err := m.CheckAgentSettings(kind, r.Settings); err != nil {
+		return nil, err // Codex-only settings for another agent (agents.go)
+	}
 	if err := m.CheckSettings(r.Role, r.Settings); err != nil {
 		return nil, err // the operator's sandbox policy (policy.go)
 	}
-	if a, ok := m.cfg.Backend.(availability); ok {
-		if err := a.Unavailable(); err != nil {
-			return nil, err // Codex is down: nothing is written (recovery.go)
-		}
+	if err := unavailable(m.backendFor(kind)); err != nil {
+		return nil, err // Codex is down: nothing is written (recovery.go)
 	}
 	if err := m.reserve(r.Identity, nil); err != nil {
 		return nil, err
 	}
 	facts := m.cfg.Git.Facts(ctx, r.Cwd)
 	rec, err := m.cfg.Registry.Add(registry.Session{
-		Identity: r.Identity, Cwd: r.Cwd, RepoRoot: deref(facts.Root), RepoName: deref(facts.Name), Branch: deref(facts.Branch),
+		Backend: kind, Identity: r.Identity, Cwd: r.Cwd, RepoRoot: deref(facts.Root), RepoName: deref(facts.Name), Branch: deref(facts.Branch),
 		Status: registry.StatusBusy, ThreadState: registry.ThreadBusy, Tag: r.Tag, Role: r.Role, AgentSource: r.AgentFile,
 	})
 	if err != nil {
@@ -122,7 +136,7 @@ func (m *Manager) Create(ctx context.Context, r CreateRequest) (*Session, error)
 	m.byIdentity[r.Identity] = s
 	m.mu.Unlock()
 	m.bindMail(s)
-	m.log.Info("session started", "agent_id", rec.AgentID, "identity", r.Identity, "cwd", r.Cwd)
+	m.log.Info("session started", "agent_id", rec.AgentID, "identity", r.Identity, "agent", kind, "cwd", r.Cwd)
 	return s, nil
 }
 
@@ -210,7 +224,8 @@ func (m *Manager) Rebind(s *Session, src Source) error {
 	s.mu.Lock()
 	s.rec = updated
 	s.resumeNote = note
-	if s.params.Model == "" && s.params.Sandbox == "" && s.params.ApprovalPolicy == "" {
+	if isCodex(updated) && s.params.Model == "" && s.params.Sandbox == "" && s.params.ApprovalPolicy == "" {
+		// the defaults and role presets are Codex's
 		s.params = settings
 		s.paramsGen++
 	}
@@ -403,10 +418,10 @@ func (m *Manager) Closing() bool {
 }
 
 // AnonymousReply runs a turn on a Codex thread no session has (codex-reply
-// with an unknown threadId): the prompt goes to Codex as it is, without
-// context; Codex decides whether the thread exists.
+// with an unknown threadId): the prompt goes to Codex (Config.Backend) as
+// it is, without context; Codex decides whether the thread exists.
 func (m *Manager) AnonymousReply(ctx context.Context, call CallRef, threadID, prompt string) (*TurnResult, error) {
-	if err := m.unavailable(); err != nil {
+	if err := unavailable(m.cfg.Backend); err != nil {
 		return nil, err // Codex is down: nothing audited (recovery.go)
 	}
 	m.cfg.Audit.Append(registry.Entry{Event: "turn:claude", Summary: prompt, Outcome: "forwarded (thread " + threadID + " has no session)"})

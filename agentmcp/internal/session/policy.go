@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
@@ -153,4 +154,30 @@ func (m *Manager) heldReadOnlyTurn(s *Session, rec registry.Session) bool {
 		return m.cfg.allReadOnly()
 	}
 	return m.HeldReadOnly(rec.Role)
+}
+
+// Agents other than Codex (agents.go) have no sandbox for the policy to
+// hold: an ACP agent runs with the rights of serve. For a session of
+// another kind held read-only (--readonly, or a read-only sandbox in the
+// configuration or the session's role preset), the approval bridge denies
+// without asking every request to run a command or to change files — an
+// ACP tool call of kind execute (an exec approval), edit, delete or move
+// (a patch approval) — with readOnlyAgentDenial; other tool calls (read,
+// fetch, an MCP tool: ApprovalTool) are asked as usual, and
+// approval_fallback = "approve" never approves any of them. What an agent
+// does without asking is its own mode's: the ACP backend sets each agent's
+// mode so that it asks. Codex-only settings (sandbox, config, profile, …)
+// are refused for other kinds whatever the policy (CheckAgentSettings).
+
+// readOnlyAgentDenial is what another agent is told when the read-only
+// policy refuses its request.
+const readOnlyAgentDenial = "denied automatically: the operator holds this session read-only (--readonly, or sandbox = \"read-only\"), " +
+	"so commands and file changes are refused; read and report instead."
+
+// deniedReadOnly reports whether an approval of a session (rec its record)
+// is one the read-only policy refuses without asking, when the session is
+// held read-only: a command or a file change of an agent other than
+// Codex, whose own sandbox holds it otherwise.
+func deniedReadOnly(rec registry.Session, a *codexchild.Approval) bool {
+	return !isCodex(rec) && (a.Kind == codexchild.ApprovalExec || a.Kind == codexchild.ApprovalPatch)
 }

@@ -37,10 +37,11 @@ type availability interface {
 	Unavailable() error
 }
 
-// unavailable asks the backend whether Codex is down (availability); nil
-// for a backend that cannot tell.
-func (m *Manager) unavailable() error {
-	if a, ok := m.cfg.Backend.(availability); ok {
+// unavailable asks a backend whether its agent is down (availability); nil
+// for a backend that cannot tell (every backend but the proxy's Codex
+// child, today) or none.
+func unavailable(b Backend) error {
+	if a, ok := b.(availability); ok {
 		return a.Unavailable()
 	}
 	return nil

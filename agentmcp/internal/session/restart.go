@@ -4,9 +4,10 @@ import (
 	"strings"
 )
 
-// AfterRestart tells every live session that the Codex child was replaced
-// (agent_restart_codex, or codex_restart on_demand) and returns how many
-// continue. Nothing runs now: a session's next turn goes to the new child.
+// AfterRestart tells every live Codex session that the Codex child was
+// replaced (agent_restart_codex, or codex_restart on_demand) and returns
+// how many continue; sessions of other agent kinds run elsewhere and are
+// left alone. Nothing runs now: a session's next turn goes to the new child.
 // On app-server that turn resumes the session's thread (thread/resume,
 // with its per-thread tools configured again: its history is intact). On
 // mcp-server the new child cannot continue the thread, so the turn opens a
@@ -17,7 +18,7 @@ func (m *Manager) AfterRestart() int {
 	n := 0
 	for _, s := range m.Live() {
 		rec := s.Record()
-		if rec.BackendID == "" {
+		if rec.BackendID == "" || !isCodex(rec) {
 			continue
 		}
 		note := restartNote(m, s)

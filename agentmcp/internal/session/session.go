@@ -362,7 +362,11 @@ func (s *Session) TryMailThen(prompt string, report func(sent bool), ended func(
 // the backend's CHILD_PROCESS_DEAD when Codex is down and will not come
 // back by itself (Unavailable).
 func (s *Session) submit(j *job, inline bool) (ranInline bool, err error) {
-	if err := s.m.unavailable(); err != nil {
+	b, err := s.m.backendOf(s.Record())
+	if err != nil {
+		return false, err // a kind this serve does not have (agents.go)
+	}
+	if err := unavailable(b); err != nil {
 		return false, err // Codex is down: nothing queued, written or audited (recovery.go)
 	}
 	s.mu.Lock()
@@ -500,15 +504,16 @@ func (s *Session) Interrupt(ctx context.Context) (bool, error) {
 	s.mu.Lock()
 	running := s.running != nil
 	runCancel := s.runCancel
-	thread := s.rec.BackendID
+	rec := s.rec
+	thread := rec.BackendID
 	done := s.turnDone
 	s.mu.Unlock()
 	if !running {
 		return false, nil
 	}
 	s.denyApprovals("the turn was interrupted")
-	if thread != "" {
-		_ = s.m.cfg.Backend.Interrupt(ctx, thread)
+	if b, err := s.m.backendOf(rec); err == nil && thread != "" {
+		_ = b.Interrupt(ctx, thread)
 	}
 	if runCancel != nil {
 		runCancel()

@@ -48,11 +48,11 @@ func (s *Session) turnContext(sc sessionContext, note string) (preamble string, 
 	key := sc.key()
 	s.mu.Lock()
 	c := s.cache
-	settings, gen := s.params, s.paramsGen
+	settings, gen, codex := s.params, s.paramsGen, isCodex(s.rec)
 	s.mu.Unlock()
 	if c.block == "" || c.key != key || c.note != note || c.gen != gen {
 		c = turnCache{key: key, note: note, gen: gen, block: sc.contextBlock(),
-			params: threadParams(&s.m.cfg, sc, settings, note)}
+			params: threadParams(&s.m.cfg, sc, settings, note, codex)}
 		s.mu.Lock()
 		s.cache = c
 		s.mu.Unlock()
@@ -127,7 +127,11 @@ func (s *Session) turn(ctx context.Context, j *job, t Turn, replyNow bool) (*Tur
 	if replyNow && t.Call != nil && rec.BackendID != "" {
 		req.OnResult = func(r *codexchild.Result) { s.replyFromReader(j, t, r) }
 	}
-	res, err := m.cfg.Backend.Turn(ctx, req)
+	b, err := m.backendOf(rec) // the session's kind (agents.go)
+	var res *codexchild.Result
+	if err == nil {
+		res, err = b.Turn(ctx, req)
+	}
 	release()
 	if j != nil && j.answered.Load() {
 		return nil, ErrAnswered // recorded and answered on the Codex reader
@@ -204,12 +208,28 @@ func turnResult(rec registry.Session, res *codexchild.Result, text string) *Turn
 // context appended to the caller's developer instructions (FR-2.2), the
 // note before it (FR-6.1), the per-thread ATM tool server (ToolServers:
 // each backend gives it to its agent in its own way; Codex's as an
-// mcp_servers entry, with the user's own kept).
-func threadParams(c *Config, sc sessionContext, st ThreadSettings, note string) codexchild.ThreadParams {
-	st = c.holdPolicy(st) // the operator's sandbox policy (policy.go)
+// mcp_servers entry, with the user's own kept). The Codex parameters
+// (CodexParams: sandbox, config, …) are a Codex thread's alone (codex
+// set); another agent's thread gets the neutral ones only.
+func threadParams(c *Config, sc sessionContext, st ThreadSettings, note string, codex bool) codexchild.ThreadParams {
+	if codex {
+		st = c.holdPolicy(st) // the operator's sandbox policy (policy.go)
+	}
 	dev := appendInstructions(st.DeveloperInstructions, sc.render())
 	if note != "" {
 		dev = note + "\n\n" + dev
+	}
+	p := codexchild.ThreadParams{Cwd: sc.Cwd, Model: st.Model, BaseInstructions: st.BaseInstructions, DeveloperInstructions: dev}
+	if len(c.ToolServer) > 0 {
+		env := map[string]string{"ATM_HOME": c.Home}
+		for k, v := range c.ToolServerEnv {
+			env[k] = v
+		}
+		p.ToolServers = []codexchild.ToolServer{{Name: "atm", Command: c.ToolServer[0],
+			Args: append(append([]string{}, c.ToolServer[1:]...), "--team", c.Team, "--identity", sc.Identity), Env: env}}
+	}
+	if !codex {
+		return p
 	}
 	cfg := map[string]any{}
 	for k, v := range c.CodexConfig {
@@ -221,23 +241,12 @@ func threadParams(c *Config, sc sessionContext, st ThreadSettings, note string) 
 	if st.ReasoningEffort != "" {
 		cfg["model_reasoning_effort"] = st.ReasoningEffort
 	}
-	var tools []codexchild.ToolServer
-	if len(c.ToolServer) > 0 {
-		env := map[string]string{"ATM_HOME": c.Home}
-		for k, v := range c.ToolServerEnv {
-			env[k] = v
-		}
-		tools = []codexchild.ToolServer{{Name: "atm", Command: c.ToolServer[0],
-			Args: append(append([]string{}, c.ToolServer[1:]...), "--team", c.Team, "--identity", sc.Identity), Env: env}}
-	}
 	if len(cfg) == 0 {
 		cfg = nil
 	}
-	return codexchild.ThreadParams{
-		Cwd: sc.Cwd, Model: st.Model, BaseInstructions: st.BaseInstructions, DeveloperInstructions: dev, ToolServers: tools,
-		CodexParams: codexchild.CodexParams{ApprovalPolicy: st.ApprovalPolicy, Sandbox: st.Sandbox,
-			CompactPrompt: st.CompactPrompt, Profile: st.Profile, Config: cfg},
-	}
+	p.CodexParams = codexchild.CodexParams{ApprovalPolicy: st.ApprovalPolicy, Sandbox: st.Sandbox,
+		CompactPrompt: st.CompactPrompt, Profile: st.Profile, Config: cfg}
+	return p
 }
 
 // capResult cuts a result text over the cap with a marker that says how to

@@ -27,10 +27,17 @@ const defaultContinuation = "Continue where you left off."
 // codex starts a session (FR-2, FR-3, FR-16), adopts a Codex session
 // (thread_id, X-7) or resumes one by agent_id.
 func (e *Env) codex(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, error) {
-	a := c.Args
-	if err := a.CheckUnknown("codex", codexArgNames...); err != nil {
+	if err := c.Args.CheckUnknown("codex", codexArgNames...); err != nil {
 		return nil, err
 	}
+	return e.start(ctx, c, session.KindCodex)
+}
+
+// start is codex for a session of agent kind (agent_start's agent): a new
+// session, an adoption (Codex only) or a resume by agent_id. The call's
+// arguments have been checked against the tool's names.
+func (e *Env) start(ctx context.Context, c *mcpconn.ToolCall, kind string) (*mcpconn.ToolResult, error) {
+	a := c.Args
 	str := map[string]string{}
 	for _, n := range []string{"prompt", "agent_file", "agent_id", "identity", "role", "tag", "cwd", "model",
 		"approval-policy", "sandbox", "base-instructions", "developer-instructions", "compact-prompt", "profile", "thread_id"} {
@@ -62,7 +69,7 @@ func (e *Env) codex(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResu
 				"agent_id (resume) excludes agent_file and thread_id")
 		}
 		asked := session.ThreadSettings{Sandbox: str["sandbox"], Profile: str["profile"], Config: config}
-		return e.resume(ctx, c, agentID, str["identity"], prompt, str["cwd"], asked, background)
+		return e.resume(ctx, c, agentID, kind, str["identity"], prompt, str["cwd"], asked, background)
 	}
 	var seed string
 	if adopt != "" {
@@ -125,7 +132,7 @@ func (e *Env) codex(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResu
 	if err := atmclient.ValidateName("identity", identity); err != nil {
 		return nil, proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "identity"}, "%v", err)
 	}
-	settings, err := e.m.Settings(str["role"])
+	settings, err := e.settings(kind, str["role"])
 	if err != nil {
 		return nil, err
 	}
@@ -138,13 +145,16 @@ func (e *Env) codex(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResu
 	if v := str["sandbox"]; v != "" {
 		settings.Sandbox = v
 	}
-	settings.BaseInstructions = firstNonEmpty(str["base-instructions"], e.cfg.BaseInstructions)
+	settings.BaseInstructions = str["base-instructions"]
+	if kind == session.KindCodex {
+		settings.BaseInstructions = firstNonEmpty(str["base-instructions"], e.cfg.BaseInstructions)
+	}
 	settings.DeveloperInstructions = str["developer-instructions"]
 	settings.CompactPrompt = str["compact-prompt"]
 	settings.Profile = str["profile"]
 	settings.Config = config
 
-	req := session.CreateRequest{Identity: identity, Cwd: cwd, Tag: str["tag"], Role: str["role"], AgentFile: agentFile, Settings: settings}
+	req := session.CreateRequest{Identity: identity, Cwd: cwd, Tag: str["tag"], Role: str["role"], AgentFile: agentFile, Settings: settings, Agent: kind}
 	if autoMailSet {
 		req.AutoMail = &autoMail
 	}
@@ -160,8 +170,8 @@ func (e *Env) codex(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResu
 	if err == nil && adopt == "" && refusedStart(res, s) {
 		// Codex refused the session outright (an isError result without a
 		// thread: a setting, its config.toml): nothing is kept either.
-		if e.m.Discard(context.WithoutCancel(ctx), s, errors.New("codex refused it: "+res.Text)) {
-			note := fmt.Sprintf("\n\n(Codex refused to start the session; no session was kept: identity %q is free)", s.Record().Identity)
+		if e.m.Discard(context.WithoutCancel(ctx), s, errors.New(strings.ToLower(agentLabel(kind))+" refused it: "+res.Text)) {
+			note := fmt.Sprintf("\n\n(%s refused to start the session; no session was kept: identity %q is free)", agentLabel(kind), s.Record().Identity)
 			res.Text += note
 			if m, ok := res.Structured.(map[string]any); ok {
 				m["content"], m["session_kept"] = res.Text, false
@@ -243,10 +253,16 @@ func (e *Env) run(ctx context.Context, c *mcpconn.ToolCall, s *session.Session, 
 // knows is passed to Codex as it is, without context (Codex decides whether
 // it exists).
 func (e *Env) codexReply(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, error) {
-	a := c.Args
-	if err := a.CheckUnknown("codex-reply", "prompt", "agent_id", "threadId", "conversationId", "cwd", "background"); err != nil {
+	if err := c.Args.CheckUnknown("codex-reply", "prompt", "agent_id", "threadId", "conversationId", "cwd", "background"); err != nil {
 		return nil, err
 	}
+	return e.reply(ctx, c, "codex-reply")
+}
+
+// reply is codex-reply and agent_reply (tool): the call's arguments have
+// been checked against the tool's names.
+func (e *Env) reply(ctx context.Context, c *mcpconn.ToolCall, tool string) (*mcpconn.ToolResult, error) {
+	a := c.Args
 	background, _, err := a.Bool("background")
 	if err != nil {
 		return nil, err
@@ -283,13 +299,19 @@ func (e *Env) codexReply(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.Too
 				"agent_id": "", "threadId": r.ThreadID, "identity": "", "content": r.Text, "status": r.Status,
 			}}, nil
 		}
+	case tool != "codex-reply":
+		return nil, proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "agent_id"}, "argument \"agent_id\" is required")
 	default:
 		return nil, proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "agent_id"}, "codex-reply needs agent_id (or threadId)")
 	}
 	rec := s.Record()
 	if !rec.Status.Live() {
+		with := "the codex tool"
+		if tool != "codex-reply" {
+			with = "agent_start"
+		}
 		return nil, proxyerr.New(proxyerr.ErrSessionClosed, map[string]any{"agent_id": rec.AgentID, "status": string(rec.Status)},
-			"session %s is %s; resume it with the codex tool and agent_id", rec.AgentID, rec.Status)
+			"session %s is %s; resume it with %s and agent_id", rec.AgentID, rec.Status, with)
 	}
 	if cwdArg != "" {
 		mcpconn.Release(ctx) // a directory to look at
@@ -311,12 +333,18 @@ func (e *Env) codexReply(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.Too
 // session keeps its settings; asked (the call's sandbox, profile and config)
 // is only checked against the operator's policy, so that a resume never
 // seems to widen a read-only session.
-func (e *Env) resume(ctx context.Context, c *mcpconn.ToolCall, agentID, identity, prompt, cwdArg string, asked session.ThreadSettings, background bool) (*mcpconn.ToolResult, error) {
+//
+// kind is the agent kind the call asked for: agent_start's agent, when it
+// gives one, must be the session's own.
+func (e *Env) resume(ctx context.Context, c *mcpconn.ToolCall, agentID, kind, identity, prompt, cwdArg string, asked session.ThreadSettings, background bool) (*mcpconn.ToolResult, error) {
 	s := e.m.Get(agentID)
 	if s == nil {
 		return nil, e.m.SessionNotFound(agentID) // names the instance that has it, if one does
 	}
 	if err := sameIdentity(agentID, s.Record().Identity, identity); err != nil {
+		return nil, err
+	}
+	if err := sameKind(c, s, kind); err != nil {
 		return nil, err
 	}
 	if err := e.m.CheckSettings(s.Record().Role, asked); err != nil {

@@ -25,6 +25,8 @@ func Example() {
 	// Output:
 	// codex []
 	// codex-reply [prompt]
+	// agent_start []
+	// agent_reply [agent_id prompt]
 	// atm_send [to message]
 	// atm_read []
 	// atm_broadcast [message]

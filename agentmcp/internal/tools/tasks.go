@@ -117,7 +117,7 @@ func (e *Env) runTask(ctx context.Context, c *mcpconn.ToolCall, s *session.Sessi
 	st.gcLocked()
 	st.byID[tk.id] = tk // before the answer: a tasks/get for it resolves
 	st.mu.Unlock()
-	if c.Name == "codex" && !c.Args.Has("agent_id") && !c.Args.Has("thread_id") {
+	if slices.Contains(startTools, c.Name) && !c.Args.Has("agent_id") && !c.Args.Has("thread_id") {
 		tk.firstTurn = e.discardFailedFirst(s)
 	}
 	go st.finish(tk)

@@ -92,6 +92,12 @@ type Config struct {
 	// ConfigWarnings are the configuration's warnings (misspelt sections
 	// and keys, a missing team), shown by agent_status. optional.
 	ConfigWarnings []string
+	// AgentCheck checks an agent kind before agent_start starts a session
+	// of it (not Codex): configured, switched on, installed. It returns
+	// INVALID_PARAMS (-32602) naming the kinds there are and how to add
+	// one. optional: nil leaves the check to the session manager (a kind
+	// without a backend).
+	AgentCheck func(kind string) error
 	// Restarter restarts the child. optional: nil means agent_restart_codex
 	// says the MCP server must be restarted.
 	Restarter Restarter
@@ -123,7 +129,7 @@ type Config struct {
 	ProgressInterval time.Duration
 }
 
-// Env runs the proxy's 14 tools; it is the MCP connection's Handler.
+// Env runs the proxy's 16 tools; it is the MCP connection's Handler.
 type Env struct {
 	cfg   Config
 	log   *slog.Logger
@@ -138,7 +144,7 @@ type Env struct {
 type tool func(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, error)
 
 // names lists the tools for error messages, in tools.json's order.
-var names = []string{"codex", "codex-reply", "atm_send", "atm_read", "atm_broadcast", "atm_pending_count",
+var names = []string{"codex", "codex-reply", "agent_start", "agent_reply", "atm_send", "atm_read", "atm_broadcast", "atm_pending_count",
 	"agent_sessions", "agent_status", "agent_close", "agent_wait", "agent_interrupt", "agent_respond", "agent_list_codex_sessions", "agent_restart_codex"}
 
 // New returns the tools over cfg.
@@ -159,6 +165,7 @@ func New(cfg Config) *Env {
 	e.atm = &atmTools{atm: cfg.ATM, team: cfg.Team, sender: e.sender, audit: cfg.Audit.ATM, extraArgs: []string{"agent_id", "identity"}}
 	e.table = map[string]tool{
 		"codex":                     e.codex,
+		"agent_start":               e.agentStart,
 		"atm_send":                  e.atm.send,
 		"atm_read":                  e.atm.read,
 		"atm_broadcast":             e.atm.broadcast,
@@ -176,7 +183,7 @@ func New(cfg Config) *Env {
 }
 
 // CallTool runs one tools/call. It is called on the goroutine reading the
-// client: a codex-reply is checked and queued on its session right here, in
+// client: a codex-reply (or agent_reply) is checked and queued on its session right here, in
 // the order the client sent it, and may run its turn on this goroutine up
 // to the write to Codex (see session.Session.Run); every other tool first
 // releases the reader.
@@ -185,14 +192,17 @@ func (e *Env) CallTool(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolR
 		return nil, err // tools.json's enums hold for every tool (enums.go)
 	}
 	if c.RequestState != "" {
-		if c.Name != "codex" && c.Name != "codex-reply" {
+		if !isTurnTool(c.Name) {
 			return nil, proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "requestState"},
 				"%s never asks for input: call it without requestState", c.Name)
 		}
 		return e.retry(ctx, c)
 	}
-	if c.Name == "codex-reply" {
+	switch c.Name {
+	case "codex-reply":
 		return answered(e.codexReply(ctx, c))
+	case "agent_reply":
+		return answered(e.agentReply(ctx, c))
 	}
 	mcpconn.Release(ctx)
 	run, ok := e.table[c.Name]

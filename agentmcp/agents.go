@@ -1,0 +1,76 @@
+package agentmcp
+
+import (
+	"fmt"
+	"log/slog"
+	"maps"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/config"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/acp"
+)
+
+// agentBackends builds one ACP backend (codexchild.NewACP) per enabled
+// agent kind of the configuration: a preset or an agent of
+// [plugins.atm-agent-mcp.agents.<name>]. Nothing is started here: an
+// agent's process starts with the first turn of a session of its kind.
+// Every agent runs through this program's guard, as Codex does, so that
+// nothing of it outlives serve.
+func agentBackends(cfg *config.Config, guard []string, logger *slog.Logger) map[string]codexchild.Backend {
+	out := map[string]codexchild.Backend{}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
+		a := cfg.Agents[name]
+		if !a.Enabled {
+			continue
+		}
+		opts := make([]acp.ConfigOption, 0, len(a.ConfigOptions))
+		for _, o := range a.ConfigOptions {
+			opts = append(opts, acp.ConfigOption{ID: o.ID, Value: o.Value})
+		}
+		out[name] = codexchild.NewACP(codexchild.ACPConfig{
+			Name: name, Command: a.Command, Args: a.Args, Env: a.EnvList(),
+			Mode: a.Mode, ConfigOptions: opts, Resume: a.Resume, Guard: guard,
+			InitTimeout: min(cfg.HandshakeTimeout, cfg.RequestTimeout), TurnTimeout: cfg.RequestTimeout,
+			Logger: logger.With("component", "agent"),
+		})
+	}
+	return out
+}
+
+// agentCheck returns agent_start's check of an agent kind other than Codex:
+// known (a preset or a configured agent), switched on, and its program
+// installed. Each failure is INVALID_PARAMS (-32602) saying what to do, so
+// that nothing is recorded for a session that cannot start.
+func agentCheck(cfg *config.Config) func(kind string) error {
+	return func(kind string) error {
+		a, err := cfg.Agent(kind)
+		if err != nil {
+			return proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "agent", "agent": kind}, "%v", err)
+		}
+		if _, err := exec.LookPath(a.Command); err != nil {
+			fix := fmt.Sprintf("install it (%s), or set command in [plugins.atm-agent-mcp.agents.%s]", installHint(a), kind)
+			where := fmt.Sprintf("%q is not on PATH", a.Command)
+			if strings.ContainsRune(a.Command, filepath.Separator) {
+				where = fmt.Sprintf("%s is not an executable file", a.Command)
+			}
+			return proxyerr.New(proxyerr.ErrInvalidParams,
+				map[string]any{"argument": "agent", "agent": kind, "command": a.Command, "install": a.Install},
+				"agent %q is not installed: %s; %s; atm-agent-mcp doctor checks every agent", kind, where, fix)
+		}
+		return nil
+	}
+}
+
+// installHint is how to install an agent's program: its preset's npm
+// command, else the program itself.
+func installHint(a config.AgentConfig) string {
+	if a.Install != "" {
+		return a.Install
+	}
+	return a.Command
+}

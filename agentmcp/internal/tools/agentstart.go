@@ -1,0 +1,106 @@
+package tools
+
+import (
+	"context"
+	"slices"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/mcpconn"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
+)
+
+// agentStartArgNames are the arguments of agent_start: the codex tool's
+// that make sense for every agent kind, and agent.
+var agentStartArgNames = []string{"agent", "prompt", "agent_file", "agent_id", "identity", "role", "tag", "auto_mail", "cwd",
+	"model", "base-instructions", "developer-instructions", "background"}
+
+// agentReplyArgNames are the arguments of agent_reply.
+var agentReplyArgNames = []string{"agent_id", "prompt", "cwd", "background"}
+
+// codexOnlyArgs are the codex tool's arguments that agent_start does not
+// take: settings only Codex understands, and the adoption of a Codex
+// session.
+var codexOnlyArgs = []string{"approval-policy", "sandbox", "compact-prompt", "profile", "config", "thread_id"}
+
+// agentStart starts a session of any agent kind (issue 33), or resumes one
+// by agent_id: agent "codex" (the default) is the codex tool, another kind
+// runs on that kind's backend with the same identity, context, mail,
+// approvals and background paths (start, run).
+func (e *Env) agentStart(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, error) {
+	a := c.Args
+	kind, err := a.Str("agent")
+	if err != nil {
+		return nil, err
+	}
+	kind = firstNonEmpty(kind, session.KindCodex)
+	for _, name := range codexOnlyArgs {
+		if a.Has(name) {
+			return nil, proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": name, "agent": kind},
+				"%s is a Codex-only setting, which agent_start does not take: start a Codex agent with it through the codex tool", name)
+		}
+	}
+	if err := a.CheckUnknown("agent_start", agentStartArgNames...); err != nil {
+		return nil, err
+	}
+	if kind != session.KindCodex && !a.Has("agent_id") && e.cfg.AgentCheck != nil {
+		if err := e.cfg.AgentCheck(kind); err != nil {
+			return nil, err // not configured, switched off or not installed
+		}
+	}
+	return e.start(ctx, c, kind)
+}
+
+// agentReply continues a session of any kind by agent_id, as codex-reply
+// does, on the goroutine reading the client (read order).
+func (e *Env) agentReply(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, error) {
+	if err := c.Args.CheckUnknown("agent_reply", agentReplyArgNames...); err != nil {
+		return nil, err
+	}
+	return e.reply(ctx, c, "agent_reply")
+}
+
+// settings are the settings of a new session of kind before the caller's
+// arguments: for Codex, the configured defaults after the role preset; for
+// another kind none (the defaults and presets are Codex settings), though
+// the role must exist.
+func (e *Env) settings(kind, role string) (session.ThreadSettings, error) {
+	st, err := e.m.Settings(role)
+	if err != nil || kind == session.KindCodex {
+		return st, err
+	}
+	return session.ThreadSettings{}, nil
+}
+
+// sameKind checks that agent_start's agent (when the call gives one) names
+// the kind of the session it resumes.
+func sameKind(c *mcpconn.ToolCall, s *session.Session, kind string) error {
+	if !c.Args.Has("agent") {
+		return nil
+	}
+	have := firstNonEmpty(s.Record().Backend, session.KindCodex)
+	if have == kind {
+		return nil
+	}
+	rec := s.Record()
+	return proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "agent", "agent": kind, "session_agent": have},
+		"session %s (%s) runs agent %q, not %q: resume it without agent, or start a new session", rec.AgentID, rec.Identity, have, kind)
+}
+
+// agentLabel is how messages name the agent of kind.
+func agentLabel(kind string) string {
+	if kind == "" || kind == session.KindCodex {
+		return "Codex"
+	}
+	return kind
+}
+
+// startTools are the tools that start a session's first turn (a failed
+// one keeps no session); turnTools are those whose call runs a turn.
+var (
+	startTools = []string{"codex", "agent_start"}
+	turnTools  = []string{"codex", "codex-reply", "agent_start", "agent_reply"}
+)
+
+// isTurnTool reports whether the tool name runs a turn (multi round-trip
+// retries, MCP tasks).
+func isTurnTool(name string) bool { return slices.Contains(turnTools, name) }
