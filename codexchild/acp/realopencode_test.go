@@ -23,7 +23,7 @@ import (
 // same home for a process that loads a session), its model the
 // OpenAI-compatible provider "mock" at baseURL, no models.dev fetch, no
 // autoupdate, no plugins or LSP downloads, and bash and edits asking for
-// permission.
+// permission (OPENCODE_PERMISSION).
 func opencodeEnv(home, baseURL string) []string {
 	cfg, _ := json.Marshal(map[string]any{
 		"$schema": "https://opencode.ai/config.json",
@@ -34,7 +34,6 @@ func opencodeEnv(home, baseURL string) []string {
 		}},
 		"model":       "mock/mock-model",
 		"small_model": "mock/mock-model",
-		"permission":  map[string]any{"bash": "ask", "edit": "ask"},
 		"autoupdate":  false,
 		"share":       "disabled",
 	})
@@ -43,6 +42,9 @@ func opencodeEnv(home, baseURL string) []string {
 		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "XDG_DATA_HOME=" + filepath.Join(home, ".local", "share"),
 		"XDG_CACHE_HOME=" + filepath.Join(home, ".cache"), "XDG_STATE_HOME=" + filepath.Join(home, ".local", "state"),
 		"OPENCODE_CONFIG_CONTENT=" + string(cfg),
+		// Merged over every config file (the user's, the project's): the
+		// preset's policy holds whatever they say.
+		`OPENCODE_PERMISSION={"bash":"ask","edit":"ask"}`,
 		"OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_LSP_DOWNLOAD=1",
 		"OPENCODE_DISABLE_DEFAULT_PLUGINS=1", "OPENCODE_DISABLE_SHARE=1", "OPENCODE_DISABLE_CLAUDE_CODE=1",
 	}
@@ -126,6 +128,10 @@ func TestOpencodeACP(t *testing.T) {
 	tag := realacp.Tag(t)
 	home := t.TempDir()
 	work := t.TempDir()
+	// A project config that allows bash does not win over the environment.
+	if err := os.WriteFile(filepath.Join(work, "opencode.json"), []byte(`{"permission":{"bash":"allow","edit":"allow"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	env := append(opencodeEnv(home, mock.URL()+"/v1"), realacp.TagEnv+"="+tag)
 	var asked []acp.PermissionRequest
 	decisions := []acp.Decision{acp.AllowOnce, acp.RejectOnce}
