@@ -81,16 +81,23 @@ type AgentPreset struct {
 // Install returns the command that installs the preset's agent.
 func (p AgentPreset) Install() string { return "npm install -g " + p.Package }
 
-// opencodeAskConfig is the opencode configuration that makes it ask before
-// running a command or editing a file (its default policy allows both),
-// merged into OPENCODE_CONFIG_CONTENT under the user's own settings. This
-// is the one place of that recipe.
-const opencodeAskConfig = `{"permission":{"bash":"ask","edit":"ask"}}`
+// opencodeAskPermission is the opencode permission object that makes it ask
+// before running a command or editing a file (its default policy allows
+// both), set in OPENCODE_PERMISSION and merged under the user's own value
+// of that variable. This is the one place of that recipe.
+//
+// It goes in OPENCODE_PERMISSION, not in OPENCODE_CONFIG_CONTENT's
+// "permission": measured with opencode 1.18.33 (codexchild/acp,
+// TestOpencodeACP), a project's own opencode.json with
+// {"permission":{"bash":"allow","edit":"allow"}} wins over
+// OPENCODE_CONFIG_CONTENT, so the agent would run commands without asking,
+// whereas OPENCODE_PERMISSION is merged over every config file and holds.
+const opencodeAskPermission = `{"bash":"ask","edit":"ask"}`
 
 // jsonEnv are the variables whose preset value is a JSON object merged
 // under the user's value (user keys win, object by object) rather than
-// replaced by it.
-var jsonEnv = []string{"OPENCODE_CONFIG_CONTENT"}
+// replaced by it. A variable is merged only where a preset sets it.
+var jsonEnv = []string{"OPENCODE_CONFIG_CONTENT", "OPENCODE_PERMISSION"}
 
 // presets are the built-in agent kinds.
 var presets = []AgentPreset{
@@ -136,7 +143,7 @@ var presets = []AgentPreset{
 			"OPENCODE_DISABLE_AUTOUPDATE":   "1",
 			"OPENCODE_DISABLE_MODELS_FETCH": "1",
 		},
-		AskEnv:    map[string]string{"OPENCODE_CONFIG_CONTENT": opencodeAskConfig},
+		AskEnv:    map[string]string{"OPENCODE_PERMISSION": opencodeAskPermission},
 		Resume:    "load",
 		ModelWire: "OpenAI Chat Completions",
 		Package:   "opencode-ai",

@@ -31,7 +31,7 @@ func presetAgents() map[string]AgentConfig {
 			Name: "opencode", Preset: "opencode", Command: "opencode", Args: []string{"acp"},
 			Env: map[string]string{
 				"OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1",
-				"OPENCODE_CONFIG_CONTENT": `{"permission":{"bash":"ask","edit":"ask"}}`,
+				"OPENCODE_PERMISSION": `{"bash":"ask","edit":"ask"}`,
 			},
 			ConfigOptions: []AgentOption{}, Resume: "load", Approval: "ask", Enabled: true,
 			ModelWire: "OpenAI Chat Completions", Install: "npm install -g opencode-ai",
@@ -54,15 +54,15 @@ func TestAgentPresets(t *testing.T) {
 		t.Errorf("agents (-want +got):\n%s", diff)
 	}
 	wantSources := map[string]string{
-		"agents.claude.command":                       "preset claude",
-		"agents.claude.mode":                          "preset claude",
-		"agents.claude.approval":                      "default",
-		"agents.claude.enabled":                       "default",
-		"agents.claude.env.IS_SANDBOX":                "preset claude",
-		"agents.gemini.args":                          "preset gemini",
-		"agents.gemini.mode":                          "default",
-		"agents.gemini.resume":                        "preset gemini",
-		"agents.opencode.env.OPENCODE_CONFIG_CONTENT": "preset opencode",
+		"agents.claude.command":                   "preset claude",
+		"agents.claude.mode":                      "preset claude",
+		"agents.claude.approval":                  "default",
+		"agents.claude.enabled":                   "default",
+		"agents.claude.env.IS_SANDBOX":            "preset claude",
+		"agents.gemini.args":                      "preset gemini",
+		"agents.gemini.mode":                      "default",
+		"agents.gemini.resume":                    "preset gemini",
+		"agents.opencode.env.OPENCODE_PERMISSION": "preset opencode",
 	}
 	for k, want := range wantSources {
 		if got := c.Sources[k].String(); got != want {
@@ -130,30 +130,47 @@ approval = "agent"
 			agent: "opencode",
 			want: func(a *AgentConfig) {
 				a.Approval = "agent"
-				delete(a.Env, "OPENCODE_CONFIG_CONTENT")
+				delete(a.Env, "OPENCODE_PERMISSION")
 			},
 			sources: []check{{"approval", "", "file REPO (plugins.atm-agent-mcp.agents.opencode.approval)"}},
 		},
 		{
-			name: "opencode's permission merged under the user's config from the file",
+			name: "opencode's permission merged under the user's permission from the file",
 			repo: `
 [plugins.atm-agent-mcp.agents.opencode]
-env = { OPENCODE_CONFIG_CONTENT = '{"model":"mock/m","permission":{"bash":"allow","webfetch":"deny"}}' }
+env = { OPENCODE_PERMISSION = '{"bash":"allow","webfetch":"deny"}' }
 `,
 			agent: "opencode",
 			want: func(a *AgentConfig) {
-				a.Env["OPENCODE_CONFIG_CONTENT"] = `{"model":"mock/m","permission":{"bash":"allow","edit":"ask","webfetch":"deny"}}`
+				a.Env["OPENCODE_PERMISSION"] = `{"bash":"allow","edit":"ask","webfetch":"deny"}`
 			},
-			sources: []check{{"env.OPENCODE_CONFIG_CONTENT", "", "preset opencode merged with file REPO (plugins.atm-agent-mcp.agents.opencode.env.OPENCODE_CONFIG_CONTENT)"}},
+			sources: []check{{"env.OPENCODE_PERMISSION", "", "preset opencode merged with file REPO (plugins.atm-agent-mcp.agents.opencode.env.OPENCODE_PERMISSION)"}},
 		},
 		{
 			name:  "opencode's permission merged under serve's environment",
-			env:   map[string]string{"OPENCODE_CONFIG_CONTENT": `{"provider":{"mock":{}}}`},
+			env:   map[string]string{"OPENCODE_PERMISSION": `{"webfetch":{"*":"deny"}}`},
 			agent: "opencode",
 			want: func(a *AgentConfig) {
-				a.Env["OPENCODE_CONFIG_CONTENT"] = `{"permission":{"bash":"ask","edit":"ask"},"provider":{"mock":{}}}`
+				a.Env["OPENCODE_PERMISSION"] = `{"bash":"ask","edit":"ask","webfetch":{"*":"deny"}}`
 			},
-			sources: []check{{"env.OPENCODE_CONFIG_CONTENT", "", "preset opencode merged with env OPENCODE_CONFIG_CONTENT"}},
+			sources: []check{{"env.OPENCODE_PERMISSION", "", "preset opencode merged with env OPENCODE_PERMISSION"}},
+		},
+		{
+			// The permission goes in OPENCODE_PERMISSION, so the user's
+			// OPENCODE_CONFIG_CONTENT, even one that is not JSON, is theirs.
+			name: "opencode's config content is the user's, untouched",
+			repo: `
+[plugins.atm-agent-mcp.agents.opencode]
+env = { OPENCODE_CONFIG_CONTENT = 'model: x' }
+`,
+			agent: "opencode",
+			want: func(a *AgentConfig) {
+				a.Env["OPENCODE_CONFIG_CONTENT"] = `model: x`
+			},
+			sources: []check{
+				{"env.OPENCODE_CONFIG_CONTENT", "", "file REPO (plugins.atm-agent-mcp.agents.opencode.env.OPENCODE_CONFIG_CONTENT)"},
+				{"env.OPENCODE_PERMISSION", "", "preset opencode"},
+			},
 		},
 		{
 			name: "user-defined agent across two files",
@@ -298,10 +315,10 @@ config_options = { model = ["a"] }
 			`plugins.atm-agent-mcp.agents.claude.env.OK = 1: expected a string`,
 			`plugins.atm-agent-mcp.agents.claude.config_options.model = an array: expected a string, boolean or number`,
 		}},
-		{"opencode config that is not JSON", `
+		{"opencode permission that is not JSON", `
 [plugins.atm-agent-mcp.agents.opencode.env]
-OPENCODE_CONFIG_CONTENT = "model: x"
-`, nil, []string{`plugins.atm-agent-mcp.agents.opencode.env.OPENCODE_CONFIG_CONTENT = "model: x": expected a JSON object (the preset merges its permission settings into it`}},
+OPENCODE_PERMISSION = "bash: ask"
+`, nil, []string{`plugins.atm-agent-mcp.agents.opencode.env.OPENCODE_PERMISSION = "bash: ask": expected a JSON object (the preset merges its permission settings into it`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -325,8 +342,10 @@ OPENCODE_CONFIG_CONTENT = "model: x"
 }
 
 // TestAgentWarnings: an unknown key in an agent section is a warning with
-// the closest key; serve's own OPENCODE_CONFIG_CONTENT that is not JSON is
-// a warning (serve still starts for its other agents).
+// the closest key; serve's own OPENCODE_PERMISSION that is not JSON is a
+// warning (serve still starts for its other agents), while its
+// OPENCODE_CONFIG_CONTENT, which the preset does not touch, is none of its
+// business.
 func TestAgentWarnings(t *testing.T) {
 	f := newFixture(t)
 	write(t, f.repoFile(), `
@@ -335,6 +354,7 @@ comand = "x"
 enviroment = { A = "b" }
 colour = "blue"
 `)
+	f.env["OPENCODE_PERMISSION"] = "not json"
 	f.env["OPENCODE_CONFIG_CONTENT"] = "not json"
 	c := f.load(t, Flags{})
 	p := f.repoFile()
@@ -342,14 +362,16 @@ colour = "blue"
 		{File: p, Key: "plugins.atm-agent-mcp.agents.claude.colour", Message: "unknown agent key, ignored"},
 		{File: p, Key: "plugins.atm-agent-mcp.agents.claude.comand", Message: "unknown agent key, ignored (did you mean command?)"},
 		{File: p, Key: "plugins.atm-agent-mcp.agents.claude.enviroment", Message: "unknown agent key, ignored"},
-		{File: "env OPENCODE_CONFIG_CONTENT", Key: "agents.opencode.env.OPENCODE_CONFIG_CONTENT",
+		{File: "env OPENCODE_PERMISSION", Key: "agents.opencode.env.OPENCODE_PERMISSION",
 			Message: "not a JSON object (invalid character 'o' in literal null (expecting 'u')): the opencode preset cannot merge the settings that make opencode ask for permission into it"},
 	}
 	if diff := cmp.Diff(want, c.Warnings); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)
 	}
-	if _, ok := c.Agents["opencode"].Env["OPENCODE_CONFIG_CONTENT"]; ok {
-		t.Errorf("opencode's env holds OPENCODE_CONFIG_CONTENT; want serve's own passed through untouched")
+	for _, k := range []string{"OPENCODE_PERMISSION", "OPENCODE_CONFIG_CONTENT"} {
+		if _, ok := c.Agents["opencode"].Env[k]; ok {
+			t.Errorf("opencode's env holds %s; want serve's own passed through untouched", k)
+		}
 	}
 }
 

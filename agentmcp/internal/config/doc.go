@@ -47,7 +47,7 @@
 //
 // A preset's variable is set only when neither the agent's env table nor
 // serve's own environment sets it (source "env VAR" then), except
-// OPENCODE_CONFIG_CONTENT, a JSON object into which the opencode preset
+// OPENCODE_PERMISSION, a JSON object into which the opencode preset
 // merges its permission settings under the user's own. Agents have no
 // flags or ATM_AGENT_MCP_ variables.
 //
