@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/internal/realacp"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realacp"
 )
 
 // TestACPRealClaude runs the real claude-agent-acp (pinned in
-// internal/realacp) through NewACP, offline against the loopback Anthropic
+// realacp) through NewACP, offline against the loopback Anthropic
 // mock: a first turn with the thread's instructions, a mail sent through
 // the thread's own MCP server (mockmcp as "atm"), a Bash call approved
 // through the Handler and one denied, a hung turn interrupted, the next

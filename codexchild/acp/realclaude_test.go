@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/acp"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/internal/realacp"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realacp"
 )
 
 // TestClaudeAgentACP runs the real claude-agent-acp (0.101.0, pinned in
-// internal/realacp/testdata/claude-agent-acp/package-lock.json; it brings
+// realacp/testdata/claude-agent-acp/package-lock.json; it brings
 // the Claude Code binary, about 400 MB, installed once into the repo's
 // .cache) offline
 // against a loopback Anthropic Messages mock: two turns, the second one

@@ -14,7 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/acp"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/internal/realacp"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realacp"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realcodex"
 )
 
@@ -109,7 +109,7 @@ func (l *eventLog) events() []acp.Event {
 }
 
 // TestOpencodeACP runs the real opencode (1.18.33, the linux-x64 binary
-// pinned in internal/realacp/testdata/opencode/package-lock.json, about 180
+// pinned in realacp/testdata/opencode/package-lock.json, about 180
 // MB) offline against a loopback OpenAI Chat Completions mock: two turns;
 // one that calls the echo_identity tool of the stdio MCP server given at
 // session/new; one whose bash call is allowed after a permission request

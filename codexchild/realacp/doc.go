@@ -1,6 +1,8 @@
 // Package realacp helps tests run real ACP agents (claude-agent-acp,
 // opencode) offline: it installs their pinned npm packages and serves the
-// model APIs they call from loopback mocks. It is test support only.
+// model APIs they call from loopback mocks. It is test support only, public
+// (as realcodex is) so that the testscripts module runs the same agents
+// and mocks through serve.
 //
 // [Install] installs an agent's npm project (package.json and
 // package-lock.json under testdata/<name>, embedded) with npm ci into the
