@@ -14,6 +14,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/mockacp"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/mockcodex"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/mockmodel"
 )
@@ -22,8 +23,9 @@ import (
 // commands, so that nothing is built for the tests: the test binary
 // re-executes itself as "atm-agent-mcp" (agentmcp.Main, exactly what
 // cmd/atm-agent-mcp runs), as "mockcodex" (the mock Codex CLI) and as
-// "mockmodel" (the mock Responses API), the Main of packages mockcodex and
-// mockmodel, exactly what their commands in codexchild/cmd run.
+// "mockmodel" (the mock Responses API) and "mockacp" (the mock ACP agent),
+// the Main of packages mockcodex, mockmodel and mockacp, exactly what their
+// commands in codexchild/cmd run.
 // testscript.Main installs them in a directory on PATH for the whole test
 // run, so scenarios, the programs they start (atm-agent-mcp serve
 // --codex-bin mockcodex) and the tests themselves (exec.LookPath) find them
@@ -35,6 +37,7 @@ func TestMain(m *testing.M) {
 		},
 		"mockcodex": func() { os.Exit(mockcodex.Main()) },
 		"mockmodel": func() { os.Exit(mockmodel.Main()) },
+		"mockacp":   func() { os.Exit(mockacp.Main()) },
 	})
 }
 

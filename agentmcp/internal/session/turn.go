@@ -298,6 +298,9 @@ func (s *Session) withProblem(err error) error {
 
 // turnError maps a backend failure to the proxy's errors (FR-11, FR-14).
 func turnError(rec registry.Session, err error) error {
+	if !isCodex(rec) {
+		return agentError(rec, err) // another kind's agent (agenterrors.go)
+	}
 	var te *codexchild.TimeoutError
 	if errors.As(err, &te) {
 		return proxyerr.New(proxyerr.ErrRequestTimeout, map[string]any{"agent_id": rec.AgentID, "threadId": firstNonEmpty(te.ThreadID, rec.BackendID),

@@ -27,7 +27,7 @@ func (e *Env) agentSessions(_ context.Context, c *mcpconn.ToolCall) (*mcpconn.To
 		if v.BackendID != nil {
 			thread = *v.BackendID
 		}
-		line := fmt.Sprintf("%s  %-16s %-11s %-6s thread=%v", v.AgentID, v.Identity, v.Status, v.ThreadState, thread)
+		line := fmt.Sprintf("%s  %-16s %-11s %-6s agent=%s thread=%v", v.AgentID, v.Identity, v.Status, v.ThreadState, v.Backend, thread)
 		for _, tk := range v.Tasks {
 			line += fmt.Sprintf(" task=%s(%s)", tk.TaskID, tk.Status)
 		}

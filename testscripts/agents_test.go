@@ -1,0 +1,169 @@
+package testscripts
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realacp"
+)
+
+// agentParams are the Params of the agent scenarios: the proxy's, plus a
+// tag in the environment of serve and so of every agent it starts
+// (realacp.TagEnv, passed through MCP_ENV with the other names given), and
+// the command "leftover" that checks that none of them is left.
+func agentParams(t *testing.T, glob string, envNames ...string) testscript.Params {
+	p := proxyParams(t, glob)
+	p.Cmds["leftover"] = cmdLeftover
+	setup := p.Setup
+	p.Setup = func(env *testscript.Env) error {
+		if err := setup(env); err != nil {
+			return err
+		}
+		b := make([]byte, 8)
+		_, _ = rand.Read(b)
+		env.Setenv(realacp.TagEnv, hex.EncodeToString(b))
+		env.Setenv("MCP_ENV", strings.Join(append([]string{realacp.TagEnv}, envNames...), " "))
+		return nil
+	}
+	return p
+}
+
+// cmdLeftover fails when a process of the scenario's agents (one that
+// carries its tag) is still alive 5 s after the call, and kills it.
+//
+//	leftover
+func cmdLeftover(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: leftover")
+	}
+	left := realacp.Leftover(ts.Getenv(realacp.TagEnv), 5*time.Second)
+	if len(left) > 0 {
+		ts.Fatalf("%d process(es) left behind:\n%s", len(left), strings.Join(left, "\n"))
+	}
+}
+
+// TestAgents runs the agents_*.txtar conversations: sessions of an ACP
+// agent kind configured as mockacp (the mock ACP agent, a command of the
+// test binary), through agent_start and every agent_* and atm_* tool, on
+// either Codex protocol's mockcodex where Codex takes part.
+func TestAgents(t *testing.T) {
+	p := agentParams(t, "agents_*.txtar", "MOCKACP_STATE", "MOCKACP_LOG")
+	setup := p.Setup
+	p.Setup = func(env *testscript.Env) error {
+		if err := setup(env); err != nil {
+			return err
+		}
+		env.Setenv("MOCKCODEX_VERSION", "0.169.0")
+		env.Setenv("MOCKACP_STATE", filepath.Join(env.WorkDir, ".mockacp"))
+		return os.MkdirAll(filepath.Join(env.WorkDir, ".mockacp"), 0o755)
+	}
+	p.Condition = backendCondition("app-server")
+	testscript.Run(t, p)
+}
+
+// TestRealAgents runs the acp_real.txtar conversation through serve's
+// agent_start with each real ACP agent, offline: claude (the pinned
+// claude-agent-acp against the loopback Anthropic Messages mock) and
+// opencode (the pinned opencode against the loopback OpenAI Chat
+// Completions mock), each installed from npm by realacp.Install into
+// .cache/acp. The agents run under their presets, found on PATH; the
+// scenario's conditions [claude] and [opencode] say which one runs. Then
+// acp_mixed_team.txtar: a Codex agent (mockcodex) and a Claude agent mail
+// each other.
+func TestRealAgents(t *testing.T) {
+	claude := realacp.Install(t, "claude-agent-acp", "node_modules/.bin/claude-agent-acp")
+	opencode := realacp.Install(t, "opencode", "node_modules/.bin/opencode")
+	anthropic := realacp.StartAnthropic(t)
+	chat := realacp.StartOpenAIChat(t)
+	for _, tc := range []struct {
+		agent, glob string
+		env         func(work string) map[string]string
+	}{
+		{"claude", "acp_real.txtar", func(work string) map[string]string { return claudeAgentEnv(claude, work, anthropic.URL()) }},
+		{"opencode", "acp_real.txtar", func(work string) map[string]string { return opencodeAgentEnv(opencode, work, chat.URL()+"/v1") }},
+		{"claude", "acp_mixed_*.txtar", func(work string) map[string]string { return claudeAgentEnv(claude, work, anthropic.URL()) }},
+	} {
+		t.Run(tc.agent+"/"+strings.TrimSuffix(tc.glob, ".txtar"), func(t *testing.T) {
+			t.Parallel() // they wait on the agents, not on the CPU
+			p := agentParams(t, tc.glob)
+			setup := p.Setup
+			p.Setup = func(env *testscript.Env) error {
+				if err := setup(env); err != nil {
+					return err
+				}
+				vars := tc.env(env.WorkDir)
+				names := strings.Fields(env.Getenv("MCP_ENV"))
+				for k, v := range vars {
+					env.Setenv(k, v)
+					names = append(names, k)
+				}
+				env.Setenv("MCP_ENV", strings.Join(names, " "))
+				env.Setenv("AGENT", tc.agent)
+				env.Setenv("MOCKCODEX_VERSION", "0.169.0")
+				return nil
+			}
+			p.Condition = func(cond string) (bool, error) {
+				switch cond {
+				case "claude", "opencode":
+					return cond == tc.agent, nil
+				}
+				return backendCondition("app-server")(cond)
+			}
+			testscript.Run(t, p)
+		})
+	}
+}
+
+// claudeAgentEnv is the environment of serve under which the claude
+// preset's claude-agent-acp (bin) runs offline against the Anthropic mock:
+// its directory first on PATH, its configuration under work (apart from
+// the teams in work/.claude), the mock's URL and key, nothing else fetched.
+func claudeAgentEnv(bin, work, url string) map[string]string {
+	return map[string]string{
+		"PATH":               filepath.Dir(bin) + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"CLAUDE_CONFIG_DIR":  filepath.Join(work, ".claude-agent"),
+		"ANTHROPIC_BASE_URL": url,
+		"ANTHROPIC_API_KEY":  "sk-ant-mock",
+		"ANTHROPIC_MODEL":    "claude-sonnet-4-5",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+		"DISABLE_TELEMETRY":                        "1",
+		"DISABLE_ERROR_REPORTING":                  "1",
+	}
+}
+
+// opencodeAgentEnv is the environment of serve under which the opencode
+// preset's opencode (bin) runs offline against the OpenAI Chat Completions
+// mock at baseURL: its own config, data and cache under work, the mock as
+// its only provider, no models.dev fetch, no updates, plugins or LSP
+// downloads. The preset adds the permissions that make it ask.
+func opencodeAgentEnv(bin, work, baseURL string) map[string]string {
+	home := filepath.Join(work, ".opencode-home")
+	cfg, _ := json.Marshal(map[string]any{
+		"$schema": "https://opencode.ai/config.json",
+		"provider": map[string]any{"mock": map[string]any{
+			"npm": "@ai-sdk/openai-compatible", "name": "Mock",
+			"options": map[string]any{"baseURL": baseURL, "apiKey": "mock-key"},
+			"models":  map[string]any{"mock-model": map[string]any{"name": "Mock Model", "tool_call": true}},
+		}},
+		"model": "mock/mock-model", "small_model": "mock/mock-model",
+		"autoupdate": false, "share": "disabled",
+	})
+	return map[string]string{
+		"PATH":            filepath.Dir(bin) + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"XDG_CONFIG_HOME": filepath.Join(home, ".config"), "XDG_DATA_HOME": filepath.Join(home, ".local", "share"),
+		"XDG_CACHE_HOME": filepath.Join(home, ".cache"), "XDG_STATE_HOME": filepath.Join(home, ".local", "state"),
+		"OPENCODE_CONFIG_CONTENT":          string(cfg),
+		"OPENCODE_DISABLE_LSP_DOWNLOAD":    "1",
+		"OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+		"OPENCODE_DISABLE_SHARE":           "1",
+		"OPENCODE_DISABLE_CLAUDE_CODE":     "1",
+	}
+}
