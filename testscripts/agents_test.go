@@ -75,25 +75,38 @@ func TestAgents(t *testing.T) {
 // opencode (the pinned opencode against the loopback OpenAI Chat
 // Completions mock), each installed from npm by realacp.Install into
 // .cache/acp. The agents run under their presets, found on PATH; the
-// scenario's conditions [claude] and [opencode] say which one runs. Then
+// scenario's conditions [claude] and [opencode] say which one runs, and
+// its command model-hung waits until the model mock holds a request for a
+// prompt with HANG (a turn to interrupt). Then
 // acp_mixed_team.txtar: a Codex agent (mockcodex) and a Claude agent mail
 // each other.
 func TestRealAgents(t *testing.T) {
 	claude := realacp.Install(t, "claude-agent-acp", "node_modules/.bin/claude-agent-acp")
-	opencode := realacp.Install(t, "opencode", "node_modules/.bin/opencode")
+	opencode := realacp.Install(t, "opencode", filepath.Join("node_modules", "opencode-linux-x64", "bin", "opencode"))
 	anthropic := realacp.StartAnthropic(t)
 	chat := realacp.StartOpenAIChat(t)
 	for _, tc := range []struct {
 		agent, glob string
 		env         func(work string) map[string]string
+		hung        <-chan struct{}
 	}{
-		{"claude", "acp_real.txtar", func(work string) map[string]string { return claudeAgentEnv(claude, work, anthropic.URL()) }},
-		{"opencode", "acp_real.txtar", func(work string) map[string]string { return opencodeAgentEnv(opencode, work, chat.URL()+"/v1") }},
-		{"claude", "acp_mixed_*.txtar", func(work string) map[string]string { return claudeAgentEnv(claude, work, anthropic.URL()) }},
+		{"claude", "acp_real.txtar", func(work string) map[string]string { return claudeAgentEnv(claude, work, anthropic.URL()) }, anthropic.Hung()},
+		{"opencode", "acp_real.txtar", func(work string) map[string]string { return opencodeAgentEnv(opencode, work, chat.URL()+"/v1") }, chat.Hung()},
+		{"claude", "acp_mixed_*.txtar", func(work string) map[string]string { return claudeAgentEnv(claude, work, anthropic.URL()) }, nil},
 	} {
 		t.Run(tc.agent+"/"+strings.TrimSuffix(tc.glob, ".txtar"), func(t *testing.T) {
 			t.Parallel() // they wait on the agents, not on the CPU
 			p := agentParams(t, tc.glob)
+			p.Cmds["model-hung"] = func(ts *testscript.TestScript, neg bool, args []string) {
+				if neg || len(args) != 0 || tc.hung == nil {
+					ts.Fatalf("usage: model-hung (in acp_real only)")
+				}
+				select {
+				case <-tc.hung:
+				case <-time.After(90 * time.Second):
+					ts.Fatalf("no model request for HANG came in 90s")
+				}
+			}
 			setup := p.Setup
 			p.Setup = func(env *testscript.Env) error {
 				if err := setup(env); err != nil {

@@ -99,6 +99,14 @@ const opencodeAskPermission = `{"bash":"ask","edit":"ask"}`
 // replaced by it. A variable is merged only where a preset sets it.
 var jsonEnv = []string{"OPENCODE_CONFIG_CONTENT", "OPENCODE_PERMISSION"}
 
+// exactEnv are the preset variables whose value the agent needs exactly: a
+// different value in serve's own environment is replaced by the preset's
+// (one in the agent's env table is the user's choice and kept). Claude
+// Code run as root starts only with IS_SANDBOX=1 (it compares with "1";
+// measured with claude-agent-acp 0.101.0, whose own check takes any
+// value), and a machine may well have IS_SANDBOX=yes.
+var exactEnv = []string{"IS_SANDBOX"}
+
 // presets are the built-in agent kinds.
 var presets = []AgentPreset{
 	{

@@ -156,6 +156,24 @@ env = { OPENCODE_PERMISSION = '{"bash":"allow","webfetch":"deny"}' }
 			sources: []check{{"env.OPENCODE_PERMISSION", "", "preset opencode merged with env OPENCODE_PERMISSION"}},
 		},
 		{
+			name:    "claude's IS_SANDBOX must be 1 whatever serve's environment says",
+			env:     map[string]string{"IS_SANDBOX": "yes"},
+			agent:   "claude",
+			want:    func(a *AgentConfig) {},
+			sources: []check{{"env.IS_SANDBOX", "", "preset claude, over env IS_SANDBOX=yes"}},
+		},
+		{
+			name: "claude's IS_SANDBOX from the agent's table is the user's",
+			repo: `
+[plugins.atm-agent-mcp.agents.claude]
+env = { IS_SANDBOX = "yes" }
+`,
+			env:     map[string]string{"IS_SANDBOX": "no"},
+			agent:   "claude",
+			want:    func(a *AgentConfig) { a.Env["IS_SANDBOX"] = "yes" },
+			sources: []check{{"env.IS_SANDBOX", "", "file REPO (plugins.atm-agent-mcp.agents.claude.env.IS_SANDBOX)"}},
+		},
+		{
 			// The permission goes in OPENCODE_PERMISSION, so the user's
 			// OPENCODE_CONFIG_CONTENT, even one that is not JSON, is theirs.
 			name: "opencode's config content is the user's, untouched",

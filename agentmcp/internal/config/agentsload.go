@@ -250,6 +250,9 @@ func (r *resolver) agentEnv(a *AgentConfig, p AgentPreset, presetSrc Source, at 
 			}
 			r.warnings = append(r.warnings, Warning{File: src.String(), Key: agentPrefix + a.Name + ".env." + k,
 				Message: fmt.Sprintf("not a JSON object (%v): the %s preset cannot merge the settings that make %s ask for permission into it", err, a.Name, a.Name)})
+		case src.Kind == SourceEnv && slices.Contains(exactEnv, k) && v != presetEnv[k]:
+			// serve's own value would not do what the preset needs.
+			set(k, presetEnv[k], Source{Kind: SourcePreset, Detail: fmt.Sprintf("%s, over env %s=%s", a.Name, k, v)})
 		default:
 			set(k, v, src)
 		}

@@ -257,7 +257,7 @@ func (e *Env) agentInterrupt(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn
 	if !interrupted {
 		return &mcpconn.ToolResult{Text: "nothing to interrupt: the session is " + d.Status, Structured: d}, nil
 	}
-	return &mcpconn.ToolResult{Text: "interrupted; continue with codex-reply", Structured: d}, nil
+	return &mcpconn.ToolResult{Text: "interrupted; continue with " + replyTool(d.Backend), Structured: d}, nil
 }
 
 // agentRespond answers a pending approval (approval_fallback "queue", or

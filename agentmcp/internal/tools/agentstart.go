@@ -94,6 +94,15 @@ func agentLabel(kind string) string {
 	return kind
 }
 
+// replyTool is the tool that continues a session of kind: codex-reply for
+// Codex, agent_reply for the others.
+func replyTool(kind string) string {
+	if kind == "" || kind == session.KindCodex {
+		return "codex-reply"
+	}
+	return "agent_reply"
+}
+
 // startTools are the tools that start a session's first turn (a failed
 // one keeps no session); turnTools are those whose call runs a turn.
 var (

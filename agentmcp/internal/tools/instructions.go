@@ -21,4 +21,8 @@ const Instructions = "Runs OpenAI Codex agents as named members of an ATM team, 
 	"End: `agent_close` {agent_id} saves the agent's summary and frees its identity; `codex` {agent_id} resumes it " +
 	"later. `agent_sessions` lists sessions; `agent_list_codex_sessions` finds Codex sessions to adopt (`codex` " +
 	"{thread_id}). If Codex itself stops, the errors say how to get it back (`agent_restart_codex`). When the " +
-	"operator holds sessions read-only, ask for no other sandbox."
+	"operator holds sessions read-only, ask for no other sandbox.\n\n" +
+	"Other agents: `agent_start` {agent: \"claude\" | \"gemini\" | \"opencode\" | a configured name, identity, prompt} " +
+	"runs another coding agent (one that speaks the Agent Client Protocol) as a team member the same way: its own " +
+	"team-mail tools, auto_mail, approvals, background and every agent_* tool; continue it with `agent_reply` " +
+	"{agent_id, prompt}. Codex-only settings (sandbox, approval-policy, profile, config) are the codex tool's."

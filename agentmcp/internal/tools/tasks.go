@@ -143,7 +143,7 @@ func (st *taskStore) finish(tk *task) {
 	switch {
 	case tk.cancelled: // interrupted, whatever the turn made of it
 		tk.status = mcpconn.TaskCancelled
-		tk.message = fmt.Sprintf("[%s] cancelled: the turn was interrupted; continue with codex-reply (agent_id %s)", identity, tk.agentID)
+		tk.message = fmt.Sprintf("[%s] cancelled: the turn was interrupted; continue with %s (agent_id %s)", identity, replyTool(tk.s.Record().Backend), tk.agentID)
 	case err != nil:
 		tk.status, tk.err = mcpconn.TaskFailed, err
 		tk.message = fmt.Sprintf("[%s] failed: %v", identity, err)
