@@ -34,7 +34,7 @@ func agentBackends(cfg *config.Config, guard []string, logger *slog.Logger) map[
 		}
 		out[name] = codexchild.NewACP(codexchild.ACPConfig{
 			Name: name, Command: a.Command, Args: a.Args, Env: a.EnvList(),
-			Mode: a.Mode, ConfigOptions: opts, Resume: a.Resume, Guard: guard,
+			Mode: a.Mode, ConfigOptions: opts, Resume: a.Resume, ToolTransport: a.MCPTransport, Guard: guard,
 			InitTimeout: min(cfg.HandshakeTimeout, cfg.RequestTimeout), TurnTimeout: cfg.RequestTimeout,
 			Logger: logger.With("component", "agent"),
 		})

@@ -71,6 +71,11 @@ type ACPConfig struct {
 	// interrupted model request run on, and its answer would become the
 	// next turn's result (acp.TurnResult.AfterCancel).
 	ReuseAfterCancel bool
+	// ToolTransport is how the thread's tool servers reach the agent:
+	// ToolsStdio (stdio MCP servers the agent starts) or ToolsHTTP (served
+	// by the backend on a loopback HTTP endpoint, for agents that refuse
+	// stdio servers). optional: "" means ToolsStdio.
+	ToolTransport string
 	// Guard is the command that runs package guard's Main, as for the Codex
 	// backends (Config.Guard): every agent is started through it, so that
 	// nothing of it outlives the proxy. optional: nil starts agents
@@ -117,8 +122,9 @@ func (c *ACPConfig) turnTimeout(d time.Duration) time.Duration {
 // moment a Turn picks it until that Turn returns; while busy, only that
 // Turn starts, reopens or replaces its agent.
 type ACPBackend struct {
-	cfg ACPConfig
-	log *slog.Logger
+	cfg      ACPConfig
+	log      *slog.Logger
+	toolHTTP *toolHTTP // the tool servers over http (ToolsHTTP), or nil
 
 	mu      sync.Mutex
 	threads map[string]*acpThread // by session id
@@ -167,7 +173,11 @@ func NewACP(cfg ACPConfig) *ACPBackend {
 	if name == "" {
 		name = cfg.Command
 	}
-	return &ACPBackend{cfg: cfg, log: log.With("backend", "acp", "agent", name), threads: make(map[string]*acpThread)}
+	b := &ACPBackend{cfg: cfg, log: log.With("backend", "acp", "agent", name), threads: make(map[string]*acpThread)}
+	if cfg.ToolTransport == ToolsHTTP {
+		b.toolHTTP = newToolHTTP(b.log)
+	}
+	return b
 }
 
 // Turn runs one turn on the thread's agent; see NewACP and Backend.Turn.
@@ -282,7 +292,8 @@ func (b *ACPBackend) Status() Status {
 
 // Close stops every agent (session/close where offered, stdin closed,
 // SIGTERM and SIGKILL to each process group); pending turns fail with an
-// *ExitError, later ones with ErrClosed.
+// *ExitError, later ones with ErrClosed. The tool servers served over http
+// (ToolsHTTP) are stopped after the agents.
 func (b *ACPBackend) Close(ctx context.Context) error {
 	b.mu.Lock()
 	b.closed = true
@@ -300,6 +311,9 @@ func (b *ACPBackend) Close(ctx context.Context) error {
 	}
 	wg.Wait()
 	b.stopping.Wait()
+	if b.toolHTTP != nil {
+		b.toolHTTP.close(ctx)
+	}
 	return errors.Join(errs...)
 }
 

@@ -281,6 +281,14 @@ func (th *acpThread) sessionParams(p ThreadParams) (acp.SessionParams, error) {
 	}
 	sp := acp.SessionParams{Cwd: abs, Mode: cfg.Mode, ConfigOptions: cfg.ConfigOptions}
 	for _, ts := range p.ToolServers {
+		if h := th.b.toolHTTP; h != nil {
+			srv, err := h.server(ts)
+			if err != nil {
+				return acp.SessionParams{}, err
+			}
+			sp.MCPServers = append(sp.MCPServers, srv)
+			continue
+		}
 		cmd := ts.Command
 		if !filepath.IsAbs(cmd) {
 			if lp, err := exec.LookPath(cmd); err == nil {

@@ -43,8 +43,9 @@
 //	mcp SERVER TOOL JSONARGS
 //	                  call a tool of an MCP server given at session/new or
 //	                  load: a stdio server is started on first use (and kept
-//	                  for the session, stopped when the agent exits),
-//	                  initialized, and sent tools/call; reported as a
+//	                  for the session, stopped when the agent exits), an
+//	                  http one is POSTed to with its headers; initialized,
+//	                  and sent tools/call; reported as a
 //	                  tool_call (kind other, title "SERVER.TOOL"), then says
 //	                  the tool's text result ("mcp error: …" when it fails)
 //	call METHOD       a request of the agent to the client (fs/read_text_file,
@@ -88,6 +89,9 @@
 //	MOCKACP_GARBAGE=N      write N lines that are not JSON-RPC on stdout at
 //	                       start
 //	MOCKACP_LOG=FILE       append every message read and written to FILE
+//	MOCKACP_MCP=http-only  advertise mcpCapabilities.http and refuse a
+//	                       session given a stdio MCP server, as GitHub
+//	                       Copilot CLI does
 //
 // stdout carries JSON-RPC only (but for the garbage asked for); diagnostics
 // go to stderr.

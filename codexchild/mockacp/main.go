@@ -155,7 +155,7 @@ func (a *agent) cancelled(m message) {
 // stopServers stops every MCP server the sessions started.
 func (a *agent) stopServers() {
 	a.mu.Lock()
-	var all []*mcpClient
+	var all []mcpCaller
 	for _, s := range a.sessions {
 		for _, c := range s.servers {
 			all = append(all, c)
@@ -190,7 +190,7 @@ func (a *agent) initialize(m message) {
 	if s := os.Getenv("MOCKACP_VERSION"); s != "" {
 		v, _ = strconv.Atoi(s)
 	}
-	caps := map[string]any{"loadSession": a.capability("MOCKACP_LOAD") != "off", "mcpCapabilities": map[string]any{"http": false}}
+	caps := map[string]any{"loadSession": a.capability("MOCKACP_LOAD") != "off", "mcpCapabilities": map[string]any{"http": httpOnly()}}
 	sc := map[string]any{}
 	if a.capability("MOCKACP_RESUME") != "off" {
 		sc["resume"] = map[string]any{}

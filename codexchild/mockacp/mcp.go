@@ -42,11 +42,16 @@ func (a *agent) callTool(s *session, server, tool, args string) (string, error) 
 		if spec == nil {
 			return "", fmt.Errorf("no MCP server %q in this session", server)
 		}
-		if spec.Type != "" || spec.Command == "" {
-			return "", fmt.Errorf("MCP server %q is not a stdio server", server)
-		}
 		var err error
-		if c, err = startMCP(spec); err != nil {
+		switch {
+		case spec.Type == "http":
+			c, err = startHTTPMCP(spec)
+		case spec.Type != "" || spec.Command == "":
+			return "", fmt.Errorf("MCP server %q is neither a stdio nor an http server", server)
+		default:
+			c, err = startMCP(spec)
+		}
+		if err != nil {
 			return "", err
 		}
 		a.mu.Lock()
@@ -85,6 +90,13 @@ func (a *agent) callTool(s *session, server, tool, args string) (string, error) 
 		return "", errors.New(text)
 	}
 	return text, nil
+}
+
+// mcpCaller is an MCP server of a session: stdio (mcpClient) or http
+// (httpMCP).
+type mcpCaller interface {
+	call(method string, params any) (json.RawMessage, error)
+	stop()
 }
 
 // startMCP starts a stdio server and initializes it.

@@ -15,10 +15,10 @@ type session struct {
 	cwd     string
 	mode    string
 	model   string
-	specs   []serverSpec          // the MCP servers given at new or load
-	servers map[string]*mcpClient // the stdio servers started so far
-	cancel  chan struct{}         // closed by session/cancel; nil between turns
-	hist    []entry               // the transcript (kept in MOCKACP_STATE)
+	specs   []serverSpec         // the MCP servers given at new or load
+	servers map[string]mcpCaller // the servers started (stdio) or initialized (http) so far
+	cancel  chan struct{}        // closed by session/cancel; nil between turns
+	hist    []entry              // the transcript (kept in MOCKACP_STATE)
 }
 
 // entry is one message of a transcript.
@@ -43,7 +43,11 @@ type serverSpec struct {
 		Name  string `json:"name"`
 		Value string `json:"value"`
 	} `json:"env"`
-	URL string `json:"url"`
+	URL     string `json:"url"`
+	Headers []struct {
+		Name  string `json:"name"`
+		Value string `json:"value"`
+	} `json:"headers"`
 }
 
 var models = []string{"mock-small", "mock-large"}
@@ -78,11 +82,20 @@ func (a *agent) handle(m message) {
 		Prompt     json.RawMessage `json:"prompt"`
 	}
 	_ = json.Unmarshal(m.Params, &p)
+	if httpOnly() && (m.Method == "session/new" || m.Method == "session/load" || m.Method == "session/resume") {
+		for _, sp := range p.MCPServers {
+			if sp.Type == "" {
+				// As GitHub Copilot CLI 1.0.102 does.
+				a.replyErr(m.ID, -32602, "Invalid params: stdio MCP servers are not supported ("+sp.Name+"); use an http server")
+				return
+			}
+		}
+	}
 	switch m.Method {
 	case "initialize":
 		a.initialize(m)
 	case "session/new":
-		s := &session{id: newID(), cwd: p.Cwd, mode: "auto", model: models[0], specs: p.MCPServers, servers: map[string]*mcpClient{}}
+		s := &session{id: newID(), cwd: p.Cwd, mode: "auto", model: models[0], specs: p.MCPServers, servers: map[string]mcpCaller{}}
 		a.mu.Lock()
 		a.sessions[s.id] = s
 		a.mu.Unlock()
@@ -105,7 +118,7 @@ func (a *agent) handle(m message) {
 			a.replyErr(m.ID, -32002, "Resource not found: "+p.SessionID)
 			return
 		}
-		s := &session{id: p.SessionID, cwd: p.Cwd, mode: "auto", model: models[0], specs: p.MCPServers, servers: map[string]*mcpClient{}, hist: sv.History}
+		s := &session{id: p.SessionID, cwd: p.Cwd, mode: "auto", model: models[0], specs: p.MCPServers, servers: map[string]mcpCaller{}, hist: sv.History}
 		a.mu.Lock()
 		if old := a.sessions[s.id]; old != nil {
 			a.mu.Unlock()

@@ -34,12 +34,19 @@ var (
 	// claude-agent-acp is its model, for opencode its configuration, allow
 	// unless set; requests it still sends go through the bridge).
 	AgentApprovals = []string{"ask", "agent"}
+	// AgentTransports say how the agent gets its team-mail tools (the
+	// per-agent MCP server): stdio (a server the agent starts, which every
+	// ACP agent takes) or http (served by serve on a loopback endpoint with
+	// a token of its own, for agents that refuse stdio servers, such as
+	// GitHub Copilot CLI).
+	AgentTransports = []string{"stdio", "http"}
 )
 
 // Defaults of the agent keys.
 const (
-	DefaultAgentResume   = "auto"
-	DefaultAgentApproval = "ask"
+	DefaultAgentResume    = "auto"
+	DefaultAgentApproval  = "ask"
+	DefaultAgentTransport = "stdio"
 )
 
 // SourcePreset is the source kind of an agent value that comes from a
@@ -208,8 +215,9 @@ type AgentConfig struct {
 	// ConfigOptions are set with session/set_config_option, in this order
 	// (by id).
 	ConfigOptions []AgentOption `json:"config_options"`
-	Resume        string        `json:"resume"`   // one of AgentResumes
-	Approval      string        `json:"approval"` // one of AgentApprovals
+	Resume        string        `json:"resume"`        // one of AgentResumes
+	Approval      string        `json:"approval"`      // one of AgentApprovals
+	MCPTransport  string        `json:"mcp_transport"` // one of AgentTransports
 	// Enabled is false when the user switched the agent off: agent_start
 	// refuses it.
 	Enabled bool `json:"enabled"`

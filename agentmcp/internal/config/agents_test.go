@@ -18,13 +18,13 @@ func presetAgents() map[string]AgentConfig {
 				"IS_SANDBOX": "1", "ENABLE_TOOL_SEARCH": "false",
 				"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
 			},
-			Mode: "default", ConfigOptions: []AgentOption{}, Resume: "load", Approval: "ask", Enabled: true,
+			Mode: "default", ConfigOptions: []AgentOption{}, Resume: "load", Approval: "ask", MCPTransport: "stdio", Enabled: true,
 			ModelWire: "Anthropic Messages", Install: "npm install -g @agentclientprotocol/claude-agent-acp",
 		},
 		"gemini": {
 			Name: "gemini", Preset: "gemini", Command: "gemini", Args: []string{"--acp"},
 			Env:           map[string]string{"GEMINI_CLI_NO_RELAUNCH": "true", "GEMINI_CLI_TRUST_WORKSPACE": "true"},
-			ConfigOptions: []AgentOption{}, Resume: "none", Approval: "ask", Enabled: true,
+			ConfigOptions: []AgentOption{}, Resume: "none", Approval: "ask", MCPTransport: "stdio", Enabled: true,
 			ModelWire: "Gemini streamGenerateContent", Install: "npm install -g @google/gemini-cli",
 		},
 		"opencode": {
@@ -33,7 +33,7 @@ func presetAgents() map[string]AgentConfig {
 				"OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1",
 				"OPENCODE_PERMISSION": `{"bash":"ask","edit":"ask"}`,
 			},
-			ConfigOptions: []AgentOption{}, Resume: "load", Approval: "ask", Enabled: true,
+			ConfigOptions: []AgentOption{}, Resume: "load", Approval: "ask", MCPTransport: "stdio", Enabled: true,
 			ModelWire: "OpenAI Chat Completions", Install: "npm install -g opencode-ai",
 		},
 	}
@@ -118,6 +118,16 @@ config_options = { model = "claude-sonnet-4-5" }
 				{"config_options.model", "", "file REPO (plugins.atm-agent-mcp.agents.claude.config_options.model)"},
 				{"args", "", "preset claude"},
 			},
+		},
+		{
+			name: "team-mail tools over http",
+			repo: `
+[plugins.atm-agent-mcp.agents.gemini]
+mcp_transport = "http"
+`,
+			agent:   "gemini",
+			want:    func(a *AgentConfig) { a.MCPTransport = "http" },
+			sources: []check{{"mcp_transport", "", "file REPO (plugins.atm-agent-mcp.agents.gemini.mcp_transport)"}},
 		},
 		{
 			name: "approval agent leaves the preset's ask settings out",
@@ -212,7 +222,7 @@ config_options = { effort = "high" }
 					Name: "qwen", Command: "npx", Args: []string{"-y", "@qwen-code/qwen-code@0.15.10", "--acp"},
 					Env:           map[string]string{"OPENAI_BASE_URL": "http://repo", "OPENAI_MODEL": "m1"},
 					ConfigOptions: []AgentOption{{ID: "effort", Value: "high"}, {ID: "fast", Value: true}},
-					Resume:        "none", Approval: "ask", Enabled: true,
+					Resume:        "none", Approval: "ask", MCPTransport: "stdio", Enabled: true,
 					Files:      []string{"REPO", "GLOBAL"},
 					launchArgs: 2,
 				}
@@ -238,7 +248,7 @@ enabled = false
 			want: func(a *AgentConfig) {
 				*a = AgentConfig{
 					Name: "local", Command: "REPODIR/bin/agent", Args: []string{}, Env: map[string]string{},
-					ConfigOptions: []AgentOption{}, Resume: "auto", Approval: "ask", Enabled: false,
+					ConfigOptions: []AgentOption{}, Resume: "auto", Approval: "ask", MCPTransport: "stdio", Enabled: false,
 					Files: []string{"REPO"},
 				}
 			},
@@ -318,6 +328,7 @@ args = ["--acp"]
 [plugins.atm-agent-mcp.agents.claude]
 resume = "always"
 approval = "never"
+mcp_transport = "ftp"
 command = "npx claude-agent-acp"
 args = "--acp"
 enabled = "yes"
@@ -326,6 +337,7 @@ config_options = { model = ["a"] }
 `, nil, []string{
 			`plugins.atm-agent-mcp.agents.claude.resume = "always": expected one of auto, load, resume, none`,
 			`plugins.atm-agent-mcp.agents.claude.approval = "never": expected one of ask, agent`,
+			`plugins.atm-agent-mcp.agents.claude.mcp_transport = "ftp": expected one of stdio, http`,
 			`plugins.atm-agent-mcp.agents.claude.command = "npx claude-agent-acp": expected the agent's program: a name or path, or an array`,
 			`plugins.atm-agent-mcp.agents.claude.args = "--acp": expected an array of strings`,
 			`plugins.atm-agent-mcp.agents.claude.enabled = "yes": expected true or false`,
@@ -477,12 +489,14 @@ args = ["--acp"]
 		"agents.qwen.mode":                             {"agents.qwen.mode", nil, Source{Kind: SourceDefault}},
 		"agents.qwen.resume":                           {"agents.qwen.resume", "auto", Source{Kind: SourceDefault}},
 		"agents.qwen.approval":                         {"agents.qwen.approval", "ask", Source{Kind: SourceDefault}},
+		"agents.qwen.mcp_transport":                    {"agents.qwen.mcp_transport", "stdio", Source{Kind: SourceDefault}},
 		"agents.gemini.enabled":                        {"agents.gemini.enabled", true, Source{Kind: SourceDefault}},
 		"agents.gemini.command":                        {"agents.gemini.command", "gemini", Source{Kind: SourcePreset, Detail: "gemini"}},
 		"agents.gemini.args":                           {"agents.gemini.args", []string{"--acp"}, Source{Kind: SourcePreset, Detail: "gemini"}},
 		"agents.gemini.mode":                           {"agents.gemini.mode", nil, Source{Kind: SourceDefault}},
 		"agents.gemini.resume":                         {"agents.gemini.resume", "none", Source{Kind: SourcePreset, Detail: "gemini"}},
 		"agents.gemini.approval":                       {"agents.gemini.approval", "ask", Source{Kind: SourceDefault}},
+		"agents.gemini.mcp_transport":                  {"agents.gemini.mcp_transport", "stdio", Source{Kind: SourceDefault}},
 		"agents.gemini.env.GEMINI_CLI_NO_RELAUNCH":     {"agents.gemini.env.GEMINI_CLI_NO_RELAUNCH", "true", Source{Kind: SourcePreset, Detail: "gemini"}},
 		"agents.gemini.env.GEMINI_CLI_TRUST_WORKSPACE": {"agents.gemini.env.GEMINI_CLI_TRUST_WORKSPACE", "true", Source{Kind: SourcePreset, Detail: "gemini"}},
 	}

@@ -13,7 +13,7 @@ import (
 
 // agentKeys are the keys of an agent section; any other key draws a
 // warning.
-var agentKeys = []string{"command", "args", "env", "mode", "config_options", "resume", "approval", "enabled"}
+var agentKeys = []string{"command", "args", "env", "mode", "config_options", "resume", "approval", "enabled", "mcp_transport"}
 
 // agentName is the form of an agent's name: it is a tool argument
 // (agent_start's agent) and part of configuration keys.
@@ -132,6 +132,7 @@ func (r *resolver) agent(name string, files []string) AgentConfig {
 	}
 	pick(&a.Approval, "approval", enumDec(AgentApprovals), "", DefaultAgentApproval)
 	pick(&a.Resume, "resume", enumDec(AgentResumes), p.Resume, DefaultAgentResume)
+	pick(&a.MCPTransport, "mcp_transport", enumDec(AgentTransports), "", DefaultAgentTransport)
 	askMode := ""
 	if a.Approval == "ask" {
 		askMode = p.AskMode

@@ -115,7 +115,8 @@ func (c *Config) Entries() []Entry {
 }
 
 // agentEntries are the agents' values, agent by agent: enabled, command
-// (a string, or a list when an array was given), args, mode, resume, approval, then env.<VAR> and config_options.<id>. The
+// (a string, or a list when an array was given), args, mode, resume,
+// approval, mcp_transport, then env.<VAR> and config_options.<id>. The
 // value of a variable whose name says it holds a secret (KEY, TOKEN,
 // SECRET, PASSWORD) is not shown, only its length.
 func (c *Config) agentEntries() []Entry {
@@ -144,6 +145,7 @@ func (c *Config) agentEntries() []Entry {
 		add("mode", mode)
 		add("resume", a.Resume)
 		add("approval", a.Approval)
+		add("mcp_transport", a.MCPTransport)
 		for _, k := range slices.Sorted(maps.Keys(a.Env)) {
 			add("env."+k, shownEnv(k, a.Env[k]))
 		}
