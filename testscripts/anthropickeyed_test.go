@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realacp"
 )
 
 // keyedMock is a loopback Anthropic Messages API whose answer to a request
@@ -114,7 +116,7 @@ func (m *keyedMock) serve(w http.ResponseWriter, r *http.Request) {
 	if req.Main {
 		blocks = m.reply(req)
 	}
-	writeModelMessage(w, stream, blocks, fmt.Sprint("k", req.N))
+	realacp.WriteAnthropic(w, stream, blocks, fmt.Sprint("k", req.N))
 }
 
 // parseModelRequest reads a Messages API request body: content may be a

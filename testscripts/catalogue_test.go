@@ -20,17 +20,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realacp"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
-// TestBadInputCatalogue drives `atm-agent-mcp serve` (against mockcodex)
-// with the kinds of bad input a client, a team's files, Codex or the
-// operating system can produce, one table row each. For every row: the
-// answer is a clear JSON-RPC error or an isError result naming the
-// problem (or, where the input deserves none, nothing); serve keeps
-// serving (the next request is answered); stdout holds only JSON-RPC; and
-// at the end the team's files hold everything they held, nothing
-// overwritten.
+// TestBadInputCatalogue drives `atm-agent-mcp serve` (against mockcodex,
+// and mockacp as the ACP agents of catalogueHome) with the kinds of bad
+// input a client, a team's files, Codex, another agent or the operating
+// system can produce, one table row each. For every row: the answer is a
+// clear JSON-RPC error or an isError result naming the problem (or, where
+// the input deserves none, nothing); serve keeps serving (the next request
+// is answered); stdout holds only JSON-RPC; at the end the team's files
+// hold everything they held, nothing overwritten; and no process that
+// serve started is left.
 func TestBadInputCatalogue(t *testing.T) {
 	home := catalogueHome(t)
 	bigRead := strings.Repeat("x", 16<<20)
@@ -70,6 +72,20 @@ func TestBadInputCatalogue(t *testing.T) {
 		{"agent_wait negative timeout", call("agent_wait", `{"agent_id":"codex-nope","timeout_secs":-1}`), `^-32002 |^-32602 `},
 		{"agent_respond bad answer", call("agent_respond", `{"agent_id":"codex-nope","answer":"maybe"}`), `^-32002 |^-32602 `},
 		{"agent_restart_codex unknown argument", call("agent_restart_codex", `{"now":true}`), `^-32602 unknown argument\(s\) for agent_restart_codex: now`},
+		// Other agent kinds: agent_start and agent_reply refuse before
+		// anything is recorded or started.
+		{"agent_start of an unknown agent", call("agent_start", `{"agent":"nope","prompt":"say hi","identity":"x1"}`), `^-32602 unknown agent "nope": the agents are codex, .*\bmock\b.* \(define others in \[plugins\.atm-agent-mcp\.agents\.<name>\]\)`},
+		{"agent_start agent not a string", call("agent_start", `{"agent":42,"prompt":"say hi","identity":"x1"}`), `^-32602 argument "agent" must be a string`},
+		{"agent_start with sandbox", call("agent_start", `{"agent":"mock","prompt":"say hi","identity":"x1","sandbox":"read-only"}`), `^-32602 sandbox is a Codex-only setting, which agent_start does not take: start a Codex agent with it through the codex tool$`},
+		{"agent_start with thread_id", call("agent_start", `{"agent":"mock","thread_id":"t-1","identity":"x1"}`), `^-32602 thread_id is a Codex-only setting`},
+		{"agent_start unknown argument", call("agent_start", `{"agent":"mock","prompt":"say hi","identity":"x1","colour":"red"}`), `^-32602 unknown argument\(s\) for agent_start: colour \(expected one of: agent, prompt,`},
+		{"agent_start without prompt", call("agent_start", `{"agent":"mock","identity":"x1"}`), `^-32602 argument "prompt" is required \(or agent_file, or agent_id to resume\)`},
+		{"agent_start identity ../x", call("agent_start", `{"agent":"mock","prompt":"say hi","identity":"../x"}`), `^-32602 .*identity "\.\./x" contains "\.\."`},
+		{"agent_start of no session", call("agent_start", `{"agent":"mock","agent_id":"codex-nope","prompt":"say hi"}`), `^-32002 no session with agent_id "codex-nope"`},
+		{"agent_reply without agent_id", call("agent_reply", `{"prompt":"say hi"}`), `^-32602 argument "agent_id" is required`},
+		{"agent_reply to no session", call("agent_reply", `{"agent_id":"codex-nope","prompt":"say hi"}`), `^-32002 no session with agent_id "codex-nope"`},
+		{"agent_reply unknown argument", call("agent_reply", `{"agent_id":"codex-nope","prompt":"say hi","sandbox":"read-only"}`), `^-32602 unknown argument\(s\) for agent_reply: sandbox`},
+		{"agent_reply prompt not a string", call("agent_reply", `{"agent_id":"codex-nope","prompt":["say hi"]}`), `^-32602 argument "prompt" must be a string`},
 		// Identities and teams.
 		{"identity 300 characters", call("codex", `{"prompt":"x","identity":"`+strings.Repeat("i", 300)+`"}`), `^-32602 .*identity name is 300 bytes, longer than the limit`},
 		{"identity ../x", call("codex", `{"prompt":"x","identity":"../x"}`), `^-32602 .*identity "\.\./x" contains "\.\."`},
@@ -89,12 +105,27 @@ func TestBadInputCatalogue(t *testing.T) {
 		{"a child that writes garbage", call("codex", `{"prompt":"GARBAGE then reply","identity":"dev-1"}`), `MOCK_REPLY: GARBAGE then reply`},
 		{"a child that hangs", call("codex-reply", `{"agent_id":"$DEV1","prompt":"HANG"}`), `^-32006 codex turn timed out`},
 		{"a child that crashes mid-turn", call("codex", `{"prompt":"CRASH=SIGKILL","identity":"arch"}`), `^-32005 codex child process is not running: killed by signal killed.*agent_restart_codex`},
+		// An ACP agent child (mockacp): each session has its own process, so
+		// a fault fails only the call, and the next turn starts it again.
+		{"an ACP agent that hangs at initialize", call("agent_start", `{"agent":"hanger","prompt":"say hi","identity":"x1"}`), `^-32005 hanger could not be started: .*initialize: no answer after 3s .*; atm-agent-mcp doctor checks its command; the next call starts it again \(no session was kept: identity "x1" is free\)$`},
+		{"an ACP agent that floods at initialize", call("agent_start", `{"agent":"flood","prompt":"say hi","identity":"x1"}`), `^-32005 flood could not be started: .*killed because it wrote 10000 lines in a row that are not JSON-RPC on stdout.*\(no session was kept: identity "x1" is free\)$`},
+		{"the identity those left free", call("agent_start", `{"agent":"mock","prompt":"say x1 is free","identity":"x1"}`), `^x1 is free$`},
+		{"an ACP agent that writes a few bad lines", call("agent_start", `{"agent":"mock","prompt":"garbage 3\nsay ready","identity":"m1"}`), `^ready$`},
+		{"agent_start codex of an ACP session", call("agent_start", `{"agent":"codex","agent_id":"$M1","prompt":"say hi"}`), `^-32602 session codex-\w+ \(m1\) runs agent "mock", not "codex": resume it without agent`},
+		{"an ACP agent whose turn hangs", call("agent_reply", `{"agent_id":"$M1","prompt":"say partial\nhang"}`), `^-32006 mock turn timed out after 3s \(agent_id codex-\w+\); the next turn of the session starts a new mock process`},
+		{"an ACP agent that crashes mid-turn", call("agent_reply", `{"agent_id":"$M1","prompt":"say going down\ncrash 3"}`), `^-32005 mock agent process is not running: exited with code 3 \(mockacp: crashing as told\); the next turn`},
+		{"an ACP agent that floods mid-turn", call("agent_reply", `{"agent_id":"$M1","prompt":"garbage 20000\nsay lost"}`), `^-32005 mock agent process is not running: .*killed because it wrote 10000 lines in a row that are not JSON-RPC on stdout`},
+		{"the ACP session after its faults", call("agent_reply", `{"agent_id":"$M1","prompt":"say alive"}`), `^alive$`},
 	}
 	if len(tests) < 40 {
 		t.Fatalf("the catalogue has %d cases, want at least 40", len(tests))
 	}
-	p := startServe(t, home.dir, "serve", "--team", "dev", "--identity", "proxy", "--codex-bin", "mockcodex", "--timeout", "3")
+	tag := realacp.Tag(t) // checked at the end: nothing serve started is left
+	p := startServeEnv(t, home.dir, false, []string{realacp.TagEnv + "=" + tag},
+		"serve", "--team", "dev", "--identity", "proxy", "--codex-bin", "mockcodex", "--timeout", "3")
 	p.roundTrip(t, `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{}}}`, "init")
+	// The agent_id of a row's result is saved for the later rows as $NAME.
+	saveAs := map[string]string{"a child that writes garbage": "DEV1", "an ACP agent that writes a few bad lines": "M1"}
 	vars := map[string]string{}
 	for i, tt := range tests {
 		send := tt.send
@@ -113,8 +144,8 @@ func TestBadInputCatalogue(t *testing.T) {
 		if pong := p.roundTrip(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":"after-%d","method":"tools/call","params":{"name":"agent_sessions","arguments":{}}}`, i), fmt.Sprintf("after-%d", i)); pong.Error != nil {
 			t.Fatalf("%d %s: serve stopped serving: %s", i, tt.name, pong.Error)
 		}
-		if tt.name == "a child that writes garbage" && raw != nil {
-			vars["DEV1"] = agentIDRe.FindString(string(raw.Result))
+		if v := saveAs[tt.name]; v != "" && raw != nil {
+			vars[v] = agentIDRe.FindString(string(raw.Result))
 		}
 	}
 	// The same request id twice while the first is in flight: the second is
@@ -273,7 +304,8 @@ func mustLook(t *testing.T, prog string) string {
 }
 
 // catalogueEnv is a temporary ATM home with team dev (proxy, arch, dev-1,
-// qa) and inboxes in every bad shape, whose bytes are checked at the end.
+// qa, and x1 and m1 for other agent kinds), inboxes in every bad shape and
+// a configuration of mock ACP agents, whose bytes are checked at the end.
 type catalogueEnv struct {
 	dir   string
 	files map[string][]byte // path → the bytes it must still hold
@@ -282,12 +314,14 @@ type catalogueEnv struct {
 func catalogueHome(t *testing.T) *catalogueEnv {
 	dir := t.TempDir()
 	team := filepath.Join(dir, ".claude", "teams", "dev")
-	if err := os.MkdirAll(filepath.Join(team, "inboxes"), 0o755); err != nil {
-		t.Fatal(err)
+	conf := filepath.Join(dir, ".config", "atm")
+	for _, d := range []string{filepath.Join(team, "inboxes"), conf} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	h := &catalogueEnv{dir: dir, files: map[string][]byte{}}
-	write := func(rel, body string, keep bool) {
-		p := filepath.Join(team, rel)
+	write := func(p, body string, keep bool) {
 		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -295,11 +329,25 @@ func catalogueHome(t *testing.T) *catalogueEnv {
 			h.files[p] = []byte(body)
 		}
 	}
-	write("config.json", `{"name":"dev","members":[{"name":"proxy","agentId":"proxy@dev"},{"name":"arch","agentId":"arch@dev"},{"name":"dev-1","agentId":"dev-1@dev"},{"name":"qa","agentId":"qa@dev"}]}`, true)
-	write("inboxes/proxy.json", "this is not JSON {", true)
-	write("inboxes/dev-1.json", `{"from":"x","text":"an object, not an array"}`, true)
+	write(filepath.Join(team, "config.json"), `{"name":"dev","members":[{"name":"proxy","agentId":"proxy@dev"},{"name":"arch","agentId":"arch@dev"},{"name":"dev-1","agentId":"dev-1@dev"},{"name":"qa","agentId":"qa@dev"},{"name":"x1","agentId":"x1@dev"},{"name":"m1","agentId":"m1@dev"}]}`, true)
+	write(filepath.Join(team, "inboxes/proxy.json"), "this is not JSON {", true)
+	write(filepath.Join(team, "inboxes/dev-1.json"), `{"from":"x","text":"an object, not an array"}`, true)
 	// Entries missing keys: kept, and the new message appended after them.
-	write("inboxes/qa.json", `[{"text":"no from, no timestamp"},{"from":"arch"}]`, false)
+	write(filepath.Join(team, "inboxes/qa.json"), `[{"text":"no from, no timestamp"},{"from":"arch"}]`, false)
+	// ACP agents (the mock agent): one that works (its prompts say how it
+	// fails), one that never answers initialize, one that floods its stdout
+	// with more bad lines than the backend takes (childproc.MaxGarbageRun).
+	write(filepath.Join(conf, "config.toml"), `[plugins.atm-agent-mcp.agents.mock]
+command = "mockacp"
+
+[plugins.atm-agent-mcp.agents.hanger]
+command = "mockacp"
+env = { MOCKACP_HANG_INIT = "1" }
+
+[plugins.atm-agent-mcp.agents.flood]
+command = "mockacp"
+env = { MOCKACP_GARBAGE = "20000" }
+`, true)
 	return h
 }
 

@@ -66,9 +66,9 @@ type anthropicRequest struct {
 	} `json:"messages"`
 }
 
-// anthropicBlock is a content block the model sends: a tool_use (Tool and
+// AnthropicBlock is a content block the model sends: a tool_use (Tool and
 // Input) or text.
-type anthropicBlock struct {
+type AnthropicBlock struct {
 	Tool  string
 	Input any
 	Text  string
@@ -90,7 +90,7 @@ func (m *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 		isMain = isMain || tl.Name == "Bash"
 	}
 	if !isMain || len(req.Messages) == 0 {
-		writeAnthropic(w, req.Stream, []anthropicBlock{{Text: "ok"}}, "side")
+		WriteAnthropic(w, req.Stream, []AnthropicBlock{{Text: "ok"}}, "side")
 		return
 	}
 	m.mu.Lock()
@@ -104,11 +104,11 @@ func (m *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 		tools = append(tools, tl.Name)
 	}
 	mv := script(texts, results, tools)
-	var blocks []anthropicBlock
+	var blocks []AnthropicBlock
 	switch {
 	case mv.Hang && !req.Stream:
 		// Claude Code's non-streaming retry of the stalled request.
-		blocks = []anthropicBlock{{Text: "LATE ANSWER TO TURN FOUR"}}
+		blocks = []AnthropicBlock{{Text: "LATE ANSWER TO TURN FOUR"}}
 	case mv.Hang:
 		w.Header().Set("Content-Type", "text/event-stream")
 		fmt.Fprintf(w, "event: message_start\ndata: %s\n\n", `{"type":"message_start","message":{"id":"msg_hang","type":"message","role":"assistant","model":"claude-mock","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":1}}}`)
@@ -120,11 +120,11 @@ func (m *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	case mv.Tool != "":
-		blocks = []anthropicBlock{{Tool: mv.Tool, Input: mv.Args}}
+		blocks = []AnthropicBlock{{Tool: mv.Tool, Input: mv.Args}}
 	default:
-		blocks = []anthropicBlock{{Text: mv.Text}}
+		blocks = []AnthropicBlock{{Text: mv.Text}}
 	}
-	writeAnthropic(w, req.Stream, blocks, fmt.Sprint(n))
+	WriteAnthropic(w, req.Stream, blocks, fmt.Sprint(n))
 }
 
 // anthropicUserContent returns the text and the tool results of a user
@@ -166,7 +166,7 @@ func anthropicUserContent(content json.RawMessage) (string, []string) {
 
 // writeAnthropic writes the model's message: streamed as SSE, or whole.
 // Its tool_use ids are toolu_<idPrefix>_<index>.
-func writeAnthropic(w http.ResponseWriter, stream bool, blocks []anthropicBlock, idPrefix string) {
+func WriteAnthropic(w http.ResponseWriter, stream bool, blocks []AnthropicBlock, idPrefix string) {
 	stop := "end_turn"
 	var content []map[string]any
 	for i, b := range blocks {

@@ -21,6 +21,11 @@ import (
 func agentError(rec registry.Session, err error) error {
 	kind := kindOf(rec)
 	again := "the next turn of the session starts a new " + kind + " process and continues the conversation"
+	if errors.Is(err, codexchild.ErrHandshake) {
+		// It never started: there may be no session to continue (a first
+		// turn keeps none).
+		again = "atm-agent-mcp doctor checks its command; the next call starts it again"
+	}
 	var te *codexchild.TimeoutError
 	var ee *codexchild.ExitError
 	var nf *codexchild.NotFoundError
@@ -56,7 +61,7 @@ func agentError(rec registry.Session, err error) error {
 		return proxyerr.Wrap(proxyerr.ErrChildProcessDead, err, data, msg, kind, status+lastLine(ee.Stderr), again)
 	case errors.Is(err, codexchild.ErrHandshake):
 		return proxyerr.Wrap(proxyerr.ErrChildProcessDead, err, map[string]any{"agent": kind, "handshake": err.Error()},
-			"%s could not be started: %v (check its command in atm-agent-mcp config and handshake_timeout_secs); %s", kind, err, again)
+			"%s could not be started: %v (handshake_timeout_secs bounds its start); %s", kind, err, again)
 	case errors.Is(err, context.DeadlineExceeded):
 		return proxyerr.Wrap(proxyerr.ErrRequestTimeout, err, map[string]any{"agent": kind}, "%s did not answer in time; %s", kind, again)
 	}
