@@ -25,8 +25,6 @@ func Example() {
 	// Output:
 	// codex []
 	// codex-reply [prompt]
-	// agent_start []
-	// agent_reply [agent_id prompt]
 	// atm_send [to message]
 	// atm_read []
 	// atm_broadcast [message]
@@ -39,4 +37,6 @@ func Example() {
 	// agent_respond [agent_id answer]
 	// agent_list_codex_sessions []
 	// agent_restart_codex []
+	// agent_start []
+	// agent_reply [agent_id prompt]
 }

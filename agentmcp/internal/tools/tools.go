@@ -144,8 +144,9 @@ type Env struct {
 type tool func(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, error)
 
 // names lists the tools for error messages, in tools.json's order.
-var names = []string{"codex", "codex-reply", "agent_start", "agent_reply", "atm_send", "atm_read", "atm_broadcast", "atm_pending_count",
-	"agent_sessions", "agent_status", "agent_close", "agent_wait", "agent_interrupt", "agent_respond", "agent_list_codex_sessions", "agent_restart_codex"}
+var names = []string{"codex", "codex-reply", "atm_send", "atm_read", "atm_broadcast", "atm_pending_count",
+	"agent_sessions", "agent_status", "agent_close", "agent_wait", "agent_interrupt", "agent_respond", "agent_list_codex_sessions", "agent_restart_codex",
+	"agent_start", "agent_reply"}
 
 // New returns the tools over cfg.
 func New(cfg Config) *Env {
