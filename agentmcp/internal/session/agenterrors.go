@@ -42,18 +42,8 @@ func agentError(rec registry.Session, err error) error {
 			"%s could not be started: %s; install it, or set command in [plugins.atm-agent-mcp.agents.%s] and restart the MCP server (atm-agent-mcp doctor checks every agent)",
 			kind, nf, kind)
 	case errors.As(err, &ee):
-		data := map[string]any{"agent": kind, "exit_code": ee.Status.Code}
-		if ee.Status.Signal != "" {
-			data["signal"] = ee.Status.Signal
-		}
-		if ee.Stderr != "" {
-			data["stderr"] = ee.Stderr
-		}
-		status := ee.Status.String()
-		if ee.Reason != "" {
-			data["reason"] = ee.Reason
-			status += ", killed because " + ee.Reason
-		}
+		data := map[string]any{"agent": kind}
+		status := exitFacts(ee, data)
 		msg := "%s agent process is not running: %s; %s"
 		if errors.Is(err, codexchild.ErrHandshake) {
 			msg = "%s could not be started: %s; %s"

@@ -339,18 +339,7 @@ func BackendError(err error) error {
 	case errors.As(err, &nf):
 		return notFoundError(err, nf, re, data)
 	case errors.As(err, &ee):
-		data["exit_code"] = ee.Status.Code
-		if ee.Status.Signal != "" {
-			data["signal"] = ee.Status.Signal
-		}
-		if ee.Stderr != "" {
-			data["stderr"] = ee.Stderr
-		}
-		status := ee.Status.String()
-		if ee.Reason != "" {
-			data["reason"] = ee.Reason
-			status += ", killed because " + ee.Reason
-		}
+		status := exitFacts(ee, data)
 		return proxyerr.Wrap(proxyerr.ErrChildProcessDead, err, data, "codex child process is not running: %s (%s)", status, advice)
 	case errors.Is(err, codexchild.ErrHandshake):
 		inner := err
@@ -364,6 +353,25 @@ func BackendError(err error) error {
 		return proxyerr.Wrap(proxyerr.ErrRequestTimeout, err, nil, "codex did not answer in time")
 	}
 	return proxyerr.Wrap(proxyerr.ErrInternal, err, nil, "codex: %v", err)
+}
+
+// exitFacts puts how a child died into data (exit_code, signal, stderr,
+// reason) and returns it in words: "exited with code 3", "killed by
+// signal killed, killed because …".
+func exitFacts(ee *codexchild.ExitError, data map[string]any) string {
+	data["exit_code"] = ee.Status.Code
+	if ee.Status.Signal != "" {
+		data["signal"] = ee.Status.Signal
+	}
+	if ee.Stderr != "" {
+		data["stderr"] = ee.Stderr
+	}
+	status := ee.Status.String()
+	if ee.Reason != "" {
+		data["reason"] = ee.Reason
+		status += ", killed because " + ee.Reason
+	}
+	return status
 }
 
 // InstallHint says how to install Codex, for errors about a missing one.
