@@ -129,7 +129,7 @@ func (s *Server) Run(ctx context.Context, r io.Reader, w io.Writer) error {
 		BaseInstructions: s.opts.BaseInstructions, MaxSessions: s.opts.MaxSessions,
 		DefaultIdentity: s.opts.DefaultIdentity, Audit: s.auditor, CodexHome: s.opts.CodexHome, Cwd: s.opts.Cwd,
 		Started: s.opts.Now(), Logger: s.log, Now: s.opts.Now, ProgressInterval: s.opts.ProgressInterval, LeadMail: s.leadMail,
-		ConfigWarnings: s.opts.ConfigWarnings, AgentCheck: s.opts.AgentCheck,
+		ConfigWarnings: s.opts.ConfigWarnings, AgentCheck: s.opts.AgentCheck, Agents: agentStatuses(s.opts.Agents),
 	})
 	s.conn.Start(r, w)
 	mailCtx, stopMail := context.WithCancel(context.Background())
@@ -148,6 +148,16 @@ func (s *Server) Run(ctx context.Context, r io.Reader, w io.Writer) error {
 	}
 	s.shutdown()
 	return err
+}
+
+// agentStatuses are the other agent kinds' backends as the tools see them
+// (their status).
+func agentStatuses(agents map[string]codexchild.Backend) map[string]interface{ Status() codexchild.Status } {
+	out := make(map[string]interface{ Status() codexchild.Status }, len(agents))
+	for kind, b := range agents {
+		out[kind] = b
+	}
+	return out
 }
 
 // shutdown is FR-7, in this order: no new requests; every live session

@@ -44,18 +44,19 @@ func (e *Env) agentSessions(_ context.Context, c *mcpconn.ToolCall) (*mcpconn.To
 // the live sessions and the event and mail counters. Its fields are in the
 // order of their JSON names.
 type ServerStatus struct {
-	ActiveSessions       int               `json:"active_sessions"`
-	Child                ChildStatus       `json:"child"`
-	ConfigWarnings       []string          `json:"config_warnings,omitempty"`
-	Elicitation          bool              `json:"elicitation"`
-	Events               ServerEvents      `json:"events"`
-	Identities           map[string]string `json:"identities"`
-	InstanceIdentity     string            `json:"instance_identity"`
-	LeadMail             *LeadMail         `json:"lead_mail,omitempty"`
-	MaxConcurrentThreads int               `json:"max_concurrent_threads"`
-	PendingMail          int               `json:"pending_mail"`
-	Team                 string            `json:"team"`
-	UptimeSecs           int               `json:"uptime_secs"`
+	ActiveSessions       int                    `json:"active_sessions"`
+	Agents               map[string]AgentStatus `json:"agents,omitempty"`
+	Child                ChildStatus            `json:"child"`
+	ConfigWarnings       []string               `json:"config_warnings,omitempty"`
+	Elicitation          bool                   `json:"elicitation"`
+	Events               ServerEvents           `json:"events"`
+	Identities           map[string]string      `json:"identities"`
+	InstanceIdentity     string                 `json:"instance_identity"`
+	LeadMail             *LeadMail              `json:"lead_mail,omitempty"`
+	MaxConcurrentThreads int                    `json:"max_concurrent_threads"`
+	PendingMail          int                    `json:"pending_mail"`
+	Team                 string                 `json:"team"`
+	UptimeSecs           int                    `json:"uptime_secs"`
 }
 
 // LeadMail is the path that mail for the client's own identity (the lead)
@@ -83,6 +84,18 @@ type ChildStatus struct {
 	ExitCode *int    `json:"exit_code,omitempty"`
 	PID      int     `json:"pid"`
 	Signal   *string `json:"signal,omitempty"`
+	Started  bool    `json:"started"`
+	Version  string  `json:"version"`
+}
+
+// AgentStatus is one agent kind other than Codex in ServerStatus: whether
+// one of its processes runs (each session has its own), the last one
+// started, and how the last one that died ended.
+type AgentStatus struct {
+	Alive    bool    `json:"alive"`
+	Exit     *string `json:"exit,omitempty"`
+	PID      int     `json:"pid"`
+	Sessions int     `json:"sessions"` // live sessions of this kind
 	Started  bool    `json:"started"`
 	Version  string  `json:"version"`
 }
@@ -134,10 +147,26 @@ func (e *Env) agentStatus(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.To
 	v := ServerStatus{Child: child, ConfigWarnings: e.cfg.ConfigWarnings, Team: e.cfg.Team, InstanceIdentity: e.cfg.Identity,
 		UptimeSecs: int(e.cfg.Now().Sub(e.cfg.Started).Seconds()), Identities: map[string]string{},
 		Elicitation: c.Elicitation, MaxConcurrentThreads: e.cfg.MaxSessions}
+	if len(e.cfg.Agents) > 0 {
+		v.Agents = map[string]AgentStatus{}
+		for kind, b := range e.cfg.Agents {
+			st := b.Status()
+			as := AgentStatus{Started: st.Started, Alive: st.Running, PID: st.PID, Version: st.Version}
+			if st.Exit != nil {
+				exit := st.Exit.String()
+				as.Exit = &exit
+			}
+			v.Agents[kind] = as
+		}
+	}
 	live := e.m.Live()
 	v.ActiveSessions = len(live)
 	for id, s := range live {
 		v.Identities[id] = s.Record().AgentID
+		if as, ok := v.Agents[s.Record().Backend]; ok {
+			as.Sessions++
+			v.Agents[s.Record().Backend] = as
+		}
 		d := s.Counts()
 		v.Events.Dropped += d.Dropped
 		v.Events.Forwarded += d.Forwarded

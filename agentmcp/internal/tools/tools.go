@@ -86,6 +86,9 @@ type Config struct {
 	Identity string
 	// Child reports the Codex child's state (agent_status). required.
 	Child interface{ Status() codexchild.Status }
+	// Agents report the state of the other agent kinds' backends by kind
+	// (agent_status). optional.
+	Agents map[string]interface{ Status() codexchild.Status }
 	// LeadMail reports the path of mail for the client's own identity
 	// (agent_status lead_mail). optional: nil leaves lead_mail out.
 	LeadMail func() LeadMail
