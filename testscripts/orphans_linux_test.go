@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/modelmock"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realacp"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realcodex"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
@@ -91,9 +92,16 @@ func TestNoOrphansWithRealCodex(t *testing.T) {
 // any process that shares serve's HOME is still running 2 s later.
 func killServe(t *testing.T, m killMoment, atmHome, cwd, codexBin, backend string, env ...string) {
 	t.Helper()
+	killServeWith(t, m, atmHome, cwd, []string{"--codex-bin", codexBin, "--backend", backend, "--approval-policy", "on-request"}, "", env...)
+}
+
+// killServeWith is killServe with serve's own arguments after --team and
+// --identity, and its sessions started by agent_start of agent (by the
+// codex tool for "").
+func killServeWith(t *testing.T, m killMoment, atmHome, cwd string, serveArgs []string, agent string, env ...string) {
+	t.Helper()
 	writeTeamConfig(t, atmHome, "dev", "team-lead", "arch")
-	cmd := exec.Command("atm-agent-mcp", "serve", "--team", "dev", "--identity", "proxy", "--codex-bin", codexBin,
-		"--backend", backend, "--approval-policy", "on-request")
+	cmd := exec.Command("atm-agent-mcp", append([]string{"serve", "--team", "dev", "--identity", "proxy"}, serveArgs...)...)
 	cmd.Env = append(append(os.Environ(), "ATM_HOME="+atmHome, "GIT_CEILING_DIRECTORIES="+filepath.Dir(atmHome)), env...)
 	cmd.Dir = cwd
 	var home string
@@ -118,9 +126,13 @@ func killServe(t *testing.T, m killMoment, atmHome, cwd, codexBin, backend strin
 	defer stuck.Stop()
 	c := &lineClient{t: t, w: jsonrpcframe.NewLineWriter(in), r: jsonrpcframe.NewLineReader(bufio.NewReader(out), nil)}
 	c.call("initialize", `{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}`)
-	c.call("tools/call", `{"name":"codex","arguments":{"prompt":"start","identity":"arch","cwd":"`+cwd+`"}}`)
+	tool, kind := "codex", ""
+	if agent != "" {
+		tool, kind = "agent_start", `"agent":"`+agent+`",`
+	}
+	c.call("tools/call", `{"name":"`+tool+`","arguments":{`+kind+`"prompt":"start","identity":"arch","cwd":"`+cwd+`"}}`)
 	if m.prompt != "" {
-		c.send("tools/call", `{"name":"codex","arguments":{"prompt":"`+m.prompt+`","identity":"team-lead","cwd":"`+cwd+`"}}`)
+		c.send("tools/call", `{"name":"`+tool+`","arguments":{`+kind+`"prompt":"`+m.prompt+`","identity":"team-lead","cwd":"`+cwd+`"}}`)
 		switch m.wait {
 		case "random":
 			time.Sleep(time.Duration(rand.Int64N(int64(m.delay))))
@@ -129,7 +141,7 @@ func killServe(t *testing.T, m killMoment, atmHome, cwd, codexBin, backend strin
 		}
 	}
 	if n := len(survivors(home)); n < 3 {
-		t.Fatalf("only %d processes of the run before the kill; want serve, the guard and Codex at least", n)
+		t.Fatalf("only %d processes of the run before the kill; want serve, the guard and the agent at least", n)
 	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -245,9 +257,68 @@ func (c *lineClient) until(typ string) {
 		if err != nil {
 			c.t.Fatalf("waiting for %s: %v", typ, err)
 		}
-		if typ == "started" && (bytes.Contains(m.Params, []byte(`"task_started"`)) || bytes.Contains(m.Params, []byte(`"turn/started"`))) ||
+		if typ == "started" && (bytes.Contains(m.Params, []byte(`"task_started"`)) || bytes.Contains(m.Params, []byte(`"turn/started"`)) ||
+			bytes.Contains(m.Params, []byte(`"sessionUpdate"`))) ||
 			typ == "approval" && m.IsRequest() && m.Method == "elicitation/create" {
 			return
 		}
+	}
+}
+
+// TestNoOrphansWithACPAgents is the same for agents of other kinds, each
+// session's agent started through the guard: mockacp (idle, mid-turn,
+// with an approval pending, and with a child that ignores SIGTERM and the
+// end of its stdin, as Gemini's relaunched copy of itself), and the real
+// claude-agent-acp on the Anthropic mock (idle, with its model request
+// hanging).
+func TestNoOrphansWithACPAgents(t *testing.T) {
+	t.Run("mockacp", func(t *testing.T) {
+		for _, m := range []killMoment{
+			{name: "idle after a turn"},
+			{name: "mid-turn", prompt: `say working\nhang`, wait: "started"},
+			{name: "approval pending", prompt: `ask a1 execute rm -rf build`, wait: "approval"},
+			{name: "a child that ignores SIGTERM", prompt: `spawn KIDPID\nsay spawned\nhang`, wait: "started"},
+		} {
+			t.Run(m.name, func(t *testing.T) {
+				home := t.TempDir()
+				m.prompt = strings.ReplaceAll(m.prompt, "KIDPID", filepath.Join(home, "kid.pid"))
+				writeAgentConfig(t, home, "[plugins.atm-agent-mcp.agents.mock]\ncommand = \"mockacp\"\nmode = \"default\"\n")
+				killServeWith(t, m, home, home, []string{"--codex-bin", "mockcodex"}, "mock", "HOME="+home)
+				if strings.Contains(m.prompt, "spawn") {
+					if _, err := os.Stat(filepath.Join(home, "kid.pid")); err != nil {
+						t.Errorf("the agent's child was never started: %v", err)
+					}
+				}
+			})
+		}
+	})
+	t.Run("claude", func(t *testing.T) {
+		bin := realacp.Install(t, "claude-agent-acp", "node_modules/.bin/claude-agent-acp")
+		mock := realacp.StartAnthropic(t)
+		for _, m := range []killMoment{
+			{name: "idle after a turn"},
+			{name: "model request hanging", prompt: "TURN TWO: HANG", wait: "started"},
+		} {
+			t.Run(m.name, func(t *testing.T) {
+				home := t.TempDir()
+				env := []string{"HOME=" + home}
+				for k, v := range claudeAgentEnv(bin, home, mock.URL()) {
+					env = append(env, k+"="+v)
+				}
+				killServeWith(t, m, home, home, []string{"--codex-bin", "mockcodex"}, "claude", env...)
+			})
+		}
+	})
+}
+
+// writeAgentConfig writes home's ~/.config/atm/config.toml.
+func writeAgentConfig(t *testing.T, home, toml string) {
+	t.Helper()
+	dir := filepath.Join(home, ".config", "atm")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(toml), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
