@@ -1,0 +1,192 @@
+package testscripts
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realacp"
+)
+
+// TestClaudeCodeAgents: the real Claude Code CLI 2.1.332, headless and
+// offline, leads an agent of another kind through serve, on both MCP
+// revisions (2026-07-28 when serve offers it, and pinned to 2025-11-25):
+// it finds agent_start and agent_reply with ToolSearch, starts a mockacp
+// agent (configured in serve's configuration file), has it ask an
+// approval (which headless Claude Code cancels: the agent is told it was
+// rejected and its turn finishes), has it send team mail through its own
+// tools, and reads agent_status. Every tool result Claude Code got is no
+// error, the mail lands as the agent's identity, and nothing of the agent
+// is left once Claude Code has stopped serve.
+func TestClaudeCodeAgents(t *testing.T) {
+	claude := claudeCLI(t, "2.1.332")
+	for _, protocol := range []string{"auto", "2025-11-25"} {
+		t.Run(protocol, func(t *testing.T) {
+			t.Parallel()
+			claudeLeadsAgent(t, claude, protocol)
+		})
+	}
+}
+
+func claudeLeadsAgent(t *testing.T, claude, protocol string) {
+	dir := t.TempDir()
+	atmHome := filepath.Join(dir, "atm")
+	teamDir := makeTeam(t, atmHome, "team-lead", "rev-1", "dev-1")
+	work := filepath.Join(dir, "work")
+	claudeHome := filepath.Join(dir, "claude-home")
+	for _, d := range []string{work, claudeHome} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	config := filepath.Join(dir, "serve.toml")
+	toml := "[plugins.atm-agent-mcp]\nmcp_protocol = \"" + protocol + "\"\n\n" +
+		"[plugins.atm-agent-mcp.agents.mock]\ncommand = \"mockacp\"\nmode = \"default\"\n"
+	if err := os.WriteFile(config, []byte(toml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	proxy, err := exec.LookPath("atm-agent-mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxyLog := filepath.Join(dir, "proxy.log")
+	tag := realacp.Tag(t) // nothing of the agent may be left
+	mcpConfig := map[string]any{"mcpServers": map[string]any{"codex": map[string]any{
+		"command": proxy,
+		"args": []string{"serve", "--team", "dev", "--identity", "proxy", "--codex-bin", "mockcodex",
+			"--config", config, "--log-level", "debug", "--log-file", proxyLog},
+		"env": map[string]string{"ATM_HOME": atmHome, "HOME": atmHome, "PATH": os.Getenv("PATH"),
+			"GIT_CEILING_DIRECTORIES": dir, realacp.TagEnv: tag},
+	}}}
+	mcpFile := filepath.Join(dir, "mcp.json")
+	b, _ := json.Marshal(mcpConfig)
+	if err := os.WriteFile(mcpFile, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	var agentID string
+	script := []mockStep{
+		func([]mockResult) []mockBlock {
+			return []mockBlock{{Tool: "ToolSearch", Input: map[string]any{
+				"query": "select:mcp__codex__agent_start,mcp__codex__agent_reply", "max_results": 10}}}
+		},
+		func([]mockResult) []mockBlock {
+			return []mockBlock{{Tool: "mcp__codex__agent_start", Input: map[string]any{"agent": "mock", "identity": "rev-1", "prompt": "say ready to review"}}}
+		},
+		func(prev []mockResult) []mockBlock {
+			for _, r := range prev {
+				if id := agentIDRe.FindString(r.Text); id != "" {
+					agentID = id
+				}
+			}
+			return []mockBlock{{Tool: "mcp__codex__agent_reply", Input: map[string]any{"agent_id": agentID, "prompt": "ask t1 execute make review"}}}
+		},
+		func([]mockResult) []mockBlock {
+			return []mockBlock{{Tool: "mcp__codex__agent_reply", Input: map[string]any{"agent_id": agentID,
+				"prompt": `mcp atm atm_send {"to":"dev-1","message":"review done, by rev-1"}`}}}
+		},
+		func([]mockResult) []mockBlock {
+			return []mockBlock{{Tool: "mcp__codex__agent_status", Input: map[string]any{"agent_id": agentID}}}
+		},
+		func([]mockResult) []mockBlock { return []mockBlock{{Text: "all done"}} },
+	}
+	api := startAnthropicMock(t, script)
+
+	ctx, cancel := context.WithTimeout(context.Background(), claudeTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, claude, "-p", "Lead the reviewer as scripted.", "--mcp-config", mcpFile, "--strict-mcp-config",
+		"--output-format", "stream-json", "--verbose", "--allowedTools", "mcp__codex")
+	cmd.Dir = work
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + claudeHome, "ANTHROPIC_BASE_URL=" + api.URL(), "ANTHROPIC_API_KEY=sk-test-offline",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1", "TMPDIR=" + os.TempDir()}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err = cmd.Run()
+	t.Logf("claude -p: %.1fs", time.Since(start).Seconds())
+	dump := func() {
+		t.Logf("claude stdout:\n%s", clipLog(stdout.String(), 8000))
+		t.Logf("claude stderr:\n%s", clipLog(stderr.String(), 4000))
+		if b, err := os.ReadFile(proxyLog); err == nil {
+			t.Logf("serve's log:\n%s", clipLog(string(b), 12000))
+		}
+	}
+	if err != nil {
+		dump()
+		t.Fatalf("claude -p: %v", err)
+	}
+
+	// The tool results, as Claude Code reports them in its stream.
+	var results []mockResult
+	for _, line := range bytes.Split(stdout.Bytes(), []byte("\n")) {
+		var ev struct {
+			Type    string `json:"type"`
+			Message struct {
+				Content json.RawMessage `json:"content"`
+			} `json:"message"`
+		}
+		if json.Unmarshal(line, &ev) == nil && ev.Type == "user" {
+			results = append(results, toolResults(ev.Message.Content)...)
+		}
+	}
+	if len(results) != 5 {
+		dump()
+		t.Fatalf("%d tool results, want 5: %+v", len(results), results)
+	}
+	for i, want := range []string{
+		``,                           // ToolSearch found them (its result is a tool reference)
+		`"identity":"rev-1"`,         // agent_start
+		`selected reject`,            // the approval Claude Code cancelled
+		`sent to dev-1@dev as rev-1`, // the agent's own atm_send
+		`"backend":"mock".*"identity":"rev-1"|"identity":"rev-1".*"backend":"mock"`, // agent_status
+	} {
+		r := results[i]
+		if r.IsError || !regexp.MustCompile(want).MatchString(strings.ReplaceAll(r.Text, `": "`, `":"`)) {
+			t.Errorf("tool result %d (error %v) does not match %s:\n%s", i, r.IsError, want, clipLog(r.Text, 3000))
+		}
+	}
+	if !strings.Contains(stdout.String(), `"result":"all done"`) {
+		t.Errorf("Claude Code did not end with the model's answer")
+	}
+	if agentID == "" {
+		t.Fatal("no agent_id in agent_start's result")
+	}
+
+	// What serve and the files show.
+	proxyText, _ := os.ReadFile(proxyLog)
+	switch protocol {
+	case "auto":
+		if !bytes.Contains(proxyText, []byte("server/discover")) || bytes.Contains(proxyText, []byte("mcp client initialized")) {
+			t.Errorf("Claude Code did not speak 2026-07-28 with serve")
+		}
+	default:
+		if !bytes.Contains(proxyText, []byte("mcp client initialized")) {
+			t.Errorf("Claude Code did not fall back to initialize")
+		}
+	}
+	audit, _ := os.ReadFile(filepath.Join(atmHome, ".config", "atm", "agent-sessions", "dev", "audit.jsonl"))
+	if !regexp.MustCompile(`"event":"approval","agent_id":"` + agentID + `".*Allow mock to run .make review.*"outcome":"denied`).Match(audit) {
+		t.Errorf("the audit has no denied approval of the agent:\n%s", clipLog(string(audit), 4000))
+	}
+	inbox, _ := os.ReadFile(filepath.Join(teamDir, "inboxes", "dev-1.json"))
+	var msgs []struct {
+		From string `json:"from"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(inbox, &msgs); err != nil || len(msgs) != 1 || msgs[0].From != "rev-1" || msgs[0].Text != "review done, by rev-1" {
+		t.Errorf("dev-1's inbox (%v): %s", err, inbox)
+	}
+	if t.Failed() {
+		dump()
+	}
+}
