@@ -142,12 +142,16 @@ func (c *repoInfoCache) lookup(root, gitDir string) (name, branch, common string
 
 // findGitDir walks up from dir (absolute) to the nearest .git, where git
 // itself would look (Up), and returns the work tree root and the
-// git directory.
+// git directory. A .git directory without HEAD is passed over, as git
+// passes it over.
 func findGitDir(dir string) (root, gitDir string) {
 	for d := range Up(dir) {
 		p := filepath.Join(d, ".git")
 		if st, err := os.Stat(p); err == nil {
 			if st.IsDir() {
+				if _, err := os.Stat(filepath.Join(p, "HEAD")); err != nil {
+					continue // not a git directory (git wants HEAD too): an empty .git left by something
+				}
 				return d, p
 			}
 			if b, err := os.ReadFile(p); err == nil {

@@ -59,6 +59,10 @@ func TestGitFacts(t *testing.T) {
 	if err := os.Mkdir(plain, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// An empty .git directory (no HEAD) is no repository, for git either.
+	if err := os.MkdirAll(filepath.Join(dir, "emptygit", ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	str := func(s string) *string { return &s }
 	tests := []struct {
 		name    string
@@ -71,6 +75,7 @@ func TestGitFacts(t *testing.T) {
 		{"worktree", "wt", "", Facts{Root: str(filepath.Join(dir, "wt")), Name: str("widgets"), Branch: str("feature/x")}},
 		{"detached", "detached", "", Facts{Root: str(filepath.Join(dir, "detached")), Name: str("detached"), Branch: str("detached@" + sha)}},
 		{"outside git", "plain", "", Facts{}},
+		{"an empty .git", "emptygit", "", Facts{}},
 		{"below a ceiling at the work tree", "repo/a", "repo", Facts{}},
 		{"the work tree below a ceiling", "repo/a/b/c", "repo/a", Facts{}},
 	}

@@ -78,7 +78,7 @@ func New(opts Options) (*Server, error) {
 	s.backend = newCodex(opts.Backend, opts, log, s.auditor)
 	s.frames = newFrames(s)
 	s.lead = newLeadPush(opts, atm, log)
-	s.team = teamHooks{mail: &s.mail, lead: s.lead, atm: atm, team: opts.Team, cwd: s.sessionCwd, log: log, now: opts.Now, added: map[string]bool{}}
+	s.team = teamHooks{mail: &s.mail, lead: s.lead, atm: atm, team: opts.Team, cwd: s.sessionCwd, kind: s.sessionKind, log: log, now: opts.Now, added: map[string]bool{}}
 	s.conn = mcpconn.New(mcpconn.Config{
 		Handler:      handler{s},
 		ServerInfo:   mcpconn.ServerInfo{Name: "atm-agent-mcp", Title: "ATM agent proxy for Codex", Version: opts.Version},

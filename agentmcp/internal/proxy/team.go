@@ -37,6 +37,7 @@ type teamHooks struct {
 	atm  *atmclient.Client
 	team string
 	cwd  func(identity string) string // the session's cwd, for the member entry
+	kind func(identity string) string // the session's agent kind, the member's agentType
 	log  interface {
 		Warn(string, ...any)
 		Debug(string, ...any)
@@ -109,6 +110,11 @@ func (h *teamHooks) join(identity string) {
 	if cwd := h.cwd(identity); cwd != "" {
 		m.Extra["cwd"] = raw(cwd)
 	}
+	if h.kind != nil {
+		if k := h.kind(identity); k != "" {
+			m.AgentType = k // "claude", "opencode": what the teammate is
+		}
+	}
 	if err := h.atm.JoinTeam(ctx, h.team, m); err != nil {
 		h.problem("join", identity, err)
 		return
@@ -163,11 +169,12 @@ func (h *teamHooks) pruneStale(free func(identity string) bool) {
 	}
 }
 
-// ours reports whether a proxy added m (join's backendType and agentType).
+// ours reports whether a proxy added m (join's backendType, with an agent
+// type: codex, or another agent kind).
 func ours(m atmclient.Member) bool {
 	var bt string
 	raw, ok := m.Extra["backendType"]
-	return ok && json.Unmarshal(raw, &bt) == nil && bt == backendType && m.AgentType == "codex"
+	return ok && json.Unmarshal(raw, &bt) == nil && bt == backendType && m.AgentType != ""
 }
 
 // identityFree reports whether no live session holds identity in this
@@ -204,6 +211,18 @@ func (h *teamHooks) problem(op, identity string, err error) {
 func (s *Server) sessionCwd(identity string) string {
 	if sess := s.sessions.ByIdentity(identity); sess != nil {
 		return sess.Record().Cwd
+	}
+	return ""
+}
+
+// sessionKind is the agent kind of the live session of identity ("codex"
+// for a record that names none), or "".
+func (s *Server) sessionKind(identity string) string {
+	if sess := s.sessions.ByIdentity(identity); sess != nil {
+		if k := sess.Record().Backend; k != "" {
+			return k
+		}
+		return "codex"
 	}
 	return ""
 }
