@@ -131,7 +131,9 @@ func (s *Server) Run(ctx context.Context, r io.Reader, w io.Writer) error {
 		Started: s.opts.Now(), Logger: s.log, Now: s.opts.Now, ProgressInterval: s.opts.ProgressInterval, LeadMail: s.leadMail,
 		ConfigWarnings: s.opts.ConfigWarnings, AgentCheck: s.opts.AgentCheck, Agents: agentStatuses(s.opts.Agents),
 	})
-	s.conn.Start(r, w)
+	// Mail delivery and the lead's path are settled before the first
+	// request is read, so that agent_status right after initialize shows
+	// them as they stay (no session exists yet to deliver to).
 	mailCtx, stopMail := context.WithCancel(context.Background())
 	defer stopMail()
 	s.team.pruneStale(s.identityFree)
@@ -140,6 +142,7 @@ func (s *Server) Run(ctx context.Context, r io.Reader, w io.Writer) error {
 	} else {
 		s.lead.start(s.mail.bridge())
 	}
+	s.conn.Start(r, w)
 	var err error
 	select {
 	case err = <-s.conn.Done():
