@@ -12,8 +12,8 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
-// startMail starts the mail bridge (FR-8) and binds the sessions that are
-// already live (resumed at start-up).
+// startMail starts the mail bridge (FR-8); bindLive then binds the
+// sessions that are already live.
 func (s *Server) startMail(ctx context.Context) error {
 	b, err := mailbridge.New(mailbridge.Config{
 		ATM: s.atm, Team: s.opts.Team, Target: mailTarget{s},
@@ -27,10 +27,15 @@ func (s *Server) startMail(ctx context.Context) error {
 		return err
 	}
 	s.mail.set(b, s.log)
+	return nil
+}
+
+// bindLive binds the sessions that are already live (resumed at start, or
+// started before the bridge ran) to the bridge.
+func (s *Server) bindLive() {
 	for identity, sess := range s.sessions.Live() {
 		s.mail.Bind(identity, sess.Detail(0).AutoMail)
 	}
-	return nil
 }
 
 // mailHooks is the mail layer as sessions see it (session.Mail): the bridge

@@ -131,18 +131,23 @@ func (s *Server) Run(ctx context.Context, r io.Reader, w io.Writer) error {
 		Started: s.opts.Now(), Logger: s.log, Now: s.opts.Now, ProgressInterval: s.opts.ProgressInterval, LeadMail: s.leadMail,
 		ConfigWarnings: s.opts.ConfigWarnings, AgentCheck: s.opts.AgentCheck, Agents: agentStatuses(s.opts.Agents),
 	})
-	// Mail delivery and the lead's path are settled before the first
+	// The bridge runs and the lead's mail path is settled before the first
 	// request is read, so that agent_status right after initialize shows
-	// them as they stay (no session exists yet to deliver to).
+	// the path as it stays. Sessions resumed at start (--resume) are bound
+	// only once the connection runs: their mail turns send events to it.
 	mailCtx, stopMail := context.WithCancel(context.Background())
 	defer stopMail()
 	s.team.pruneStale(s.identityFree)
-	if err := s.startMail(mailCtx); err != nil {
-		s.log.Error("mail delivery disabled", "err", err)
+	mailErr := s.startMail(mailCtx)
+	if mailErr != nil {
+		s.log.Error("mail delivery disabled", "err", mailErr)
 	} else {
 		s.lead.start(s.mail.bridge())
 	}
 	s.conn.Start(r, w)
+	if mailErr == nil {
+		s.bindLive()
+	}
 	var err error
 	select {
 	case err = <-s.conn.Done():
