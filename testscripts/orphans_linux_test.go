@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -176,12 +177,37 @@ func survivors(home string) []int {
 		if err != nil || !bytes.Contains(append([]byte{0}, env...), append([]byte{0}, want...)) {
 			continue
 		}
-		if stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil && bytes.Contains(stat, []byte(") Z ")) {
-			continue // a zombie: dead, waiting for its parent
+		if stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil && dying(stat) {
+			continue
 		}
 		pids = append(pids, pid)
 	}
 	return pids
+}
+
+// pfExiting is the kernel's PF_EXITING task flag: the process is being
+// torn down and runs no more user code.
+const pfExiting = 0x4
+
+// dying reports whether a /proc/<pid>/stat line is a zombie's (dead,
+// waiting for its parent) or a process's that is exiting: a large node
+// process killed on a busy machine can take a while to release its memory,
+// and meanwhile it is neither a zombie nor alive (measured: its cmdline
+// already reads empty).
+func dying(stat []byte) bool {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return false
+	}
+	f := strings.Fields(string(stat[i+1:])) // state ppid pgrp session tty_nr tpgid flags ...
+	if len(f) < 7 {
+		return false
+	}
+	if f[0] == "Z" || f[0] == "X" {
+		return true
+	}
+	flags, err := strconv.ParseUint(f[6], 10, 64)
+	return err == nil && flags&pfExiting != 0
 }
 
 // describe names processes by their command lines.
@@ -320,5 +346,29 @@ func writeAgentConfig(t *testing.T, home, toml string) {
 	}
 	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(toml), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestDying(t *testing.T) {
+	for _, tc := range []struct {
+		stat string
+		want bool
+	}{
+		{"8453 (node) S 1 8453 8453 0 -1 4194560 2718 0 0 0", false},
+		{"8453 (node) Z 1 8453 8453 0 -1 4227140 2718 0 0 0", true},
+		{"8453 (MainThread) R 1 8453 8453 0 -1 4194628 2718 0 0 0", true}, // PF_EXITING
+		{"8453 (a (b) c) S 1 8453 8453 0 -1 4194560 2718 0 0 0", false},
+		{"8453 (odd", false},
+	} {
+		if got := dying([]byte(tc.stat)); got != tc.want {
+			t.Errorf("dying(%q) = %v, want %v", tc.stat, got, tc.want)
+		}
+	}
+	self, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dying(self) {
+		t.Errorf("this live test process reads as dying: %s", self)
 	}
 }
