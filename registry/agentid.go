@@ -9,11 +9,17 @@ import (
 // ids survive case-insensitive file systems and are easy to read aloud.
 const crockford = "0123456789abcdefghjkmnpqrstvwxyz"
 
-// NewAgentID returns a new agent_id: "codex-" followed by a lower-case ULID
-// (48-bit millisecond time, 80 random bits, 26 characters). Ids sort by
-// creation time, are unique without coordination and are safe file names on
-// every platform.
-func NewAgentID() string {
+// NewAgentID returns a new agent_id for a Codex session: "codex-" followed
+// by a lower-case ULID (48-bit millisecond time, 80 random bits, 26
+// characters). Ids of one kind sort by creation time, are unique without
+// coordination and are safe file names on every platform.
+func NewAgentID() string { return NewAgentIDFor(BackendCodex) }
+
+// NewAgentIDFor returns a new agent_id for a session of the agent kind
+// kind: kind, "-", then a ULID as in [NewAgentID] ("claude-01k…"). kind
+// should be a valid agent kind name (a lower-case letter, then letters,
+// digits, - or _); [Registry.Add] uses the session's Backend.
+func NewAgentIDFor(kind string) string {
 	var b [16]byte
 	ms := uint64(time.Now().UnixMilli())
 	for i := 5; i >= 0; i-- {
@@ -33,5 +39,5 @@ func NewAgentID() string {
 		lo = lo>>5 | hi<<59
 		hi >>= 5
 	}
-	return "codex-" + string(out[:])
+	return kind + "-" + string(out[:])
 }

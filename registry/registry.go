@@ -291,9 +291,10 @@ func (r *Registry) releaseLocked(identity, agentID string) {
 	}
 }
 
-// Add registers a new session and persists the registry. Defaults: an
-// empty AgentID gets [NewAgentID], Backend "codex", Team the registry's team,
-// Status active, zero StartedAt and LastActive the current time. A live
+// Add registers a new session and persists the registry. Defaults: Backend
+// "codex", an empty AgentID a new one for the Backend ([NewAgentIDFor]),
+// Team the registry's team, Status active, zero StartedAt and LastActive
+// the current time. A live
 // session claims its identity first; if that identity is bound elsewhere,
 // Add fails with a [*ConflictError] and changes nothing. A Deferred
 // registry claims its instance first (see [Config]). It returns the
@@ -308,11 +309,11 @@ func (r *Registry) Add(s Session) (Session, error) {
 		return Session{}, fmt.Errorf("add session: %w", err)
 	}
 	s = s.clone()
-	if s.AgentID == "" {
-		s.AgentID = NewAgentID()
-	}
 	if s.Backend == "" {
 		s.Backend = BackendCodex
+	}
+	if s.AgentID == "" {
+		s.AgentID = NewAgentIDFor(s.Backend)
 	}
 	if s.Team == "" {
 		s.Team = r.dir.team

@@ -35,6 +35,22 @@ func mustAdd(t *testing.T, r *Registry, s Session) Session {
 	return got
 }
 
+// A session of another agent kind gets an agent_id that names its kind.
+func TestAddAgentIDNamesTheKind(t *testing.T) {
+	testHome(t)
+	r := openTest(t, "arch", newFakeClock())
+	for _, kind := range []string{"", "codex", "claude", "my_agent-2"} {
+		got := mustAdd(t, r, Session{Identity: "id-" + strings.Trim(kind, "_"), Backend: kind})
+		want := kind
+		if want == "" {
+			want = BackendCodex
+		}
+		if err := ValidateAgentID(got.AgentID); err != nil || !strings.HasPrefix(got.AgentID, want+"-") || len(got.AgentID) != len(want)+1+26 {
+			t.Errorf("Add with Backend %q: agent_id %q (%v), want %s- and 26 digits", kind, got.AgentID, err, want)
+		}
+	}
+}
+
 func TestAddDefaultsAndPersists(t *testing.T) {
 	home := testHome(t)
 	clock := newFakeClock()

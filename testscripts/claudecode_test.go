@@ -24,7 +24,7 @@ import (
 // claudeTimeout bounds one run of the Claude Code CLI.
 const claudeTimeout = 120 * time.Second
 
-var agentIDRe = regexp.MustCompile(`codex-[0-9a-z]{26}`)
+var agentIDRe = regexp.MustCompile(`\b(?:codex|claude|opencode|gemini|mock)-[0-9a-hjkmnp-tv-z]{26}\b`)
 
 // claudeRun is one headless Claude Code conversation with serve.
 type claudeRun struct {
