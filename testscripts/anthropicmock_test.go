@@ -3,10 +3,8 @@ package testscripts
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 
@@ -61,29 +59,15 @@ func (m *anthropicMock) mainResults() [][]mockResult {
 	return append([][]mockResult(nil), m.results...)
 }
 
-type mockRequest struct {
-	Stream bool `json:"stream"`
-	Tools  []struct {
-		Name string `json:"name"`
-	} `json:"tools"`
-	Messages []struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
-	} `json:"messages"`
-}
+// mockRequest is what the mock reads of a request.
+type mockRequest = realacp.AnthropicRequest
 
 func (m *anthropicMock) serve(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
 	m.mu.Lock()
 	m.paths = append(m.paths, r.Method+" "+r.URL.Path)
 	m.mu.Unlock()
-	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/v1/messages") {
-		http.Error(w, `{"type":"error","error":{"type":"not_found_error","message":"not in the mock"}}`, http.StatusNotFound)
-		return
-	}
-	var req mockRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+	req, ok := realacp.ReadAnthropic(w, r)
+	if !ok {
 		return
 	}
 	isMain := false

@@ -2,16 +2,13 @@ package testscripts
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realacp"
 )
@@ -100,30 +97,13 @@ func claudeLeadsAgent(t *testing.T, claude, protocol string) {
 	}
 	api := startAnthropicMock(t, script)
 
-	ctx, cancel := context.WithTimeout(context.Background(), claudeTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, claude, "-p", "Lead the reviewer as scripted.", "--mcp-config", mcpFile, "--strict-mcp-config",
-		"--output-format", "stream-json", "--verbose", "--allowedTools", "mcp__codex")
-	cmd.Dir = work
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + claudeHome, "ANTHROPIC_BASE_URL=" + api.URL(), "ANTHROPIC_API_KEY=sk-test-offline",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1", "TMPDIR=" + os.TempDir()}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
-	err = cmd.Run()
-	t.Logf("claude -p: %.1fs", time.Since(start).Seconds())
-	dump := func() {
-		t.Logf("claude stdout:\n%s", clipLog(stdout.String(), 8000))
-		t.Logf("claude stderr:\n%s", clipLog(stderr.String(), 4000))
-		if b, err := os.ReadFile(proxyLog); err == nil {
-			t.Logf("serve's log:\n%s", clipLog(string(b), 12000))
-		}
-	}
-	if err != nil {
+	cp := runClaudeP(t, claude, work, claudeEnv(claudeHome, api.URL()), "Lead the reviewer as scripted.",
+		"--mcp-config", mcpFile, "--strict-mcp-config", "--output-format", "stream-json", "--verbose", "--allowedTools", "mcp__codex")
+	stdout := &cp.stdout
+	dump := func() { cp.dump(t, proxyLog) }
+	if cp.err != nil {
 		dump()
-		t.Fatalf("claude -p: %v", err)
+		t.Fatalf("claude -p: %v", cp.err)
 	}
 
 	// The tool results, as Claude Code reports them in its stream.

@@ -5,6 +5,7 @@ package testscripts
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -13,7 +14,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // claudeKey is the API key the offline runs give Claude Code; the mock
@@ -152,4 +155,42 @@ func logLevels(file string) (warn, errs int, lines []string) {
 		}
 	}
 	return warn, errs, lines
+}
+
+// claudeP is one finished `claude -p` run: what it printed and how it
+// ended.
+type claudeP struct {
+	stdout, stderr bytes.Buffer
+	err            error
+}
+
+// runClaudeP runs the real Claude Code as `claude -p prompt args…` in dir
+// with env (claudeEnv's, usually), in a process group of its own that is
+// killed at claudeTimeout, and returns once it has ended.
+func runClaudeP(t *testing.T, claude, dir string, env []string, prompt string, args ...string) *claudeP {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), claudeTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, claude, append([]string{"-p", prompt}, args...)...)
+	cmd.Dir, cmd.Env = dir, env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	r := &claudeP{}
+	cmd.Stdout, cmd.Stderr = &r.stdout, &r.stderr
+	start := time.Now()
+	r.err = cmd.Run()
+	t.Logf("claude -p %q: %.1fs", prompt, time.Since(start).Seconds())
+	return r
+}
+
+// dump logs the run's output, clipped, and the tail of each log file.
+func (r *claudeP) dump(t *testing.T, logs ...string) {
+	t.Helper()
+	t.Logf("claude stdout:\n%s", clipLog(r.stdout.String(), 8000))
+	t.Logf("claude stderr:\n%s", clipLog(r.stderr.String(), 4000))
+	for _, f := range logs {
+		if b, err := os.ReadFile(f); err == nil {
+			t.Logf("%s:\n%s", filepath.Base(f), clipLog(string(b), 12000))
+		}
+	}
 }

@@ -3,14 +3,11 @@
 package testscripts
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -116,23 +113,13 @@ func leadPush(t *testing.T, claude string, run claudeRun, serveArgs ...string) {
 		return []mockBlock{{Text: "no mail came"}}
 	})
 
-	ctx, cancel := context.WithTimeout(context.Background(), claudeTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, claude, "-p", "Use the codex tools as scripted.", "--mcp-config", mcpFile, "--strict-mcp-config",
-		"--output-format", "stream-json", "--verbose", "--allowedTools", "mcp__codex", "--debug-file", filepath.Join(dir, "claude-debug.log"))
-	cmd.Dir = work
-	cmd.Env = claudeEnv(claudeHome, api.URL())
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
-	err := cmd.Run()
-	t.Logf("claude -p: %.1fs", time.Since(start).Seconds())
+	cp := runClaudeP(t, claude, work, claudeEnv(claudeHome, api.URL()), "Use the codex tools as scripted.",
+		"--mcp-config", mcpFile, "--strict-mcp-config", "--output-format", "stream-json", "--verbose", "--allowedTools", "mcp__codex",
+		"--debug-file", filepath.Join(dir, "claude-debug.log"))
+	stdout, err := &cp.stdout, cp.err
 	dump := func() {
 		api.dump()
-		t.Logf("claude stdout:\n%s", clipLog(stdout.String(), 6000))
-		t.Logf("claude stderr:\n%s", clipLog(stderr.String(), 3000))
+		cp.dump(t)
 		logTail(t, "serve's log", serveLog, 12000)
 		logTail(t, "claude's debug log (uds-messaging)", filepath.Join(dir, "claude-debug.log"), 0, "uds-messaging", "messaging")
 	}

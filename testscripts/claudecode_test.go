@@ -5,7 +5,6 @@ package testscripts
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,7 +12,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -189,30 +187,13 @@ func claudeConversation(t *testing.T, claude string, run claudeRun) {
 	}
 	api := startAnthropicMock(t, script)
 
-	ctx, cancel := context.WithTimeout(context.Background(), claudeTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, claude, "-p", "Use the codex tools as scripted.", "--mcp-config", mcpFile, "--strict-mcp-config",
-		"--output-format", "stream-json", "--verbose", "--allowedTools", "mcp__codex")
-	cmd.Dir = work
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + claudeHome, "ANTHROPIC_BASE_URL=" + api.URL(), "ANTHROPIC_API_KEY=sk-test-offline",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1", "TMPDIR=" + os.TempDir()}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
-	err = cmd.Run()
-	t.Logf("claude -p: %.1fs", time.Since(start).Seconds())
-	dump := func() {
-		t.Logf("claude stdout:\n%s", clipLog(stdout.String(), 8000))
-		t.Logf("claude stderr:\n%s", clipLog(stderr.String(), 4000))
-		if b, err := os.ReadFile(proxyLog); err == nil {
-			t.Logf("serve's log:\n%s", clipLog(string(b), 12000))
-		}
-	}
-	if err != nil {
+	cp := runClaudeP(t, claude, work, claudeEnv(claudeHome, api.URL()), "Use the codex tools as scripted.",
+		"--mcp-config", mcpFile, "--strict-mcp-config", "--output-format", "stream-json", "--verbose", "--allowedTools", "mcp__codex")
+	stdout := &cp.stdout
+	dump := func() { cp.dump(t, proxyLog) }
+	if cp.err != nil {
 		dump()
-		t.Fatalf("claude -p: %v", err)
+		t.Fatalf("claude -p: %v", cp.err)
 	}
 
 	// What Claude Code reports.

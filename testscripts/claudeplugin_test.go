@@ -16,7 +16,6 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -121,28 +120,13 @@ func TestClaudePlugin(t *testing.T) {
 	env := append(append([]string{}, baseEnv...), serverEnv...)
 	env = append(env, "ANTHROPIC_BASE_URL="+api.URL(), "ANTHROPIC_API_KEY=sk-test-offline",
 		"ATM_AGENT_MCP_IDENTITY=window2", "ATM_AGENT_MCP_LOG_FILE="+proxyLog, "ATM_AGENT_MCP_LOG_LEVEL=debug")
-	ctx, cancel := context.WithTimeout(context.Background(), claudeTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, claude, "-p", "Start a Codex agent.", "--output-format", "stream-json", "--verbose",
-		"--allowedTools", "mcp__plugin_atm-agent-mcp_codex")
-	cmd.Dir, cmd.Env = work, env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
-	err = cmd.Run()
-	t.Logf("claude -p with the plugin: %.1fs", time.Since(start).Seconds())
-	dump := func() {
-		t.Logf("claude stdout:\n%s", clipLog(stdout.String(), 8000))
-		t.Logf("claude stderr:\n%s", clipLog(stderr.String(), 4000))
-		if b, err := os.ReadFile(proxyLog); err == nil {
-			t.Logf("serve's log:\n%s", clipLog(string(b), 8000))
-		}
-	}
-	if err != nil {
+	cp := runClaudeP(t, claude, work, env, "Start a Codex agent.",
+		"--output-format", "stream-json", "--verbose", "--allowedTools", "mcp__plugin_atm-agent-mcp_codex")
+	stdout := &cp.stdout
+	dump := func() { cp.dump(t, proxyLog) }
+	if cp.err != nil {
 		dump()
-		t.Fatalf("claude -p: %v", err)
+		t.Fatalf("claude -p: %v", cp.err)
 	}
 
 	var initSeen bool
@@ -244,11 +228,7 @@ func TestClaudePlugin(t *testing.T) {
 		t.Fatal(err)
 	}
 	env = append(env, "ANTHROPIC_BASE_URL="+srv.URL, "CODEX_HOME="+filepath.Join(dir, "codex-home"))
-	ctx2, cancel2 := context.WithTimeout(context.Background(), claudeTimeout)
-	defer cancel2()
-	cmd = exec.CommandContext(ctx2, claude, "-p", "/atm-agent-mcp:doctor", "--output-format", "stream-json", "--verbose")
-	cmd.Dir, cmd.Env = work, env
-	out, err := cmd.CombinedOutput()
+	dr := runClaudeP(t, claude, work, env, "/atm-agent-mcp:doctor", "--output-format", "stream-json", "--verbose")
 	report := prompts.text()
 	for _, want := range []string{
 		`(?m)^What serve needs, for team "dev" and identity "window2":$`,
@@ -262,8 +242,8 @@ func TestClaudePlugin(t *testing.T) {
 			t.Errorf("the doctor command's prompt does not match %s", want)
 		}
 	}
-	if err != nil || t.Failed() {
-		t.Errorf("claude -p /atm-agent-mcp:doctor: %v\n%s\nprompts:\n%s", err, clipLog(string(out), 6000), clipLog(report, 6000))
+	if dr.err != nil || t.Failed() {
+		t.Errorf("claude -p /atm-agent-mcp:doctor: %v\n%s\nprompts:\n%s", dr.err, clipLog(dr.stdout.String()+dr.stderr.String(), 6000), clipLog(report, 6000))
 	}
 }
 

@@ -55,7 +55,8 @@ func (m *Anthropic) MainRequests() int {
 	return m.main
 }
 
-type anthropicRequest struct {
+// AnthropicRequest is what the mocks read of a Messages API request.
+type AnthropicRequest struct {
 	Stream bool `json:"stream"`
 	Tools  []struct {
 		Name string `json:"name"`
@@ -74,15 +75,26 @@ type AnthropicBlock struct {
 	Text  string
 }
 
-func (m *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
+// ReadAnthropic reads a POST …/v1/messages request. For any other
+// request, or a body that is not such JSON, it answers 404 or 400 itself
+// and returns false.
+func ReadAnthropic(w http.ResponseWriter, r *http.Request) (AnthropicRequest, bool) {
+	var req AnthropicRequest
 	body, _ := io.ReadAll(r.Body)
 	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/v1/messages") {
 		http.Error(w, `{"type":"error","error":{"type":"not_found_error","message":"not in the mock"}}`, http.StatusNotFound)
-		return
+		return req, false
 	}
-	var req anthropicRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
+		return req, false
+	}
+	return req, true
+}
+
+func (m *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
+	req, ok := ReadAnthropic(w, r)
+	if !ok {
 		return
 	}
 	isMain := false
@@ -164,7 +176,7 @@ func anthropicUserContent(content json.RawMessage) (string, []string) {
 	return text.String(), results
 }
 
-// writeAnthropic writes the model's message: streamed as SSE, or whole.
+// WriteAnthropic writes the model's message: streamed as SSE, or whole.
 // Its tool_use ids are toolu_<idPrefix>_<index>.
 func WriteAnthropic(w http.ResponseWriter, stream bool, blocks []AnthropicBlock, idPrefix string) {
 	stop := "end_turn"
