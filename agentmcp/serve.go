@@ -69,7 +69,8 @@ func serve(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout io.W
 // process group of its own, where the kill of Codex's group does not reach.
 func toolsServer(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout io.Writer, logger *slog.Logger) error {
 	go exitWithParent(logger)
-	return tools.ServeTools(ctx, tools.ToolsOptions{Home: cfg.Home, Team: cfg.Team, Identity: cfg.Identity, Version: cli.Version(), Logger: logger}, stdin, stdout)
+	return tools.ServeTools(ctx, tools.ToolsOptions{Home: cfg.Home, Team: cfg.Team, Identity: cfg.Identity,
+		Agent: os.Getenv(session.EnvSessionKind), AgentID: os.Getenv(session.EnvSessionAgentID), AuditTeam: os.Getenv(session.EnvRegistryTeam), Version: cli.Version(), Logger: logger}, stdin, stdout)
 }
 
 // proxyOptions maps the configuration onto the proxy.
@@ -131,7 +132,7 @@ func proxyOptions(cfg *config.Config, logger *slog.Logger) (proxy.Options, error
 		Agents: agents, AgentCheck: agentCheck(cfg),
 		AutoMail: cfg.AutoMail, AutoMailFor: cfg.AutoMailFor,
 		MailPollInterval: cfg.MailPollInterval, MailIdleTimeout: cfg.IdleTimeout, PersistThreads: cfg.PersistThreads, MaxMailMessages: cfg.MaxMailMessages, MaxMailMessageLength: cfg.MaxMailMessageLength,
-		ToolServer: toolServer, ToolServerEnv: map[string]string{"ATM_TEAM": cfg.Team},
+		ToolServer: toolServer, ToolServerEnv: map[string]string{"ATM_TEAM": cfg.Team, session.EnvRegistryTeam: regTeam},
 		MaxResultChars: cfg.MaxResultChars, EventRing: cfg.EventBufferSize, ProgressInterval: progressInterval(cfg.ProgressInterval),
 		Logger: logger, Version: cli.Version(),
 	}, nil

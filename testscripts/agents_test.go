@@ -69,6 +69,30 @@ func TestAgents(t *testing.T) {
 	testscript.Run(t, p)
 }
 
+// TestMixedTeams runs the mixed_*.txtar conversations: a team of Codex
+// (mockcodex) and another agent kind (mockacp), once per Codex protocol, as
+// TestProxy runs the proxy's.
+func TestMixedTeams(t *testing.T) {
+	for _, b := range []struct{ backend, version string }{{"mcp-server", "0.153.4"}, {"app-server", "0.169.0"}} {
+		t.Run(b.backend, func(t *testing.T) {
+			t.Parallel() // they wait on turns and mail, not on the CPU
+			p := agentParams(t, "mixed_*.txtar", "MOCKACP_STATE", "MOCKACP_LOG")
+			setup := p.Setup
+			p.Setup = func(env *testscript.Env) error {
+				if err := setup(env); err != nil {
+					return err
+				}
+				env.Setenv("BACKEND", b.backend)
+				env.Setenv("MOCKCODEX_VERSION", b.version)
+				env.Setenv("MOCKACP_STATE", filepath.Join(env.WorkDir, ".mockacp"))
+				return os.MkdirAll(filepath.Join(env.WorkDir, ".mockacp"), 0o755)
+			}
+			p.Condition = backendCondition(b.backend)
+			testscript.Run(t, p)
+		})
+	}
+}
+
 // TestRealAgents runs the acp_real.txtar conversation through serve's
 // agent_start with each real ACP agent, offline: claude (the pinned
 // claude-agent-acp against the loopback Anthropic Messages mock) and

@@ -50,7 +50,7 @@ const (
 // window counts only children that died by themselves. While Codex is down
 // and will not come back by itself (manual mode, restarts refused, no
 // restart possible, shutting down) or a restart runs, auto-mail pauses
-// (mailPaused) and a new session is refused at once (Unavailable); every
+// (MailPaused, for Codex sessions only) and a new session is refused at once (Unavailable); every
 // error about the dead child says what brings it back (recovery).
 type codex struct {
 	cur        atomic.Pointer[backendBox]

@@ -103,15 +103,17 @@ type mailTarget struct{ s *Server }
 
 // Deliver starts an auto-mail turn on the session bound to identity, only
 // if that session is idle with nothing queued and auto-mail on (FR-8.10,
-// FR-17.6), and Codex is up or comes up by itself (codex.mailPaused).
+// FR-17.6), and its own agent is up or comes up by itself
+// (Session.MailPaused: for a Codex session, codex.MailPaused; another
+// kind's crash never holds it).
 // done reports whether Codex took the turn (session.TryMail: acknowledged,
 // or written to a child that lives on; then the mail is marked read), or
 // not (the child died before acknowledging it: the mail stays unread and
 // resumeMail offers it again after the restart).
 func (t mailTarget) Deliver(identity, prompt string, msgs []atmclient.Message, done func(sent bool)) bool {
 	sess := t.s.sessions.ByIdentity(identity)
-	if sess == nil || t.s.sessions.Closing() || t.s.backend.mailPaused() {
-		return false // Codex down: the mail waits, unread, for resumeMail
+	if sess == nil || t.s.sessions.Closing() || sess.MailPaused() {
+		return false // its agent down: the mail waits, unread, for resumeMail
 	}
 	if !t.s.frames.takesMail(identity) {
 		return false // a shutdown request is closing the session

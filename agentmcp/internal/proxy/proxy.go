@@ -260,15 +260,11 @@ type handler struct{ s *Server }
 func (h handler) CallTool(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, error) {
 	res, err := h.s.tools.CallTool(ctx, c)
 	err = h.s.configWarned.annotate(err, h.s.opts.ConfigWarnings)
-	if turnResult[c.Name] {
+	if tools.EndsTurn(c.Name) {
 		h.s.lead.flush(ctx) // the lead's mail from the turn goes first (leadpush.go)
 	}
 	return res, err
 }
-
-// turnResult are the tools whose result may end a Codex turn for the
-// client.
-var turnResult = map[string]bool{"codex": true, "codex-reply": true, "agent_wait": true}
 
 // Forward sends a request the proxy does not handle to the Codex child
 // verbatim and returns the child's reply.

@@ -173,7 +173,7 @@ func (c *codex) replace(old *backendBox, why string) (nbox *backendBox, rep tool
 // Restarts are the restart counters agent_status shows, and whether mail
 // waits for a restart.
 func (c *codex) Restarts() tools.RestartCounts {
-	paused := c.mailPaused()
+	paused := c.MailPaused()
 	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -190,11 +190,12 @@ func (c *codex) Restarts() tools.RestartCounts {
 	return rc
 }
 
-// mailPaused reports whether auto-mail must wait (mailTarget.Deliver): a
+// MailPaused reports whether auto-mail to Codex sessions must wait
+// (session.Session.MailPaused, asked by mailTarget.Deliver): a
 // restart is in progress, or the child is dead and the next turn would not
 // bring it back (manual mode, restarts refused or unavailable, shutting
 // down). The mail stays unread; run's restarted resumes the delivery.
-func (c *codex) mailPaused() bool {
+func (c *codex) MailPaused() bool {
 	box := c.observe()
 	isDead := dead(box)
 	now := time.Now()

@@ -177,8 +177,8 @@ func TestSlowCloseHoldsNothing(t *testing.T) {
 		restarted <- err
 	}()
 	waitFor(t, "the restart to begin", func() bool { return c.Restarts().Restarting })
-	if !c.mailPaused() {
-		t.Error("mailPaused() = false during a restart, want true")
+	if !c.MailPaused() {
+		t.Error("MailPaused() = false during a restart, want true")
 	}
 	turned := make(chan error, 1)
 	go func() {

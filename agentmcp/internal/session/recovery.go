@@ -46,3 +46,26 @@ func unavailable(b Backend) error {
 	}
 	return nil
 }
+
+// mailPauser is what the mail delivery asks of a session's backend that
+// can be down for a while and come back (the proxy's restartable Codex
+// child): whether mail to its sessions must wait, unread, until it is back
+// (its restart, or the next turn, starts it again).
+type mailPauser interface {
+	MailPaused() bool
+}
+
+// MailPaused reports whether mail to this session must wait because its
+// own agent is down and will not come back by itself (mailPauser). Only
+// the session's own backend is asked: another kind's crash never holds
+// this session's mail. False for a backend that cannot tell.
+func (s *Session) MailPaused() bool {
+	b, err := s.m.backendOf(s.Record())
+	if err != nil {
+		return false
+	}
+	if p, ok := b.(mailPauser); ok {
+		return p.MailPaused()
+	}
+	return false
+}

@@ -48,11 +48,11 @@ func (s *Session) turnContext(sc sessionContext, note string) (preamble string, 
 	key := sc.key()
 	s.mu.Lock()
 	c := s.cache
-	settings, gen, codex := s.params, s.paramsGen, isCodex(s.rec)
+	settings, gen, kind := s.params, s.paramsGen, kindOf(s.rec)
 	s.mu.Unlock()
 	if c.block == "" || c.key != key || c.note != note || c.gen != gen {
 		c = turnCache{key: key, note: note, gen: gen, block: sc.contextBlock(),
-			params: threadParams(&s.m.cfg, sc, settings, note, codex)}
+			params: threadParams(&s.m.cfg, sc, settings, note, kind)}
 		s.mu.Lock()
 		s.cache = c
 		s.mu.Unlock()
@@ -204,14 +204,27 @@ func turnResult(rec registry.Session, res *codexchild.Result, text string) *Turn
 		Status: firstNonEmpty(res.Status, "completed"), IsError: res.IsError}
 }
 
+// The environment of the per-thread tool server that names the session it
+// serves, so that its audit entries name the session's agent kind and
+// agent_id (tools.ToolsOptions.Agent, AgentID), and go to serve's own
+// audit log (EnvRegistryTeam, set by the composition root in
+// Config.ToolServerEnv: a Claude Code session team's registry is not named
+// after the team).
+const (
+	EnvSessionKind    = "ATM_SESSION_KIND"
+	EnvSessionAgentID = "ATM_SESSION_AGENT_ID"
+	EnvRegistryTeam   = "ATM_SESSION_REGISTRY_TEAM"
+)
+
 // threadParams builds the parameters of a thread: settings, the injected
 // context appended to the caller's developer instructions (FR-2.2), the
 // note before it (FR-6.1), the per-thread ATM tool server (ToolServers:
 // each backend gives it to its agent in its own way; Codex's as an
 // mcp_servers entry, with the user's own kept). The Codex parameters
-// (CodexParams: sandbox, config, …) are a Codex thread's alone (codex
-// set); another agent's thread gets the neutral ones only.
-func threadParams(c *Config, sc sessionContext, st ThreadSettings, note string, codex bool) codexchild.ThreadParams {
+// (CodexParams: sandbox, config, …) are a Codex thread's alone (kind
+// codex); another agent's thread gets the neutral ones only.
+func threadParams(c *Config, sc sessionContext, st ThreadSettings, note, kind string) codexchild.ThreadParams {
+	codex := kind == KindCodex
 	if codex {
 		st = c.holdPolicy(st) // the operator's sandbox policy (policy.go)
 	}
@@ -221,7 +234,7 @@ func threadParams(c *Config, sc sessionContext, st ThreadSettings, note string, 
 	}
 	p := codexchild.ThreadParams{Cwd: sc.Cwd, Model: st.Model, BaseInstructions: st.BaseInstructions, DeveloperInstructions: dev}
 	if len(c.ToolServer) > 0 {
-		env := map[string]string{"ATM_HOME": c.Home}
+		env := map[string]string{"ATM_HOME": c.Home, EnvSessionKind: kind, EnvSessionAgentID: sc.AgentID}
 		for k, v := range c.ToolServerEnv {
 			env[k] = v
 		}

@@ -113,3 +113,9 @@ var (
 // isTurnTool reports whether the tool name runs a turn (multi round-trip
 // retries, MCP tasks).
 func isTurnTool(name string) bool { return slices.Contains(turnTools, name) }
+
+// EndsTurn reports whether the result of the tool name may carry the end
+// of an agent's turn to the client, of any agent kind: the tools that run
+// a turn, and agent_wait. The proxy sends the lead's mail from that turn
+// ahead of such a result.
+func EndsTurn(name string) bool { return isTurnTool(name) || name == "agent_wait" }

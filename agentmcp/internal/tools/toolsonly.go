@@ -24,6 +24,13 @@ type ToolsOptions struct {
 	// Team and Identity fix who the tools act as. required.
 	Team     string
 	Identity string
+	// Agent and AgentID are the kind and agent_id of the session whose
+	// agent runs this server: the audit log names them with every call.
+	// optional: "" means "codex" and no agent_id.
+	Agent, AgentID string
+	// AuditTeam names the registry whose audit log records the calls.
+	// optional: "" means Team.
+	AuditTeam string
 	// Version is the server's version in serverInfo. optional: "" means "dev".
 	Version string
 	// Logger receives logs. optional: nil means discard.
@@ -57,7 +64,11 @@ func ServeTools(ctx context.Context, opts ToolsOptions, r io.Reader, w io.Writer
 	if err != nil {
 		return err
 	}
-	dir, err := registry.TeamDir(home, opts.Team)
+	auditTeam := opts.AuditTeam
+	if auditTeam == "" {
+		auditTeam = opts.Team
+	}
+	dir, err := registry.TeamDir(home, auditTeam)
 	if err != nil {
 		return err
 	}
@@ -66,6 +77,10 @@ func ServeTools(ctx context.Context, opts ToolsOptions, r io.Reader, w io.Writer
 		return err
 	}
 	defer audit.Close()
+	kind := opts.Agent
+	if kind == "" {
+		kind = registry.BackendCodex
+	}
 	tools := &atmTools{
 		atm:  atm,
 		team: opts.Team,
@@ -85,7 +100,8 @@ func ServeTools(ctx context.Context, opts ToolsOptions, r io.Reader, w io.Writer
 			if err != nil {
 				outcome = "error: " + err.Error()
 			}
-			if aerr := audit.Append(registry.Entry{Event: tool + ":codex", Identity: identity, Recipient: recipient, Summary: text, Outcome: outcome}); aerr != nil {
+			entry := registry.Entry{Event: tool + ":" + kind, AgentID: opts.AgentID, Identity: identity, Recipient: recipient, Summary: text, Outcome: outcome}
+			if aerr := audit.Append(entry); aerr != nil {
 				log.Warn("audit", "err", aerr)
 			}
 		},

@@ -91,3 +91,18 @@ func TestServeTools(t *testing.T) {
 	}
 	done <- nil // for the cleanup
 }
+
+// TestEndsTurn: the tools whose result may end a turn are the same for
+// every agent kind (the proxy flushes the lead's mail before them).
+func TestEndsTurn(t *testing.T) {
+	var got []string
+	for _, name := range names {
+		if EndsTurn(name) {
+			got = append(got, name)
+		}
+	}
+	want := []string{"codex", "codex-reply", "agent_wait", "agent_start", "agent_reply"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("tools that end a turn (-want +got):\n%s", diff)
+	}
+}
