@@ -23,7 +23,7 @@ CODEX_MCP_VERSION ?= 0.153.4
 CODEX_APP_VERSION ?= 0.169.0
 CODEX_CACHE       := $(CURDIR)/.cache/codex
 
-.PHONY: all build test real-codex lint cross-vet cross-build bench fuzz soak demo install release dist help clean
+.PHONY: all build check test real-codex lint cross-vet cross-build bench fuzz soak demo install release dist help clean
 
 all: build
 
@@ -48,6 +48,14 @@ test: build real-codex lint cross-vet cross-build
 	done
 	@echo "== go test atmclient cross-process tests at full size (without -race, where they would take many minutes)"
 	@cd atmclient && $(GOTEST) -count=1 -run '^(TestConcurrentProcesses|TestCrashSafety)$$' .
+
+## check: the fast inner loop: vet and staticcheck, then every module's tests with -short (no npm, no real Codex or agents, no real clients, no cross builds, no -race); make test stays the gate.
+check: lint
+	@for m in $(MODULES); do \
+	  echo "== go test -short $$m"; \
+	  (cd $$m && ATM_CODEX_MCP_BIN= ATM_CODEX_APP_BIN= ATM_REQUIRE_REAL_CODEX= \
+	             $(GOTEST) -short -count=1 -timeout 10m ./...) || exit 1; \
+	done
 
 ## real-codex: install the pinned Codex CLIs with npm (once; cached in .cache/).
 real-codex:

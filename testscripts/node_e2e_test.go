@@ -118,6 +118,9 @@ func TestNodeClient(t *testing.T) {
 // ATM_REQUIRE_REAL_CODEX=1.
 func nodeTool(t *testing.T, name string) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skipf("SKIP real-client e2e test: -short (make check) runs no npm and no real client")
+	}
 	path, err := exec.LookPath(name)
 	problem := ""
 	if err != nil {

@@ -42,8 +42,12 @@ const installTimeout = 10 * time.Minute
 // inside that directory, such as "node_modules/.bin/claude-agent-acp".
 // Without node (>= 20) or npm, or when the install fails (no registry),
 // the test is skipped loudly, or fails under ATM_REQUIRE_REAL_CODEX=1.
+// Under -short (make check) it always skips.
 func Install(t testing.TB, name, rel string) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skipf("SKIP real agent %s: -short (make check) installs and runs no real agent", name)
+	}
 	skip := func(format string, args ...any) {
 		t.Helper()
 		msg := fmt.Sprintf(format, args...)

@@ -48,9 +48,12 @@ func (w Which) String() string { return w.Subcommand() }
 // Bin returns the absolute path of the real Codex binary named by which's
 // environment variable. When the variable is unset or the file is not an
 // executable, the test is skipped with a loud message, or fails if
-// ATM_REQUIRE_REAL_CODEX=1.
+// ATM_REQUIRE_REAL_CODEX=1. Under -short (make check) it always skips.
 func Bin(t testing.TB, which Which) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skipf("SKIP real Codex (%s): -short (make check) runs no real Codex", which)
+	}
 	env := which.EnvVar()
 	path := os.Getenv(env)
 	var problem string

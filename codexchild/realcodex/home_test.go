@@ -25,6 +25,9 @@ func (f *fakeTB) Skipf(format string, args ...any)  { f.skipped = fmt.Sprintf(fo
 func (f *fakeTB) Fatalf(format string, args ...any) { f.fatal = fmt.Sprintf(format, args...) }
 
 func TestBin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: Bin skips every real Codex")
+	}
 	exe := filepath.Join(t.TempDir(), "codex")
 	if err := os.WriteFile(exe, []byte("#!/bin/sh\necho codex-cli 9.9.9\n"), 0o755); err != nil {
 		t.Fatal(err)
