@@ -69,9 +69,30 @@
 // translation of events and permission requests. It is not a Starter:
 // every thread starts its own agent.
 //
-// The files: child.go supervises a process (process group, stderr drained to
-// the log, exit status, graceful stop) and core.go is the request/response
-// core, both shared by the backends;
+// Every process this module starts is supervised by one package,
+// internal/childproc: the Codex child (core.go), the probes of the auto
+// selection (select.go), every ACP agent (package acp) and the tool
+// servers ToolsHTTP runs (acp_toolhttp.go). Each runs in a process group
+// of its own, through the guard when Config.Guard is set; its stderr is
+// drained to the log (terminal escapes stripped; Codex's lines at Codex's
+// own level); a graceful stop closes its stdin, then sends SIGTERM to the
+// group (exec.Cmd's Cancel) and SIGKILL after a grace (WaitDelay); a write
+// to its stdin waits under a deadline only when the pipe is full; nothing
+// of its group outlives it. Its death is an *ExitError naming the agent
+// kind ("codex child process …", "claude agent process …") whose
+// ExitStatus says how it died and, when the backend killed it, why: a
+// child that writes 10000 lines in a row on stdout that are not JSON-RPC
+// is "killed by signal killed because it wrote 10000 lines in a row that
+// are not JSON-RPC on stdout", in every later call's error and in
+// Status().Exit alike. The causes survive: errors.Is finds ErrChildExited
+// (acp.ErrAgentExited is the same value), ErrNotJSONRPC or
+// ErrStdinBlocked underneath. childproc.Config.Launch is the seam for
+// where a child runs (a command on another machine, over `ssh -T`, would
+// be started and supervised the same way); nothing uses another place
+// yet.
+//
+// The files: core.go is the request/response core shared by the Codex
+// backends;
 // mcpserver.go is the mcp-server backend's API and lifecycle, threads.go its
 // thread policy, calls.go its requests and replies, router.go its reader and
 // routing, turn.go the state of a turn, approval.go the mapping of decisions and approval requests,
