@@ -31,7 +31,8 @@ const childName = "codex child"
 // mu guards the core and the embedding backend's own fields, because a
 // backend changes its own maps (threads, turns) in the same critical
 // section as the pending table; it is never held across I/O. wmu is held
-// across one write to the child; mu and wmu are never held together.
+// across one write to the child; mu and wmu are never held together (the
+// package doc's Locks lists every lock of the module).
 //
 // (The core is not a package of its own, nor sourcegraph/jsonrpc2: what it
 // shares is the child's lifecycle as much as the id table; see doc.go.)
