@@ -342,7 +342,7 @@ func (b *ACPBackend) nextApproval() string {
 	return "approval-" + strconv.FormatInt(b.approvals.Add(1), 10)
 }
 
-// exitError converts acp's *ExitError.
-func exitError(ee *acp.ExitError) *ExitError {
-	return &ExitError{Status: ExitStatus(ee.Status), Stderr: ee.Stderr, Reason: ee.Reason}
+// acpExitError converts acp's *ExitError.
+func acpExitError(ee *acp.ExitError) *ExitError {
+	return &ExitError{Child: ee.Child, Status: ExitStatus(ee.Status), Stderr: ee.Stderr, Reason: ee.Reason, Cause: ee.Cause}
 }

@@ -305,6 +305,9 @@ func TestACPFaults(t *testing.T) {
 	if !errors.As(err, &ee) || ee.Status != (ExitStatus{Code: 3}) || !strings.Contains(ee.Stderr, "crashing as told") || !errors.Is(err, ErrChildExited) {
 		t.Errorf("crashed turn: %v, want an *ExitError with code 3 and its stderr", err)
 	}
+	if got, want := err.Error(), "mock agent process exited with code 3"; got != want {
+		t.Errorf("crashed turn: %q, want %q (the agent's kind, never codex)", got, want)
+	}
 	if st := b.Status(); st.Running || st.Exit == nil || *st.Exit != (ExitStatus{Code: 3}) {
 		t.Errorf("status after the crash: %+v", st)
 	}
@@ -312,8 +315,12 @@ func TestACPFaults(t *testing.T) {
 		t.Errorf("garbage: %+v", res)
 	}
 	_, err = b.Turn(context.Background(), TurnRequest{ThreadID: id, Prompt: "garbage 20000\nwait", Params: p, Timeout: 30 * time.Second})
-	if !errors.As(err, &ee) || !strings.Contains(ee.Reason, "not JSON-RPC") {
-		t.Errorf("a flood of garbage: %v, want an *ExitError saying why it was killed", err)
+	const flooded = "killed by signal killed because it wrote 10000 lines in a row that are not JSON-RPC on stdout"
+	if !errors.As(err, &ee) || err.Error() != "mock agent process "+flooded || !errors.Is(err, ErrNotJSONRPC) || !errors.Is(err, ErrChildExited) {
+		t.Errorf("a flood of garbage: %v, want an *ExitError saying why it was killed, wrapping ErrNotJSONRPC", err)
+	}
+	if st := b.Status(); st.Running || st.Exit == nil || st.Exit.String() != flooded {
+		t.Errorf("status after the flood: %+v, want its exit to say why", st)
 	}
 	if res := acpTurnOK(t, b, TurnRequest{ThreadID: id, Prompt: "say last", Params: p}); res.Text != "last" {
 		t.Errorf("after the flood: %+v", res)

@@ -175,7 +175,7 @@ func (th *acpThread) start(ctx context.Context) (*acp.Client, error) {
 	b := th.b
 	cfg := b.cfg
 	c, err := acp.Start(ctx, acp.Config{
-		Command: cfg.Command, Args: cfg.Args, Env: cfg.Env, Dir: cfg.Dir, Guard: cfg.Guard,
+		Command: cfg.Command, Name: cfg.Name, Args: cfg.Args, Env: cfg.Env, Dir: cfg.Dir, Guard: cfg.Guard,
 		Asker:   acp.AskerFunc(th.ask),
 		OnEvent: th.onEvent, OnIdle: th.onIdle,
 		InitTimeout: cfg.InitTimeout, CallTimeout: cfg.CallTimeout, CancelTimeout: cfg.CancelTimeout, StopGrace: cfg.StopGrace,
@@ -186,13 +186,14 @@ func (th *acpThread) start(ctx context.Context) (*acp.Client, error) {
 		var ee *acp.ExitError
 		if errors.As(err, &ee) {
 			if ee.Status.Code == 127 {
-				return nil, fmt.Errorf("%w: %w", ErrHandshake, &ExitError{Status: ExitStatus(ee.Status), Stderr: ee.Stderr,
-					NotFound: &NotFoundError{Bin: cfg.Command, Path: os.Getenv("PATH"), Detail: lastLine(ee.Stderr)}})
+				nf := acpExitError(ee)
+				nf.NotFound = &NotFoundError{Bin: cfg.Command, Program: "command", Path: os.Getenv("PATH"), Detail: lastLine(ee.Stderr)}
+				return nil, fmt.Errorf("%w: %w", ErrHandshake, nf)
 			}
-			return nil, fmt.Errorf("%w: %w", ErrHandshake, exitError(ee))
+			return nil, fmt.Errorf("%w: %w", ErrHandshake, acpExitError(ee))
 		}
 		if execFailed(err) {
-			return nil, &NotFoundError{Bin: cfg.Command, Path: os.Getenv("PATH"), Detail: err.Error()}
+			return nil, &NotFoundError{Bin: cfg.Command, Program: "command", Path: os.Getenv("PATH"), Detail: execDetail(err)}
 		}
 		return nil, fmt.Errorf("%w: %w", ErrHandshake, err)
 	}
@@ -236,7 +237,7 @@ func (th *acpThread) reopen(ctx context.Context, c *acp.Client, id string, p acp
 func (th *acpThread) sessionError(method string, err error) error {
 	var ee *acp.ExitError
 	if errors.As(err, &ee) {
-		return exitError(ee)
+		return acpExitError(ee)
 	}
 	return fmt.Errorf("acp agent %s: %s: %w", th.b.cfg.Command, method, err)
 }
@@ -371,11 +372,11 @@ func (th *acpThread) run(ctx context.Context, req TurnRequest, text string) (*Re
 			return nil, &TimeoutError{After: timeout, ThreadID: s.ID(), Partial: t.partial.String()}
 		case ctx.Err() != nil:
 			return &Result{ThreadID: s.ID(), IsError: true, Status: "interrupted", Text: "interrupted", Partial: t.partial.String()}, ctx.Err()
-		case t.interrupting && ee.Reason != "":
+		case t.interrupting && errors.Is(ee, acp.ErrCancelIgnored):
 			// Killed because it did not stop after session/cancel.
 			return &Result{ThreadID: s.ID(), IsError: true, Status: "interrupted", Text: "interrupted", Partial: t.partial.String()}, nil
 		}
-		return nil, exitError(ee)
+		return nil, acpExitError(ee)
 	}
 	if interrupted && !b.cfg.ReuseAfterCancel {
 		th.retire("the turn was interrupted")

@@ -15,13 +15,13 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/acp"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/internal/childproc"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
@@ -195,10 +195,10 @@ type toolBridge struct {
 	pending map[int64]chan *jsonrpcframe.Message
 }
 
-// toolProc is a running tool server process.
+// toolProc is a running tool server process, supervised as every child
+// is (childproc: its own process group, stderr to the log).
 type toolProc struct {
-	cmd  *exec.Cmd
-	in   io.WriteCloser
+	proc *childproc.Process
 	w    jsonrpcframe.Writer
 	wmu  sync.Mutex
 	done chan struct{} // closed when its stdout ended
@@ -214,41 +214,35 @@ func (b *toolBridge) running() (*toolProc, error) {
 			return p, nil
 		}
 	}
-	cmd := exec.Command(b.spec.Command, b.spec.Args...)
-	cmd.Env = os.Environ()
+	env := os.Environ()
 	for _, k := range slices.Sorted(maps.Keys(b.spec.Env)) {
-		cmd.Env = append(cmd.Env, k+"="+b.spec.Env[k])
+		env = append(env, k+"="+b.spec.Env[k])
 	}
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
+	proc, err := childproc.Start(childproc.Config{
+		Name:  "tool server " + b.spec.Name,
+		Spec:  childproc.Spec{Path: b.spec.Command, Args: b.spec.Args, Env: env},
+		Grace: time.Second, Logger: b.log,
+	})
 	if err != nil {
-		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting tool server %s: %w", b.spec.Name, err)
 	}
-	p := &toolProc{cmd: cmd, in: in, w: jsonrpcframe.NewLineWriter(in), done: make(chan struct{})}
+	p := &toolProc{proc: proc, w: jsonrpcframe.NewLineWriter(proc), done: make(chan struct{})}
 	b.proc = p
 	if b.pending == nil {
 		b.pending = map[int64]chan *jsonrpcframe.Message{}
 	}
-	go b.read(p, out)
-	b.log.Info("acp: tool server started for http", "pid", cmd.Process.Pid)
+	go b.read(p)
 	return p, nil
 }
 
 // read delivers the process's answers; its requests and notifications to
 // the client are answered or dropped (no stream to send them on).
-func (b *toolBridge) read(p *toolProc, out io.Reader) {
+func (b *toolBridge) read(p *toolProc) {
 	defer func() {
+		p.proc.StdoutDone()
 		close(p.done)
-		_ = p.cmd.Wait()
 	}()
-	r := jsonrpcframe.NewLineReader(out, nil)
+	r := jsonrpcframe.NewLineReader(p.proc.Stdout(), nil)
 	for {
 		m, err := r.Read()
 		if err != nil {
@@ -331,8 +325,8 @@ func (b *toolBridge) forget(n int64) {
 	b.mu.Unlock()
 }
 
-// stop ends the process: stdin closed, killed if still there a second
-// later.
+// stop ends the process: stdin closed, SIGTERM to its group a second
+// later, SIGKILL a second after that.
 func (b *toolBridge) stop() {
 	b.mu.Lock()
 	p := b.proc
@@ -341,11 +335,6 @@ func (b *toolBridge) stop() {
 	if p == nil {
 		return
 	}
-	_ = p.in.Close()
-	select {
-	case <-p.done:
-	case <-time.After(time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
+	_ = p.proc.Stop(context.Background())
+	<-p.done
 }

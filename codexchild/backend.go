@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/internal/childproc"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
@@ -341,23 +342,35 @@ type Status struct {
 	Exit    *ExitStatus
 }
 
-// ExitStatus says how the child died.
+// ExitStatus says how the child died (it has the shape of
+// codexchild/acp's ExitStatus, so each converts to the other).
 type ExitStatus struct {
 	Code   int    // exit code, -1 when killed by a signal
 	Signal string // signal name ("killed", "terminated"), "" when it exited
+	// Reason says why the backend killed the child ("it wrote 10000 lines
+	// in a row that are not JSON-RPC on stdout"); "" when it did not.
+	Reason string
 }
 
-func (s ExitStatus) String() string {
-	if s.Signal != "" {
-		return "killed by signal " + s.Signal
-	}
-	return fmt.Sprintf("exited with code %d", s.Code)
-}
+// String says how the child died, and why when the backend killed it:
+// "exited with code 3", "killed by signal killed because it wrote 10000
+// lines in a row that are not JSON-RPC on stdout".
+func (s ExitStatus) String() string { return childproc.ExitStatus(s).String() }
 
 // Errors.
 var (
-	// ErrChildExited is wrapped by *ExitError.
-	ErrChildExited = errors.New("codex child process is not running")
+	// ErrChildExited is wrapped by *ExitError: the child process (Codex,
+	// or an ACP agent) is not running. It is acp.ErrAgentExited too.
+	ErrChildExited = childproc.ErrExited
+	// ErrNotJSONRPC is the Cause of an *ExitError when the backend killed
+	// the child because it wrote lines in a row on stdout that are not
+	// JSON-RPC (10000; the message says how many). It is
+	// acp.ErrNotJSONRPC too.
+	ErrNotJSONRPC = childproc.ErrNotJSONRPC
+	// ErrStdinBlocked is the Cause of an *ExitError when the backend
+	// killed the child because a write to its stdin could not finish in
+	// time. It is acp.ErrStdinBlocked too.
+	ErrStdinBlocked = childproc.ErrStdinBlocked
 	// ErrTimeout is wrapped by *TimeoutError.
 	ErrTimeout = errors.New("codex request timed out")
 	// ErrHandshake: the child did not complete its start-up handshake
@@ -378,33 +391,61 @@ var (
 // ExitError reports a call that failed because the child died, with how it
 // died.
 type ExitError struct {
+	// Child is how the message calls the child: "codex child", or the
+	// agent kind and "agent" ("claude agent") for an ACP agent. optional:
+	// "" means "child".
+	Child  string
 	Status ExitStatus
 	Stderr string // the last lines the child wrote to stderr
 	// Reason says why the backend killed the child, when it did (a child
-	// that writes only garbage on stdout); "" when the child died by itself.
+	// that writes only garbage on stdout); "" when the child died by
+	// itself. It is Status.Reason.
 	Reason string
+	// Cause is why the backend killed the child (its text is Reason): it
+	// wraps ErrNotJSONRPC, ErrStdinBlocked, or what the backend found
+	// (acp.ErrCancelIgnored, ErrHandshake); nil when it did not kill it.
+	Cause error
 	// NotFound is set when the child exited with code 127 before its
 	// handshake: the Codex binary could not be run (notfound.go). nil
 	// otherwise.
 	NotFound *NotFoundError
 }
 
+// Error says which child died and how: "codex child process killed by
+// signal killed because it wrote 10000 lines in a row that are not
+// JSON-RPC on stdout", "claude agent process exited with code 3".
 func (e *ExitError) Error() string {
-	switch {
-	case e.Reason != "":
-		return fmt.Sprintf("codex child process %s: killed because %s", e.Status, e.Reason)
-	case e.NotFound != nil:
-		return fmt.Sprintf("codex child process %s: %s", e.Status, e.NotFound)
+	child := e.Child
+	if child == "" {
+		child = "child"
 	}
-	return fmt.Sprintf("codex child process %s", e.Status)
+	status := e.Status
+	if status.Reason == "" {
+		status.Reason = e.Reason
+	}
+	msg := child + " process " + status.String()
+	if e.NotFound != nil {
+		msg += ": " + e.NotFound.Error()
+	}
+	return msg
 }
 
-// Unwrap returns ErrChildExited, and the *NotFoundError when set.
+// Unwrap returns ErrChildExited, the Cause and the *NotFoundError when
+// they are set.
 func (e *ExitError) Unwrap() []error {
-	if e.NotFound != nil {
-		return []error{ErrChildExited, e.NotFound}
+	errs := []error{ErrChildExited}
+	if e.Cause != nil {
+		errs = append(errs, e.Cause)
 	}
-	return []error{ErrChildExited}
+	if e.NotFound != nil {
+		errs = append(errs, e.NotFound)
+	}
+	return errs
+}
+
+// exitError converts the supervisor's *ExitError.
+func exitError(pe *childproc.ExitError) *ExitError {
+	return &ExitError{Child: pe.Child, Status: ExitStatus(pe.Status), Stderr: pe.Stderr, Reason: pe.Status.Reason, Cause: pe.Cause}
 }
 
 // TimeoutError reports a turn that exceeded its timeout; Partial holds the

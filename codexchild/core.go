@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/internal/childproc"
 	"io"
 	"log/slog"
 	"os"
@@ -12,8 +11,16 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/internal/childproc"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
+
+// stdinWriteTimeout bounds a write to the child's stdin that the pipe
+// cannot take at once (childproc.Config.WriteTimeout).
+var stdinWriteTimeout = childproc.DefaultWriteTimeout // a var for tests
+
+// childName is how the log and errors call a Codex child.
+const childName = "codex child"
 
 // core is the request/response core both backends embed: the child started
 // once on first use, the backend's own request ids and the table of calls
@@ -23,8 +30,9 @@ import (
 //
 // mu guards the core and the embedding backend's own fields, because a
 // backend changes its own maps (threads, turns) in the same critical
-// section as the pending table. Lock order: mu, then wmu; never mu while
-// writing.
+// section as the pending table; it is never held across I/O. wmu is held
+// across one write to the child; mu and wmu are never held together (the
+// package doc's Locks lists every lock of the module).
 //
 // (The core is not a package of its own, nor sourcegraph/jsonrpc2: what it
 // shares is the child's lifecycle as much as the id table; see doc.go.)
@@ -32,7 +40,7 @@ type core[C pendingCall] struct {
 	mu          sync.Mutex
 	startDone   chan struct{} // closed when the start attempt is over; nil before
 	startErr    error         // a failed start (an *ExitError or a start error)
-	ch          *child
+	ch          *childproc.Process
 	w           jsonrpcframe.Writer
 	exitErr     *ExitError    // set once the child has exited
 	exitHandled chan struct{} // closed when every pending call was failed and OnExit ran
@@ -156,13 +164,17 @@ func (l *core[C]) start() {
 	cfg, log, h := l.cfg, l.log, l.hooks
 	defer close(l.startDone)
 	args := append(append([]string(nil), cfg.Args...), h.subcommand)
-	ch, err := startChild(childConfig{
-		Bin: cfg.Bin, Args: args, Env: cfg.env(), Dir: cfg.Dir, Guard: cfg.Guard,
-		Grace: cfg.grace(), Logger: log,
+	ch, err := childproc.Start(childproc.Config{
+		Name:  childName,
+		Spec:  childproc.Spec{Path: cfg.Bin, Args: args, Env: cfg.env(), Dir: cfg.Dir},
+		Guard: cfg.Guard, Grace: cfg.grace(), WriteTimeout: stdinWriteTimeout,
+		StderrLevel: stderrLevel, Logger: log,
 	})
 	if err != nil {
 		if len(cfg.Guard) == 0 && execFailed(err) {
-			err = notFound(cfg, errors.Unwrap(err).Error())
+			err = notFound(cfg, execDetail(err))
+		} else {
+			err = fmt.Errorf("codexchild: %w", err)
 		}
 		log.Error("codex child failed to start", "err", err)
 		l.mu.Lock()
@@ -170,17 +182,16 @@ func (l *core[C]) start() {
 		l.mu.Unlock()
 		return
 	}
-	log.Info("codex child started", "pid", ch.cmd.Process.Pid, "bin", cfg.Bin, "args", args)
 	l.mu.Lock()
 	l.ch = ch
 	l.w = jsonrpcframe.NewLineWriter(ch)
 	l.exitHandled = make(chan struct{})
 	closed := l.closed
 	l.mu.Unlock()
-	go readLoop(ch, jsonrpcframe.NewLineReader(idleReader(ch.out, h.idle), nil), log, h.dispatch, h.idle)
+	go readLoop(ch, jsonrpcframe.NewLineReader(idleReader(ch.Stdout(), h.idle), nil), log, h.dispatch, h.idle)
 	go l.watchExit(ch)
 	if closed {
-		_ = ch.stop(context.Background())
+		_ = ch.Stop(context.Background())
 		<-l.exitHandled
 		return
 	}
@@ -194,7 +205,7 @@ func (l *core[C]) start() {
 		died := errors.As(err, &ee)
 		if !died {
 			// A child that cannot do the handshake is of no use: stop it.
-			_ = ch.stop(context.Background())
+			_ = ch.Stop(context.Background())
 			<-l.exitHandled
 		}
 		l.mu.Lock()
@@ -235,12 +246,12 @@ func (b *beforeRead) Read(p []byte) (int, error) {
 // readLoop reads the child's stdout until EOF and hands every message to
 // dispatch. Bad lines are logged and skipped. idle (optional) is called
 // when the output ends.
-func readLoop(ch *child, r jsonrpcframe.Reader, log *slog.Logger, dispatch func(*jsonrpcframe.Message), idle func()) {
-	defer ch.stdoutFinished()
+func readLoop(ch *childproc.Process, r jsonrpcframe.Reader, log *slog.Logger, dispatch func(*jsonrpcframe.Message), idle func()) {
+	defer ch.StdoutDone()
 	if idle != nil {
 		defer idle()
 	}
-	g := childproc.NewGarbage(log, "codex child", nil)
+	g := childproc.NewGarbage(log, childName, nil)
 	defer g.Flush()
 	for {
 		m, err := r.Read()
@@ -249,7 +260,7 @@ func readLoop(ch *child, r jsonrpcframe.Reader, log *slog.Logger, dispatch func(
 			if errors.As(err, &me) {
 				if g.Bad(me) {
 					// Nothing it writes after this counts.
-					ch.kill(fmt.Sprintf("it wrote %d lines in a row that are not JSON-RPC on stdout", g.Run()))
+					ch.Kill(g.Err())
 					return
 				}
 				continue
@@ -350,9 +361,9 @@ func (l *core[C]) write(m *jsonrpcframe.Message, blocked func()) error {
 		m = &inKind
 	}
 	l.wmu.Lock()
-	ch.blocked = blocked
+	ch.SetBlocked(blocked)
 	err := w.Write(m)
-	ch.blocked = nil
+	ch.SetBlocked(nil)
 	l.wmu.Unlock()
 	if err == nil {
 		return nil
@@ -361,7 +372,7 @@ func (l *core[C]) write(m *jsonrpcframe.Message, blocked func()) error {
 		blocked() // waits below for the child's exit
 	}
 	select {
-	case <-ch.done:
+	case <-ch.Done():
 		<-l.exitHandled
 		l.mu.Lock()
 		defer l.mu.Unlock()
@@ -373,9 +384,9 @@ func (l *core[C]) write(m *jsonrpcframe.Message, blocked func()) error {
 
 // watchExit fails every pending call when the child has exited, then runs
 // Config.OnExit.
-func (l *core[C]) watchExit(ch *child) {
-	<-ch.done
-	ee := ch.exitError()
+func (l *core[C]) watchExit(ch *childproc.Process) {
+	<-ch.Done()
+	ee := exitError(ch.Err())
 	if !l.handshook.Load() {
 		ee.NotFound = notFoundAtStart(l.cfg, ee)
 	}
@@ -421,7 +432,7 @@ func (l *core[C]) Close(ctx context.Context) error {
 	l.mu.Unlock()
 	var err error
 	if ch != nil {
-		err = ch.stop(ctx)
+		err = ch.Stop(ctx)
 	}
 	if started != nil {
 		<-started
@@ -456,7 +467,7 @@ func (l *core[C]) Status() Status {
 	defer l.mu.Unlock()
 	s := Status{Kind: l.kind, Started: l.ch != nil, Version: l.version}
 	if l.ch != nil {
-		s.PID = l.ch.cmd.Process.Pid
+		s.PID = l.ch.PID()
 		s.Running = l.exitErr == nil
 	}
 	if l.exitErr != nil {

@@ -69,9 +69,30 @@
 // translation of events and permission requests. It is not a Starter:
 // every thread starts its own agent.
 //
-// The files: child.go supervises a process (process group, stderr drained to
-// the log, exit status, graceful stop) and core.go is the request/response
-// core, both shared by the backends;
+// Every process this module starts is supervised by one package,
+// internal/childproc: the Codex child (core.go), the probes of the auto
+// selection (select.go), every ACP agent (package acp) and the tool
+// servers ToolsHTTP runs (acp_toolhttp.go). Each runs in a process group
+// of its own, through the guard when Config.Guard is set; its stderr is
+// drained to the log (terminal escapes stripped; Codex's lines at Codex's
+// own level); a graceful stop closes its stdin, then sends SIGTERM to the
+// group (exec.Cmd's Cancel) and SIGKILL after a grace (WaitDelay); a write
+// to its stdin waits under a deadline only when the pipe is full; nothing
+// of its group outlives it. Its death is an *ExitError naming the agent
+// kind ("codex child process …", "claude agent process …") whose
+// ExitStatus says how it died and, when the backend killed it, why: a
+// child that writes 10000 lines in a row on stdout that are not JSON-RPC
+// is "killed by signal killed because it wrote 10000 lines in a row that
+// are not JSON-RPC on stdout", in every later call's error and in
+// Status().Exit alike. The causes survive: errors.Is finds ErrChildExited
+// (acp.ErrAgentExited is the same value), ErrNotJSONRPC or
+// ErrStdinBlocked underneath. childproc.Config.Launch is the seam for
+// where a child runs (a command on another machine, over `ssh -T`, would
+// be started and supervised the same way); nothing uses another place
+// yet.
+//
+// The files: core.go is the request/response core shared by the Codex
+// backends;
 // mcpserver.go is the mcp-server backend's API and lifecycle, threads.go its
 // thread policy, calls.go its requests and replies, router.go its reader and
 // routing, turn.go the state of a turn, approval.go the mapping of decisions and approval requests,
@@ -86,6 +107,52 @@
 // Event.Activity (activity_event.go) translates each Codex dialect into it
 // (activity_mcp.go, activity_app.go); toolservers.go makes a thread's
 // ToolServers the Codex config's mcp_servers entries.
+//
+// # Locks
+//
+// The module has fourteen mutexes, each documented where it is declared.
+// Per backend:
+//
+//   - the Codex backends (core.go): core.mu, the core's state and the
+//     embedding backend's own tables (MCPServer's threads, approvals and
+//     abandoned calls, a turn's threadID and codexTurn; AppServer's turns,
+//     approvals and the fields of an appTurn marked "guarded by
+//     AppServer.mu"), never held across I/O (its exitLocked and
+//     forgetLocked hooks run under it and only move entries and log);
+//     core.wmu, held across one write to the child's stdin, so that a
+//     write's blocked hook is its own (the write waits for room at most
+//     stdinWriteTimeout); core.mu and wmu are never held together.
+//     turn.mu (turn.go) and appTurn.mu (appturn.go), a turn's own text and
+//     bookkeeping, held while the reader calls the turn's Handler (Event,
+//     Approval) and OnAccepted: held across whatever I/O the Handler does
+//     (the proxy writes the events to its client), and before core.mu and
+//     wmu (a Handler that answers an approval at once takes both), never
+//     after. threadBook.mu (threads.go), a leaf. autoBackend.mu
+//     (select.go), the probe's outcome, held while asking the chosen
+//     backend for its kind: before core.mu.
+//   - the ACP backend: ACPBackend.mu (acp_backend.go), the thread table
+//     and the counters, before acpThread.mu (acp_thread.go), a thread's
+//     agent, session and running turn, which is held while the turn's
+//     Handler is called (events, approvals, flushes): across the
+//     Handler's I/O, so a Handler must not call back into the backend
+//     (Status takes ACPBackend.mu). Neither is held across a call to the
+//     agent. toolHTTP.mu (acp_toolhttp.go), the http endpoint's table, is
+//     held while its listener starts; toolBridge.mu, a tool server's
+//     process and pending requests, while that process starts (fork and
+//     exec); toolProc.wmu across one write to the tool server. Each is a
+//     leaf.
+//   - package acp: Client.mu (the pending calls, sessions and turns,
+//     permission requests, the exit error, the counters, the event
+//     queue's send), never held across I/O, and Client.dmu (the delivered
+//     count Sync waits on), never nested with it (acp's doc).
+//   - internal/childproc: Process.mu, the stderr tail, the kill's cause
+//     and the exit status, a leaf held across nothing.
+//
+// The backends' locks and package acp's are never nested: the ACP
+// backend calls its agents' clients with none of its locks held, and a
+// client calls the backend (OnEvent, Asker, OnIdle) with none of its own.
+// jsonrpcframe's Pipe and Writer serialise their own reads and writes
+// underneath.
 //
 // Subpackages: acp (the ACP v1 client under NewACP), modelmock (a loopback
 // mock of the Responses API for the real Codex), realcodex (test helpers

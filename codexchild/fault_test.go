@@ -92,7 +92,7 @@ func testFaults(t *testing.T, setup func(t *testing.T) (Config, string)) {
 		}, nil},
 		{"garbage", "GARBAGE then reply", 0, nil, completes, map[string]int{"codex child wrote a bad line on stdout; skipped": 3}},
 		// 4 MB in 1 KiB lines: all of it must be drained and logged.
-		{"stderr_flood", "STDERR_FLOOD=4000000 then reply", 0, nil, completes, map[string]int{"codex stderr": 3900}},
+		{"stderr_flood", "STDERR_FLOOD=4000000 then reply", 0, nil, completes, map[string]int{"codex child stderr": 3900}},
 		{"many_events", "EVENTS=2000 then reply", 0, nil, completes, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -291,8 +291,18 @@ func TestGarbageFlood(t *testing.T) {
 				start := time.Now()
 				_, err := b.Turn(ctxFor(t, 30*time.Second), TurnRequest{Prompt: fmt.Sprintf("GARBAGE_FLOOD=%d", childproc.MaxGarbageRun+5000), Params: ThreadParams{Cwd: cwd}})
 				var ee *ExitError
-				if !errors.As(err, &ee) || !strings.Contains(ee.Error(), "killed because it wrote 10000 lines in a row that are not JSON-RPC on stdout") {
-					t.Fatalf("Turn = %v; want an *ExitError that says the child was killed for its garbage", err)
+				const want = "codex child process killed by signal killed because it wrote 10000 lines in a row that are not JSON-RPC on stdout"
+				if !errors.As(err, &ee) || ee.Error() != want || !errors.Is(err, ErrNotJSONRPC) || !errors.Is(err, ErrChildExited) {
+					t.Fatalf("Turn = %v; want an *ExitError that says the child was killed for its garbage (%q), wrapping ErrNotJSONRPC", err, want)
+				}
+				// How it died says so too: agent_status and the crash
+				// records read it from Status.
+				if st := b.Status(); st.Exit == nil || st.Exit.String() != strings.TrimPrefix(want, "codex child process ") {
+					t.Errorf("Status().Exit = %v, want the reason", st.Exit)
+				}
+				// So does every later call.
+				if _, err := b.Turn(ctxFor(t, 30*time.Second), TurnRequest{Prompt: "again", Params: ThreadParams{Cwd: cwd}}); err == nil || err.Error() != want {
+					t.Errorf("a later Turn = %v, want %q", err, want)
 				}
 				if d := time.Since(start); d > 20*time.Second {
 					t.Errorf("the broken child was stopped after %s", d)

@@ -136,7 +136,7 @@ func leakedGoroutines() []string {
 			continue
 		}
 		if strings.Contains(s, "codexchild.(*MCPServer)") || strings.Contains(s, "codexchild.(*AppServer)") ||
-			strings.Contains(s, "codexchild.(*autoBackend)") || strings.Contains(s, "codexchild.(*child)") || strings.Contains(s, "os/exec.") {
+			strings.Contains(s, "codexchild.(*autoBackend)") || strings.Contains(s, "childproc.(*Process)") || strings.Contains(s, "os/exec.") {
 			out = append(out, s)
 		}
 	}

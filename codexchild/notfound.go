@@ -26,6 +26,9 @@ const notFoundCode = 127
 type NotFoundError struct {
 	// Bin is Config.Bin: a name looked up in PATH, or a path.
 	Bin string
+	// Program is what Bin is, as the message says it. optional: "" means
+	// "codex binary"; an ACP agent's is "command".
+	Program string
 	// Path is the PATH the child was started with.
 	Path string
 	// Detail is what the exec said ("exec: \"codex\": executable file not
@@ -34,11 +37,15 @@ type NotFoundError struct {
 }
 
 func (e *NotFoundError) Error() string {
+	program := e.Program
+	if program == "" {
+		program = "codex binary"
+	}
 	var where string
 	if strings.ContainsRune(e.Bin, '/') {
-		where = fmt.Sprintf("codex binary %q cannot be run", e.Bin)
+		where = fmt.Sprintf("%s %q cannot be run", program, e.Bin)
 	} else {
-		where = fmt.Sprintf("codex binary %q was not found on PATH (PATH=%s)", e.Bin, e.Path)
+		where = fmt.Sprintf("%s %q was not found on PATH (PATH=%s)", program, e.Bin, e.Path)
 	}
 	if e.Detail != "" {
 		where += ": " + e.Detail
@@ -53,6 +60,20 @@ func (e *NotFoundError) Unwrap() error { return ErrNotFound }
 // program could not be executed (missing, not a file, not executable).
 func execFailed(err error) bool {
 	return errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission)
+}
+
+// execDetail is what the exec said in err, a failed start: the
+// *exec.Error or *fs.PathError under the supervisor's wrapping.
+func execDetail(err error) string {
+	var ee *exec.Error
+	if errors.As(err, &ee) {
+		return ee.Error()
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Error()
+	}
+	return err.Error()
 }
 
 // notFound is the *NotFoundError of cfg's binary with detail.

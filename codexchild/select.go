@@ -6,12 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"os/exec"
 	"regexp"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/internal/childproc"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
@@ -264,20 +263,14 @@ func probeKind(ctx context.Context, cfg Config) (kind Kind, version, how string)
 // probeRun runs the binary with args in the child's environment and
 // returns its stdout; its process group is killed when ctx ends.
 func probeRun(ctx context.Context, cfg Config, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, cfg.Bin, args...)
-	cmd.Env = cfg.env()
-	cmd.Dir = cfg.Dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return signalGroup(cmd, syscall.SIGKILL) }
-	cmd.WaitDelay = time.Second
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
-	err := cmd.Run()
-	_ = signalGroup(cmd, syscall.SIGKILL) // nothing of the probe outlives it
+	out, err := childproc.Output(ctx, childproc.Config{
+		Name: "codex probe", Spec: childproc.Spec{Path: cfg.Bin, Args: args, Env: cfg.env(), Dir: cfg.Dir},
+		Grace: time.Second, Logger: cfg.logger(),
+	})
 	if err != nil {
 		return nil, fmt.Errorf("%s %v: %w", cfg.Bin, args, err)
 	}
-	return stdout.Bytes(), nil
+	return out, nil
 }
 
 // Tools returns an mcp-server child's tools/list result; ErrUnsupported on

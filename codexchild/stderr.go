@@ -2,24 +2,13 @@ package codexchild
 
 import (
 	"log/slog"
-	"regexp"
 	"strings"
 )
 
-// ansiRE matches the terminal escape sequences Codex colours its log with.
-var ansiRE = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]`)
-
-// stripANSI removes terminal escape sequences from a line of Codex's
-// stderr, so that the log holds text.
-func stripANSI(s string) string {
-	if !strings.Contains(s, "\x1b") {
-		return s
-	}
-	return ansiRE.ReplaceAllString(s, "")
-}
-
-// stderrLevel is the level of a line of Codex's stderr in our log: Codex's
-// own ("2026-11-25T08:00:00Z ERROR codex_core: …" is an error), else info.
+// stderrLevel is the level of a line of Codex's stderr in our log
+// (childproc.Config.StderrLevel; the supervisor has stripped its terminal
+// escapes): Codex's own ("2026-11-25T08:00:00Z ERROR codex_core: …" is an
+// error), else info.
 func stderrLevel(line string) slog.Level {
 	fields := strings.Fields(line)
 	for i, f := range fields {

@@ -3,6 +3,8 @@ package codexchild
 import (
 	"log/slog"
 	"testing"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/internal/childproc"
 )
 
 // TestStderrLines: Codex's coloured log lines reach our log as text, at
@@ -21,7 +23,7 @@ func TestStderrLines(t *testing.T) {
 		{"warning: `codex mcp-server` is deprecated", "warning: `codex mcp-server` is deprecated", slog.LevelInfo},
 		{"a line that mentions ERROR later on", "a line that mentions ERROR later on", slog.LevelInfo},
 	} {
-		got := stripANSI(tt.in)
+		got := childproc.StripANSI(tt.in)
 		if got != tt.want || stderrLevel(got) != tt.wantLevel {
 			t.Errorf("%q: %q at %v, want %q at %v", tt.in, got, stderrLevel(got), tt.want, tt.wantLevel)
 		}

@@ -7,40 +7,68 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestBadCodexCatalogue: the catalogue's cases of a Codex that cannot
 // serve a first call, on both protocols: a missing Codex binary and a
-// first turn that Codex refuses. For each row the answer names the problem
-// in its message (what a client such as Claude Code shows), advises only
-// what will work, and serve keeps serving; a row's follow-up shows that
-// nothing was left holding the identity.
+// first turn that Codex refuses; and of a Codex that floods its stdout
+// with lines that are not JSON-RPC, mid-turn and between turns, which is
+// stopped: every later answer, agent_status and the restart's report say
+// that it wrote such lines, and how many (not only "killed by signal
+// killed"). For each row the answer names the problem in its message
+// (what a client such as Claude Code shows), advises only what will work,
+// and serve keeps serving; a row's follow-up shows that nothing was left
+// holding the identity.
 func TestBadCodexCatalogue(t *testing.T) {
 	for _, b := range []struct{ backend, version string }{{"mcp-server", "0.153.4"}, {"app-server", "0.169.0"}} {
 		t.Run(b.backend, func(t *testing.T) {
 			t.Parallel()
+			// flooded is how a Codex killed for its garbage died.
+			const flooded = `killed by signal killed because it wrote 10000 lines in a row that are not JSON-RPC on stdout`
 			tests := []struct {
 				name    string
 				bin     string
-				send    string
+				send    string // $REV is the agent_id of the corrected retry
 				want    string // matches the answer ("code message" or the result's text)
 				notWant string // must not appear in the answer; optional
+				// until repeats the request (for up to 10 s) until its
+				// answer matches want: for a state serve reaches on its
+				// own. optional.
+				until bool
 			}{
 				{"a missing codex binary", "no-such-codex", call("codex", `{"prompt":"x","identity":"arch"}`),
 					`^-32005 codex could not be started: codex binary "no-such-codex" was not found on PATH \(PATH=[^)]+\): .*executable file not found.*; install Codex \(npm install -g @openai/codex\) into a directory on that PATH, or set codex_bin \(--codex-bin\) to an installed Codex and restart the MCP server; after installing it, call agent_restart_codex .*no session was kept: identity "arch" is free`,
-					`exited with code 127 (call agent_restart_codex`},
+					`exited with code 127 (call agent_restart_codex`, false},
 				{"the same identity again without codex", "no-such-codex", call("codex", `{"prompt":"x","identity":"arch"}`),
-					`^-32005 codex could not be started: codex binary "no-such-codex" was not found on PATH`, "identity conflict"},
+					`^-32005 codex could not be started: codex binary "no-such-codex" was not found on PATH`, "identity conflict", false},
 				{"agent_restart_codex without codex", "no-such-codex", call("agent_restart_codex", `{}`),
-					`^-32005 codex could not be started: codex binary "no-such-codex" was not found on PATH.*after installing it, call agent_restart_codex`, ""},
+					`^-32005 codex could not be started: codex binary "no-such-codex" was not found on PATH.*after installing it, call agent_restart_codex`, "", false},
 				{"a codex_bin path that is missing", "/nonexistent/codex", call("codex", `{"prompt":"x","identity":"arch"}`),
-					`^-32005 codex could not be started: codex binary "/nonexistent/codex" cannot be run: .*no such file or directory; install Codex \(npm install -g @openai/codex\) at that path`, ""},
+					`^-32005 codex could not be started: codex binary "/nonexistent/codex" cannot be run: .*no such file or directory; install Codex \(npm install -g @openai/codex\) at that path`, "", false},
 				{"a first turn codex refuses", "mockcodex", call("codex", `{"prompt":"x","identity":"rev","config":{"mcp_servers":{"lint":{"command":"/nonexistent/lint","required":true}}}}`),
-					`(?s)required MCP servers failed to initialize: lint.*Codex refused to start the session; no session was kept: identity "rev" is free`, ""},
+					`(?s)required MCP servers failed to initialize: lint.*Codex refused to start the session; no session was kept: identity "rev" is free`, "", false},
 				{"the corrected retry with the same identity", "mockcodex", call("codex", `{"prompt":"corrected","identity":"rev"}`),
-					`^MOCK_REPLY: corrected`, "identity conflict"},
+					`^MOCK_REPLY: corrected`, "identity conflict", false},
+				{"a child that floods mid-turn", "mockcodex", call("codex-reply", `{"agent_id":"$REV","prompt":"GARBAGE_FLOOD=20000"}`),
+					`^-32005 codex child process is not running: ` + flooded + ` \(call agent_restart_codex to start a new one`, "", false},
+				{"the next turn after the flood", "mockcodex", call("codex-reply", `{"agent_id":"$REV","prompt":"hello again"}`),
+					`^-32005 codex child process is not running: ` + flooded + ` \(call agent_restart_codex`, "", false},
+				{"a new session after the flood", "mockcodex", call("codex", `{"prompt":"x","identity":"late"}`),
+					`^-32005 codex child process is not running: ` + flooded + ` \(call agent_restart_codex`, "", false},
+				{"agent_status after the flood", "mockcodex", call("agent_status", `{}`),
+					`(?s)"recent_crashes": \[\s*\{\s*"at": "[^"]+",\s*"status": "` + flooded + `".*"exit": "` + flooded + `"`, "", false},
+				{"agent_restart_codex after the flood", "mockcodex", call("agent_restart_codex", `{}`),
+					`^Codex restarted \((mcp|app)-server, pid \d+; previous child: ` + flooded + `\)`, "", false},
+				{"a child that floods between turns", "mockcodex", call("codex-reply", `{"agent_id":"$REV","prompt":"GARBAGE_FLOOD_AFTER=20000"}`),
+					`(?s)^MOCK_REPLY: .*GARBAGE_FLOOD_AFTER=20000$`, "", false},
+				{"agent_status once it was stopped", "mockcodex", call("agent_status", `{}`),
+					`(?s)"alive": false.*"exit": "` + flooded + `"`, "", true},
+				{"a new session after a flood between turns", "mockcodex", call("codex", `{"prompt":"x","identity":"later"}`),
+					`^-32005 codex child process is not running: ` + flooded + ` \(call agent_restart_codex`, "", false},
 			}
 			procs := map[string]*serveProc{}
+			rev := "" // the agent_id of the corrected retry
 			for i, tt := range tests {
 				p := procs[tt.bin]
 				if p == nil {
@@ -50,8 +78,17 @@ func TestBadCodexCatalogue(t *testing.T) {
 					p.roundTrip(t, `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{}}}`, "init")
 					procs[tt.bin] = p
 				}
-				got := p.exchange(t, tt.send, true)
-				if !regexp.MustCompile(tt.want).MatchString(got) {
+				send := strings.ReplaceAll(tt.send, "$REV", rev)
+				want := regexp.MustCompile(tt.want)
+				got, raw := p.exchangeMsg(t, send, true)
+				for deadline := time.Now().Add(10 * time.Second); tt.until && !want.MatchString(got) && time.Now().Before(deadline); {
+					time.Sleep(50 * time.Millisecond)
+					got, raw = p.exchangeMsg(t, send, true)
+				}
+				if tt.name == "the corrected retry with the same identity" && raw != nil {
+					rev = agentIDRe.FindString(string(raw.Result))
+				}
+				if !want.MatchString(got) {
 					t.Errorf("%d %s:\n got  %s\n want %s", i, tt.name, clipLog(got, 600), tt.want)
 				}
 				if tt.notWant != "" && strings.Contains(got, tt.notWant) {

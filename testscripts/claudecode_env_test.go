@@ -137,14 +137,15 @@ func grepLines(file, s string) []string {
 }
 
 // logLevels counts the lines of serve's own log (slog text or JSON) at
-// WARN and at ERROR: not the lines of Codex's stderr that it relays at
-// Codex's own level ("codex stderr").
+// WARN and at ERROR: not the lines of a child's stderr that it relays at
+// the child's own level ("codex child stderr").
 func logLevels(file string) (warn, errs int, lines []string) {
 	b, _ := os.ReadFile(file)
 	re := regexp.MustCompile(`level=(WARN|ERROR)|"level":"(WARN|ERROR)"`)
+	relayed := regexp.MustCompile(`msg="[^"]* stderr"|"msg":"[^"]* stderr"`)
 	for _, line := range strings.Split(string(b), "\n") {
 		m := re.FindStringSubmatch(line)
-		if m == nil || strings.Contains(line, `msg="codex stderr"`) || strings.Contains(line, `"msg":"codex stderr"`) {
+		if m == nil || relayed.MatchString(line) {
 			continue
 		}
 		lines = append(lines, line)

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/internal/childproc"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
@@ -19,7 +20,7 @@ import (
 type Client struct {
 	cfg  Config
 	log  *slog.Logger
-	proc *process
+	proc *childproc.Process
 	w    jsonrpcframe.Writer
 	info AgentInfo // set by Start before the client is returned
 
@@ -87,11 +88,14 @@ func Start(ctx context.Context, cfg Config) (*Client, error) {
 		return nil, errors.New("acp: config has no Command")
 	}
 	log := cfg.logger().With("agent", cfg.Command)
-	proc, err := startProcess(&cfg, log)
+	proc, err := childproc.Start(childproc.Config{
+		Name:  cfg.name(),
+		Spec:  childproc.Spec{Path: cfg.Command, Args: cfg.Args, Env: cfg.env(), Dir: cfg.Dir},
+		Guard: cfg.Guard, Grace: cfg.stopGrace(), Logger: log,
+	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("acp: %w", err)
 	}
-	log.Info("acp agent started", "pid", proc.pid(), "args", cfg.Args)
 	c := &Client{
 		cfg:        cfg,
 		log:        log,
@@ -114,7 +118,7 @@ func Start(ctx context.Context, cfg Config) (*Client, error) {
 	if err := c.handshake(ctx); err != nil {
 		var ee *ExitError
 		if !errors.As(err, &ee) {
-			c.proc.kill(fmt.Sprintf("handshake failed: %v", err))
+			c.proc.Kill(childproc.Because(fmt.Sprintf("its handshake failed: %v", err), ErrHandshake, err))
 		}
 		<-c.exited
 		c.closeEvents()
@@ -276,8 +280,8 @@ func (c *Client) answer(id jsonrpcframe.ID, result any) {
 // watchExit fails every pending call and permission request when the
 // agent has died.
 func (c *Client) watchExit() {
-	<-c.proc.done
-	ee := c.proc.exitError()
+	<-c.proc.Done()
+	ee := exitError(c.proc.Err())
 	c.mu.Lock()
 	c.exitErr = ee
 	closed := c.closed
@@ -302,9 +306,9 @@ func (c *Client) watchExit() {
 		p.stop()
 	}
 	if closed {
-		c.log.Info("acp agent stopped", "status", ee.Status.String(), "pending", len(calls))
+		c.log.Info(c.cfg.name()+" stopped", "status", ee.Status.String(), "pending", len(calls))
 	} else {
-		c.log.Error("acp agent died", "status", ee.Status.String(), "pending", len(calls), "reason", ee.Reason, "stderr", ee.Stderr)
+		c.log.Error(c.cfg.name()+" died", "status", ee.Status.String(), "pending", len(calls), "stderr", ee.Stderr)
 	}
 	close(c.exited)
 }
@@ -408,7 +412,7 @@ func (c *Client) Close(ctx context.Context) error {
 			}
 		}
 	}
-	err := c.proc.stop(ctx)
+	err := c.proc.Stop(ctx)
 	<-c.exited
 	c.closeEvents()
 	select {

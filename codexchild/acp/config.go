@@ -36,6 +36,10 @@ type Config struct {
 	// Command is the agent's program (claude-agent-acp, gemini, opencode,
 	// …). Required.
 	Command string
+	// Name is the agent's kind ("claude", "gemini", or a configured name):
+	// the log and errors call it "<Name> agent" ("claude agent process
+	// exited with code 3"). optional: "" means Command.
+	Name string
 	// Args are its arguments (["--acp"] for gemini, ["acp"] for opencode).
 	// optional.
 	Args []string
@@ -118,6 +122,14 @@ func (c *Config) cancelTimeout() time.Duration {
 	return orDefault(c.CancelTimeout, DefaultCancelTimeout)
 }
 func (c *Config) stopGrace() time.Duration { return orDefault(c.StopGrace, DefaultStopGrace) }
+
+// name is how the log and errors call the agent (childproc.Config.Name).
+func (c *Config) name() string {
+	if c.Name != "" {
+		return c.Name + " agent"
+	}
+	return c.Command + " agent"
+}
 
 func (c *Config) eventBuffer() int {
 	if c.EventBuffer <= 0 {

@@ -8,8 +8,11 @@
 //
 // [Start] runs the agent in its own process group (agents are process
 // trees: Gemini relaunches itself as a child, claude-agent-acp runs Claude
-// Code, every agent runs the MCP servers it is given), drains its stderr
-// into the log and does initialize (protocol version 1, no fs or terminal
+// Code, every agent runs the MCP servers it is given), under the
+// supervisor every child of codexchild has (its internal/childproc: stderr
+// drained into the log, a graceful stop, nothing of the group outliving
+// the agent, how it died and why it was killed in an [ExitError] that
+// names the agent's kind, Config.Name), and does initialize (protocol version 1, no fs or terminal
 // capabilities: the agents then use their own tools) and, when
 // Config.AuthMethod says so, authenticate. [Client.NewSession],
 // [Client.LoadSession] and [Client.ResumeSession] open sessions (the last
@@ -108,14 +111,16 @@
 // the pending permission requests, the exit error and the counters, and
 // the send on the event queue (which never blocks). Nothing is written to
 // the agent while mu is held; a call's onResult and onEnd hooks run with
-// it held, on the reader. jsonrpcframe's Writer serialises writes itself.
-// process.mu guards the stderr tail and the kill reason only.
+// it held, on the reader. dmu guards the count of delivered events and is
+// never held with mu. jsonrpcframe's Writer serialises writes itself; the
+// supervisor's lock guards its own state only (codexchild's doc lists
+// every lock of the module).
 //
 // The files: client.go is Start, the calls and Close; read.go the reader
 // and routing; session.go the sessions; turn.go the turns and Interrupt;
 // approvals.go and permission.go the permission requests and the option
-// selection; update.go the session/update parser; proc.go the process
-// supervision (the start through the guard and the bad-line accounting
-// are codexchild's own, shared in internal/childproc); wire.go the ACP types;
+// selection; update.go the session/update parser (the process
+// supervision, the start through the guard and the bad-line limiter are
+// codexchild's, in internal/childproc); wire.go the ACP types;
 // status.go the state; errors.go the errors; config.go the Config.
 package acp

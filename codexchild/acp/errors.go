@@ -1,11 +1,13 @@
 package acp
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/internal/childproc"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
@@ -13,8 +15,18 @@ import (
 // *jsonrpcframe.Error the agent sent), so errors.Is tells them apart.
 var (
 	// ErrAgentExited is wrapped by *ExitError: the agent process is not
-	// running.
-	ErrAgentExited = errors.New("acp agent is not running")
+	// running. It is codexchild.ErrChildExited too (one sentinel for
+	// every supervised child).
+	ErrAgentExited = childproc.ErrExited
+	// ErrNotJSONRPC is the Cause of an *ExitError when the client killed
+	// the agent because it wrote lines in a row on stdout that are not
+	// JSON-RPC (10000; the message says how many). It is
+	// codexchild.ErrNotJSONRPC too.
+	ErrNotJSONRPC = childproc.ErrNotJSONRPC
+	// ErrStdinBlocked is the Cause of an *ExitError when the client killed
+	// the agent because a write to its stdin could not finish in time. It
+	// is codexchild.ErrStdinBlocked too.
+	ErrStdinBlocked = childproc.ErrStdinBlocked
 	// ErrTimeout is wrapped by *TimeoutError: the agent did not answer a
 	// call within its deadline.
 	ErrTimeout = errors.New("acp call timed out")
@@ -51,45 +63,59 @@ var (
 // ExitStatus says how the agent process died. It has the shape of
 // codexchild.ExitStatus, so a codexchild facade converts it with a plain
 // conversion (codexchild.ExitStatus(s)); this package does not import
-// codexchild, which will import it.
+// codexchild, which imports it.
 type ExitStatus struct {
 	Code   int    // exit code, -1 when killed by a signal
 	Signal string // signal name ("killed", "terminated"), "" when it exited
+	// Reason says why the client killed the agent ("it wrote 10000 lines
+	// in a row that are not JSON-RPC on stdout"); "" when it did not.
+	Reason string
 }
 
-func (s ExitStatus) String() string {
-	if s.Signal != "" {
-		return "killed by signal " + s.Signal
-	}
-	return fmt.Sprintf("exited with code %d", s.Code)
-}
+// String says how the agent died, and why when the client killed it.
+func (s ExitStatus) String() string { return childproc.ExitStatus(s).String() }
 
 // ExitError reports a call that failed because the agent died, with how it
 // died.
 type ExitError struct {
+	// Child is how the message calls the agent: its kind and "agent"
+	// ("claude agent", Config.Name).
+	Child  string
 	Status ExitStatus
 	// Stderr is the last lines the agent wrote to stderr.
 	Stderr string
 	// Reason says why the client killed the agent, when it did ("" when
-	// the agent died by itself).
+	// the agent died by itself). It is Status.Reason.
 	Reason string
+	// Cause is why the client killed the agent (its text is Reason): it
+	// wraps ErrNotJSONRPC, ErrStdinBlocked, ErrCancelIgnored or
+	// ErrHandshake; nil when the agent died by itself.
+	Cause error
 	// During names the call that was waiting when it died ("" for a call
 	// made after the death).
 	During string
 }
 
+// Error says which agent died, how, during which call and why it was
+// killed: "claude agent process killed by signal killed during
+// session/prompt because it wrote 10000 lines in a row that are not
+// JSON-RPC on stdout; stderr: …".
 func (e *ExitError) Error() string {
 	var b strings.Builder
-	b.WriteString("acp agent ")
-	b.WriteString(e.Status.String())
+	if e.Child == "" {
+		b.WriteString("acp agent")
+	} else {
+		b.WriteString(e.Child)
+	}
+	b.WriteString(" process ")
+	b.WriteString(ExitStatus{Code: e.Status.Code, Signal: e.Status.Signal}.String())
 	if e.During != "" {
 		b.WriteString(" during ")
 		b.WriteString(e.During)
 	}
-	if e.Reason != "" {
-		b.WriteString(" (")
-		b.WriteString(e.Reason)
-		b.WriteString(")")
+	if r := cmp.Or(e.Status.Reason, e.Reason); r != "" {
+		b.WriteString(" because ")
+		b.WriteString(r)
 	}
 	if e.Stderr != "" {
 		b.WriteString("; stderr: ")
@@ -98,8 +124,18 @@ func (e *ExitError) Error() string {
 	return b.String()
 }
 
-// Unwrap returns ErrAgentExited.
-func (e *ExitError) Unwrap() error { return ErrAgentExited }
+// Unwrap returns ErrAgentExited, and the Cause when there is one.
+func (e *ExitError) Unwrap() []error {
+	if e.Cause != nil {
+		return []error{ErrAgentExited, e.Cause}
+	}
+	return []error{ErrAgentExited}
+}
+
+// exitError converts the supervisor's *ExitError.
+func exitError(pe *childproc.ExitError) *ExitError {
+	return &ExitError{Child: pe.Child, Status: ExitStatus(pe.Status), Stderr: pe.Stderr, Reason: pe.Status.Reason, Cause: pe.Cause}
+}
 
 // during returns a copy of e naming the call that was waiting.
 func (e *ExitError) during(method string) *ExitError {

@@ -3,10 +3,10 @@ package acp
 import (
 	"errors"
 	"fmt"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/internal/childproc"
 	"io"
 	"os"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/internal/childproc"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
@@ -20,9 +20,9 @@ import (
 // its stdout while its stdin is full would otherwise wait for a reader
 // that waits for it.
 func (c *Client) read() {
-	defer c.proc.stdoutFinished()
-	r := jsonrpcframe.NewLineReader(c.proc.out, nil)
-	g := childproc.NewGarbage(c.log, "acp agent", nil)
+	defer c.proc.StdoutDone()
+	r := jsonrpcframe.NewLineReader(c.proc.Stdout(), nil)
+	g := childproc.NewGarbage(c.log, c.cfg.name(), nil)
 	defer g.Flush()
 	for {
 		m, err := r.Read()
@@ -31,7 +31,7 @@ func (c *Client) read() {
 			if errors.As(err, &me) {
 				c.garbage.Add(1)
 				if g.Bad(me) {
-					c.proc.kill(fmt.Sprintf("it wrote %d lines in a row that are not JSON-RPC on stdout", g.Run()))
+					c.proc.Kill(g.Err())
 					return
 				}
 				continue

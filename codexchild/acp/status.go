@@ -43,7 +43,7 @@ func (c *Client) Status() Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := Status{
-		PID: c.proc.pid(), Agent: c.info, Sessions: len(c.sessions), Permissions: len(c.perms),
+		PID: c.proc.PID(), Agent: c.info, Sessions: len(c.sessions), Permissions: len(c.perms),
 		DroppedEvents: c.dropped.Load(), GarbageLines: c.garbage.Load(), LateUpdates: c.late, BadUpdates: c.badUpdate,
 	}
 	for _, s := range c.sessions {

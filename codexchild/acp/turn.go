@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/internal/childproc"
 )
 
 // TurnRequest is one turn.
@@ -303,7 +305,7 @@ func (s *Session) interruptCtx(ctx context.Context, t *turn) error {
 	case <-tm.C:
 	case <-ctx.Done():
 	}
-	c.proc.kill(fmt.Sprintf("the turn did not end within %v after session/cancel", d))
+	c.proc.Kill(childproc.Because(fmt.Sprintf("the turn did not end within %v after session/cancel", d), ErrCancelIgnored))
 	<-cl.done
 	return fmt.Errorf("acp: session %s: %w within %v; its process group was killed", s.id, ErrCancelIgnored, d)
 }

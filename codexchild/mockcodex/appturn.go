@@ -116,6 +116,7 @@ func (s *appServer) runTurn(th *appThread, t *appTurn) {
 	if pending != nil {
 		s.notify("serverRequest/resolved", o("threadId", core.id, "requestId", *pending))
 	}
+	p.postTurnFaults(t.text)
 }
 
 // appSink turns the steps of a turn into app-server notifications.

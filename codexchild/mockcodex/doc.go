@@ -82,6 +82,8 @@
 //     message.
 //   - GARBAGE_FLOOD=<n>: before the turn's events, write n lines that are
 //     not JSON on stdout (a child gone mad).
+//   - GARBAGE_FLOOD_AFTER=<n>: after the turn's result, write n lines that
+//     are not JSON on stdout (a child that goes mad between turns).
 //   - STDERR_FLOOD=<bytes>: write that many bytes to stderr from a separate
 //     goroutine; a stderr nobody reads blocks only that goroutine (log lines
 //     are dropped meanwhile), never stdout.

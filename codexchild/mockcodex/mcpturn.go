@@ -179,6 +179,7 @@ func (s *mcpServer) runCall(c *mcpCall) {
 		s.emit(c, turnID, done)
 		core.rollout.event(done)
 		s.result(c, okResult(last, core.id))
+		p.postTurnFaults(c.prompt)
 	case errors.As(err, &fe):
 		core.rollout.event(o("type", "error", "message", fe.message, "codex_error_info", fe.info))
 		s.result(c, errorResultThread(fe.message, core.id))

@@ -551,6 +551,22 @@ func (p *process) preTurnFaults(text string) {
 // stdout before the turn's events (a child gone mad, `yes garbage`).
 var garbageFloodRE = regexp.MustCompile(`GARBAGE_FLOOD=(\d+)`)
 
+// garbageAfterRE: GARBAGE_FLOOD_AFTER=<n> writes n lines that are not
+// JSON on stdout after the turn's result (a child that goes mad between
+// turns, when no call of its client is waiting).
+var garbageAfterRE = regexp.MustCompile(`GARBAGE_FLOOD_AFTER=(\d+)`)
+
+// postTurnFaults runs the fault keywords that act after a turn's result:
+// GARBAGE_FLOOD_AFTER.
+func (p *process) postTurnFaults(text string) {
+	if m := garbageAfterRE.FindStringSubmatch(text); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		for range n {
+			p.out.writeRaw([]byte("garbage-not-json\n"))
+		}
+	}
+}
+
 // flood writes n bytes to stderr from its own goroutine, so a reader that
 // does not drain stderr blocks this goroutine only.
 func (p *process) flood(n int) {

@@ -370,7 +370,8 @@ func BackendError(err error) error {
 
 // exitFacts puts how a child died into data (exit_code, signal, stderr,
 // reason) and returns it in words: "exited with code 3", "killed by
-// signal killed, killed because …".
+// signal killed because it wrote 10000 lines in a row that are not
+// JSON-RPC on stdout" (ExitStatus.String says why the backend killed it).
 func exitFacts(ee *codexchild.ExitError, data map[string]any) string {
 	data["exit_code"] = ee.Status.Code
 	if ee.Status.Signal != "" {
@@ -379,12 +380,14 @@ func exitFacts(ee *codexchild.ExitError, data map[string]any) string {
 	if ee.Stderr != "" {
 		data["stderr"] = ee.Stderr
 	}
-	status := ee.Status.String()
-	if ee.Reason != "" {
-		data["reason"] = ee.Reason
-		status += ", killed because " + ee.Reason
+	status := ee.Status
+	if status.Reason == "" {
+		status.Reason = ee.Reason
 	}
-	return status
+	if status.Reason != "" {
+		data["reason"] = status.Reason
+	}
+	return status.String()
 }
 
 // InstallHint says how to install Codex, for errors about a missing one.

@@ -1,6 +1,7 @@
 package childproc
 
 import (
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -23,7 +24,7 @@ const (
 // reader goroutine uses it.
 type Garbage struct {
 	log     *slog.Logger
-	who     string // "codex child", "acp agent": how the log names the child
+	who     string // "codex child", "claude agent": how the log names the child (Config.Name)
 	now     func() time.Time
 	window  time.Time // when the current window began
 	logged  int       // bad lines logged in the window
@@ -59,6 +60,12 @@ func (g *Garbage) Bad(me *jsonrpcframe.MessageError) bool {
 
 // Run is how many bad lines came since the last message.
 func (g *Garbage) Run() int { return g.run }
+
+// Err is the cause to kill a broken child with (Process.Kill): it says how
+// many bad lines came in a row, and wraps ErrNotJSONRPC.
+func (g *Garbage) Err() error {
+	return Because(fmt.Sprintf("it wrote %d lines in a row that are not JSON-RPC on stdout", g.run), ErrNotJSONRPC)
+}
 
 // Good records a message: the run of bad lines is over.
 func (g *Garbage) Good() { g.run = 0 }
