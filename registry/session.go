@@ -61,6 +61,9 @@ type Session struct {
 	Tag         string      `json:"tag"`
 	Role        string      `json:"role"`
 	AgentSource string      `json:"agent_source"` // agent file the session was started from
+	// Turns counts the turns the session has run, in every process that
+	// ran it: it survives a restart and a resume.
+	Turns int `json:"turns"`
 
 	// Extra holds the fields this version does not know, so that they
 	// survive a rewrite. Keys that collide with a known field are ignored
@@ -87,6 +90,7 @@ type sessionWire struct {
 	Tag         *string     `json:"tag"`
 	Role        *string     `json:"role"`
 	AgentSource *string     `json:"agent_source"`
+	Turns       int         `json:"turns"`
 }
 
 // knownFields are the JSON keys of sessionWire.
@@ -94,7 +98,7 @@ var knownFields = map[string]bool{
 	"agent_id": true, "backend": true, "backend_id": true, "identity": true,
 	"team": true, "repo_root": true, "repo_name": true, "branch": true,
 	"cwd": true, "started_at": true, "last_active": true, "status": true,
-	"thread_state": true, "tag": true, "role": true, "agent_source": true,
+	"thread_state": true, "tag": true, "role": true, "agent_source": true, "turns": true,
 }
 
 func nullable(s string) *string {
@@ -130,6 +134,7 @@ func (s Session) MarshalJSON() ([]byte, error) {
 		Tag:         nullable(s.Tag),
 		Role:        nullable(s.Role),
 		AgentSource: nullable(s.AgentSource),
+		Turns:       s.Turns,
 	})
 	if err != nil || len(s.Extra) == 0 {
 		return b, err
@@ -196,6 +201,7 @@ func (s *Session) UnmarshalJSON(data []byte) error {
 		Tag:         deref(w.Tag),
 		Role:        deref(w.Role),
 		AgentSource: deref(w.AgentSource),
+		Turns:       w.Turns,
 		Extra:       extra,
 	}
 	return nil
