@@ -94,7 +94,7 @@ func New(opts Options) (*Server, error) {
 	}
 	var registryView session.Registry = session.RegistryOf(reg)
 	if opts.RegistryTeam != opts.Team {
-		registryView = teamStamp{registryView, opts.Team}
+		registryView = teamStamp{Registry: registryView, team: opts.Team, reg: reg}
 	}
 	if opts.wrapRegistry != nil {
 		registryView = opts.wrapRegistry(registryView)

@@ -47,11 +47,21 @@ func openRegistry(opts Options) (*registry.Registry, error) {
 
 // teamStamp is the sessions' view of a registry shared by several teams
 // (Claude Code session teams): a session records the team it runs in now,
-// when it starts and when it is resumed, not the registry's key.
+// when it starts and when it is resumed, not the registry's key. Like the
+// registry it stamps, it names the team directory and the instance, so
+// that the sessions can read the other instances' registries (where an
+// unknown agent_id lives, agent_sessions with all).
 type teamStamp struct {
 	session.Registry
 	team string
+	reg  *registry.Registry
 }
+
+// Dir returns the registry's team directory.
+func (r teamStamp) Dir() registry.Dir { return r.reg.Dir() }
+
+// Identity returns the registry's instance.
+func (r teamStamp) Identity() string { return r.reg.Identity() }
 
 // Add records a new session in the current team.
 func (r teamStamp) Add(s registry.Session) (registry.Session, error) {

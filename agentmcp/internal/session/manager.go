@@ -222,6 +222,7 @@ func (m *Manager) Rebind(s *Session, src Source) error {
 	note := resumeNote(m.cfg.Registry, m.log, updated)
 	settings, _ := m.Settings(updated.Role)
 	s.mu.Lock()
+	updated.Turns = max(updated.Turns, s.rec.Turns)
 	s.rec = updated
 	s.resumeNote = note
 	if isCodex(updated) && s.params.Model == "" && s.params.Sandbox == "" && s.params.ApprovalPolicy == "" {
