@@ -26,7 +26,9 @@
 // longer runs as stale at once, as its next Open would mark them. [Registry.Adopt]
 // moves the sessions of an ended instance into an open one (a directory
 // whose instances change from run to run, as Claude Code session teams'
-// do), under that instance's claim.
+// do), under that instance's claim; [Registry.AdoptHandedTo] moves only
+// the sessions an ended proxy handed over to a Claude Code session
+// ([Session.HandedTo]: its conversation moved to that session).
 //
 // # Design notes
 //

@@ -64,6 +64,11 @@ type Session struct {
 	// Turns counts the turns the session has run, in every process that
 	// ran it: it survives a restart and a resume.
 	Turns int `json:"turns"`
+	// HandedTo names the Claude Code session (the first 8 characters of
+	// its id) that the session was handed over to when its proxy's
+	// conversation moved there; the proxy serving that Claude Code
+	// session takes it up live. "" otherwise (written only when set).
+	HandedTo string `json:"handed_to,omitempty"`
 
 	// Extra holds the fields this version does not know, so that they
 	// survive a rewrite. Keys that collide with a known field are ignored
@@ -91,6 +96,7 @@ type sessionWire struct {
 	Role        *string     `json:"role"`
 	AgentSource *string     `json:"agent_source"`
 	Turns       int         `json:"turns"`
+	HandedTo    string      `json:"handed_to,omitempty"`
 }
 
 // knownFields are the JSON keys of sessionWire.
@@ -98,7 +104,7 @@ var knownFields = map[string]bool{
 	"agent_id": true, "backend": true, "backend_id": true, "identity": true,
 	"team": true, "repo_root": true, "repo_name": true, "branch": true,
 	"cwd": true, "started_at": true, "last_active": true, "status": true,
-	"thread_state": true, "tag": true, "role": true, "agent_source": true, "turns": true,
+	"thread_state": true, "tag": true, "role": true, "agent_source": true, "turns": true, "handed_to": true,
 }
 
 func nullable(s string) *string {
@@ -135,6 +141,7 @@ func (s Session) MarshalJSON() ([]byte, error) {
 		Role:        nullable(s.Role),
 		AgentSource: nullable(s.AgentSource),
 		Turns:       s.Turns,
+		HandedTo:    s.HandedTo,
 	})
 	if err != nil || len(s.Extra) == 0 {
 		return b, err
@@ -202,6 +209,7 @@ func (s *Session) UnmarshalJSON(data []byte) error {
 		Role:        deref(w.Role),
 		AgentSource: deref(w.AgentSource),
 		Turns:       w.Turns,
+		HandedTo:    w.HandedTo,
 		Extra:       extra,
 	}
 	return nil
