@@ -25,7 +25,7 @@ import (
 // Deferred registry claims its own instance before it takes any (see
 // [Config]). It returns the sessions adopted.
 func (r *Registry) Adopt(instance string) ([]Session, error) {
-	return r.adopt(instance, func(Session) bool { return true })
+	return r.AdoptIf(instance, func(Session) bool { return true })
 }
 
 // AdoptHandedTo moves the sessions of another instance registry that were
@@ -39,11 +39,13 @@ func (r *Registry) AdoptHandedTo(instance, to string) ([]Session, error) {
 	if to == "" {
 		return nil, fmt.Errorf("adopt %s: no Claude Code session named", instance)
 	}
-	return r.adopt(instance, func(s Session) bool { return s.HandedTo == to })
+	return r.AdoptIf(instance, func(s Session) bool { return s.HandedTo == to })
 }
 
-// adopt moves the sessions of instance that take selects into r.
-func (r *Registry) adopt(instance string, take func(Session) bool) ([]Session, error) {
+// AdoptIf is Adopt of the sessions that take selects (as they are in the
+// other instance's file); the others stay there, as AdoptHandedTo leaves
+// them.
+func (r *Registry) AdoptIf(instance string, take func(Session) bool) ([]Session, error) {
 	if err := validIdentity(instance); err != nil {
 		return nil, err
 	}

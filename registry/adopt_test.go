@@ -106,3 +106,27 @@ func TestAdoptHandedTo(t *testing.T) {
 		t.Errorf("left in the ended instance (-want +got):\n%s", diff)
 	}
 }
+
+// TestAdoptIf: the sessions take selects move; the rest stay.
+func TestAdoptIf(t *testing.T) {
+	testHome(t)
+	old := openTest(t, "session-aaaaaaaa", nil)
+	a := mustAdd(t, old, Session{Identity: "codex1", Status: StatusClosed, Tag: "move"})
+	b := mustAdd(t, old, Session{Identity: "codex2", Status: StatusClosed})
+	old.Close()
+	cur := openTest(t, "session-bbbbbbbb", nil)
+	got, err := cur.AdoptIf("session-aaaaaaaa", func(s Session) bool { return s.Tag == "move" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{a.AgentID}, agentIDs(got)); diff != "" {
+		t.Errorf("adopted (-want +got):\n%s", diff)
+	}
+	if _, ok := cur.ByAgentID(b.AgentID); ok {
+		t.Error("a session take refused was moved")
+	}
+	left := openTest(t, "session-aaaaaaaa", nil)
+	if diff := cmp.Diff(map[string]Status{b.AgentID: StatusClosed}, statuses(left)); diff != "" {
+		t.Errorf("left (-want +got):\n%s", diff)
+	}
+}

@@ -212,6 +212,7 @@ func (m *Manager) Rebind(s *Session, src Source) error {
 	updated, err := m.cfg.Registry.Update(rec.AgentID, func(x *registry.Session) {
 		x.Status = registry.StatusIdle
 		x.ThreadState = registry.ThreadIdle
+		x.HandedTo = "" // taken up: the hand-over is done
 	})
 	if err != nil {
 		m.mu.Lock()
