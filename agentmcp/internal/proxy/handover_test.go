@@ -209,3 +209,39 @@ func teamHasMember(t *testing.T, home, team, name string) bool {
 	}
 	return false
 }
+
+// TestHandOverInAConfiguredTeam: without agent teams (a configured team,
+// serve's identity team-lead in both sessions), the background session's
+// serve opens the same instance registry once the first has handed codex1
+// over and ended, and takes it up from there.
+func TestHandOverInAConfiguredTeam(t *testing.T) {
+	home := t.TempDir()
+	configured := func(short string, pid int) func(*Options) {
+		return func(o *Options) {
+			underClaude(short, pid)(o)
+			o.Team, o.Identity, o.SessionTeam = "dev", "team-lead", false
+			o.RegistryTeam, o.RegistryInstance = "", ""
+		}
+	}
+	claudeRecord(t, home, 4001, map[string]any{"sessionId": "aaaaaaaa-68d2-4e09-aa7b-a85d75a652b7", "kind": "interactive",
+		"messagingSocketPath": "/tmp/cc-socks/4001.sock"})
+	p := startProxyAt(t, home, harnessOpts{kind: codexchild.KindAppServer, modify: configured("aaaaaaaa", 4001)})
+	p.initialize(false)
+	first := p.structured(p.tool("codex", map[string]any{"prompt": "work", "identity": "codex1"}))
+	claudeRecord(t, home, 4001, map[string]any{"sessionId": "aaaaaaaa-68d2-4e09-aa7b-a85d75a652b7", "kind": "interactive",
+		"messagingSocketPath": "/tmp/cc-socks/4001.sock", "parkedJobId": "bbbbbbbb"})
+	select {
+	case <-p.runErr:
+		p.runErr <- nil
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve still runs 10 s after its conversation moved")
+	}
+	claudeRecord(t, home, 4002, map[string]any{"sessionId": "bbbbbbbb-68d2-4e09-aa7b-a85d75a652b7", "kind": "bg", "jobId": "bbbbbbbb",
+		"messagingSocketPath": "/tmp/cc-socks/4002.sock"})
+	n := startProxyAt(t, home, harnessOpts{kind: codexchild.KindAppServer, modify: configured("bbbbbbbb", 4002)})
+	n.initialize(false)
+	waitFor(t, "codex1 taken up", func() bool { return n.srv.sessions.ByIdentity("codex1") != nil })
+	if res := n.structured(n.tool("codex-reply", map[string]any{"agent_id": first["agent_id"], "prompt": "go on"})); res["threadId"] != first["threadId"] {
+		t.Errorf("codex-reply after the move ran on thread %v, want %v", res["threadId"], first["threadId"])
+	}
+}
