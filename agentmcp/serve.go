@@ -121,6 +121,7 @@ func proxyOptions(cfg *config.Config, logger *slog.Logger) (proxy.Options, error
 		Home: cfg.Home, Team: cfg.Team, Identity: cfg.Identity, DefaultIdentity: cfg.DefaultIdentity,
 		RegistryTeam: regTeam, RegistryInstance: regInstance, SessionTeam: cfg.SessionTeam, TeamMissing: teamMissing,
 		LeadPush: cfg.LeadPush, MessagingSocket: cfg.MessagingSocket, MessagingToken: cfg.MessagingToken,
+		ClaudeSessionID:  os.Getenv(config.EnvClaudeSessionID),
 		ConfigWarnings:   configWarnings(cfg),
 		Backend:          backend,
 		Defaults:         proxy.ThreadDefaults{Model: defaults.Model, ReasoningEffort: defaults.ReasoningEffort, Sandbox: defaults.Sandbox, ApprovalPolicy: defaults.ApprovalPolicy},

@@ -25,6 +25,27 @@ import (
 // Deferred registry claims its own instance before it takes any (see
 // [Config]). It returns the sessions adopted.
 func (r *Registry) Adopt(instance string) ([]Session, error) {
+	return r.AdoptIf(instance, func(Session) bool { return true })
+}
+
+// AdoptHandedTo moves the sessions of another instance registry that were
+// handed over to the Claude Code session to ([Session.HandedTo]) into r,
+// as Adopt does, and leaves the instance's other sessions where they are
+// (its file is rewritten without the ones moved; removed when none is
+// left). It is how the proxy that a Claude Code conversation moved to
+// takes up the agents the proxy it left handed over, whatever instance
+// that one ran as. It returns the sessions adopted, HandedTo still set.
+func (r *Registry) AdoptHandedTo(instance, to string) ([]Session, error) {
+	if to == "" {
+		return nil, fmt.Errorf("adopt %s: no Claude Code session named", instance)
+	}
+	return r.AdoptIf(instance, func(s Session) bool { return s.HandedTo == to })
+}
+
+// AdoptIf is Adopt of the sessions that take selects (as they are in the
+// other instance's file); the others stay there, as AdoptHandedTo leaves
+// them.
+func (r *Registry) AdoptIf(instance string, take func(Session) bool) ([]Session, error) {
 	if err := validIdentity(instance); err != nil {
 		return nil, err
 	}
@@ -60,8 +81,12 @@ func (r *Registry) Adopt(instance string) ([]Session, error) {
 		}
 	}
 	n := len(r.sessions)
-	var adopted []Session
+	var adopted, left []Session
 	for _, s := range st.sessions {
+		if !take(s) {
+			left = append(left, s)
+			continue
+		}
 		if r.index(s.AgentID) >= 0 || r.validate(s) != nil {
 			continue
 		}
@@ -78,11 +103,23 @@ func (r *Registry) Adopt(instance string) ([]Session, error) {
 			return nil, fmt.Errorf("adopt %s: %w", instance, err)
 		}
 	}
-	if err := os.Remove(path); err != nil {
+	if len(left) > 0 {
+		if len(left) < len(st.sessions) {
+			st.sessions = left
+			data, err := encodeFile(st, encodeSession)
+			if err == nil {
+				err = writeFileAtomic(path, data)
+			}
+			if err != nil {
+				r.log.Warn("adopted sessions stay in the old registry too", "instance", instance, "err", err)
+			}
+		}
+	} else if err := os.Remove(path); err != nil {
 		r.log.Warn("adopted sessions stay in the old registry too", "instance", instance, "err", err)
 		return adopted, nil
+	} else {
+		os.Remove(filepath.Dir(path)) // the instance's directory, if nothing else is in it
 	}
-	os.Remove(filepath.Dir(path)) // the instance's directory, if nothing else is in it
 	for _, s := range adopted {
 		r.log.Info("session taken over from an ended instance", "agent_id", s.AgentID, "identity", s.Identity, "from", instance)
 	}

@@ -63,3 +63,70 @@ func TestAdopt(t *testing.T) {
 		t.Errorf("statuses after reopening (-want +got):\n%s", diff)
 	}
 }
+
+// TestAdoptHandedTo: only the sessions handed over to the named Claude
+// Code session move, whatever the instance; the others stay in the ended
+// instance's file, which is kept.
+func TestAdoptHandedTo(t *testing.T) {
+	testHome(t)
+	clock := newFakeClock()
+	old := openTest(t, "team-lead", clock)
+	mine := mustAdd(t, old, Session{Identity: "codex1", BackendID: "thread-1", Turns: 3})
+	other := mustAdd(t, old, Session{Identity: "codex2", BackendID: "thread-2"})
+	closed := mustAdd(t, old, Session{Identity: "codex3", Status: StatusClosed})
+	for id, to := range map[string]string{mine.AgentID: "141a23ea", other.AgentID: "99999999"} {
+		if _, err := old.Update(id, func(s *Session) { s.Status, s.ThreadState, s.HandedTo = StatusStale, ThreadClosed, to }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cur := openTest(t, "team-lead-2", clock)
+	if _, err := cur.AdoptHandedTo("team-lead", "141a23ea"); !errors.As(err, new(*ConflictError)) {
+		t.Fatalf("AdoptHandedTo of a live instance: %v, want a ConflictError", err)
+	}
+	if _, err := cur.AdoptHandedTo("team-lead", ""); err == nil {
+		t.Error("AdoptHandedTo without a Claude Code session: no error")
+	}
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := cur.AdoptHandedTo("team-lead", "141a23ea")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].AgentID != mine.AgentID || got[0].HandedTo != "141a23ea" || got[0].Turns != 3 || got[0].Status != StatusStale {
+		t.Errorf("adopted %+v; want %s, stale, handed to 141a23ea, 3 turns", got, mine.AgentID)
+	}
+	again, err := cur.AdoptHandedTo("team-lead", "141a23ea")
+	if err != nil || len(again) != 0 {
+		t.Errorf("second AdoptHandedTo: %v, %v; want nothing", agentIDs(again), err)
+	}
+	left := openTest(t, "team-lead", clock)
+	want := map[string]Status{other.AgentID: StatusStale, closed.AgentID: StatusClosed}
+	if diff := cmp.Diff(want, statuses(left)); diff != "" {
+		t.Errorf("left in the ended instance (-want +got):\n%s", diff)
+	}
+}
+
+// TestAdoptIf: the sessions take selects move; the rest stay.
+func TestAdoptIf(t *testing.T) {
+	testHome(t)
+	old := openTest(t, "session-aaaaaaaa", nil)
+	a := mustAdd(t, old, Session{Identity: "codex1", Status: StatusClosed, Tag: "move"})
+	b := mustAdd(t, old, Session{Identity: "codex2", Status: StatusClosed})
+	old.Close()
+	cur := openTest(t, "session-bbbbbbbb", nil)
+	got, err := cur.AdoptIf("session-aaaaaaaa", func(s Session) bool { return s.Tag == "move" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{a.AgentID}, agentIDs(got)); diff != "" {
+		t.Errorf("adopted (-want +got):\n%s", diff)
+	}
+	if _, ok := cur.ByAgentID(b.AgentID); ok {
+		t.Error("a session take refused was moved")
+	}
+	left := openTest(t, "session-aaaaaaaa", nil)
+	if diff := cmp.Diff(map[string]Status{b.AgentID: StatusClosed}, statuses(left)); diff != "" {
+		t.Errorf("left (-want +got):\n%s", diff)
+	}
+}

@@ -21,6 +21,8 @@ func runChild(role string) int {
 		err = childClaim()
 	case "audit":
 		err = childAudit()
+	case "serve":
+		err = childServe()
 	default:
 		err = fmt.Errorf("unknown child role %q", role)
 	}
@@ -125,5 +127,28 @@ func childAudit() error {
 		return err
 	}
 	fmt.Println("done")
+	return nil
+}
+
+// childServe plays a proxy: it opens the registry of $CHILD_IDENTITY in
+// $CHILD_TEAM, records an idle session $CHILD_AGENT (identity
+// $CHILD_SESSION) and a closed one, prints "ready" and holds them until
+// stdin ends, then exits without closing anything.
+func childServe() error {
+	r, err := Open(Config{Team: os.Getenv("CHILD_TEAM"), Identity: os.Getenv("CHILD_IDENTITY")})
+	if err != nil {
+		return err
+	}
+	if _, err := r.Add(Session{AgentID: os.Getenv("CHILD_AGENT"), Identity: os.Getenv("CHILD_SESSION"), Status: StatusIdle,
+		ThreadState: ThreadIdle, BackendID: "th-live"}); err != nil {
+		return err
+	}
+	if _, err := r.Add(Session{AgentID: "codex-done", Identity: "done", Status: StatusClosed, ThreadState: ThreadClosed}); err != nil {
+		return err
+	}
+	fmt.Println("ready")
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+	}
 	return nil
 }

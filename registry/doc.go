@@ -20,11 +20,15 @@
 // [Registry.Remove], [Registry.Prune]) claims or releases the session's
 // identity as its status requires and persists the whole file before it
 // returns. The CLI reads every instance registry of a team with
-// [Dir.Scan], and who holds a claim with [Dir.Holder]; neither takes a
-// lock nor writes anything. [Registry.Adopt]
+// [Dir.Scan], who holds a claim with [Dir.Holder], and whether that holder
+// still runs with [Dir.Owner]; none of them takes a lock or writes
+// anything. Scan shows the live sessions of an instance whose proxy no
+// longer runs as stale at once, as its next Open would mark them. [Registry.Adopt]
 // moves the sessions of an ended instance into an open one (a directory
 // whose instances change from run to run, as Claude Code session teams'
-// do), under that instance's claim.
+// do), under that instance's claim; [Registry.AdoptHandedTo] moves only
+// the sessions an ended proxy handed over to a Claude Code session
+// ([Session.HandedTo]: its conversation moved to that session).
 //
 // # Design notes
 //
@@ -45,8 +49,13 @@
 // identities at once and nobody guesses from PIDs. The lock file is never
 // renamed or deleted, because a lock on a replaced file would protect
 // nothing. The pid, agent_id and time in {identity}.holder are diagnostics
-// only (written after the lock is taken, removed on release): a lock on
-// Windows is mandatory, so a rival could not read them in the lock file. Two claims of one identity
+// (written after the lock is taken, removed on release): a lock on
+// Windows is mandatory, so a rival could not read them in the lock file.
+// Claims are decided by the lock alone; a reader that must not take the
+// lock (a listing beside running proxies) asks [Dir.Owner] whether the
+// holder file's pid still runs and, on Linux, has the lock file open
+// (/proc/{pid}/fd), so that neither a zombie nor a reused pid passes for
+// the holder. Two claims of one identity
 // conflict even inside one process (flock locks belong to open file
 // descriptions); a Registry lets a session bind its own instance identity by
 // sharing the instance's claim.
@@ -57,8 +66,8 @@
 // in place, never a mix. What a crash can leave behind: a pending
 // ".registry.json.*.tmp" file (removed by the next Open of that registry),
 // lock files holding the dead process's diagnostics (harmless: the lock is
-// free), and sessions that claim to be busy or idle (marked stale by the next
-// Open). An audit entry is appended with one write call, so a crash loses at
+// free), and sessions that claim to be busy or idle (read as stale by Scan
+// at once, and marked stale by the next Open). An audit entry is appended with one write call, so a crash loses at
 // most the entry being written and concurrent proxies never interleave lines.
 //
 // Errors. [ErrIdentityConflict] (wrapped by [*ConflictError]) becomes the

@@ -61,6 +61,14 @@ type Session struct {
 	Tag         string      `json:"tag"`
 	Role        string      `json:"role"`
 	AgentSource string      `json:"agent_source"` // agent file the session was started from
+	// Turns counts the turns the session has run, in every process that
+	// ran it: it survives a restart and a resume.
+	Turns int `json:"turns"`
+	// HandedTo names the Claude Code session (the first 8 characters of
+	// its id) that the session was handed over to when its proxy's
+	// conversation moved there; the proxy serving that Claude Code
+	// session takes it up live. "" otherwise (written only when set).
+	HandedTo string `json:"handed_to,omitempty"`
 
 	// Extra holds the fields this version does not know, so that they
 	// survive a rewrite. Keys that collide with a known field are ignored
@@ -87,6 +95,8 @@ type sessionWire struct {
 	Tag         *string     `json:"tag"`
 	Role        *string     `json:"role"`
 	AgentSource *string     `json:"agent_source"`
+	Turns       int         `json:"turns"`
+	HandedTo    string      `json:"handed_to,omitempty"`
 }
 
 // knownFields are the JSON keys of sessionWire.
@@ -94,7 +104,7 @@ var knownFields = map[string]bool{
 	"agent_id": true, "backend": true, "backend_id": true, "identity": true,
 	"team": true, "repo_root": true, "repo_name": true, "branch": true,
 	"cwd": true, "started_at": true, "last_active": true, "status": true,
-	"thread_state": true, "tag": true, "role": true, "agent_source": true,
+	"thread_state": true, "tag": true, "role": true, "agent_source": true, "turns": true, "handed_to": true,
 }
 
 func nullable(s string) *string {
@@ -130,6 +140,8 @@ func (s Session) MarshalJSON() ([]byte, error) {
 		Tag:         nullable(s.Tag),
 		Role:        nullable(s.Role),
 		AgentSource: nullable(s.AgentSource),
+		Turns:       s.Turns,
+		HandedTo:    s.HandedTo,
 	})
 	if err != nil || len(s.Extra) == 0 {
 		return b, err
@@ -196,6 +208,8 @@ func (s *Session) UnmarshalJSON(data []byte) error {
 		Tag:         deref(w.Tag),
 		Role:        deref(w.Role),
 		AgentSource: deref(w.AgentSource),
+		Turns:       w.Turns,
+		HandedTo:    w.HandedTo,
 		Extra:       extra,
 	}
 	return nil

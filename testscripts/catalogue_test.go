@@ -53,7 +53,7 @@ func TestBadInputCatalogue(t *testing.T) {
 		{"no method", `{"jsonrpc":"2.0","id":"c"}`, `^-32600 `},
 		{"an object as id", `{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, `^-32600 .*id`},
 		{"params an array", `{"jsonrpc":"2.0","id":"c","method":"tools/call","params":[1]}`, `^-32602 tools/call needs params`},
-		{"16 MiB line", `{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"agent_sessions","arguments":{"x":"` + bigRead + `"}}}`, `^-32602 agent_sessions takes no arguments`},
+		{"16 MiB line", `{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"agent_sessions","arguments":{"x":"` + bigRead + `"}}}`, `^-32602 unknown argument\(s\) for agent_sessions: x `},
 		{"64 MiB line", `{"jsonrpc":"2.0","id":"c","method":"ping","params":{"x":"` + strings.Repeat("y", 64<<20) + `"}}`, `^-32600 .*(too large|limit)`},
 		{"invalid UTF-8", "\xff\xfe{\"jsonrpc\":\"2.0\",\"id\":\"c\",\"method\":\"ping\"}", `^-32700 `},
 		{"NUL bytes", "\x00\x00", `^-32700 `},

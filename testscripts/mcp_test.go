@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -78,6 +79,7 @@ func mcpStateOf(ts *testscript.TestScript) *mcpState {
 //	mcp stop NAME                              close stdin; the program must exit 0 with pure stdout
 //	mcp signal NAME SIGNAL                     send SIGTERM, SIGINT or SIGKILL
 //	mcp wait-exit NAME [CODE]                  wait for the exit (code 0 unless given; "signal" for a kill)
+//	mcp pid NAME VAR                           put the program's pid into $VAR
 //
 // PARAMS and RESULT are JSON with $VARs expanded by testscript. Output is one
 // compact JSON message per line, so "stdout" and "json stdout PATH VALUE"
@@ -248,6 +250,11 @@ func cmdMCP(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("mcp signal: unknown signal %q", rest[0])
 		}
 		ts.Check(p.cmd.Process.Signal(sig))
+	case "pid":
+		if len(rest) != 1 {
+			ts.Fatalf("usage: mcp pid NAME VAR")
+		}
+		ts.Setenv(rest[0], strconv.Itoa(p.cmd.Process.Pid))
 	case "wait-exit":
 		code := "0"
 		if len(rest) > 0 {

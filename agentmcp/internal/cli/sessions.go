@@ -32,7 +32,7 @@ type sessionsCmd struct {
 
 // Help is shown by "atm-agent-mcp sessions --help".
 func (sessionsCmd) Help() string {
-	return `Reads the registry of every proxy instance of the team under ~/.config/atm/agent-sessions/<team>/ (or $ATM_HOME/...) without locking or changing anything. The sessions of Claude Code session teams (session-<id8>) are all kept under the fixed name claude-code: list them with --team claude-code. Sessions are listed most recently active first; SUMMARY says whether a summary is saved for "atm-agent-mcp summary" and "serve --resume".
+	return `Reads the registry of every proxy instance of the team under ~/.config/atm/agent-sessions/<team>/ (or $ATM_HOME/...) without locking or changing anything. The sessions of Claude Code session teams (session-<id8>) are all kept under the fixed name claude-code: list them with --team claude-code. Sessions are listed most recently active first; SUMMARY says whether a summary is saved for "atm-agent-mcp summary" and "serve --resume"; SERVE is the pid of the serve that runs the session's instance, "-" when none does. A session whose serve was killed or crashed reads stale at once (the serve's pid, from its identity claim, is gone).
 
 --prune skips instances whose proxy is running.`
 }
@@ -42,9 +42,14 @@ type sessionRow struct {
 	registry.Session
 	Instance   string
 	HasSummary bool
+	// ServePID is the pid of the serve that runs the session's instance,
+	// 0 when none does (it ended, or was killed: its live sessions then
+	// read stale).
+	ServePID int
 }
 
-// MarshalJSON writes the registry fields plus instance and has_summary.
+// MarshalJSON writes the registry fields plus instance, has_summary and
+// serve_pid (null when no serve runs the instance).
 func (r sessionRow) MarshalJSON() ([]byte, error) {
 	b, err := json.Marshal(r.Session)
 	if err != nil {
@@ -56,6 +61,10 @@ func (r sessionRow) MarshalJSON() ([]byte, error) {
 	}
 	m["instance"], _ = json.Marshal(r.Instance)
 	m["has_summary"], _ = json.Marshal(r.HasSummary)
+	m["serve_pid"] = json.RawMessage("null")
+	if r.ServePID != 0 {
+		m["serve_pid"], _ = json.Marshal(r.ServePID)
+	}
 	return json.Marshal(m)
 }
 
@@ -111,25 +120,41 @@ func (c *sessionsCmd) Run(env *runEnv) error {
 }
 
 // scan lists the sessions of every instance registry of the team that pass
-// filter, most recently active first. Unreadable registries are reported on
-// stderr and skipped.
+// filter, most recently active first. The live sessions of an instance
+// whose serve no longer runs read stale (registry.Dir.Scan). A session
+// found in two registries (a take-over cut short between its two writes)
+// is listed once: where a serve runs it, else where it was active last.
+// Unreadable registries are reported on stderr and skipped.
 func scan(env *runEnv, dir registry.Dir, filter registry.Filter) ([]sessionRow, error) {
 	insts, err := dir.Scan()
 	if err != nil {
 		return nil, err
 	}
 	rows := []sessionRow{}
+	at := map[string]int{} // agent_id: index in rows
 	for _, inst := range insts {
 		if inst.Err != nil {
 			fmt.Fprintf(env.stderr, "atm-agent-mcp: warning: skipping the registry of instance %s: %v\n", inst.Identity, inst.Err)
 			continue
+		}
+		pid := 0
+		if inst.Running {
+			pid = inst.Owner.PID
 		}
 		for _, s := range inst.Sessions {
 			if !filter.Match(s) {
 				continue
 			}
 			has := s.BackendID != "" && dir.HasSummary(s.Identity, s.BackendID)
-			rows = append(rows, sessionRow{Session: s, Instance: inst.Identity, HasSummary: has})
+			row := sessionRow{Session: s, Instance: inst.Identity, HasSummary: has, ServePID: pid}
+			if i, ok := at[s.AgentID]; ok {
+				if prefer(row, rows[i]) {
+					rows[i] = row
+				}
+				continue
+			}
+			at[s.AgentID] = len(rows)
+			rows = append(rows, row)
 		}
 	}
 	slices.SortStableFunc(rows, func(a, b sessionRow) int {
@@ -141,10 +166,19 @@ func scan(env *runEnv, dir registry.Dir, filter registry.Filter) ([]sessionRow, 
 	return rows, nil
 }
 
+// prefer reports whether a is the better of two rows of one session: the
+// one a running serve holds, else the one active last.
+func prefer(a, b sessionRow) bool {
+	if (a.ServePID != 0) != (b.ServePID != 0) {
+		return a.ServePID != 0
+	}
+	return a.LastActive.After(b.LastActive)
+}
+
 // writeTable prints rows as an aligned table.
 func writeTable(w io.Writer, rows []sessionRow) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "AGENT_ID\tIDENTITY\tSTATUS\tSTATE\tREPO\tBRANCH\tLAST_ACTIVE\tSUMMARY\tINSTANCE")
+	fmt.Fprintln(tw, "AGENT_ID\tIDENTITY\tSTATUS\tSTATE\tREPO\tBRANCH\tLAST_ACTIVE\tSUMMARY\tINSTANCE\tSERVE")
 	dash := func(s string) string {
 		if s == "" {
 			return "-"
@@ -156,9 +190,13 @@ func writeTable(w io.Writer, rows []sessionRow) error {
 		if r.HasSummary {
 			summary = "yes"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+		serve := "-"
+		if r.ServePID != 0 {
+			serve = fmt.Sprintf("pid %d", r.ServePID)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 			r.AgentID, r.Identity, r.Status, dash(string(r.ThreadState)), dash(r.RepoName), dash(r.Branch),
-			r.LastActive.UTC().Format(time.RFC3339), summary, r.Instance)
+			r.LastActive.UTC().Format(time.RFC3339), summary, r.Instance, serve)
 	}
 	return tw.Flush()
 }

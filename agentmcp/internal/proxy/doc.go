@@ -81,6 +81,17 @@
 // swaps the child under it, then closes the old one and starts the new
 // one outside it), so agent_status answers during a slow restart.
 //
+// # Following the conversation
+//
+// Under Claude Code (Options.ClaudeSessionID), Run also follows the
+// conversation when Claude Code moves it to a background session (←, "for
+// agents"; handover.go, docs/claude-code-agents-view.md): one goroutine
+// reads the client's session record (ccsession) and, once it is parked,
+// Run hands the live sessions over to that background session and shuts
+// down, as it does when the client is gone (serve reparented); another
+// takes up the sessions handed over to this serve's own Claude Code
+// session. Both end before the shutdown begins.
+//
 // # Shutdown
 //
 // Run ends when the client's stream ends or ctx does, in this order: new

@@ -50,6 +50,25 @@ type Options struct {
 	// and its token. optional: "" means none (mail for the lead stays in
 	// the inbox).
 	MessagingSocket, MessagingToken string
+	// ClaudeSessionID is the id of the Claude Code session that started
+	// serve (CLAUDE_CODE_SESSION_ID). With it the proxy follows its
+	// conversation when Claude Code moves it to a background session
+	// (handover.go): it hands its agents over when its client is parked,
+	// and takes up those handed to it. optional: "" (outside Claude Code)
+	// follows nothing.
+	ClaudeSessionID string
+	// ClientPID is the pid of the process that started serve: Claude Code
+	// (its launcher execs serve). optional: 0 means os.Getppid().
+	ClientPID int
+	// ParkPoll is how often the proxy reads its Claude Code client's
+	// record (and, when its conversation came from another session, looks
+	// for the agents handed to it). optional: 0 means 1 s; negative
+	// follows nothing.
+	ParkPoll time.Duration
+	// TakeOverWait bounds how long a proxy whose conversation came from
+	// another Claude Code session waits for the agents handed to it.
+	// optional: 0 means 60 s.
+	TakeOverWait time.Duration
 	// ConfigWarnings are the configuration's warnings (misspelt sections
 	// and keys, a missing team): agent_status lists them and the first tool
 	// error of the connection carries them (configwarn.go), since the log
@@ -197,5 +216,14 @@ func (o *Options) setDefaults() {
 	}
 	if o.Version == "" {
 		o.Version = "dev"
+	}
+	if o.ClientPID == 0 {
+		o.ClientPID = os.Getppid()
+	}
+	if o.ParkPoll == 0 {
+		o.ParkPoll = time.Second
+	}
+	if o.TakeOverWait == 0 {
+		o.TakeOverWait = 60 * time.Second
 	}
 }

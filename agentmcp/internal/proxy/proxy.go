@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/gitctx"
@@ -94,7 +95,7 @@ func New(opts Options) (*Server, error) {
 	}
 	var registryView session.Registry = session.RegistryOf(reg)
 	if opts.RegistryTeam != opts.Team {
-		registryView = teamStamp{registryView, opts.Team}
+		registryView = teamStamp{Registry: registryView, team: opts.Team, reg: reg}
 	}
 	if opts.wrapRegistry != nil {
 		registryView = opts.wrapRegistry(registryView)
@@ -148,12 +149,27 @@ func (s *Server) Run(ctx context.Context, r io.Reader, w io.Writer) error {
 	if mailErr == nil {
 		s.bindLive()
 	}
+	// Under Claude Code, the client's conversation is followed when it
+	// moves to a background session (handover.go).
+	followCtx, stopFollow := context.WithCancel(context.Background())
+	clientEnded := make(chan clientEnd, 1)
+	var following sync.WaitGroup
+	if s.opts.ClaudeSessionID != "" && s.opts.ParkPoll > 0 {
+		following.Go(func() { s.watchClient(followCtx, clientEnded) })
+		following.Go(func() { s.takeUp(followCtx) })
+	}
 	var err error
 	select {
 	case err = <-s.conn.Done():
 	case <-ctx.Done():
 		s.log.Info("shutdown requested")
+	case end := <-clientEnded:
+		if end.movedTo != "" {
+			s.handOver(end.movedTo)
+		}
 	}
+	stopFollow()
+	following.Wait()
 	s.shutdown()
 	return err
 }

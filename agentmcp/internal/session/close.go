@@ -98,6 +98,7 @@ func (m *Manager) Close(ctx context.Context, s *Session, summarize bool) CloseOu
 	}
 	s.mu.Lock()
 	if err == nil {
+		rec.Turns = max(rec.Turns, s.rec.Turns) // the last turn's count may still be on its way to the file
 		s.rec = rec
 	} else {
 		s.rec.Status, s.rec.ThreadState = registry.StatusClosed, registry.ThreadClosed

@@ -12,7 +12,9 @@
 // it closed (or interrupted, when a busy session gave no summary), and
 // Manager.Rebind makes a finished session idle again (resume); closed
 // again before it ran a turn, it gets back its status without a summary
-// turn. Each session runs one turn at a time (FR-8.9 in
+// turn. Manager.HandOver gives every live session to the proxy of another
+// Claude Code session (stale, HandedTo set, no summary: the thread goes
+// on there), which adds them with Manager.Take and binds them with Rebind. Each session runs one turn at a time (FR-8.9 in
 // docs/requirements.md): Claude's turns wait in FIFO order and always go
 // before auto-mail, which starts only on an idle session with nothing
 // queued. A turn's result is handed back only

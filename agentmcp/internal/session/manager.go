@@ -212,6 +212,7 @@ func (m *Manager) Rebind(s *Session, src Source) error {
 	updated, err := m.cfg.Registry.Update(rec.AgentID, func(x *registry.Session) {
 		x.Status = registry.StatusIdle
 		x.ThreadState = registry.ThreadIdle
+		x.HandedTo = "" // taken up: the hand-over is done
 	})
 	if err != nil {
 		m.mu.Lock()
@@ -222,6 +223,7 @@ func (m *Manager) Rebind(s *Session, src Source) error {
 	note := resumeNote(m.cfg.Registry, m.log, updated)
 	settings, _ := m.Settings(updated.Role)
 	s.mu.Lock()
+	updated.Turns = max(updated.Turns, s.rec.Turns)
 	s.rec = updated
 	s.resumeNote = note
 	if isCodex(updated) && s.params.Model == "" && s.params.Sandbox == "" && s.params.ApprovalPolicy == "" {

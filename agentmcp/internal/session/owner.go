@@ -1,9 +1,7 @@
 package session
 
 import (
-	"errors"
 	"fmt"
-	"syscall"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
@@ -22,7 +20,9 @@ type teamRegistry interface {
 // proxy's registry does not hold. When another instance of the team holds
 // it, the error says which, whether that instance's serve runs (its pid,
 // from its claim's holder file, and whether that process is alive) and how
-// to resume the session: there, or with serve --identity of that instance.
+// to resume the session: there, or with serve --identity of that instance
+// (registry.Dir.Owner: a pid that is gone, a zombie or reused is no
+// running serve).
 // For a session this Manager discarded it is DiscardedError.
 func (m *Manager) SessionNotFound(agentID string) error {
 	if err := m.DiscardedError(agentID); err != nil {
@@ -34,13 +34,13 @@ func (m *Manager) SessionNotFound(agentID string) error {
 	if !ok || registry.ValidateAgentID(agentID) != nil {
 		return proxyerr.New(proxyerr.ErrSessionNotFound, data, "%s", msg)
 	}
-	owner, rec, found := findElsewhere(tr.Dir(), tr.Identity(), agentID)
+	inst, rec, found := findElsewhere(tr.Dir(), tr.Identity(), agentID)
 	if !found {
 		return proxyerr.New(proxyerr.ErrSessionNotFound, data, "%s", msg)
 	}
+	owner, h, running := inst.Identity, inst.Owner, inst.Running
+	held := h.PID != 0
 	data["owner_instance"], data["session_status"] = owner, string(rec.Status)
-	h, held := tr.Dir().Holder(owner)
-	running := held && processAlive(h.PID)
 	data["owner_running"] = running
 	if held {
 		data["owner_pid"] = h.PID
@@ -61,11 +61,12 @@ func (m *Manager) SessionNotFound(agentID string) error {
 }
 
 // findElsewhere looks for agentID in the registries of the team's
-// instances other than self (Dir.Scan: no lock, nothing written).
-func findElsewhere(d registry.Dir, self, agentID string) (instance string, rec registry.Session, ok bool) {
+// instances other than self (Dir.Scan: no lock, nothing written; the
+// sessions of an instance whose serve is gone read stale).
+func findElsewhere(d registry.Dir, self, agentID string) (inst registry.Instance, rec registry.Session, ok bool) {
 	insts, err := d.Scan()
 	if err != nil {
-		return "", registry.Session{}, false
+		return registry.Instance{}, registry.Session{}, false
 	}
 	for _, in := range insts {
 		if in.Identity == self {
@@ -73,19 +74,9 @@ func findElsewhere(d registry.Dir, self, agentID string) (instance string, rec r
 		}
 		for _, s := range in.Sessions {
 			if s.AgentID == agentID {
-				return in.Identity, s, true
+				return in, s, true
 			}
 		}
 	}
-	return "", registry.Session{}, false
-}
-
-// processAlive reports whether a process with pid exists (signal 0; EPERM:
-// it exists, under another user).
-func processAlive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	return registry.Instance{}, registry.Session{}, false
 }

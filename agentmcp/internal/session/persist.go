@@ -126,11 +126,12 @@ func (p *persister) flush() {
 }
 
 // write stores the session's current state: thread state, backend id,
-// repository facts and activity. Identity-binding changes (create, close,
+// repository facts, activity and the turn count. Identity-binding changes (create, close,
 // resume) are not made here; they are written where they happen.
 func (p *persister) write(s *Session) {
 	rec := s.Record()
 	_, err := p.reg.Update(rec.AgentID, func(x *registry.Session) {
+		x.Turns = max(x.Turns, rec.Turns) // a turn that ended just before a close counts
 		if !x.Status.Live() {
 			return // closed meanwhile: the close wrote the final state
 		}

@@ -122,7 +122,6 @@ type Session struct {
 	resumeNote string // summary to prepend on the next turn (FR-6, FR-16.3)
 	seed       string // an adopted session's last messages, for the next fresh thread
 	idleCh     chan struct{}
-	turns      int
 	approvals  map[string]*pending
 	act        activity
 	last       *outcome

@@ -184,7 +184,7 @@ func (s *Session) recordTurn(src Source, res *codexchild.Result, text string) re
 	if res.ThreadID != "" {
 		s.rec.BackendID = res.ThreadID
 	}
-	s.turns++
+	s.rec.Turns++
 	rec := s.rec
 	s.mu.Unlock()
 	if newID {

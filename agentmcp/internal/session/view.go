@@ -3,34 +3,49 @@ package session
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
 // View is a session as agent_sessions lists it (FR-10.1). Its fields are in
 // the order of their JSON names, as a map of them would be written.
 type View struct {
-	AgentID      string  `json:"agent_id"`
-	AgentName    *string `json:"agent_name"`
-	AgentSource  *string `json:"agent_source"`
-	Backend      string  `json:"backend"`
-	BackendID    *string `json:"backend_id"`
-	Branch       *string `json:"branch"`
-	Cwd          string  `json:"cwd"`
-	HasSummary   bool    `json:"has_summary"`
-	Identity     string  `json:"identity"`
+	AgentID     string  `json:"agent_id"`
+	AgentName   *string `json:"agent_name"`
+	AgentSource *string `json:"agent_source"`
+	Backend     string  `json:"backend"`
+	BackendID   *string `json:"backend_id"`
+	Branch      *string `json:"branch"`
+	Cwd         string  `json:"cwd"`
+	HasSummary  bool    `json:"has_summary"`
+	Identity    string  `json:"identity"`
+	// Instance is the proxy instance whose registry holds the session:
+	// this serve's, or another's of the team (agent_sessions with all).
+	Instance     string  `json:"instance"`
 	LastActiveAt string  `json:"last_active_at"`
 	RepoName     *string `json:"repo_name"`
 	RepoRoot     *string `json:"repo_root"`
-	Resumable    bool    `json:"resumable"`
-	Role         *string `json:"role"`
-	StartedAt    string  `json:"started_at"`
-	Status       string  `json:"status"`
-	Tag          *string `json:"tag"`
-	Team         string  `json:"team"`
-	ThreadState  string  `json:"thread_state"`
-	Turns        int     `json:"turns"`
+	// Resumable: the session's thread can be taken up by its agent_id
+	// from this serve: codex-reply while it is live here, codex (or
+	// agent_start) with its agent_id once it has ended. It stays true when
+	// this serve ends and a later one lists the session stale. False for a
+	// session without a thread, one whose identity another live session
+	// holds, and one that another serve's registry holds.
+	Resumable bool    `json:"resumable"`
+	Role      *string `json:"role"`
+	// ServePID is the pid of the serve that runs the session, nil when no
+	// serve runs it (it ended, or its serve is gone).
+	ServePID    *int    `json:"serve_pid"`
+	StartedAt   string  `json:"started_at"`
+	Status      string  `json:"status"`
+	Tag         *string `json:"tag"`
+	Team        string  `json:"team"`
+	ThreadState string  `json:"thread_state"`
+	Turns       int     `json:"turns"`
 }
 
 // Detail is one session as agent_status shows it: the View's facts, its
@@ -125,16 +140,29 @@ type MailView struct {
 func (s *Session) View() View {
 	s.mu.Lock()
 	rec := s.rec
-	turns := s.turns
 	s.mu.Unlock()
+	v := recordView(rec, rec.BackendID != "" && s.m.cfg.Registry.HasSummary(rec.Identity, rec.BackendID))
+	if tr, ok := s.m.cfg.Registry.(teamRegistry); ok {
+		v.Instance = tr.Identity()
+	}
+	if rec.Status.Live() {
+		pid := os.Getpid()
+		v.ServePID = &pid
+	}
+	v.Resumable = s.m.resumable(s, rec)
+	return v
+}
+
+// recordView is a registry record as agent_sessions lists it; Instance,
+// ServePID and Resumable are the caller's to set.
+func recordView(rec registry.Session, hasSummary bool) View {
 	v := View{
 		AgentID: rec.AgentID, Backend: firstNonEmpty(rec.Backend, "codex"), BackendID: nullable(rec.BackendID),
 		Team: rec.Team, Identity: rec.Identity, Status: string(rec.Status), ThreadState: string(rec.ThreadState),
 		LastActiveAt: rec.LastActive.UTC().Format(time.RFC3339), StartedAt: rec.StartedAt.UTC().Format(time.RFC3339),
 		Tag: nullable(rec.Tag), Role: nullable(rec.Role), Cwd: rec.Cwd,
 		RepoName: nullable(rec.RepoName), RepoRoot: nullable(rec.RepoRoot), Branch: nullable(rec.Branch),
-		AgentSource: nullable(rec.AgentSource), Turns: turns, Resumable: !rec.Status.Live(),
-		HasSummary: rec.BackendID != "" && s.m.cfg.Registry.HasSummary(rec.Identity, rec.BackendID),
+		AgentSource: nullable(rec.AgentSource), Turns: rec.Turns, HasSummary: hasSummary,
 	}
 	if rec.AgentSource != "" {
 		v.AgentName = nullable(strings.TrimSuffix(filepath.Base(rec.AgentSource), filepath.Ext(rec.AgentSource)))
@@ -159,7 +187,7 @@ func (s *Session) Detail(offset int) Detail {
 	d.Busy = s.running != nil
 	d.Queued = len(s.queue)
 	d.AutoMail = s.autoMail
-	d.Turns = s.turns
+	d.Turns = s.rec.Turns
 	d.PendingApprovals = []ApprovalView{}
 	for _, p := range s.approvals {
 		d.PendingApprovals = append(d.PendingApprovals, p.view())

@@ -11,29 +11,60 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
 )
 
-// agentSessions lists every session this proxy knows (FR-10.1).
+// agentSessions lists this serve's live sessions (FR-10.1); with all,
+// also its ended ones and the sessions of the team's other instances,
+// each with its instance and the pid of the serve that runs it.
 func (e *Env) agentSessions(_ context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, error) {
-	if err := c.Args.CheckUnknown("agent_sessions"); err != nil {
+	if err := c.Args.CheckUnknown("agent_sessions", "all"); err != nil {
+		return nil, err
+	}
+	all, _, err := c.Args.Bool("all")
+	if err != nil {
 		return nil, err
 	}
 	views := []SessionRow{}
 	var lines []string
 	now := e.cfg.Now()
+	rows := []session.View{}
+	hidden := 0
 	for _, s := range e.m.Sessions() {
-		v := SessionRow{View: s.View()}
-		v.Tasks = e.tasks.sessionTasks(v.AgentID, now)
+		v := s.View()
+		if !all && v.ServePID == nil {
+			hidden++
+			continue
+		}
+		rows = append(rows, v)
+	}
+	if all {
+		rows = append(rows, e.m.Elsewhere()...)
+	}
+	for _, sv := range rows {
+		v := SessionRow{View: sv, Tasks: e.tasks.sessionTasks(sv.AgentID, now)}
 		views = append(views, v)
 		thread := "-"
 		if v.BackendID != nil {
 			thread = *v.BackendID
 		}
 		line := fmt.Sprintf("%s  %-16s %-11s %-6s agent=%s thread=%v", v.AgentID, v.Identity, v.Status, v.ThreadState, v.Backend, thread)
+		if all {
+			line += " instance=" + v.Instance
+			if v.ServePID != nil {
+				line += fmt.Sprintf(" serve_pid=%d", *v.ServePID)
+			}
+			line += fmt.Sprintf(" resumable=%v", v.Resumable)
+		}
 		for _, tk := range v.Tasks {
 			line += fmt.Sprintf(" task=%s(%s)", tk.TaskID, tk.Status)
 		}
 		lines = append(lines, line)
 	}
 	text := fmt.Sprintf("%d session(s)", len(views))
+	if !all {
+		text += ", this serve's live ones"
+		if hidden > 0 {
+			text += fmt.Sprintf(" (%d ended, closed, stale or interrupted, not shown: agent_sessions {\"all\": true} lists them and the team's other serves' sessions)", hidden)
+		}
+	}
 	if len(lines) > 0 {
 		text += "\n" + strings.Join(lines, "\n")
 	}

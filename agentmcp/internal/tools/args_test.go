@@ -53,7 +53,8 @@ func TestBadArguments(t *testing.T) {
 		{"agent_respond", `{"agent_id":"` + arch + `","approval_id":"a","decision":"approve"}`, `-32602 unknown argument(s) for agent_respond: decision (expected one of: agent_id, approval_id, answer, reason)`},
 		{"agent_respond", `{"agent_id":"` + arch + `","approval_id":"approval-9","answer":"approve"}`, `-32602 no pending approval "approval-9" for this session (see agent_status)`},
 		{"agent_respond", `{"agent_id":"` + arch + `","approval_id":"approval-9","answer":"maybe"}`, `-32602 answer "maybe" is not approve, approve_for_session, deny or "deny: reason"`},
-		{"agent_sessions", `{"status":7}`, `-32602 agent_sessions takes no arguments (got: status)`},
+		{"agent_sessions", `{"status":7}`, `-32602 unknown argument(s) for agent_sessions: status (expected one of: all)`},
+		{"agent_sessions", `{"all":"yes"}`, `-32602 argument "all" must be a boolean`},
 		{"agent_list_codex_sessions", `{"limit":-5}`, `-32602 argument "limit" must be at least 1`},
 		{"agent_list_codex_sessions", `{"limit":1.5}`, `-32602 argument "limit" must be an integer`},
 	}

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -19,11 +20,14 @@ func TestResults(t *testing.T) {
 	norm := func(v any) any {
 		return normalize(v, map[string]string{arch: "<arch>", bg: "<dev-1>", h.home: "<home>"})
 	}
+	pid := float64(os.Getpid())
 	row := func(id, identity, thread string, turns float64) map[string]any {
 		return map[string]any{"agent_id": id, "agent_name": nil, "agent_source": nil, "backend": "codex", "backend_id": thread,
-			"branch": nil, "cwd": "<home>", "has_summary": false, "identity": identity, "repo_name": nil, "repo_root": nil,
-			"resumable": false, "role": nil, "status": "idle", "tag": nil, "team": "dev", "thread_state": "idle", "turns": turns}
+			"branch": nil, "cwd": "<home>", "has_summary": false, "identity": identity, "instance": "proxy", "repo_name": nil, "repo_root": nil,
+			"resumable": true, "role": nil, "serve_pid": pid, "status": "idle", "tag": nil, "team": "dev", "thread_state": "idle", "turns": turns}
 	}
+	closed := row("<arch>", "arch", "thread-1", 2)
+	closed["status"], closed["thread_state"], closed["serve_pid"] = "closed", "closed", nil
 	tests := []struct {
 		tool, args string
 		want       any
@@ -41,6 +45,9 @@ func TestResults(t *testing.T) {
 			map[string]any{"from": "arch", "recipients": []any{"team-lead", "dev-1"}, "team": "dev"}},
 		{"agent_close", `{"agent_id":"<arch>"}`,
 			map[string]any{"agent_id": "<arch>", "already_closed": false, "identity": "arch", "status": "closed", "summary_saved": false}},
+		// This serve's live sessions; with all, its closed ones too.
+		{"agent_sessions", ``, map[string]any{"sessions": []any{row("<dev-1>", "dev-1", "thread-2", 1)}}},
+		{"agent_sessions", `{"all":true}`, map[string]any{"sessions": []any{row("<dev-1>", "dev-1", "thread-2", 1), closed}}},
 		{"agent_list_codex_sessions", ``, map[string]any{"sessions": []any{}}},
 	}
 	for _, tt := range tests {
