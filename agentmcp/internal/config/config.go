@@ -41,8 +41,11 @@ var (
 
 // Defaults of the keys that have one.
 const (
-	DefaultTeam                 = "default"
-	DefaultIdentity             = "codex"
+	DefaultTeam     = "default"
+	DefaultIdentity = "codex"
+	// DefaultSessionIdentity is default_identity's default: the identity
+	// of an agent started without one, whatever serve's own identity is.
+	DefaultSessionIdentity      = "codex"
 	DefaultCodexBin             = "codex"
 	DefaultBackend              = "auto"
 	DefaultSandbox              = "workspace-write"
@@ -115,7 +118,7 @@ type Source struct {
 	Kind SourceKind `json:"kind"`
 	// Detail is the flag ("--model"), the environment variable
 	// ("ATM_AGENT_MCP_MODEL"), the file path, or for a default an optional
-	// note ("same as identity").
+	// note ("Codex's own default").
 	Detail string `json:"detail,omitempty"`
 	// Key is the TOML key inside the file ("plugins.atm-agent-mcp.model");
 	// empty unless Kind is SourceFile.

@@ -30,9 +30,6 @@ const (
 	// LeadIdentity is the identity of the lead, the Claude Code session
 	// itself, in its session team.
 	LeadIdentity = "team-lead"
-	// SessionDefaultIdentity is the identity of a Codex session started
-	// without one in a session team (team-lead is the lead's own).
-	SessionDefaultIdentity = "codex"
 	// SessionRegistry is the registry key of every session team: its state
 	// lives in {home}/.config/atm/agent-sessions/claude-code/, one instance
 	// registry per Claude Code session (named after its team), so that a
@@ -79,12 +76,11 @@ func (r *resolver) sessionTeam(home string) (name string, src Source, ok bool) {
 
 // resolveSession applies what running under Claude Code implies
 // (EnvClaudeSessionID set). The client is a Claude Code session: unless an
-// identity is configured, its identity is team-lead, and a Codex session
-// started without an identity is "codex" (unless default_identity or, in a
-// session team, a configured identity says otherwise), so that no Codex
-// session takes the client's name and its mail can be pushed to it. When no
-// team is configured and the session's team directory exists, that is the
-// team.
+// identity is configured, its identity is team-lead. When no team is
+// configured and the session's team directory exists, that is the team.
+// The agents' default identity is not touched: it is default_identity,
+// else "codex", under Claude Code as elsewhere, so that no agent takes the
+// client's name and the client's mail can be pushed to it.
 func (r *resolver) resolveSession(cfg *Config) {
 	if _, set := r.env(EnvClaudeSessionID); !set {
 		return
@@ -101,12 +97,6 @@ func (r *resolver) resolveSession(cfg *Config) {
 			detail = "the lead of " + cfg.Team
 		}
 		cfg.Sources["identity"] = Source{Kind: SourceSession, Detail: detail}
-	} else if !cfg.SessionTeam {
-		return // a window's own identity, as without Claude Code
-	}
-	if cfg.Sources["default_identity"].Kind == SourceDefault && cfg.Identity != SessionDefaultIdentity {
-		cfg.DefaultIdentity = SessionDefaultIdentity
-		cfg.Sources["default_identity"] = Source{Kind: SourceSession, Detail: cfg.Identity + " is the client's identity"}
 	}
 }
 

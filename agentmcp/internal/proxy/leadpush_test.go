@@ -268,7 +268,7 @@ func TestLeadMailPaths(t *testing.T) {
 	}{
 		{"no socket", func(o *Options) { leadOpts("")(o) }, "no messaging socket"},
 		{"push off", func(o *Options) { leadOpts("/nonexistent.sock")(o); o.LeadPush = false }, "lead_push is off"},
-		{"default identity", func(o *Options) { leadOpts("/nonexistent.sock")(o); o.DefaultIdentity = "team-lead" }, "default identity"},
+		{"default identity", func(o *Options) { leadOpts("/nonexistent.sock")(o); o.DefaultIdentity = "team-lead" }, "team-lead is also default_identity"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := startProxy(t, harnessOpts{modify: tc.modify})
