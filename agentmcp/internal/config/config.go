@@ -166,7 +166,13 @@ type Config struct {
 	// SessionTeam is true when Team is the team of the Claude Code session
 	// that started serve (no team was configured; see RegistryTeam).
 	SessionTeam bool
-	Identity    string // instance identity (see the package doc for the chain)
+	// ClaudeCode is true when serve's client is Claude Code: it set
+	// CLAUDE_CODE_SESSION_ID, CLAUDECODE=1 or its messaging socket. Its
+	// user does not see serve's stderr, so serve must not fail its
+	// connection where it can stand by and say why (see the agentmcp
+	// package).
+	ClaudeCode bool
+	Identity   string // instance identity (see the package doc for the chain)
 	// DefaultIdentity binds a session started without an explicit identity.
 	DefaultIdentity string
 	CodexBin        string // Codex executable: a name looked up in PATH, or a path

@@ -276,7 +276,8 @@ approval_policy = "on-request"
 	c = f.load(t, Flags{})
 	want = &Config{
 		Home: f.home, Team: "env-team", Identity: "env-id", DefaultIdentity: "env-default",
-		CodexBin: "codex-nightly", Backend: "mcp-server",
+		ClaudeCode: true, // the messaging socket is Claude Code's
+		CodexBin:   "codex-nightly", Backend: "mcp-server",
 		Model: "env-model", FastModel: "env-fast", ReasoningEffort: "minimal", Sandbox: "danger-full-access", ApprovalPolicy: "untrusted",
 		Subagents:             ptr(false),
 		BasePromptFile:        filepath.Join(f.repo, "prompts", "base.md"), // blank variable = unset

@@ -19,7 +19,20 @@ const (
 	EnvMessagingSocket = "CLAUDE_CODE_MESSAGING_SOCKET"
 	// EnvMessagingToken authenticates on EnvMessagingSocket.
 	EnvMessagingToken = "CLAUDE_CODE_MESSAGING_TOKEN"
+	// EnvClaudeCode is "1" in every process Claude Code starts: its stdio
+	// MCP servers (measured with 2.1.318 and 2.1.332) and its Bash tool.
+	EnvClaudeCode = "CLAUDECODE"
 )
+
+// EnvParentServe is set by serve, for every process it starts (Codex,
+// the other agents, and what they start in turn), to "pid N, team T,
+// identity I". A serve that finds it runs inside one of serve's own
+// agents: a Claude agent's Claude Code loads the user's plugins and MCP
+// servers from the same ~/.claude, ours included, and Claude Code passes
+// its environment on to them (measured with the Claude Code 2.1.318 that
+// claude-agent-acp 0.101.0 runs). Such a serve claims nothing and stands
+// by (see the agentmcp package).
+const EnvParentServe = "ATM_AGENT_MCP_PARENT_SERVE"
 
 const (
 	// SourceSession is the source kind of the team (and of the identity
@@ -82,7 +95,10 @@ func (r *resolver) sessionTeam(home string) (name string, src Source, ok bool) {
 // else "codex", under Claude Code as elsewhere, so that no agent takes the
 // client's name and the client's mail can be pushed to it.
 func (r *resolver) resolveSession(cfg *Config) {
-	if _, set := r.env(EnvClaudeSessionID); !set {
+	_, session := r.env(EnvClaudeSessionID)
+	cc, _ := r.env(EnvClaudeCode)
+	cfg.ClaudeCode = session || strings.TrimSpace(cc) == "1" || cfg.MessagingSocket != ""
+	if !session {
 		return
 	}
 	name, src, ok := r.sessionTeam(cfg.Home)

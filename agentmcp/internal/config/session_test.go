@@ -111,3 +111,29 @@ func TestLeadPush(t *testing.T) {
 		t.Errorf("flag: lead_push %v from %v, want false from --lead-push", c.LeadPush, c.Sources["lead_push"])
 	}
 }
+
+// TestClaudeCode: serve's client is Claude Code when any of the variables
+// Claude Code gives its MCP servers is set.
+func TestClaudeCode(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want bool
+	}{
+		{"a terminal", nil, false},
+		{"CLAUDECODE", map[string]string{EnvClaudeCode: "1"}, true},
+		{"CLAUDECODE other than 1", map[string]string{EnvClaudeCode: "0"}, false},
+		{"the session id", map[string]string{EnvClaudeSessionID: "c637aa76-882b"}, true},
+		{"the messaging socket", map[string]string{EnvMessagingSocket: "/tmp/cc.sock"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			for k, v := range tc.env {
+				f.env[k] = v
+			}
+			if got := f.load(t, Flags{}).ClaudeCode; got != tc.want {
+				t.Errorf("ClaudeCode = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -42,6 +42,8 @@ type Server struct {
 
 	// configWarned says the configuration's warnings once (configwarn.go).
 	configWarned configWarned
+	// noticed says the notices once, with the first tool result (notice.go).
+	noticed noticed
 }
 
 // New opens the instance registry (claiming the instance identity) and the
@@ -82,7 +84,7 @@ func New(opts Options) (*Server, error) {
 	s.conn = mcpconn.New(mcpconn.Config{
 		Handler:      handler{s},
 		ServerInfo:   mcpconn.ServerInfo{Name: "atm-agent-mcp", Title: "ATM agent proxy for Codex", Version: opts.Version},
-		Instructions: tools.Instructions,
+		Instructions: instructions(opts.Notices),
 		Tools:        tools.Definitions,
 		EventQueue:   opts.EventQueue,
 		Protocol:     opts.MCPProtocol,
@@ -129,7 +131,7 @@ func (s *Server) Run(ctx context.Context, r io.Reader, w io.Writer) error {
 		BaseInstructions: s.opts.BaseInstructions, MaxSessions: s.opts.MaxSessions,
 		DefaultIdentity: s.opts.DefaultIdentity, Audit: s.auditor, CodexHome: s.opts.CodexHome, Cwd: s.opts.Cwd,
 		Started: s.opts.Now(), Logger: s.log, Now: s.opts.Now, ProgressInterval: s.opts.ProgressInterval, LeadMail: s.leadMail,
-		ConfigWarnings: s.opts.ConfigWarnings, AgentCheck: s.opts.AgentCheck, Agents: agentStatuses(s.opts.Agents),
+		ConfigWarnings: s.opts.ConfigWarnings, Notices: s.opts.Notices, AgentCheck: s.opts.AgentCheck, Agents: agentStatuses(s.opts.Agents),
 	})
 	// The bridge runs and the lead's mail path is settled before the first
 	// request is read, so that agent_status right after initialize shows
@@ -260,6 +262,7 @@ type handler struct{ s *Server }
 func (h handler) CallTool(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, error) {
 	res, err := h.s.tools.CallTool(ctx, c)
 	err = h.s.configWarned.annotate(err, h.s.opts.ConfigWarnings)
+	res, err = h.s.noticed.annotate(res, err, h.s.opts.Notices)
 	if turnResult[c.Name] {
 		h.s.lead.flush(ctx) // the lead's mail from the turn goes first (leadpush.go)
 	}

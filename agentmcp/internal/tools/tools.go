@@ -95,6 +95,10 @@ type Config struct {
 	// ConfigWarnings are the configuration's warnings (misspelt sections
 	// and keys, a missing team), shown by agent_status. optional.
 	ConfigWarnings []string
+	// Notices are what the client should know about how this server runs
+	// (its identity moved to the next free one: team-lead-2), shown by
+	// agent_status. optional.
+	Notices []string
 	// AgentCheck checks an agent kind before agent_start starts a session
 	// of it (not Codex): configured, switched on, installed. It returns
 	// INVALID_PARAMS (-32602) naming the kinds there are and how to add
