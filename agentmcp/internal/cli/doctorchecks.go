@@ -38,6 +38,9 @@ const (
 type doctor struct {
 	cfg    *config.Config
 	getenv func(string) string
+	// pluginVersion is the plugin version this binary was built with
+	// (Programs.PluginVersion).
+	pluginVersion string
 
 	codexPath    string // set by the codex check when found
 	codexVersion string // "0.169.0"; "" when unknown
@@ -46,7 +49,7 @@ type doctor struct {
 // run runs every check in order.
 func (d *doctor) run(ctx context.Context) []check {
 	out := []check{d.config(), d.team(), d.identity(), d.codex(ctx)}
-	out = append(out, d.login(ctx), d.bubblewrap(), d.claudeCode())
+	out = append(out, d.login(ctx), d.bubblewrap(), d.claudeCode(), d.claudeCache(time.Now()), d.plugin(ctx))
 	return append(out, d.agents(ctx)...)
 }
 

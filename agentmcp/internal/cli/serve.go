@@ -34,6 +34,10 @@ type Programs struct {
 	// without error. It runs before the configuration is read, which may
 	// fail there. optional: nil makes such a serve fail.
 	Nested func(ctx context.Context, parent string, stdin io.Reader, stdout io.Writer, logger *slog.Logger) error
+	// PluginVersion is the version of the Claude Code plugin this binary
+	// was built with (its plugin.json; see plugin.go). optional: "" makes
+	// plugin-version fail and skips the comparisons.
+	PluginVersion string
 }
 
 // errNotBuilt is returned by serve and tools without their Server.
@@ -83,6 +87,9 @@ func (c *serveCmd) Run(env *runEnv) error {
 	}
 	if w, ok := cfg.TeamWarning(); ok {
 		cfg.Warnings = append(cfg.Warnings, w) // logged, and shown to the client
+	}
+	if w, ok := pluginWarning(env); ok {
+		cfg.Warnings = append(cfg.Warnings, w)
 	}
 	return runServer(env, cfg, env.progs.Serve)
 }
