@@ -145,6 +145,7 @@ func (s *Server) Run(ctx context.Context, r io.Reader, w io.Writer) error {
 		s.log.Error("mail delivery disabled", "err", mailErr)
 	} else {
 		s.lead.start(s.mail.bridge())
+		s.joinLead()
 	}
 	s.conn.Start(r, w)
 	if mailErr == nil {
@@ -184,6 +185,7 @@ func (s *Server) shutdown() {
 	if err := s.mail.close(); err != nil {
 		s.log.Warn("stopping mail delivery", "err", err)
 	}
+	s.team.leave(s.opts.Identity) // if joinLead added it
 	s.conn.CancelAll()
 	s.sessions.Stop()
 	stopCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
