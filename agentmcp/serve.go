@@ -84,7 +84,20 @@ func nested(ctx context.Context, parent string, stdin io.Reader, stdout io.Write
 // process group of its own, where the kill of Codex's group does not reach.
 func toolsServer(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout io.Writer, logger *slog.Logger) error {
 	go exitWithParent(logger)
-	return tools.ServeTools(ctx, tools.ToolsOptions{Home: cfg.Home, Team: cfg.Team, Identity: cfg.Identity, Version: cli.Version(), Logger: logger}, stdin, stdout)
+	return tools.ServeTools(ctx, tools.ToolsOptions{Home: cfg.Home, Team: cfg.Team, Identity: cfg.Identity, Version: cli.Version(),
+		TeamProblem: teamProblem(cfg), Logger: logger}, stdin, stdout)
+}
+
+// teamProblem says, when it is asked, what is wrong with the configured
+// team ("team \"my-teem\" does not exist (…); did you mean my-team?"), or
+// "" once the team exists.
+func teamProblem(cfg *config.Config) func() string {
+	return func() string {
+		if p, missing := cfg.TeamProblem(); missing {
+			return "team " + p
+		}
+		return ""
+	}
 }
 
 // proxyOptions maps the configuration onto the proxy.
@@ -136,6 +149,7 @@ func proxyOptions(cfg *config.Config, logger *slog.Logger) (proxy.Options, error
 		RegistryTeam: regTeam, RegistryInstance: regInstance, SessionTeam: cfg.SessionTeam, TeamMissing: teamMissing,
 		LeadPush: cfg.LeadPush, MessagingSocket: cfg.MessagingSocket, MessagingToken: cfg.MessagingToken,
 		ConfigWarnings:   configWarnings(cfg),
+		TeamProblem:      teamProblem(cfg),
 		Backend:          backend,
 		Defaults:         proxy.ThreadDefaults{Model: defaults.Model, ReasoningEffort: defaults.ReasoningEffort, Sandbox: defaults.Sandbox, ApprovalPolicy: defaults.ApprovalPolicy},
 		Roles:            roles,

@@ -55,6 +55,10 @@ type Options struct {
 	// error of the connection carries them (configwarn.go), since the log
 	// on stderr is hidden from Claude Code's users. optional.
 	ConfigWarnings []string
+	// TeamProblem says what is wrong with the team, "" when nothing is
+	// (tools.Config.TeamProblem: a new agent's result warns with it, and
+	// "team not found" carries it). optional.
+	TeamProblem func() string
 	// Notices are what the client should know about how this server runs,
 	// such as an identity that moved to the next free one because another
 	// serve held the default (team-lead-2): the server's instructions end

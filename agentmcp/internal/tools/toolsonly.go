@@ -26,6 +26,9 @@ type ToolsOptions struct {
 	Identity string
 	// Version is the server's version in serverInfo. optional: "" means "dev".
 	Version string
+	// TeamProblem says what is wrong with the team, "" when nothing is;
+	// a "team not found" failure carries it (did you mean …). optional.
+	TeamProblem func() string
 	// Logger receives logs. optional: nil means discard.
 	Logger *slog.Logger
 }
@@ -67,8 +70,9 @@ func ServeTools(ctx context.Context, opts ToolsOptions, r io.Reader, w io.Writer
 	}
 	defer audit.Close()
 	tools := &atmTools{
-		atm:  atm,
-		team: opts.Team,
+		atm:         atm,
+		team:        opts.Team,
+		teamProblem: opts.TeamProblem,
 		// Who acts is fixed; atm_read's "from" is a filter of whose mail to
 		// read, not an identity, and no other tool takes it.
 		sender: func(a mcpconn.Args) (string, error) {
