@@ -59,7 +59,7 @@ func onConflict(cfg *config.Config, opts *proxy.Options, err error, conflict *re
 	switch {
 	case !cfg.ClaudeCode:
 		return nil, clashError(cfg, err)
-	case !identityDefaulted(cfg):
+	case !cfg.IdentityDefaulted():
 		return nil, errStandBy
 	}
 	held, notices := cfg.Identity, opts.Notices
@@ -87,14 +87,6 @@ func onConflict(cfg *config.Config, opts *proxy.Options, err error, conflict *re
 	logger.Warn("identity held by another serve, and so are its next free ones", "held", held, "up_to", fmt.Sprintf("%s-%d", held, maxLeadSuffix))
 	opts.Identity, opts.RegistryInstance, opts.Notices = held, held, notices
 	return nil, errStandBy
-}
-
-// identityDefaulted reports whether nobody chose serve's identity: it is
-// the Claude Code session's team-lead (or the plain default), and not the
-// lead of a session team, whose registry is the session's own.
-func identityDefaulted(cfg *config.Config) bool {
-	k := cfg.Sources["identity"].Kind
-	return (k == config.SourceSession || k == config.SourceDefault) && !cfg.SessionTeam
 }
 
 // standBy runs serve as a server that claims nothing and answers every

@@ -129,6 +129,12 @@ func (d *doctor) identity() check {
 	case errors.As(err, &conflict) && d.underClaudeCode() && ownSession(conflict.HolderPID):
 		c.Status = statusOK
 		c.Detail = fmt.Sprintf("%s is held by the serve of the Claude Code session that runs this check (pid %d)", inst, conflict.HolderPID)
+	case errors.As(err, &conflict) && d.underClaudeCode() && d.cfg.IdentityDefaulted():
+		c.Status = statusWarn
+		c.Detail = fmt.Sprintf("%s is held by another serve (pid %d since %s): another Claude Code window? "+
+			"This window's serve takes the next free identity (%s-2 or on) and says so", inst, conflict.HolderPID,
+			conflict.Since.Local().Format(time.DateTime), inst)
+		c.Fix = "to choose the name, start Claude Code with ATM_AGENT_MCP_IDENTITY=NAME claude"
 	case errors.As(err, &conflict):
 		c.Status = statusMissing
 		c.Detail = fmt.Sprintf("%s is held by another serve (pid %d since %s): another Claude Code window?", inst, conflict.HolderPID,
