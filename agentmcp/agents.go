@@ -33,7 +33,7 @@ func agentBackends(cfg *config.Config, guard []string, logger *slog.Logger) map[
 			opts = append(opts, acp.ConfigOption{ID: o.ID, Value: o.Value})
 		}
 		out[name] = codexchild.NewACP(codexchild.ACPConfig{
-			Name: name, Command: a.Command, Args: a.Args, Env: a.EnvList(),
+			Name: name, Command: a.Command, Args: a.Args, Env: append(a.EnvList(), parentServeEnv(cfg)),
 			Mode: a.Mode, ConfigOptions: opts, Resume: a.Resume, ToolTransport: a.MCPTransport, Guard: guard,
 			InitTimeout: min(cfg.HandshakeTimeout, cfg.RequestTimeout), TurnTimeout: cfg.RequestTimeout,
 			Logger: logger.With("component", "agent"),

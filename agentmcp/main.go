@@ -20,5 +20,5 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(
 	if len(args) > 0 && args[0] == guardCommand {
 		return guard.Main(args[1:])
 	}
-	return cli.Run(args, stdin, stdout, stderr, getenv, cli.Programs{Serve: serve, Tools: toolsServer})
+	return cli.Run(args, stdin, stdout, stderr, getenv, cli.Programs{Serve: serve, Tools: toolsServer, Nested: nested, PluginVersion: pluginVersion()})
 }

@@ -19,7 +19,6 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/stdio"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/tools"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
-	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
 // serveProcs is how many processors serve runs Go code on (0: leave the
@@ -36,7 +35,9 @@ func serveProcs(getenv func(string) string) int {
 	return 1
 }
 
-// serve runs the MCP proxy with the resolved configuration.
+// serve runs the MCP proxy with the resolved configuration. When another
+// serve holds its identity it exits with the clash and its fix, except
+// under Claude Code (identity.go).
 func serve(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout io.Writer, logger *slog.Logger) error {
 	if n := serveProcs(os.Getenv); n > 0 {
 		runtime.GOMAXPROCS(n)
@@ -46,12 +47,13 @@ func serve(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout io.W
 		return err
 	}
 	srv, err := proxy.New(opts)
-	if err != nil {
-		var conflict *registry.ConflictError
-		if _, inst := cfg.RegistryTeam(); errors.As(err, &conflict) && conflict.Identity == inst {
-			return fmt.Errorf("%w\nanother serve (another Claude Code window?) runs as %q in team %q: %s",
-				err, cfg.Identity, cfg.Team, cfg.IdentityAdvice())
+	if conflict := instanceConflict(cfg, err); conflict != nil {
+		srv, err = onConflict(cfg, &opts, err, conflict, logger)
+		if errors.Is(err, errStandBy) {
+			return standBy(ctx, cfg, conflict, stdin, stdout, logger)
 		}
+	}
+	if err != nil {
 		return err
 	}
 	if cfg.Resume.Enabled {
@@ -64,13 +66,39 @@ func serve(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout io.W
 	return srv.Run(ctx, in, out)
 }
 
+// nested runs a serve started inside one of serve's own agents
+// (config.EnvParentServe): it stands by with no tools and claims nothing.
+func nested(ctx context.Context, parent string, stdin io.Reader, stdout io.Writer, logger *slog.Logger) error {
+	in, out, release := stdio.Pollable(stdin, stdout)
+	defer release()
+	return proxy.RunStandby(ctx, proxy.StandbyConfig{
+		Why: "atm-agent-mcp is not active in this session: it runs inside an agent of the atm-agent-mcp serve (" + parent +
+			") that leads the team, and an agent must not start a second lead of it. Send and read team mail with your own team-mail tools " +
+			"(atm_send, atm_read, atm_broadcast, atm_pending_count).",
+		Version: cli.Version(), Logger: logger,
+	}, in, out)
+}
+
 // toolsServer runs the per-thread tools-only server. It ends with its
 // stdin, and also when its parent (Codex) is gone: Codex starts it in a
 // process group of its own, where the kill of Codex's group does not reach.
 func toolsServer(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout io.Writer, logger *slog.Logger) error {
 	go exitWithParent(logger)
 	return tools.ServeTools(ctx, tools.ToolsOptions{Home: cfg.Home, Team: cfg.Team, Identity: cfg.Identity,
-		Agent: os.Getenv(session.EnvSessionKind), AgentID: os.Getenv(session.EnvSessionAgentID), AuditTeam: os.Getenv(session.EnvRegistryTeam), Version: cli.Version(), Logger: logger}, stdin, stdout)
+		Agent: os.Getenv(session.EnvSessionKind), AgentID: os.Getenv(session.EnvSessionAgentID), AuditTeam: os.Getenv(session.EnvRegistryTeam),
+		Version: cli.Version(), TeamProblem: teamProblem(cfg), Logger: logger}, stdin, stdout)
+}
+
+// teamProblem says, when it is asked, what is wrong with the configured
+// team ("team \"my-teem\" does not exist (…); did you mean my-team?"), or
+// "" once the team exists.
+func teamProblem(cfg *config.Config) func() string {
+	return func() string {
+		if p, missing := cfg.TeamProblem(); missing {
+			return "team " + p
+		}
+		return ""
+	}
 }
 
 // proxyOptions maps the configuration onto the proxy.
@@ -123,6 +151,7 @@ func proxyOptions(cfg *config.Config, logger *slog.Logger) (proxy.Options, error
 		LeadPush: cfg.LeadPush, MessagingSocket: cfg.MessagingSocket, MessagingToken: cfg.MessagingToken,
 		ClaudeSessionID:  os.Getenv(config.EnvClaudeSessionID),
 		ConfigWarnings:   configWarnings(cfg),
+		TeamProblem:      teamProblem(cfg),
 		Backend:          backend,
 		Defaults:         proxy.ThreadDefaults{Model: defaults.Model, ReasoningEffort: defaults.ReasoningEffort, Sandbox: defaults.Sandbox, ApprovalPolicy: defaults.ApprovalPolicy},
 		Roles:            roles,
@@ -159,7 +188,8 @@ func selfPath() (string, error) {
 // nothing of Codex outlives serve, however serve ends.
 func newBackend(cfg *config.Config, logger *slog.Logger) (codexchild.Backend, error) {
 	return codexchild.New(codexchild.Config{
-		Bin: cfg.CodexBin, Args: cfg.CodexArgs(), Logger: logger, DefaultTimeout: cfg.RequestTimeout, Guard: guardCommandLine(logger),
+		Bin: cfg.CodexBin, Args: cfg.CodexArgs(), Env: []string{parentServeEnv(cfg)},
+		Logger: logger, DefaultTimeout: cfg.RequestTimeout, Guard: guardCommandLine(logger),
 		HandshakeTimeout: min(cfg.HandshakeTimeout, cfg.RequestTimeout),
 		ClientInfo:       codexchild.ClientInfo{Name: "atm-agent-mcp", Version: cli.Version()},
 		Kind:             codexchild.Kind(cfg.Backend),

@@ -3,12 +3,14 @@ package testscripts
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realacp"
 )
@@ -23,6 +25,14 @@ import (
 // tools, and reads agent_status. Every tool result Claude Code got is no
 // error, the mail lands as the agent's identity, and nothing of the agent
 // is left once Claude Code has stopped serve.
+//
+// claude-agent: the lead runs our plugin, installed in its HOME as a
+// user's would be, and starts a Claude agent (the real claude-agent-acp,
+// its model the loopback mock), whose Claude Code loads the same
+// ~/.claude and so our plugin too: the serve it starts inside the agent
+// stands by (it claims nothing; no team-lead-2), Claude Code caches no
+// failure of our server in ~/.claude/mcp-needs-auth-cache.json, and the
+// next claude -p in that HOME has our tools (issue 37).
 func TestClaudeCodeAgents(t *testing.T) {
 	claude := claudeCLI(t, "2.1.332")
 	for _, protocol := range []string{"auto", "2025-11-25"} {
@@ -31,6 +41,158 @@ func TestClaudeCodeAgents(t *testing.T) {
 			claudeLeadsAgent(t, claude, protocol)
 		})
 	}
+	t.Run("claude-agent", func(t *testing.T) {
+		t.Parallel()
+		claudeAgentLoadsPlugin(t, claude)
+	})
+}
+
+// claudeAgentLoadsPlugin is TestClaudeCodeAgents' claude-agent case.
+func claudeAgentLoadsPlugin(t *testing.T, claude string) {
+	acpBin := realacp.Install(t, "claude-agent-acp", "node_modules/.bin/claude-agent-acp")
+	agentAPI := realacp.StartAnthropic(t)
+	repo, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	home := filepath.Join(dir, "home") // the user's, the lead's and the agent's
+	work := filepath.Join(dir, "work")
+	atmHome := filepath.Join(dir, "atm")
+	for _, d := range []string{home, work} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	makeTeam(t, atmHome, "team-lead", "rev-1")
+
+	// The plugin, installed as a user installs it.
+	for _, args := range [][]string{
+		{"plugin", "marketplace", "add", repo},
+		{"plugin", "install", "atm-agent-mcp@atm-agent-mcp"},
+	} {
+		cmd := exec.Command(claude, args...)
+		cmd.Dir, cmd.Env = work, claudeEnv(home, "http://127.0.0.1:9")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("claude %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+
+	// serve's configuration: the Claude agent's model is its own mock; its
+	// Claude Code reads the same HOME as the lead's.
+	config := filepath.Join(dir, "serve.toml")
+	toml := fmt.Sprintf("[plugins.atm-agent-mcp.agents.claude]\ncommand = %q\nenv = { ANTHROPIC_BASE_URL = %q, ANTHROPIC_API_KEY = \"sk-ant-mock\", "+
+		"ANTHROPIC_MODEL = \"claude-sonnet-4-5\", DISABLE_ERROR_REPORTING = \"1\" }\n", acpBin, agentAPI.URL())
+	if err := os.WriteFile(config, []byte(toml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	proxyLog := filepath.Join(dir, "proxy.log")
+	tag := realacp.Tag(t)
+	serveEnv := []string{"ATM_HOME=" + atmHome, "ATM_TEAM=dev", "ATM_CONFIG=" + config, "ATM_AGENT_MCP_CODEX_BIN=mockcodex",
+		"ATM_AGENT_MCP_LOG_FILE=" + proxyLog, "ATM_AGENT_MCP_LOG_LEVEL=debug", "GIT_CEILING_DIRECTORIES=" + dir, realacp.TagEnv + "=" + tag}
+	tool := func(name string) string { return "mcp__plugin_atm-agent-mcp_codex__" + name }
+
+	var agentID string
+	api := startAnthropicMock(t, []mockStep{
+		func([]mockResult) []mockBlock {
+			return []mockBlock{{Tool: "ToolSearch", Input: map[string]any{
+				"query": "select:" + tool("agent_start") + "," + tool("agent_reply") + "," + tool("agent_status"), "max_results": 5}}}
+		},
+		func([]mockResult) []mockBlock {
+			return []mockBlock{{Tool: tool("agent_start"), Input: map[string]any{"agent": "claude", "identity": "rev-1", "prompt": "TURN ONE: say ready"}}}
+		},
+		func(prev []mockResult) []mockBlock {
+			for _, r := range prev {
+				if id := agentIDRe.FindString(r.Text); id != "" {
+					agentID = id
+				}
+			}
+			return []mockBlock{{Tool: tool("agent_reply"), Input: map[string]any{"agent_id": agentID, "prompt": "TURN TWO: again"}}}
+		},
+		func([]mockResult) []mockBlock {
+			return []mockBlock{{Tool: tool("agent_status"), Input: map[string]any{}}}
+		},
+		func([]mockResult) []mockBlock { return []mockBlock{{Text: "the agent ran"}} },
+	})
+	cp := runClaudeP(t, claude, work, claudeEnv(home, api.URL(), serveEnv...), "Start a Claude agent.",
+		"--output-format", "stream-json", "--verbose", "--allowedTools", "mcp__plugin_atm-agent-mcp_codex")
+	mcpLogs := func() []string {
+		logs, _ := filepath.Glob(filepath.Join(home, ".cache", "claude-cli-nodejs", "*", "mcp-logs-plugin-atm-agent-mcp-codex", "*"))
+		return logs
+	}
+	dump := func(r *claudeP) { r.dump(t, append([]string{proxyLog}, mcpLogs()...)...) }
+	results := streamToolResults(cp.stdout.Bytes())
+	if cp.err != nil || len(results) != 4 {
+		dump(cp)
+		t.Fatalf("claude -p: %v; %d tool results, want 4", cp.err, len(results))
+	}
+	for i, want := range []string{``, `REPLY TO TURN ONE: say ready`, `REPLY TO TURN TWO: again`, `"instance_identity":"team-lead"`} {
+		if r := results[i]; r.IsError || !strings.Contains(strings.ReplaceAll(r.Text, `": "`, `":"`), want) {
+			t.Errorf("tool result %d (error %v) lacks %s:\n%s", i, r.IsError, want, clipLog(r.Text, 3000))
+		}
+	}
+
+	// The agent's Claude Code started our plugin's server, which stood by.
+	var stoodBy bool
+	for _, f := range mcpLogs() {
+		b, _ := os.ReadFile(f)
+		stoodBy = stoodBy || bytes.Contains(b, []byte("standing by: this serve runs inside an agent of another serve"))
+	}
+	if !stoodBy {
+		t.Errorf("no MCP log of the agent's Claude Code shows our server standing by: %v", mcpLogs())
+	}
+	if _, err := os.Stat(filepath.Join(atmHome, ".config", "atm", "agent-sessions", "dev", "team-lead-2.lock")); err == nil {
+		t.Errorf("a serve inside the agent claimed team-lead-2: it joined the team instead of standing by")
+	}
+	cache, _ := os.ReadFile(filepath.Join(home, ".claude", "mcp-needs-auth-cache.json"))
+	if bytes.Contains(cache, []byte("plugin:atm-agent-mcp")) {
+		t.Errorf("Claude Code cached a failure of our server: %s", cache)
+	}
+
+	// The next session in the same HOME has our tools.
+	next := startAnthropicMock(t, []mockStep{
+		func([]mockResult) []mockBlock {
+			return []mockBlock{{Tool: "ToolSearch", Input: map[string]any{"query": "select:" + tool("agent_sessions"), "max_results": 5}}}
+		},
+		func([]mockResult) []mockBlock {
+			return []mockBlock{{Tool: tool("agent_sessions"), Input: map[string]any{}}}
+		},
+		func([]mockResult) []mockBlock { return []mockBlock{{Text: "listed"}} },
+	})
+	cp2 := runClaudeP(t, claude, work, claudeEnv(home, next.URL(), serveEnv...), "List the agents.",
+		"--output-format", "stream-json", "--verbose", "--allowedTools", "mcp__plugin_atm-agent-mcp_codex")
+	results = streamToolResults(cp2.stdout.Bytes())
+	if cp2.err != nil || len(results) != 2 || results[1].IsError || !strings.Contains(results[1].Text, agentID) {
+		dump(cp2)
+		t.Fatalf("the next claude -p (%v): %+v", cp2.err, results)
+	}
+	if !regexp.MustCompile(`"name":"plugin:atm-agent-mcp:codex","status":"connected"`).Match(cp2.stdout.Bytes()) {
+		t.Errorf("the next session's init does not show our server connected")
+	}
+	if left := realacp.Leftover(tag, 10*time.Second); len(left) > 0 {
+		t.Errorf("left running: %v", left)
+	}
+	if t.Failed() {
+		dump(cp)
+	}
+}
+
+// streamToolResults are the tool results of Claude Code's stream-json
+// output, in order.
+func streamToolResults(out []byte) []mockResult {
+	var results []mockResult
+	for _, line := range bytes.Split(out, []byte("\n")) {
+		var ev struct {
+			Type    string `json:"type"`
+			Message struct {
+				Content json.RawMessage `json:"content"`
+			} `json:"message"`
+		}
+		if json.Unmarshal(line, &ev) == nil && ev.Type == "user" {
+			results = append(results, toolResults(ev.Message.Content)...)
+		}
+	}
+	return results
 }
 
 func claudeLeadsAgent(t *testing.T, claude, protocol string) {

@@ -164,10 +164,19 @@ func TestClaudePlugin(t *testing.T) {
 			if !connected {
 				t.Errorf("init: the plugin's server is not connected: %+v", ev.MCPServers)
 			}
-			for _, name := range []string{"codex", "codex-reply", "agent_wait", "atm_send", "agent_restart_codex"} {
+			ours := 0
+			for _, name := range ev.Tools {
+				if strings.HasPrefix(name, tool("")) {
+					ours++
+				}
+			}
+			for _, name := range toolNames(t) {
 				if !containsStr(ev.Tools, tool(name)) {
 					t.Errorf("init: %s is missing from the tools %v", tool(name), ev.Tools)
 				}
+			}
+			if ours != len(toolNames(t)) {
+				t.Errorf("init: %d tools of the plugin's server, want the %d of tools.json: %v", ours, len(toolNames(t)), ev.Tools)
 			}
 			if !containsStr(ev.Skills, "atm-agent-mcp:lead-codex-team") {
 				t.Errorf("init: the skill is missing from %v", ev.Skills)
@@ -211,7 +220,9 @@ func TestClaudePlugin(t *testing.T) {
 
 	// The plugin's /atm-agent-mcp:doctor command runs doctor through the
 	// launcher and hands its report to the model: every check of this
-	// setup is ok, the identity held by this session's own serve included.
+	// setup is ok, the identity held by this session's own serve included,
+	// no failure of the server cached, and the launcher's plugin version
+	// the binary's.
 	prompts := &promptLog{}
 	doctorAPI := &anthropicMock{t: t, script: []mockStep{func([]mockResult) []mockBlock { return []mockBlock{{Text: "checked"}} }}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -236,6 +247,8 @@ func TestClaudePlugin(t *testing.T) {
 		`(?m)^ok +identity +window2 is held by the serve of the Claude Code session that runs this check \(pid [0-9]+\)$`,
 		`(?m)^ok +codex +` + regexp.QuoteMeta(mockcodexBin) + `, Codex 0\.169\.0, driven as app-server`,
 		`(?m)^ok +login +` + regexp.QuoteMeta(filepath.Join(dir, "codex-home", "auth.json")) + ` exists`,
+		`(?m)^ok +claude-cache +Claude Code has cached no failure of the atm-agent-mcp plugin's server`,
+		`(?m)^ok +plugin +started by the launcher of plugin ` + regexp.QuoteMeta(pluginVersion(t)) + `, the version this binary was built with`,
 		`Explain the result to the user`,
 	} {
 		if !regexp.MustCompile(want).MatchString(report) {
@@ -286,7 +299,10 @@ func (p *promptLog) text() string {
 // TestClaudePluginLauncher checks the plugin's launcher on its own: it
 // runs atm-agent-mcp from ATM_AGENT_MCP_BIN, from the plugin's data folder
 // or from PATH, and without one it says on stderr how to install it and
-// exits 127.
+// exits 127. A binary built with another plugin version (a stale build
+// first on PATH) gives way to one of the plugin's version found later;
+// when there is none it runs, after the launcher said on stderr what to
+// do; the binary learns the plugin's version (ATM_AGENT_MCP_PLUGIN_VERSION).
 func TestClaudePluginLauncher(t *testing.T) {
 	t.Parallel()
 	launcher, err := filepath.Abs(filepath.Join("..", pluginDir, "bin", "atm-agent-mcp-launch"))
@@ -306,6 +322,35 @@ func TestClaudePluginLauncher(t *testing.T) {
 		t.Fatal(err)
 	}
 	sysPath := "/usr/bin:/bin"
+	want := pluginVersion(t)
+	// Stale builds: one from before plugin-version existed, one of an
+	// older plugin, one of a newer plugin. Each says who it is and which
+	// plugin version the launcher told it.
+	stale := t.TempDir()
+	fake := func(name, pluginVersion string) string {
+		dir := filepath.Join(stale, name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		answer := `echo "atm-agent-mcp: error: unexpected argument plugin-version" >&2; exit 2`
+		if pluginVersion != "" {
+			answer = "echo " + pluginVersion
+		}
+		script := "#!/bin/sh\nif [ \"$1\" = plugin-version ]; then " + answer + "; fi\necho \"" + name + " told plugin $ATM_AGENT_MCP_PLUGIN_VERSION\"\n"
+		if err := os.WriteFile(filepath.Join(dir, "atm-agent-mcp"), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	old, older, newer := fake("old", ""), fake("older", "0.0.1"), fake("newer", "99.0.0")
+	goHome := t.TempDir() // HOME whose go/bin holds the binary of this plugin
+	if err := os.MkdirAll(filepath.Join(goHome, "go", "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(proxy, filepath.Join(goHome, "go", "bin", "atm-agent-mcp")); err != nil {
+		t.Fatal(err)
+	}
+	staleWarning := "but this plugin is " + want + `: tools the plugin's skill and commands use may be missing`
 	for _, tc := range []struct {
 		name     string
 		env      []string
@@ -318,6 +363,19 @@ func TestClaudePluginLauncher(t *testing.T) {
 		{"ATM_AGENT_MCP_BIN", []string{"PATH=" + sysPath, "ATM_AGENT_MCP_BIN=" + proxy}, 0, "atm-agent-mcp ", nil},
 		{"ATM_AGENT_MCP_BIN wrong", []string{"PATH=" + filepath.Dir(proxy) + ":" + sysPath, "ATM_AGENT_MCP_BIN=" + filepath.Join(empty, "nope")}, 127, "",
 			[]string{"ATM_AGENT_MCP_BIN=" + filepath.Join(empty, "nope") + " is not an executable file"}},
+		{"a stale build on PATH gives way to the plugin's in ~/go/bin", []string{"PATH=" + old + ":" + sysPath, "HOME=" + goHome}, 0, "atm-agent-mcp ", nil},
+		{"only a build from before plugin-version", []string{"PATH=" + old + ":" + sysPath}, 0, "old told plugin " + want, []string{
+			filepath.Join(old, "atm-agent-mcp") + " was built with an older plugin (it has no plugin-version command), " + staleWarning,
+			"git pull && make install", "Running it anyway.",
+		}},
+		{"only a build of an older plugin", []string{"PATH=" + older + ":" + sysPath}, 0, "older told plugin " + want, []string{
+			filepath.Join(older, "atm-agent-mcp") + " was built with plugin 0.0.1, " + staleWarning,
+		}},
+		{"only a build of a newer plugin", []string{"PATH=" + newer + ":" + sysPath}, 0, "newer told plugin " + want, []string{
+			"was built with plugin 99.0.0, " + staleWarning, "claude plugin update atm-agent-mcp@atm-agent-mcp",
+		}},
+		{"ATM_AGENT_MCP_BIN of another version runs, with the warning", []string{"PATH=" + filepath.Dir(proxy) + ":" + sysPath, "ATM_AGENT_MCP_BIN=" + filepath.Join(older, "atm-agent-mcp")},
+			0, "older told plugin " + want, []string{"was built with plugin 0.0.1, " + staleWarning}},
 		{"missing", []string{"PATH=" + sysPath}, 127, "", []string{
 			"the atm-agent-mcp binary was not found",
 			"go install github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/cmd/atm-agent-mcp@latest",
@@ -327,7 +385,7 @@ func TestClaudePluginLauncher(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(launcher, "--version")
-			cmd.Env = append([]string{"HOME=" + empty}, tc.env...)
+			cmd.Env = append([]string{"HOME=" + empty}, tc.env...) // a later HOME wins
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			err := cmd.Run()
@@ -345,8 +403,27 @@ func TestClaudePluginLauncher(t *testing.T) {
 					t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
 				}
 			}
+			if len(tc.stderr) == 0 && stderr.Len() > 0 {
+				t.Errorf("stderr: %s", stderr.String())
+			}
 		})
 	}
+}
+
+// pluginVersion is the version of the repository's plugin.
+func pluginVersion(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", pluginDir, ".claude-plugin", "plugin.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Version string `json:"version"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil || m.Version == "" {
+		t.Fatalf("plugin.json has no version (%v): %s", err, b)
+	}
+	return m.Version
 }
 
 // startFirstWindow starts `atm-agent-mcp serve` as another window would, waits

@@ -24,7 +24,10 @@ import (
 // their "<!-- recipe: NAME -->" markers: the team (a shell block, in an
 // empty HOME), the registration (the .mcp.json block: no --identity, so two
 // windows with their own ATM_AGENT_MCP_IDENTITY run side by side, and a
-// third with a taken identity is told how to pick another), the first
+// third with a taken identity is told how to pick another), the second
+// window's command line (ATM_AGENT_MCP_IDENTITY=lead-2 claude, inline: run
+// by bash with the real Claude Code headless as claude, beside a first
+// window that holds team-lead; its lead's mail stays pushed), the first
 // conversation (each "tool {arguments}" line as a tools/call against
 // mockcodex: arch's mail reaches dev-1, a member of the recipe's team), and
 // the offline-Codex recipe of docs/configuration.md with the real Codex
@@ -120,6 +123,58 @@ func TestREADMERecipes(t *testing.T) {
 	if !bytes.Contains(inbox, []byte(`"from": "arch"`)) && !bytes.Contains(inbox, []byte(`"from":"arch"`)) {
 		t.Errorf("dev-1's inbox has no mail from arch: %s", inbox)
 	}
+
+	// The second window, as written, with the real Claude Code (headless:
+	// its "claude" runs claude -p): a first window holds the default
+	// team-lead; the second is lead-2, its mail is pushed into its session,
+	// and an agent started without an identity is codex, not lead-2.
+	t.Run("second-window", func(t *testing.T) {
+		claude := claudeCLI(t, "2.1.332")
+		second := inlineRecipe(t, "README.md", regexp.MustCompile("`(ATM_AGENT_MCP_IDENTITY=[a-z0-9-]+ claude)`"))
+		first := startRecipeServe(t, home, append(serveEnv, "CLAUDECODE=1", "CLAUDE_CODE_SESSION_ID=0f3cda09-0000-4000-8000-000000000001"), args)
+		if res := first.call(t, "tools/call", `{"name":"agent_status","arguments":{}}`); !strings.Contains(res, `"instance_identity":"team-lead"`) {
+			t.Fatalf("the first window: %s", clipLog(res, 2000))
+		}
+		work, bin := t.TempDir(), t.TempDir()
+		if err := os.WriteFile(filepath.Join(work, ".mcp.json"), []byte(reg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		wrapper := "#!/bin/sh\nexec " + claude + " -p 'Look at the team.' --output-format stream-json --verbose --allowedTools mcp__codex\n"
+		if err := os.WriteFile(filepath.Join(bin, "claude"), []byte(wrapper), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		api := startAnthropicMock(t, []mockStep{
+			func([]mockResult) []mockBlock {
+				return []mockBlock{{Tool: "ToolSearch", Input: map[string]any{"query": "select:mcp__codex__agent_status,mcp__codex__codex", "max_results": 5}}}
+			},
+			func([]mockResult) []mockBlock {
+				return []mockBlock{{Tool: "mcp__codex__agent_status", Input: map[string]any{}}}
+			},
+			func([]mockResult) []mockBlock {
+				return []mockBlock{{Tool: "mcp__codex__codex", Input: map[string]any{"prompt": "hello from the second window"}}}
+			},
+			func([]mockResult) []mockBlock { return []mockBlock{{Text: "looked"}} },
+		})
+		env := claudeEnv(home, api.URL(), "ATM_AGENT_MCP_CODEX_BIN="+mockcodexBin, "GIT_CEILING_DIRECTORIES="+filepath.Dir(home),
+			"PATH="+bin+":"+os.Getenv("PATH"))
+		out, err := runShell(t, work, env, second+"\n")
+		results := streamToolResults([]byte(out))
+		if err != nil || len(results) != 3 {
+			t.Fatalf("%s: %v; %d tool results, want 3\n%s", second, err, len(results), clipLog(out, 8000))
+		}
+		status := strings.ReplaceAll(results[1].Text, `": "`, `":"`)
+		for _, want := range []string{`"instance_identity":"lead-2"`, `"path":"socket"`} {
+			if results[1].IsError || !strings.Contains(status, want) {
+				t.Errorf("agent_status in the second window lacks %s: %s", want, clipLog(status, 3000))
+			}
+		}
+		if strings.Contains(status, "default identity") {
+			t.Errorf("agent_status says the lead's mail belongs to an agent: %s", clipLog(status, 3000))
+		}
+		if res := strings.ReplaceAll(results[2].Text, `": "`, `":"`); results[2].IsError || !strings.Contains(res, `"identity":"codex"`) {
+			t.Errorf("an agent without an identity in the second window: %s", clipLog(res, 3000))
+		}
+	})
 
 	// The offline Codex recipe, with the real Codex.
 	t.Run("offline-codex", func(t *testing.T) {
@@ -227,6 +282,22 @@ func recipe(t *testing.T, file, name string) (lang, body string) {
 	}
 	t.Fatalf("%s has no recipe %q", file, name)
 	return "", ""
+}
+
+// inlineRecipe returns the first submatch of re in a file of the
+// repository: a command the text gives inline, such as
+// `ATM_AGENT_MCP_IDENTITY=lead-2 claude`. It must occur exactly once.
+func inlineRecipe(t *testing.T, file string, re *regexp.Regexp) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := re.FindAllStringSubmatch(string(b), -1)
+	if len(ms) != 1 {
+		t.Fatalf("%s gives %d commands matching %s, want 1", file, len(ms), re)
+	}
+	return ms[0][1]
 }
 
 // runShell runs a shell recipe with bash -e in dir, in a process group of

@@ -41,6 +41,8 @@ type app struct {
 	Sessions sessionsCmd `cmd:"" help:"List (or prune) the sessions of every proxy instance of the team."`
 	Summary  summaryCmd  `cmd:"" help:"Print the saved summary of a session."`
 	Doctor   doctorCmd   `cmd:"" help:"Check what serve needs (team, identity, Codex, its login, bubblewrap, configuration) and how to fix what is missing."`
+
+	PluginVersion pluginVersionCmd `cmd:"" name:"plugin-version" help:"Print the version of the Claude Code plugin this binary was built with (the plugin's launcher compares it with its own)." hidden:""`
 }
 
 // runEnv is what every command's Run receives.

@@ -53,6 +53,8 @@ func (doctorCmd) Help() string {
   login        Codex is logged in, or its model provider's API key variable is set
   bubblewrap   bwrap is on PATH (Linux), for Codex's sandbox
   claude-code  under Claude Code: its session and agent team, and which team serve joins
+  claude-cache Claude Code has not cached a failure of the plugin's server (it would start sessions without it for 15 minutes)
+  plugin       the Claude Code plugin and this binary are of the same version, and so is the atm-agent-mcp on PATH
   agent:NAME   each agent kind (claude, gemini, opencode, [plugins.atm-agent-mcp.agents.NAME]): its program found, and its version; a missing one fails only when configured
 
 Exits 1 when something serve needs is missing (0 with --exit-zero); warnings alone exit 0. Nothing is created or changed. Run from Claude Code's Bash tool, the serve of that same session holding the identity is fine.`
@@ -73,7 +75,7 @@ func (c *doctorCmd) Run(env *runEnv) error {
 		checks = []check{{Name: "config", Status: statusMissing, Detail: oneLine(err),
 			Fix: "correct the file, key, variable or flag named above; serve refuses to start until then"}}
 	} else {
-		d := &doctor{cfg: cfg, getenv: env.getenv}
+		d := &doctor{cfg: cfg, getenv: env.getenv, pluginVersion: env.progs.PluginVersion}
 		checks = d.run(ctx)
 	}
 	if err := printChecks(env, cfg, checks, c.JSON); err != nil {

@@ -38,6 +38,9 @@ const (
 type doctor struct {
 	cfg    *config.Config
 	getenv func(string) string
+	// pluginVersion is the plugin version this binary was built with
+	// (Programs.PluginVersion).
+	pluginVersion string
 
 	codexPath    string // set by the codex check when found
 	codexVersion string // "0.169.0"; "" when unknown
@@ -46,7 +49,7 @@ type doctor struct {
 // run runs every check in order.
 func (d *doctor) run(ctx context.Context) []check {
 	out := []check{d.config(), d.team(), d.identity(), d.codex(ctx)}
-	out = append(out, d.login(ctx), d.bubblewrap(), d.claudeCode())
+	out = append(out, d.login(ctx), d.bubblewrap(), d.claudeCode(), d.claudeCache(time.Now()), d.plugin(ctx))
 	return append(out, d.agents(ctx)...)
 }
 
@@ -126,6 +129,12 @@ func (d *doctor) identity() check {
 	case errors.As(err, &conflict) && d.underClaudeCode() && ownSession(conflict.HolderPID):
 		c.Status = statusOK
 		c.Detail = fmt.Sprintf("%s is held by the serve of the Claude Code session that runs this check (pid %d)", inst, conflict.HolderPID)
+	case errors.As(err, &conflict) && d.underClaudeCode() && d.cfg.IdentityDefaulted():
+		c.Status = statusWarn
+		c.Detail = fmt.Sprintf("%s is held by another serve (pid %d since %s): another Claude Code window? "+
+			"This window's serve takes the next free identity (%s-2 or on) and says so", inst, conflict.HolderPID,
+			conflict.Since.Local().Format(time.DateTime), inst)
+		c.Fix = "to choose the name, start Claude Code with ATM_AGENT_MCP_IDENTITY=NAME claude"
 	case errors.As(err, &conflict):
 		c.Status = statusMissing
 		c.Detail = fmt.Sprintf("%s is held by another serve (pid %d since %s): another Claude Code window?", inst, conflict.HolderPID,

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/config"
@@ -27,6 +28,16 @@ type Programs struct {
 	// Tools runs the tools-only MCP server of one Codex thread (atm_send &
 	// co. bound to cfg.Identity). optional: nil makes tools fail.
 	Tools Server
+	// Nested runs serve when it was started inside one of serve's own
+	// agents (config.EnvParentServe set, to parent): a server that claims
+	// nothing and offers nothing, so that the agent's client connects
+	// without error. It runs before the configuration is read, which may
+	// fail there. optional: nil makes such a serve fail.
+	Nested func(ctx context.Context, parent string, stdin io.Reader, stdout io.Writer, logger *slog.Logger) error
+	// PluginVersion is the version of the Claude Code plugin this binary
+	// was built with (its plugin.json; see plugin.go). optional: "" makes
+	// plugin-version fail and skips the comparisons.
+	PluginVersion string
 }
 
 // errNotBuilt is returned by serve and tools without their Server.
@@ -67,12 +78,18 @@ func (c *serveCmd) flags() config.Flags {
 }
 
 func (c *serveCmd) Run(env *runEnv) error {
+	if parent := strings.TrimSpace(env.getenv(config.EnvParentServe)); parent != "" {
+		return runNested(env, parent)
+	}
 	cfg, err := env.load(c.flags(), true)
 	if err != nil {
 		return err
 	}
 	if w, ok := cfg.TeamWarning(); ok {
 		cfg.Warnings = append(cfg.Warnings, w) // logged, and shown to the client
+	}
+	if w, ok := pluginWarning(env); ok {
+		cfg.Warnings = append(cfg.Warnings, w)
 	}
 	return runServer(env, cfg, env.progs.Serve)
 }
@@ -135,6 +152,22 @@ func runServer(env *runEnv, cfg *config.Config, hook Server) error {
 	logger.Info("starting", "version", Version(), "team", cfg.Team, "team_source", cfg.Sources["team"].String(),
 		"identity", cfg.Identity, "backend", cfg.Backend)
 	return hook(ctx, cfg, env.stdin, env.stdout, logger)
+}
+
+// runNested runs the Nested program on stdin/stdout until stdin ends or a
+// signal arrives, logging to stderr (the agent's client keeps it).
+func runNested(env *runEnv, parent string) error {
+	if env.progs.Nested == nil {
+		return errNotBuilt
+	}
+	w, closeFn := stdio.LogWriter(env.stderr)
+	defer closeFn()
+	logger := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	logger.Info("standing by: this serve runs inside an agent of another serve, which leads the team; it claims nothing",
+		"version", Version(), "parent", parent, "variable", config.EnvParentServe)
+	return env.progs.Nested(ctx, parent, env.stdin, env.stdout, logger)
 }
 
 // newLogger returns the slog logger of cfg: text lines at cfg.LogLevel, to

@@ -41,8 +41,11 @@ var (
 
 // Defaults of the keys that have one.
 const (
-	DefaultTeam                 = "default"
-	DefaultIdentity             = "codex"
+	DefaultTeam     = "default"
+	DefaultIdentity = "codex"
+	// DefaultSessionIdentity is default_identity's default: the identity
+	// of an agent started without one, whatever serve's own identity is.
+	DefaultSessionIdentity      = "codex"
 	DefaultCodexBin             = "codex"
 	DefaultBackend              = "auto"
 	DefaultSandbox              = "workspace-write"
@@ -115,7 +118,7 @@ type Source struct {
 	Kind SourceKind `json:"kind"`
 	// Detail is the flag ("--model"), the environment variable
 	// ("ATM_AGENT_MCP_MODEL"), the file path, or for a default an optional
-	// note ("same as identity").
+	// note ("Codex's own default").
 	Detail string `json:"detail,omitempty"`
 	// Key is the TOML key inside the file ("plugins.atm-agent-mcp.model");
 	// empty unless Kind is SourceFile.
@@ -163,7 +166,13 @@ type Config struct {
 	// SessionTeam is true when Team is the team of the Claude Code session
 	// that started serve (no team was configured; see RegistryTeam).
 	SessionTeam bool
-	Identity    string // instance identity (see the package doc for the chain)
+	// ClaudeCode is true when serve's client is Claude Code: it set
+	// CLAUDE_CODE_SESSION_ID, CLAUDECODE=1 or its messaging socket. Its
+	// user does not see serve's stderr, so serve must not fail its
+	// connection where it can stand by and say why (see the agentmcp
+	// package).
+	ClaudeCode bool
+	Identity   string // instance identity (see the package doc for the chain)
 	// DefaultIdentity binds a session started without an explicit identity.
 	DefaultIdentity string
 	CodexBin        string // Codex executable: a name looked up in PATH, or a path

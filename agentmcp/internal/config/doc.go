@@ -60,26 +60,31 @@
 //     atm CLI set ATM_IDENTITY for the human or lead agent that starts the
 //     proxy; inheriting it must not make Codex speak under their name when
 //     the plugin names its own identity.
-//   - DefaultIdentity (a session started without an explicit identity,
+//   - DefaultIdentity (an agent started without an explicit identity,
 //     FR-2.5): ATM_AGENT_MCP_DEFAULT_IDENTITY, `default_identity` (files),
-//     then Identity — which itself ends in "codex".
+//     then "codex". It is a setting of its own, never Identity's value:
+//     the lead's identity (the one serve's own mail is sent as and pushed
+//     for) names the lead, and a second window's
+//     ATM_AGENT_MCP_IDENTITY=lead-2 must not hand lead-2's mail to the
+//     first agent started without an identity. Outside Claude Code both
+//     end in "codex", so that there an agent without an identity still
+//     reads the mail of serve's default identity.
 //
 // Team: --team, ATM_TEAM, `[core] default_team`, then the Claude Code
-// session's team, then "default" (ATM's own default). Identity and
-// DefaultIdentity end differently under Claude Code (below).
+// session's team, then "default" (ATM's own default). Identity ends
+// differently under Claude Code (below).
 //
 // # Under Claude Code
 //
 // Claude Code gives every stdio MCP server it starts its session id
 // (CLAUDE_CODE_SESSION_ID). serve's client is then a Claude Code session:
 // unless an identity is configured, its identity is team-lead (source
-// "claude-code session"), and a Codex session started without an identity
-// is "codex" unless default_identity says otherwise, so that the client's
-// mail is its own. When no team is configured either and the session's
-// team directory {home}/.claude/teams/session-<first 8 chars of the id>/
-// exists (an interactive session with agent teams on), that is the team,
-// and then a configured identity is the lead's too (Codex sessions still
-// default to "codex"). Such a team's name changes with every Claude Code
+// "claude-code session"); an agent started without an identity is "codex"
+// (default_identity), so that the client's mail is its own. When no team
+// is configured either and the session's team directory
+// {home}/.claude/teams/session-<first 8 chars of the id>/ exists (an
+// interactive session with agent teams on), that is the team, and then a
+// configured identity is the lead's. Such a team's name changes with every Claude Code
 // session, so its state lives under the fixed registry key "claude-code"
 // (see [Config.RegistryTeam]). The messaging socket Claude Code offers
 // (CLAUDE_CODE_MESSAGING_SOCKET and _TOKEN) is read into

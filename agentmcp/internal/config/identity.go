@@ -23,3 +23,13 @@ func (c *Config) IdentityAdvice() string {
 	}
 	return perWindow + " (the default identity is the same for every window)"
 }
+
+// IdentityDefaulted reports whether nobody chose the instance identity: it
+// is the Claude Code session's team-lead (or the plain default) outside a
+// session team, whose registry is the session's own. Under Claude Code
+// such an identity, when another serve holds it, moves to the next free
+// one (team-lead-2); a chosen one does not.
+func (c *Config) IdentityDefaulted() bool {
+	k := c.Sources["identity"].Kind
+	return (k == SourceSession || k == SourceDefault) && !c.SessionTeam
+}

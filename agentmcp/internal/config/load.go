@@ -184,11 +184,10 @@ func (r *resolver) resolveAll(cfg *Config, opts LoadOptions) {
 		flagL("--identity"), envL(envName("identity")), pluginL("identity"),
 		envL("ATM_IDENTITY"), coreL("identity"),
 	})
-	cfg.DefaultIdentity = r.name("default_identity", "", std("default_identity", ""))
-	if cfg.DefaultIdentity == "" {
-		cfg.DefaultIdentity = cfg.Identity
-		cfg.Sources["default_identity"] = Source{Kind: SourceDefault, Detail: "same as identity"}
-	}
+	// The agents' default identity is a setting of its own: naming this
+	// serve's identity (a second window's ATM_AGENT_MCP_IDENTITY) does not
+	// make the lead's mail theirs.
+	cfg.DefaultIdentity = r.name("default_identity", DefaultSessionIdentity, std("default_identity", ""))
 	cfg.CodexBin = r.program("codex_bin", DefaultCodexBin, std("codex_bin", "--codex-bin"))
 	cfg.Backend = r.enum("backend", DefaultBackend, Backends, std("backend", "--backend"))
 

@@ -276,7 +276,8 @@ approval_policy = "on-request"
 	c = f.load(t, Flags{})
 	want = &Config{
 		Home: f.home, Team: "env-team", Identity: "env-id", DefaultIdentity: "env-default",
-		CodexBin: "codex-nightly", Backend: "mcp-server",
+		ClaudeCode: true, // the messaging socket is Claude Code's
+		CodexBin:   "codex-nightly", Backend: "mcp-server",
 		Model: "env-model", FastModel: "env-fast", ReasoningEffort: "minimal", Sandbox: "danger-full-access", ApprovalPolicy: "untrusted",
 		Subagents:             ptr(false),
 		BasePromptFile:        filepath.Join(f.repo, "prompts", "base.md"), // blank variable = unset
@@ -353,16 +354,16 @@ func TestIdentityChain(t *testing.T) {
 		wantDefault  string
 	}{
 		{name: "default", want: "codex", wantDefault: "codex"},
-		{name: "global core", global: "[core]\nidentity = \"g-core\"\n", want: "g-core", wantDefault: "g-core"},
-		{name: "repo core over global core", global: "[core]\nidentity = \"g-core\"\n", repo: "[core]\nidentity = \"r-core\"\n", want: "r-core", wantDefault: "r-core"},
-		{name: "ATM_IDENTITY over core", repo: "[core]\nidentity = \"r-core\"\n", env: map[string]string{"ATM_IDENTITY": "atm-env"}, want: "atm-env", wantDefault: "atm-env"},
+		{name: "global core", global: "[core]\nidentity = \"g-core\"\n", want: "g-core", wantDefault: "codex"},
+		{name: "repo core over global core", global: "[core]\nidentity = \"g-core\"\n", repo: "[core]\nidentity = \"r-core\"\n", want: "r-core", wantDefault: "codex"},
+		{name: "ATM_IDENTITY over core", repo: "[core]\nidentity = \"r-core\"\n", env: map[string]string{"ATM_IDENTITY": "atm-env"}, want: "atm-env", wantDefault: "codex"},
 		{name: "plugin in any file over ATM_IDENTITY and core",
 			global: "[plugins.atm-agent-mcp]\nidentity = \"g-plugin\"\n", repo: "[core]\nidentity = \"r-core\"\n",
-			env: map[string]string{"ATM_IDENTITY": "atm-env"}, want: "g-plugin", wantDefault: "g-plugin"},
+			env: map[string]string{"ATM_IDENTITY": "atm-env"}, want: "g-plugin", wantDefault: "codex"},
 		{name: "ATM_AGENT_MCP_IDENTITY over plugin", repo: "[plugins.atm-agent-mcp]\nidentity = \"r-plugin\"\n",
-			env: map[string]string{"ATM_AGENT_MCP_IDENTITY": "plugin-env"}, want: "plugin-env", wantDefault: "plugin-env"},
+			env: map[string]string{"ATM_AGENT_MCP_IDENTITY": "plugin-env"}, want: "plugin-env", wantDefault: "codex"},
 		{name: "flag over everything", repo: "[plugins.atm-agent-mcp]\nidentity = \"r-plugin\"\n",
-			env: map[string]string{"ATM_AGENT_MCP_IDENTITY": "plugin-env"}, flag: ptr("flag-id"), want: "flag-id", wantDefault: "flag-id"},
+			env: map[string]string{"ATM_AGENT_MCP_IDENTITY": "plugin-env"}, flag: ptr("flag-id"), want: "flag-id", wantDefault: "codex"},
 		{name: "default_identity", repo: "[plugins.atm-agent-mcp]\nidentity = \"inst\"\ndefault_identity = \"sess\"\n", want: "inst", wantDefault: "sess"},
 	}
 	for _, tt := range tests {

@@ -19,7 +19,20 @@ const (
 	EnvMessagingSocket = "CLAUDE_CODE_MESSAGING_SOCKET"
 	// EnvMessagingToken authenticates on EnvMessagingSocket.
 	EnvMessagingToken = "CLAUDE_CODE_MESSAGING_TOKEN"
+	// EnvClaudeCode is "1" in every process Claude Code starts: its stdio
+	// MCP servers (measured with 2.1.318 and 2.1.332) and its Bash tool.
+	EnvClaudeCode = "CLAUDECODE"
 )
+
+// EnvParentServe is set by serve, for every process it starts (Codex,
+// the other agents, and what they start in turn), to "pid N, team T,
+// identity I". A serve that finds it runs inside one of serve's own
+// agents: a Claude agent's Claude Code loads the user's plugins and MCP
+// servers from the same ~/.claude, ours included, and Claude Code passes
+// its environment on to them (measured with the Claude Code 2.1.318 that
+// claude-agent-acp 0.101.0 runs). Such a serve claims nothing and stands
+// by (see the agentmcp package).
+const EnvParentServe = "ATM_AGENT_MCP_PARENT_SERVE"
 
 const (
 	// SourceSession is the source kind of the team (and of the identity
@@ -30,9 +43,6 @@ const (
 	// LeadIdentity is the identity of the lead, the Claude Code session
 	// itself, in its session team.
 	LeadIdentity = "team-lead"
-	// SessionDefaultIdentity is the identity of a Codex session started
-	// without one in a session team (team-lead is the lead's own).
-	SessionDefaultIdentity = "codex"
 	// SessionRegistry is the registry key of every session team: its state
 	// lives in {home}/.config/atm/agent-sessions/claude-code/, one instance
 	// registry per Claude Code session (named after its team), so that a
@@ -79,14 +89,16 @@ func (r *resolver) sessionTeam(home string) (name string, src Source, ok bool) {
 
 // resolveSession applies what running under Claude Code implies
 // (EnvClaudeSessionID set). The client is a Claude Code session: unless an
-// identity is configured, its identity is team-lead, and a Codex session
-// started without an identity is "codex" (unless default_identity or, in a
-// session team, a configured identity says otherwise), so that no Codex
-// session takes the client's name and its mail can be pushed to it. When no
-// team is configured and the session's team directory exists, that is the
-// team.
+// identity is configured, its identity is team-lead. When no team is
+// configured and the session's team directory exists, that is the team.
+// The agents' default identity is not touched: it is default_identity,
+// else "codex", under Claude Code as elsewhere, so that no agent takes the
+// client's name and the client's mail can be pushed to it.
 func (r *resolver) resolveSession(cfg *Config) {
-	if _, set := r.env(EnvClaudeSessionID); !set {
+	_, session := r.env(EnvClaudeSessionID)
+	cc, _ := r.env(EnvClaudeCode)
+	cfg.ClaudeCode = session || strings.TrimSpace(cc) == "1" || cfg.MessagingSocket != ""
+	if !session {
 		return
 	}
 	name, src, ok := r.sessionTeam(cfg.Home)
@@ -101,12 +113,6 @@ func (r *resolver) resolveSession(cfg *Config) {
 			detail = "the lead of " + cfg.Team
 		}
 		cfg.Sources["identity"] = Source{Kind: SourceSession, Detail: detail}
-	} else if !cfg.SessionTeam {
-		return // a window's own identity, as without Claude Code
-	}
-	if cfg.Sources["default_identity"].Kind == SourceDefault && cfg.Identity != SessionDefaultIdentity {
-		cfg.DefaultIdentity = SessionDefaultIdentity
-		cfg.Sources["default_identity"] = Source{Kind: SourceSession, Detail: cfg.Identity + " is the client's identity"}
 	}
 }
 

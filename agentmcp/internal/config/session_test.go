@@ -54,7 +54,11 @@ func TestSessionTeam(t *testing.T) {
 		{name: "file team wins", env: map[string]string{EnvClaudeSessionID: id}, file: "[core]\ndefault_team = \"ft\"\n",
 			want: result{"ft", "team-lead", "codex", false, SourceFile, SourceSession, "ft", "team-lead"}},
 		{name: "a window's own identity in a named team", env: map[string]string{EnvClaudeSessionID: id}, flags: Flags{Team: ptr("dev"), Identity: ptr("arch")},
-			want: result{"dev", "arch", "arch", false, SourceFlag, SourceFlag, "dev", "arch"}},
+			want: result{"dev", "arch", "codex", false, SourceFlag, SourceFlag, "dev", "arch"}},
+		{name: "the README's second window: lead-2 is the lead's alone", env: map[string]string{EnvClaudeSessionID: id, "ATM_TEAM": "my-team", "ATM_AGENT_MCP_IDENTITY": "lead-2"},
+			want: result{"my-team", "lead-2", "codex", false, SourceEnv, SourceEnv, "my-team", "lead-2"}},
+		{name: "outside claude code too, an identity is not the agents' default", env: map[string]string{"ATM_AGENT_MCP_IDENTITY": "lead-2"},
+			want: result{"default", "lead-2", "codex", false, SourceDefault, SourceEnv, "default", "lead-2"}},
 		{name: "identity flag kept", env: map[string]string{EnvClaudeSessionID: id}, flags: Flags{Identity: ptr("boss")},
 			want: result{"session-c637aa76", "boss", "codex", true, SourceSession, SourceFlag, "claude-code", "session-c637aa76"}},
 		{name: "default identity kept", env: map[string]string{EnvClaudeSessionID: id, "ATM_AGENT_MCP_DEFAULT_IDENTITY": "dev"},
@@ -105,5 +109,31 @@ func TestLeadPush(t *testing.T) {
 	}
 	if c := f.load(t, Flags{LeadPush: ptr(false)}); c.LeadPush || c.Sources["lead_push"].Detail != "--lead-push" {
 		t.Errorf("flag: lead_push %v from %v, want false from --lead-push", c.LeadPush, c.Sources["lead_push"])
+	}
+}
+
+// TestClaudeCode: serve's client is Claude Code when any of the variables
+// Claude Code gives its MCP servers is set.
+func TestClaudeCode(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want bool
+	}{
+		{"a terminal", nil, false},
+		{"CLAUDECODE", map[string]string{EnvClaudeCode: "1"}, true},
+		{"CLAUDECODE other than 1", map[string]string{EnvClaudeCode: "0"}, false},
+		{"the session id", map[string]string{EnvClaudeSessionID: "c637aa76-882b"}, true},
+		{"the messaging socket", map[string]string{EnvMessagingSocket: "/tmp/cc.sock"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			for k, v := range tc.env {
+				f.env[k] = v
+			}
+			if got := f.load(t, Flags{}).ClaudeCode; got != tc.want {
+				t.Errorf("ClaudeCode = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -3,7 +3,7 @@
 //
 //   - mcpconn: the MCP connection to Claude (framing, read order, the fast
 //     path, server→client requests, events);
-//   - tools: the 14 tools, over the session manager, the ATM client and the
+//   - tools: the 16 tools, over the session manager, the ATM client and the
 //     connection;
 //   - session: the Codex agent sessions, their turns, persistence and
 //     approvals;
@@ -21,9 +21,17 @@
 // own identity pushed into the Claude Code session through ccmsg),
 // teamStamp (the registry view of a Claude Code session team), the
 // handler that passes what the connection does not answer itself to the
-// Codex child (codexchild.Passthrough), and configWarned (configwarn.go:
+// Codex child (codexchild.Passthrough), configWarned (configwarn.go:
 // the configuration's warnings carried by the first tool error, once; an
-// atomic flag, no lock).
+// atomic flag, no lock) and noticed (notice.go: Options.Notices, such as
+// an identity that moved to team-lead-2, carried by the first tool result,
+// once, and by the instructions; an atomic flag, no lock).
+//
+// RunStandby (standby.go) is the other server serve may run: a connection
+// that claims nothing and starts nothing, lists the tools or none, and
+// answers every call with why it stands by (inside one of serve's own
+// agents; under Claude Code, an identity another serve holds). It has no
+// locks of its own.
 //
 // # Claude Code's dialect
 //

@@ -81,7 +81,7 @@ func newLeadPush(opts Options, atm *atmclient.Client, log *slog.Logger) *leadPus
 	case opts.MessagingSocket == "":
 		p.why = "no messaging socket: serve was not started by a Claude Code session that offers one (CLAUDE_CODE_MESSAGING_SOCKET)"
 	case opts.Identity == opts.DefaultIdentity:
-		p.why = fmt.Sprintf("%s is also the default identity of Codex sessions, so its mail is theirs (set default_identity to another name)", opts.Identity)
+		p.why = fmt.Sprintf("%s is also default_identity, the identity of agents started without one, so its mail is theirs (set default_identity or identity to another name)", opts.Identity)
 	default:
 		// No linger: Claude Code 2.1.332 reads a connection's lines after
 		// the writer has closed it (measured: it routed a line 300 ms after

@@ -268,7 +268,7 @@ func TestLeadMailPaths(t *testing.T) {
 	}{
 		{"no socket", func(o *Options) { leadOpts("")(o) }, "no messaging socket"},
 		{"push off", func(o *Options) { leadOpts("/nonexistent.sock")(o); o.LeadPush = false }, "lead_push is off"},
-		{"default identity", func(o *Options) { leadOpts("/nonexistent.sock")(o); o.DefaultIdentity = "team-lead" }, "default identity"},
+		{"default identity", func(o *Options) { leadOpts("/nonexistent.sock")(o); o.DefaultIdentity = "team-lead" }, "team-lead is also default_identity"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := startProxy(t, harnessOpts{modify: tc.modify})
@@ -452,6 +452,44 @@ func TestTeamMembershipStale(t *testing.T) {
 	c.tool("agent_close", map[string]any{"agent_id": res["agent_id"]})
 	if got, want := names(members(t, home)), []string{"arch", "team-lead"}; !cmp.Equal(got, want) {
 		t.Errorf("members after held came and went %v, want %v", got, want)
+	}
+}
+
+// TestLeadMembership: while the lead's mail is pushed, a lead identity the
+// configured team does not list (a second window's lead-2) joins
+// config.json as agentType lead, so that agents can mail it, and leaves at
+// shutdown; a listed one is left alone; without the push nothing joins.
+func TestLeadMembership(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		modify   func(*Options)
+		want     string // the lead's agentType while serve runs; "" for not listed
+		wantKept bool   // listed after shutdown
+	}{
+		{"a second window's lead", func(o *Options) { leadOpts("/nonexistent.sock")(o); o.Identity = "lead-2" }, "lead", false},
+		{"a listed lead", func(o *Options) { leadOpts("/nonexistent.sock")(o) }, "general-purpose", true},
+		{"no push", func(o *Options) { leadOpts("")(o); o.Identity = "lead-2" }, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := startProxy(t, harnessOpts{modify: tc.modify})
+			c.initialize(false)
+			identity := c.structured(c.tool("agent_status", map[string]any{}))["instance_identity"].(string)
+			m := members(t, c.home)[identity]
+			got, _ := m["agentType"].(string)
+			if got != tc.want {
+				t.Errorf("%s in config.json while serve runs: %v, want agentType %q", identity, m, tc.want)
+			}
+			if tc.want == "lead" {
+				send(t, c.home, "arch", identity, "to the second window", "")
+				if ms := inbox(t, c.home, identity); len(ms) != 1 {
+					t.Errorf("mail to %s: %+v", identity, ms)
+				}
+			}
+			c.close()
+			if _, kept := members(t, c.home)[identity]; kept != tc.wantKept {
+				t.Errorf("%s listed after shutdown: %v, want %v", identity, kept, tc.wantKept)
+			}
+		})
 	}
 }
 

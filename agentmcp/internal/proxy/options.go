@@ -74,6 +74,16 @@ type Options struct {
 	// error of the connection carries them (configwarn.go), since the log
 	// on stderr is hidden from Claude Code's users. optional.
 	ConfigWarnings []string
+	// TeamProblem says what is wrong with the team, "" when nothing is
+	// (tools.Config.TeamProblem: a new agent's result warns with it, and
+	// "team not found" carries it). optional.
+	TeamProblem func() string
+	// Notices are what the client should know about how this server runs,
+	// such as an identity that moved to the next free one because another
+	// serve held the default (team-lead-2): the server's instructions end
+	// with them, agent_status lists them and the first tool result of the
+	// connection carries them (notice.go). optional.
+	Notices []string
 
 	// Backend is the Codex child. required.
 	Backend codexchild.Backend

@@ -43,6 +43,8 @@ type Server struct {
 
 	// configWarned says the configuration's warnings once (configwarn.go).
 	configWarned configWarned
+	// noticed says the notices once, with the first tool result (notice.go).
+	noticed noticed
 }
 
 // New opens the instance registry (claiming the instance identity) and the
@@ -83,7 +85,7 @@ func New(opts Options) (*Server, error) {
 	s.conn = mcpconn.New(mcpconn.Config{
 		Handler:      handler{s},
 		ServerInfo:   mcpconn.ServerInfo{Name: "atm-agent-mcp", Title: "ATM agent proxy for Codex", Version: opts.Version},
-		Instructions: tools.Instructions,
+		Instructions: instructions(opts.Notices),
 		Tools:        tools.Definitions,
 		EventQueue:   opts.EventQueue,
 		Protocol:     opts.MCPProtocol,
@@ -130,7 +132,7 @@ func (s *Server) Run(ctx context.Context, r io.Reader, w io.Writer) error {
 		BaseInstructions: s.opts.BaseInstructions, MaxSessions: s.opts.MaxSessions,
 		DefaultIdentity: s.opts.DefaultIdentity, Audit: s.auditor, CodexHome: s.opts.CodexHome, Cwd: s.opts.Cwd,
 		Started: s.opts.Now(), Logger: s.log, Now: s.opts.Now, ProgressInterval: s.opts.ProgressInterval, LeadMail: s.leadMail,
-		ConfigWarnings: s.opts.ConfigWarnings, AgentCheck: s.opts.AgentCheck, Agents: agentStatuses(s.opts.Agents),
+		ConfigWarnings: s.opts.ConfigWarnings, Notices: s.opts.Notices, TeamProblem: s.opts.TeamProblem, AgentCheck: s.opts.AgentCheck, Agents: agentStatuses(s.opts.Agents),
 	})
 	// The bridge runs and the lead's mail path is settled before the first
 	// request is read, so that agent_status right after initialize shows
@@ -144,6 +146,7 @@ func (s *Server) Run(ctx context.Context, r io.Reader, w io.Writer) error {
 		s.log.Error("mail delivery disabled", "err", mailErr)
 	} else {
 		s.lead.start(s.mail.bridge())
+		s.joinLead()
 	}
 	s.conn.Start(r, w)
 	if mailErr == nil {
@@ -198,6 +201,7 @@ func (s *Server) shutdown() {
 	if err := s.mail.close(); err != nil {
 		s.log.Warn("stopping mail delivery", "err", err)
 	}
+	s.team.leave(s.opts.Identity) // if joinLead added it
 	s.conn.CancelAll()
 	s.sessions.Stop()
 	stopCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
@@ -276,6 +280,7 @@ type handler struct{ s *Server }
 func (h handler) CallTool(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, error) {
 	res, err := h.s.tools.CallTool(ctx, c)
 	err = h.s.configWarned.annotate(err, h.s.opts.ConfigWarnings)
+	res, err = h.s.noticed.annotate(res, err, h.s.opts.Notices)
 	if tools.EndsTurn(c.Name) {
 		h.s.lead.flush(ctx) // the lead's mail from the turn goes first (leadpush.go)
 	}

@@ -216,7 +216,8 @@ func (s *Server) sessionCwd(identity string) string {
 }
 
 // sessionKind is the agent kind of the live session of identity ("codex"
-// for a record that names none), or "".
+// for a record that names none), leadAgentType for the lead's own identity
+// without a session, or "".
 func (s *Server) sessionKind(identity string) string {
 	if sess := s.sessions.ByIdentity(identity); sess != nil {
 		if k := sess.Record().Backend; k != "" {
@@ -224,5 +225,25 @@ func (s *Server) sessionKind(identity string) string {
 		}
 		return "codex"
 	}
+	if identity == s.opts.Identity {
+		return leadAgentType
+	}
 	return ""
+}
+
+// leadAgentType is the agentType of the member this proxy adds for the
+// lead's own identity (joinLead).
+const leadAgentType = "lead"
+
+// joinLead makes the lead's own identity a member of a configured team
+// while its mail is pushed into the Claude Code session, so that agents
+// can address it: atmclient delivers only to members, and a second
+// window's lead-2 (or team-lead-2, moved there because another window
+// holds team-lead) is rarely listed. A session team lists team-lead
+// already. It is removed at shutdown if this proxy added it.
+func (s *Server) joinLead() {
+	if s.lead.client == nil || s.opts.SessionTeam {
+		return
+	}
+	s.team.join(s.opts.Identity)
 }

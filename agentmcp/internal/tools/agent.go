@@ -85,6 +85,7 @@ type ServerStatus struct {
 	InstanceIdentity     string                 `json:"instance_identity"`
 	LeadMail             *LeadMail              `json:"lead_mail,omitempty"`
 	MaxConcurrentThreads int                    `json:"max_concurrent_threads"`
+	Notices              []string               `json:"notices,omitempty"`
 	PendingMail          int                    `json:"pending_mail"`
 	Team                 string                 `json:"team"`
 	UptimeSecs           int                    `json:"uptime_secs"`
@@ -175,7 +176,7 @@ func (e *Env) agentStatus(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.To
 			child.Signal = &sig
 		}
 	}
-	v := ServerStatus{Child: child, ConfigWarnings: e.cfg.ConfigWarnings, Team: e.cfg.Team, InstanceIdentity: e.cfg.Identity,
+	v := ServerStatus{Child: child, ConfigWarnings: e.cfg.ConfigWarnings, Notices: e.cfg.Notices, Team: e.cfg.Team, InstanceIdentity: e.cfg.Identity,
 		UptimeSecs: int(e.cfg.Now().Sub(e.cfg.Started).Seconds()), Identities: map[string]string{},
 		Elicitation: c.Elicitation, MaxConcurrentThreads: e.cfg.MaxSessions}
 	if len(e.cfg.Agents) > 0 {

@@ -47,7 +47,7 @@ func (e *Env) agentStart(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.Too
 			return nil, err // not configured, switched off or not installed
 		}
 	}
-	return e.start(ctx, c, kind)
+	return e.teamWarned(e.start(ctx, c, kind))
 }
 
 // agentReply continues a session of any kind by agent_id, as codex-reply

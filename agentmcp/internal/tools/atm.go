@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -67,13 +68,25 @@ type atmTools struct {
 	// extraArgs are the argument names accepted besides the tool's own
 	// (agent_id and identity in the proxy).
 	extraArgs []string
+	// teamProblem says what is wrong with the team ("team \"my-teem\"
+	// does not exist …; did you mean my-team?"), "" when nothing is; a
+	// "team not found" failure carries it. optional.
+	teamProblem func() string
 }
 
 func (t *atmTools) allowed(own ...string) []string { return append(own, t.extraArgs...) }
 
 // atmError maps atmclient failures: bad names, text, addresses, unknown
 // teams and non-members are the caller's (-32602); the rest are internal.
-func atmError(op string, err error) error {
+// A team that is not found gets what is wrong with the configured team
+// (teamProblem: "did you mean my-team?"), so that an agent's own atm_send
+// says it as the lead's does.
+func (s *atmTools) atmError(op string, err error) error {
+	if errors.Is(err, atmclient.ErrTeamNotFound) && s.teamProblem != nil && strings.Contains(err.Error(), strconv.Quote(s.team)) {
+		if p := s.teamProblem(); p != "" {
+			return proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"team_problem": p}, "%s: %v (%s)", op, err, p)
+		}
+	}
 	for _, bad := range []error{atmclient.ErrInvalidName, atmclient.ErrInvalidText, atmclient.ErrInvalidAddress,
 		atmclient.ErrTeamNotFound, atmclient.ErrNotMember} {
 		if errors.Is(err, bad) {
@@ -113,7 +126,7 @@ func (s *atmTools) send(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.Tool
 	msg, err := s.atm.Send(ctx, atmclient.SendRequest{From: from, Team: s.team, To: to, Text: text, Summary: summary})
 	s.audit("atm_send", from, to, text, err)
 	if err != nil {
-		return nil, atmError("atm_send", err)
+		return nil, s.atmError("atm_send", err)
 	}
 	agent, team, _ := atmclient.SplitAddress(to)
 	if team == "" {
@@ -155,7 +168,7 @@ func (s *atmTools) broadcast(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn
 	target := firstNonEmpty(team, s.team)
 	s.audit("atm_broadcast", from, "@"+target, text, err)
 	if err != nil {
-		return nil, atmError("atm_broadcast", err)
+		return nil, s.atmError("atm_broadcast", err)
 	}
 	recipients := res.Recipients
 	if recipients == nil {
@@ -211,7 +224,7 @@ func (s *atmTools) read(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.Tool
 	res, err := s.atm.Read(ctx, s.team, who, opts)
 	if err != nil {
 		s.audit("atm_read", who, "", "", err)
-		return nil, atmError("atm_read", err)
+		return nil, s.atmError("atm_read", err)
 	}
 	msgs := res.Messages // oldest first; with limit, the oldest ones
 	out := make([]map[string]any, 0, len(msgs))
@@ -227,7 +240,7 @@ func (s *atmTools) read(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.Tool
 	if markRead && len(keys) > 0 {
 		if _, err := s.atm.MarkRead(ctx, s.team, who, keys...); err != nil {
 			s.audit("atm_read", who, "", "", err)
-			return nil, atmError("atm_read: mark read", err)
+			return nil, s.atmError("atm_read: mark read", err)
 		}
 	}
 	s.audit("atm_read", who, "", fmt.Sprintf("%d message(s)", len(out)), nil)
@@ -260,7 +273,7 @@ func (s *atmTools) pending(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.T
 	}
 	n, err := s.atm.Pending(ctx, s.team, who)
 	if err != nil {
-		return nil, atmError("atm_pending_count", err)
+		return nil, s.atmError("atm_pending_count", err)
 	}
 	return &mcpconn.ToolResult{Text: fmt.Sprintf("%d unread message(s) for %s", n, who), Structured: map[string]any{"identity": who, "count": n}}, nil
 }

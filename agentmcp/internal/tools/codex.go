@@ -30,7 +30,7 @@ func (e *Env) codex(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResu
 	if err := c.Args.CheckUnknown("codex", codexArgNames...); err != nil {
 		return nil, err
 	}
-	return e.start(ctx, c, session.KindCodex)
+	return e.teamWarned(e.start(ctx, c, session.KindCodex))
 }
 
 // start is codex for a session of agent kind (agent_start's agent): a new

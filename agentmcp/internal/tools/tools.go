@@ -95,6 +95,15 @@ type Config struct {
 	// ConfigWarnings are the configuration's warnings (misspelt sections
 	// and keys, a missing team), shown by agent_status. optional.
 	ConfigWarnings []string
+	// TeamProblem says what is wrong with the team ("team \"my-teem\"
+	// does not exist …; did you mean my-team?"), "" when nothing is: a new
+	// agent's start result warns with it and the ATM tools' "team not
+	// found" carries it. optional: nil says nothing.
+	TeamProblem func() string
+	// Notices are what the client should know about how this server runs
+	// (its identity moved to the next free one: team-lead-2), shown by
+	// agent_status. optional.
+	Notices []string
 	// AgentCheck checks an agent kind before agent_start starts a session
 	// of it (not Codex): configured, switched on, installed. It returns
 	// INVALID_PARAMS (-32602) naming the kinds there are and how to add
@@ -166,7 +175,8 @@ func New(cfg Config) *Env {
 		cfg.ProgressInterval = DefaultProgressInterval
 	}
 	e := &Env{cfg: cfg, log: cfg.Logger, m: cfg.Sessions, rt: newRoundTrips(), tasks: newTaskStore(cfg.Now)}
-	e.atm = &atmTools{atm: cfg.ATM, team: cfg.Team, sender: e.sender, audit: cfg.Audit.ATM, extraArgs: []string{"agent_id", "identity"}}
+	e.atm = &atmTools{atm: cfg.ATM, team: cfg.Team, sender: e.sender, audit: cfg.Audit.ATM, extraArgs: []string{"agent_id", "identity"},
+		teamProblem: cfg.TeamProblem}
 	e.table = map[string]tool{
 		"codex":                     e.codex,
 		"agent_start":               e.agentStart,

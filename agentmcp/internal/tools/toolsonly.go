@@ -33,6 +33,9 @@ type ToolsOptions struct {
 	AuditTeam string
 	// Version is the server's version in serverInfo. optional: "" means "dev".
 	Version string
+	// TeamProblem says what is wrong with the team, "" when nothing is;
+	// a "team not found" failure carries it (did you mean …). optional.
+	TeamProblem func() string
 	// Logger receives logs. optional: nil means discard.
 	Logger *slog.Logger
 }
@@ -82,8 +85,9 @@ func ServeTools(ctx context.Context, opts ToolsOptions, r io.Reader, w io.Writer
 		kind = registry.BackendCodex
 	}
 	tools := &atmTools{
-		atm:  atm,
-		team: opts.Team,
+		atm:         atm,
+		team:        opts.Team,
+		teamProblem: opts.TeamProblem,
 		// Who acts is fixed; atm_read's "from" is a filter of whose mail to
 		// read, not an identity, and no other tool takes it.
 		sender: func(a mcpconn.Args) (string, error) {
