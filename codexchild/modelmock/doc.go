@@ -74,8 +74,9 @@
 //     reads as "<server>__<tool>"), with those arguments (default {}).
 //  4. RUN_SHELL [CMD=<command>]: a tool_use of Bash running the command
 //     ("touch mock_shell_probe.txt" by default).
-//  5. Otherwise the text "MOCK_REPLY: <last user text, trimmed, at most 500
-//     characters>".
+//  5. Otherwise the text "MOCK_REPLY: <last user text without the tagged
+//     blocks it starts with (the <session-context> serve puts in front of an
+//     agent's prompt), trimmed, at most 500 characters>".
 //
 // [WriteMessage] writes such an answer for a handler of one's own.
 //

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -216,7 +217,33 @@ func messagesMove(r *Request) Block {
 		}
 		return Block{Tool: MessagesShellTool, Input: map[string]any{"command": cmd, "description": "Run the mock's command"}}
 	}
-	return Block{Text: "MOCK_REPLY: " + truncate(strings.TrimSpace(text), 500)}
+	return Block{Text: "MOCK_REPLY: " + truncate(withoutLeadingBlocks(text), 500)}
+}
+
+// leadingBlockRE matches a tagged block at the start of a text
+// ("<session-context>…</session-context>"), such as serve puts in front of
+// an ACP agent's prompt.
+var leadingBlockRE = regexp.MustCompile(`^<([A-Za-z][\w-]*)[^>]*>`)
+
+// withoutLeadingBlocks returns text without the tagged blocks it starts
+// with, trimmed: the user's own words.
+func withoutLeadingBlocks(text string) string {
+	text = strings.TrimSpace(text)
+	for {
+		m := leadingBlockRE.FindStringSubmatch(text)
+		if m == nil {
+			return text
+		}
+		end := strings.Index(text, "</"+m[1]+">")
+		if end < 0 {
+			return text
+		}
+		rest := strings.TrimSpace(text[end+len("</"+m[1]+">"):])
+		if rest == "" {
+			return text // only blocks: echo them
+		}
+		text = rest
+	}
 }
 
 // messagesTool resolves a CALL_TOOL name against the tools the request

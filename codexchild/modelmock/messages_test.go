@@ -108,6 +108,10 @@ func TestMessages(t *testing.T) {
 	}{
 		{"reply, without Claude Code's reminders", []any{userText("<system-reminder>\ncontext\n</system-reminder>", "  hello mock  ")},
 			[]map[string]any{{"type": "text", "text": "MOCK_REPLY: hello mock"}}, "end_turn"},
+		{"reply, without the blocks serve puts in front", []any{userText("<session-context>\nIdentity: rev-1\n</session-context>\n\n<team-communication x=\"1\">\nmail\n</team-communication>\n\nreview main.go")},
+			[]map[string]any{{"type": "text", "text": "MOCK_REPLY: review main.go"}}, "end_turn"},
+		{"only a block", []any{userText("<note>just this</note>")},
+			[]map[string]any{{"type": "text", "text": "MOCK_REPLY: <note>just this</note>"}}, "end_turn"},
 		{"a string content", []any{map[string]any{"role": "user", "content": "plain"}},
 			[]map[string]any{{"type": "text", "text": "MOCK_REPLY: plain"}}, "end_turn"},
 		{"the shell", []any{userText("RUN_SHELL CMD=echo hi")},
