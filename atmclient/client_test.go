@@ -43,6 +43,9 @@ func TestSendReadMarkPending(t *testing.T) {
 	if m1.SourceTeam != "dev" || m1.Summary != "one" || len(m1.MessageID) != 36 || m1.MessageID[14] != '4' {
 		t.Errorf("sent message = %+v; want source_team dev, summary, UUIDv4 id", m1)
 	}
+	if m3.Summary != "" {
+		t.Errorf("an idle notification sent without a summary got %q; want none (Claude Code's lead shows a frame with one as text)", m3.Summary)
+	}
 	if !m3.IsProtocol() || m1.IsProtocol() {
 		t.Errorf("IsProtocol: idle notification %v, mail %v; want true, false", m3.IsProtocol(), m1.IsProtocol())
 	}

@@ -16,7 +16,8 @@
 // remove a member in config.json. Claude Code's protocol messages
 // (idle notifications and similar JSON-in-text messages, see
 // Message.IsProtocol) are not mail: Read and Pending leave them out unless
-// asked. Message.Frame gives their typed view; ShutdownResponseText and
+// asked, and Send writes them without an automatic summary, as Claude Code
+// does. Message.Frame gives their typed view; ShutdownResponseText and
 // IdleNotification build the frames a teammate sends. A message's id is
 // its "message_id", or the "msg_id" Claude Code 2.1.332 writes
 // (Message.ID); both dedup appends and name the message in MarkRead.

@@ -80,7 +80,7 @@ type SendRequest struct {
 	Team    string // sender's team: written as source_team, and the recipient's team when To has none; required
 	To      string // "agent" or "agent@team"; the agent must be a member of that team
 	Text    string // see ValidateText
-	Summary string // optional: "" means Summarize(Text)
+	Summary string // optional: "" means Summarize(Text), or none for a protocol frame (see Message.IsProtocol)
 }
 
 // Send appends a message to the recipient's inbox and returns it as written
@@ -116,7 +116,7 @@ type BroadcastRequest struct {
 	Team    string // sender's team (source_team); required
 	ToTeam  string // optional: "" means Team
 	Text    string
-	Summary string // optional: "" means Summarize(Text)
+	Summary string // optional: "" means Summarize(Text), or none for a protocol frame (see Message.IsProtocol)
 }
 
 // BroadcastResult says what Broadcast wrote.
@@ -167,7 +167,12 @@ func (c *Client) newMessage(from, team, text, summary string) (Message, error) {
 	if err := ValidateText(text); err != nil {
 		return Message{}, err
 	}
-	if summary == "" {
+	_, frame := protocolFields(text)
+	if summary == "" && !frame {
+		// A frame gets none: Claude Code writes its own frames (an
+		// idle_notification, say) without one, and its lead shows a frame
+		// that has a summary as plain text, not as what the frame means
+		// ("Teammate @x finished").
 		summary = Summarize(text)
 	} else if strings.IndexByte(summary, 0) >= 0 || !utf8.ValidString(summary) {
 		return Message{}, fmt.Errorf("%w: summary contains a NUL byte or invalid UTF-8", ErrInvalidText)

@@ -155,7 +155,8 @@
 // underneath.
 //
 // Subpackages: acp (the ACP v1 client under NewACP), modelmock (a loopback
-// mock of the Responses API for the real Codex), realcodex (test helpers
+// mock of the Responses API for the real Codex, which speaks the Anthropic
+// Messages API too), realcodex (test helpers
 // that run the real Codex offline), mockcodex (a mock of the Codex CLI for
 // fault tests), mockmodel (modelmock as a program) and mockacp (a mock ACP
 // agent scripted by its prompts), each of the last three a program's Main

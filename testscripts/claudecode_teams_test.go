@@ -28,11 +28,17 @@ import (
 // closes codex1 (its session closed in the registry, a shutdown_response
 // in the lead's inbox); and the lead's /exit, which deletes the team
 // directory, leaves no Codex process and no flood of warnings in serve's
-// log. With mockcodex on both protocols; and once with a lead that has
-// spawned a native teammate, and so also reads its inbox file every
-// second: codex1's reply still reaches it once (pushed, then skipped in the
-// file), and codex1's idle_notification is shown to it once, as a native
-// teammate's is.
+// log. The screen shows codex1 as a teammate: its mail as "Message from
+// @codex1: …" and its mail turn's end as "Message from @codex1: Finished
+// its turn: …" (both pushed through the messaging socket in its
+// cross-session envelope), never Claude Code's frame for another session's
+// message ("Another Claude session sent a message", "permission
+// laundering") nor a raw frame. With mockcodex on both protocols; and once
+// with a lead that has spawned a native teammate, and so also reads its
+// inbox file every second: codex1's reply still reaches it once (pushed,
+// then skipped in the file), and codex1's idle_notification is shown to it
+// once and on the screen as a native teammate's is ("Teammate @codex1
+// finished").
 func TestClaudeCodeTeams(t *testing.T) {
 	claude := claudeCLI(t, "2.1.332")
 	mockcodexBin, err := exec.LookPath("mockcodex")
@@ -168,10 +174,13 @@ func teamSession(t *testing.T, claude string, run claudeRun, teammate bool) {
 		return r != nil && r.called("SendMessage") == 2 && len(r.results()) > 0
 	}))
 	must(p.waitScreen(regexp.MustCompile(`LEAD DONE`), 0, 30*time.Second)) // its turn has ended
-	// The mail turn's end was told as a native teammate tells it: an
-	// idle_notification in the lead's inbox, left for Claude Code's own
-	// reader. A lead with a teammate of its own reads it and shows it to
-	// the model, once; another never reads it.
+	// The mail turn's end was told as a native teammate tells it. A lead
+	// with a teammate of its own reads its inbox: there the end is an
+	// idle_notification, shown to the model once and on the screen as
+	// Claude Code shows its own teammates' ("Teammate @codex1 finished").
+	// Another lead never reads that inbox: the end is pushed through the
+	// socket instead, in codex1's envelope ("Message from @codex1: Finished
+	// its turn: …"), and no frame waits in the inbox.
 	codex1Idle := `{"type":"idle_notification","from":"codex1"`
 	if teammate {
 		must(p.waitFor("codex1's idle_notification at the lead", 30*time.Second, func() bool {
@@ -187,9 +196,33 @@ func teamSession(t *testing.T, claude string, run claudeRun, teammate bool) {
 		if n := api.lastMain().pushed(codex1Idle); n != 1 {
 			t.Errorf("the lead's last request shows codex1's idle_notification %d times, want 1", n)
 		}
-	} else if !fileHas(filepath.Join(teamDir, "inboxes", "team-lead.json"), "idle_notification") {
-		b, _ := os.ReadFile(filepath.Join(teamDir, "inboxes", "team-lead.json"))
-		t.Errorf("no idle_notification from codex1 in the lead's inbox:\n%s", b)
+		must(p.waitScreen(regexp.MustCompile(`Teammate\s+@codex1\s+finished`), 0, 30*time.Second))
+		step("the screen shows codex1's turn end as a teammate's: %q", around(p.screen(), "Teammate @codex1", 200))
+	} else {
+		must(p.waitScreen(regexp.MustCompile(`Message\s+from\s+@codex1\s*:\s+Finished\s+its\s+turn`), 0, 30*time.Second))
+		step("the screen shows codex1's turn end: %q", around(p.screen(), "Finished its turn", 200))
+		must(p.waitFor("codex1's turn end at the lead", 30*time.Second, func() bool {
+			r := api.lastMain()
+			return r != nil && r.pushed("Finished its turn") > 0
+		}))
+		for _, r := range api.requests() {
+			if n := r.pushed("Finished its turn"); n > 1 {
+				t.Errorf("model request %d shows codex1's turn end %d times", r.N, n)
+			}
+		}
+		if fileHas(filepath.Join(teamDir, "inboxes", "team-lead.json"), "idle_notification") {
+			b, _ := os.ReadFile(filepath.Join(teamDir, "inboxes", "team-lead.json"))
+			t.Errorf("an idle_notification waits in the lead's inbox although it was pushed:\n%s", b)
+		}
+		// codex1's mail reads as a teammate's message too.
+		must(p.waitScreen(regexp.MustCompile(`Message\s+from\s+@codex1\s*:\s+`+regexp.QuoteMeta(reply)), 0, 30*time.Second))
+	}
+	// Nothing of Claude Code's frame for a peer's message, nor a raw frame,
+	// reaches the screen: codex1 reads as a teammate.
+	for _, bad := range []string{`Another\s+Claude\s+session\s+sent\s+a\s+message`, `permission\s+laundering`, `"type":\s*"idle_notification"`} {
+		if loc := regexp.MustCompile(bad).FindStringIndex(p.screen()); loc != nil {
+			t.Errorf("the screen shows %s: %q", bad, p.screen()[max(0, loc[0]-300):min(len(p.screen()), loc[1]+300)])
+		}
 	}
 
 	// The reply reached the lead once: no request shows it twice, and the

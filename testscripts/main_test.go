@@ -23,7 +23,7 @@ import (
 // commands, so that nothing is built for the tests: the test binary
 // re-executes itself as "atm-agent-mcp" (agentmcp.Main, exactly what
 // cmd/atm-agent-mcp runs), as "mockcodex" (the mock Codex CLI) and as
-// "mockmodel" (the mock Responses API) and "mockacp" (the mock ACP agent),
+// "mockmodel" (the mock Responses and Messages APIs) and "mockacp" (the mock ACP agent),
 // the Main of packages mockcodex, mockmodel and mockacp, exactly what their
 // commands in codexchild/cmd run.
 // testscript.Main installs them in a directory on PATH for the whole test

@@ -12,11 +12,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realacp"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realcodex"
 )
 
@@ -32,7 +34,9 @@ import (
 // mockcodex: arch's mail reaches dev-1, a member of the recipe's team), and
 // the offline-Codex recipe of docs/configuration.md with the real Codex
 // 0.169 and the loopback mock model (doctor passes; a codex call answers
-// MOCK_REPLY).
+// MOCK_REPLY), and its offline-Claude recipe with the real claude-agent-acp
+// and the same mock (doctor finds the agent; agent_start answers
+// MOCK_REPLY); neither recipe leaves a file git would show untracked.
 func TestREADMERecipes(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
@@ -216,7 +220,81 @@ func TestREADMERecipes(t *testing.T) {
 		if !strings.Contains(res, "MOCK_REPLY") {
 			t.Errorf("the real Codex through the recipe's home: %s", clipLog(res, 3000))
 		}
+		checkIgnored(t, work, "bin", "recipe.env")
 	})
+
+	// The offline Claude agent recipe, with the real claude-agent-acp.
+	t.Run("offline-claude", func(t *testing.T) {
+		acp := realacp.Install(t, "claude-agent-acp", "node_modules/.bin/claude-agent-acp")
+		work := t.TempDir()
+		mockmodelBin, err := exec.LookPath("mockmodel")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(work, "bin"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(mockmodelBin, filepath.Join(work, "bin", "mockmodel")); err != nil {
+			t.Fatal(err)
+		}
+		_, offline := recipe(t, filepath.Join("docs", "configuration.md"), "offline-claude")
+		env := []string{"PATH=" + filepath.Dir(acp) + ":" + os.Getenv("PATH"), "HOME=" + home,
+			"GIT_CEILING_DIRECTORIES=" + filepath.Dir(work)}
+		out, err := runShell(t, work, env, offline+"\nenv > recipe.env\n")
+		if err != nil {
+			t.Fatalf("the offline-Claude recipe: %v\n%s", err, out)
+		}
+		if !regexp.MustCompile(`(?m)^ok +agent:claude +`).MatchString(out) {
+			t.Errorf("doctor in the recipe:\n%s", out)
+		}
+		recipeEnv, _ := os.ReadFile(filepath.Join(work, "recipe.env"))
+		serveEnv := append([]string{}, env...)
+		for _, kv := range strings.Split(string(recipeEnv), "\n") {
+			if strings.HasPrefix(kv, "ATM_CONFIG=") {
+				serveEnv = append(serveEnv, kv)
+			}
+			if strings.HasPrefix(kv, "ANTHROPIC_") {
+				t.Errorf("the recipe exports %s into the shell, where the lead's Claude Code would take it too", kv)
+			}
+		}
+		if len(serveEnv) != len(env)+1 {
+			t.Fatalf("the recipe exports no ATM_CONFIG: %s", recipeEnv)
+		}
+		s := startRecipeServe(t, work, append(serveEnv, "ATM_AGENT_MCP_IDENTITY=offline-claude"), args)
+		s.call(t, "initialize", `{"protocolVersion":"2025-11-25","capabilities":{}}`)
+		res := s.call(t, "tools/call", `{"name":"agent_start","arguments":{"agent":"claude","identity":"rev-1","prompt":"hello offline claude"}}`)
+		if !strings.Contains(res, "MOCK_REPLY") || !strings.Contains(res, "hello offline claude") {
+			t.Errorf("claude-agent-acp through the recipe's configuration: %s", clipLog(res, 3000))
+		}
+		if ents, err := os.ReadDir(filepath.Join(work, "offline", "claude-agent")); err != nil || len(ents) == 0 {
+			t.Errorf("the agent kept nothing in the recipe's CLAUDE_CONFIG_DIR (%v): its state went elsewhere", err)
+		}
+		checkIgnored(t, work, "bin", "recipe.env")
+	})
+}
+
+// checkIgnored checks that every entry a recipe run in work left there
+// (but the test's own, except) is ignored by git in this repository: the
+// recipe leaves no untracked file in a clone.
+func checkIgnored(t *testing.T, work string, except ...string) {
+	t.Helper()
+	ents, err := os.ReadDir(work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if slices.Contains(except, e.Name()) {
+			continue
+		}
+		name := e.Name()
+		if e.IsDir() {
+			name += "/"
+		}
+		cmd := exec.Command("git", "-C", "..", "check-ignore", "-q", "--no-index", name)
+		if err := cmd.Run(); err != nil {
+			t.Errorf("the recipe leaves %s, which a clone's git status would show untracked (git check-ignore: %v)", name, err)
+		}
+	}
 }
 
 // TestMakeInstall checks that make install says where the binary went and

@@ -42,6 +42,19 @@ func TestServeUntilStdinCloses(t *testing.T) {
 		t.Errorf("answer does not carry the reply:\n%s", b)
 	}
 
+	// The same mock speaks Anthropic's Messages API, at the URL without
+	// its /v1 (ANTHROPIC_BASE_URL).
+	resp, err = http.Post(strings.TrimSuffix(url, "/v1")+"/v1/messages", "application/json",
+		strings.NewReader(`{"model":"claude-mock","max_tokens":10,"messages":[{"role":"user","content":"hi claude"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), `"text":"MOCK_REPLY: hi claude"`) {
+		t.Errorf("the Messages answer does not carry the reply:\n%s", b)
+	}
+
 	stdinW.Close()
 	select {
 	case err := <-done:
@@ -55,7 +68,7 @@ func TestServeUntilStdinCloses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(string(log), "\n"); n != 1 || !strings.Contains(string(log), `"path":"/v1/responses"`) {
+	if n := strings.Count(string(log), "\n"); n != 2 || !strings.Contains(string(log), `"path":"/v1/responses"`) || !strings.Contains(string(log), `"path":"/v1/messages"`) {
 		t.Errorf("request log has %d lines:\n%s", n, log)
 	}
 }

@@ -1,10 +1,13 @@
 // Package modelmock is a loopback mock of the OpenAI Responses API for running
-// the real Codex CLI offline in tests.
+// the real Codex CLI offline in tests, which also speaks the Anthropic
+// Messages API for Claude Code and claude-agent-acp.
 //
 // A [Server] listens on 127.0.0.1 and answers POST /v1/responses with a
-// server-sent-event stream (Codex always sends stream:true) and GET /v1/models
-// with a one-model list. Point a Codex provider at [Server.URL] with
-// wire_api = "responses" (see package realcodex for a ready CODEX_HOME).
+// server-sent-event stream (Codex always sends stream:true), POST
+// /v1/messages (see Anthropic Messages below) and GET /v1/models with a
+// one-model list. Point a Codex provider at [Server.URL] with
+// wire_api = "responses" (see package realcodex for a ready CODEX_HOME),
+// and ANTHROPIC_BASE_URL at [Server.URL] without its "/v1".
 //
 // # Behaviour
 //
@@ -53,6 +56,29 @@
 //     makes Codex ask for approval under on-request.
 //  9. Otherwise the message "MOCK_REPLY: <last user text, trimmed, at most
 //     500 characters>".
+//
+// # Anthropic Messages
+//
+// POST /v1/messages answers streamed (server-sent events) or whole, as the
+// request's stream asks, from its last message and the last user text (the
+// text of the last user message that has text of its own; Claude Code's
+// <system-reminder> blocks are left out). [Config.Handler] and
+// [Config.Script] are for the Responses API only. In order:
+//
+//  1. When the last message carries tool results: the text "MOCK_DONE: tool
+//     output was: X", X the first 200 characters of the results.
+//  2. SLOW or SLOW=n: as above (the keep-alives are ping events), then 3–5.
+//  3. CALL_TOOL=<tool> [ARGS=<json>]: a tool_use of the tool the request
+//     offers by that name, else of the one whose name ends with "__<tool>"
+//     (Claude Code names an MCP tool mcp__<server>__<tool>; "<server>.<tool>"
+//     reads as "<server>__<tool>"), with those arguments (default {}).
+//  4. RUN_SHELL [CMD=<command>]: a tool_use of Bash running the command
+//     ("touch mock_shell_probe.txt" by default).
+//  5. Otherwise the text "MOCK_REPLY: <last user text without the tagged
+//     blocks it starts with (the <session-context> serve puts in front of an
+//     agent's prompt), trimmed, at most 500 characters>".
+//
+// [WriteMessage] writes such an answer for a handler of one's own.
 //
 // # Recording
 //

@@ -23,10 +23,14 @@ type Request struct {
 	// Body is the body parsed as a JSON object; nil when it is not one.
 	Body map[string]any
 	// LastUserText is the text of the last user message of the input that is
-	// not a context block injected by Codex; "" when there is none.
+	// not a context block injected by Codex; "" when there is none. For a
+	// Messages API request: the text of the last user message that has
+	// text of its own, without Claude Code's <system-reminder> blocks.
 	LastUserText string
 	// LastItemType is the type of the last input item ("message",
-	// "function_call_output", ...); "" when the input is empty.
+	// "function_call_output", ...); "" when the input is empty. For a
+	// Messages API request: "tool_result" when the last message carries
+	// tool results, else "message".
 	LastItemType string
 	// ToolNames lists the tools offered, in order. A tool inside a namespace
 	// (the tools of an MCP server) is listed as "<namespace>.<name>".
@@ -55,9 +59,13 @@ func (r *Request) LastItem() map[string]any {
 }
 
 // ToolOutput returns the output of the last input item when it is a tool
-// output (function_call_output or custom_tool_call_output), flattened to text
-// as described in the package documentation.
+// output (function_call_output or custom_tool_call_output; for a Messages
+// API request, the tool_result blocks of the last message), flattened to
+// text as described in the package documentation.
 func (r *Request) ToolOutput() (string, bool) {
+	if r.isMessages() {
+		return r.messagesToolOutput()
+	}
 	last := r.LastItem()
 	switch itemType(last) {
 	case "function_call_output", "custom_tool_call_output":
@@ -67,9 +75,13 @@ func (r *Request) ToolOutput() (string, bool) {
 }
 
 // InputTexts returns every piece of text the model was given: the
-// instructions, the text of every message of every role, the arguments of
-// every tool call and every tool output, in order.
+// instructions (a Messages request's system prompt), the text of every
+// message of every role, the arguments of every tool call and every tool
+// output, in order.
 func (r *Request) InputTexts() []string {
+	if r.isMessages() {
+		return r.messagesInputTexts()
+	}
 	var texts []string
 	if s, ok := r.Body["instructions"].(string); ok && s != "" {
 		texts = append(texts, s)
@@ -128,12 +140,16 @@ func newRequest(n int, hr *http.Request, raw []byte) Request {
 	if len(raw) > 0 && json.Unmarshal(raw, &body) == nil {
 		r.Body = body
 	}
+	r.ToolNames = toolNames(r.Body["tools"])
+	if r.isMessages() {
+		r.fillMessages()
+		return r
+	}
 	items := r.Input()
 	if len(items) > 0 {
 		r.LastItemType = itemType(items[len(items)-1])
 	}
 	r.LastUserText = lastUserText(items)
-	r.ToolNames = toolNames(r.Body["tools"])
 	return r
 }
 

@@ -223,6 +223,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, hr *http.Request) {
 			map[string]any{"id": "mock-model", "object": "model", "created": 0, "owned_by": "mock"}}}))
 		return
 	case strings.HasSuffix(path, "/responses") && hr.Method == http.MethodPost:
+	case strings.HasSuffix(path, "/messages") && hr.Method == http.MethodPost && req.isMessages():
+		s.answerMessages(w, hr, &req)
+		return
 	default:
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusNotFound)

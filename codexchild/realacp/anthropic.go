@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/modelmock"
 )
 
 // Anthropic is a loopback Anthropic Messages API for running
@@ -69,11 +71,7 @@ type AnthropicRequest struct {
 
 // AnthropicBlock is a content block the model sends: a tool_use (Tool and
 // Input) or text.
-type AnthropicBlock struct {
-	Tool  string
-	Input any
-	Text  string
-}
+type AnthropicBlock = modelmock.Block
 
 // ReadAnthropic reads a POST …/v1/messages request. For any other
 // request, or a body that is not such JSON, it answers 404 or 400 itself
@@ -177,51 +175,9 @@ func anthropicUserContent(content json.RawMessage) (string, []string) {
 }
 
 // WriteAnthropic writes the model's message: streamed as SSE, or whole.
-// Its tool_use ids are toolu_<idPrefix>_<index>.
+// Its tool_use ids are toolu_<idPrefix>_<index>. It is
+// [modelmock.WriteMessage], the writer of the mock that bin/mockmodel
+// serves.
 func WriteAnthropic(w http.ResponseWriter, stream bool, blocks []AnthropicBlock, idPrefix string) {
-	stop := "end_turn"
-	var content []map[string]any
-	for i, b := range blocks {
-		if b.Tool != "" {
-			stop = "tool_use"
-			content = append(content, map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%s_%d", idPrefix, i), "name": b.Tool, "input": b.Input})
-		} else {
-			content = append(content, map[string]any{"type": "text", "text": b.Text})
-		}
-	}
-	usage := map[string]any{"input_tokens": 10, "output_tokens": 10, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
-	msg := map[string]any{"id": "msg_mock_" + idPrefix, "type": "message", "role": "assistant", "model": "claude-mock",
-		"stop_sequence": nil, "usage": usage}
-	if !stream {
-		msg["content"], msg["stop_reason"] = content, stop
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(msg)
-		return
-	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	event := func(name string, data any) {
-		b, _ := json.Marshal(data)
-		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, b)
-	}
-	msg["content"], msg["stop_reason"] = []any{}, nil
-	event("message_start", map[string]any{"type": "message_start", "message": msg})
-	for i, c := range content {
-		if c["type"] == "tool_use" {
-			input, _ := json.Marshal(c["input"])
-			event("content_block_start", map[string]any{"type": "content_block_start", "index": i,
-				"content_block": map[string]any{"type": "tool_use", "id": c["id"], "name": c["name"], "input": map[string]any{}}})
-			event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i,
-				"delta": map[string]any{"type": "input_json_delta", "partial_json": string(input)}})
-		} else {
-			event("content_block_start", map[string]any{"type": "content_block_start", "index": i,
-				"content_block": map[string]any{"type": "text", "text": ""}})
-			event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i,
-				"delta": map[string]any{"type": "text_delta", "text": c["text"]}})
-		}
-		event("content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
-	}
-	event("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
-		"usage": map[string]any{"output_tokens": 10}})
-	event("message_stop", map[string]any{"type": "message_stop"})
+	modelmock.WriteMessage(w, stream, blocks, idPrefix)
 }

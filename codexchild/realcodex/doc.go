@@ -25,5 +25,7 @@
 // CODEX_HOME must not be under /tmp (Codex refuses to create its helper
 // binaries there), so homes live in the repository's git-ignored .cache
 // folder (found by walking up to go.work), or in
-// $HOME/.cache/atm-agent-mcp-test outside a checkout.
+// $HOME/.cache/atm-agent-mcp-test outside a checkout (or when the checkout
+// is under /tmp), or in /var/tmp/atm-agent-mcp-test-<uid> when HOME is
+// under /tmp too.
 package realcodex

@@ -8,3 +8,7 @@ func SetLeakGrace(d time.Duration) func() {
 	waitGrace = d
 	return func() { waitGrace = old }
 }
+
+// HomesDirFor is homesDirFor: the folder for CODEX_HOMEs seen from wd with
+// the user's home.
+var HomesDirFor = homesDirFor

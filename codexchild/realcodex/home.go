@@ -229,12 +229,22 @@ func (h *Home) Env() []string {
 	)
 }
 
-// homesDir returns the folder for CODEX_HOMEs: <repo>/.cache/realcodex (the
-// repo found by walking up to go.work), else
-// $HOME/.cache/atm-agent-mcp-test; never under the temp dir.
+// homesDir returns the folder for CODEX_HOMEs (see [homesDirFor]).
 func homesDir() (string, error) {
+	wd, _ := os.Getwd()
+	home, _ := os.UserHomeDir()
+	return homesDirFor(wd, home)
+}
+
+// homesDirFor returns the folder for CODEX_HOMEs, never under the temp
+// dir: <repo>/.cache/realcodex (the repo found by walking up from wd to
+// go.work), else <home>/.cache/atm-agent-mcp-test, else
+// /var/tmp/atm-agent-mcp-test-<uid> (not the temp dir Codex checks, which
+// is $TMPDIR or /tmp), the first one that is outside the temp dir and can
+// be made. A clone under /tmp with a HOME under /tmp gets the last.
+func homesDirFor(wd, home string) (string, error) {
 	var candidates []string
-	if wd, err := os.Getwd(); err == nil {
+	if wd != "" {
 		for d := wd; ; d = filepath.Dir(d) {
 			if _, err := os.Stat(filepath.Join(d, "go.work")); err == nil {
 				candidates = append(candidates, filepath.Join(d, ".cache", "realcodex"))
@@ -245,18 +255,23 @@ func homesDir() (string, error) {
 			}
 		}
 	}
-	if home, err := os.UserHomeDir(); err == nil {
+	if home != "" {
 		candidates = append(candidates, filepath.Join(home, ".cache", "atm-agent-mcp-test"))
 	}
+	candidates = append(candidates, filepath.Join("/var/tmp", "atm-agent-mcp-test-"+strconv.Itoa(os.Getuid())))
+	var tried []string
 	for _, c := range candidates {
 		if underTemp(c) {
+			tried = append(tried, c+" (under the temp dir)")
 			continue
 		}
-		if err := os.MkdirAll(c, 0o700); err == nil {
-			return c, nil
+		if err := os.MkdirAll(c, 0o700); err != nil {
+			tried = append(tried, fmt.Sprintf("%s (%v)", c, err))
+			continue
 		}
+		return c, nil
 	}
-	return "", fmt.Errorf("no folder for CODEX_HOME outside the temp dir (tried %q); Codex refuses homes under /tmp", candidates)
+	return "", fmt.Errorf("no folder for CODEX_HOME outside the temp dir, where Codex refuses to create its helper binaries; tried %s", strings.Join(tried, ", "))
 }
 
 func underTemp(p string) bool {

@@ -156,8 +156,57 @@ web_search_request = false
 			t.Errorf("ResetRules without a rules file: %v", err)
 		}
 	})
+	if h == nil {
+		return // NewHome failed the inner test, which says why
+	}
 	if _, err := os.Stat(h.Dir); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("CODEX_HOME %s left behind after the test: %v", h.Dir, err)
+	}
+}
+
+// TestHomesDirFor: homes go to the repository's .cache, else the user's,
+// and never under the temp dir, where Codex refuses to create its helper
+// binaries; a clone under /tmp with a HOME under /tmp (a newcomer's scratch
+// setup) gets /var/tmp/atm-agent-mcp-test-<uid>.
+func TestHomesDirFor(t *testing.T) {
+	tmpClone := t.TempDir()
+	if err := os.WriteFile(filepath.Join(tmpClone, "go.work"), []byte("go 1.26\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wd := filepath.Join(tmpClone, "codexchild", "realcodex")
+	if err := os.MkdirAll(wd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	varTmp := filepath.Join("/var/tmp", fmt.Sprintf("atm-agent-mcp-test-%d", os.Getuid()))
+	userHome, err := os.UserHomeDir()
+	if err != nil || strings.HasPrefix(userHome, "/tmp/") || strings.HasPrefix(userHome, os.TempDir()) {
+		userHome = ""
+	}
+	tests := []struct {
+		name, wd, home, want string
+	}{
+		{"clone and home under /tmp", wd, t.TempDir(), varTmp},
+		{"clone under /tmp, no home", wd, "", varTmp},
+	}
+	if userHome != "" {
+		tests = append(tests, struct{ name, wd, home, want string }{
+			"clone under /tmp, a real home", wd, userHome, filepath.Join(userHome, ".cache", "atm-agent-mcp-test")})
+	}
+	if here, err := os.Getwd(); err == nil && !strings.HasPrefix(here, "/tmp/") && !strings.HasPrefix(here, os.TempDir()) {
+		repo := filepath.Dir(filepath.Dir(here)) // codexchild/realcodex
+		tests = append(tests, struct{ name, wd, home, want string }{
+			"this clone", here, t.TempDir(), filepath.Join(repo, ".cache", "realcodex")})
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if strings.HasPrefix(varTmp, os.TempDir()) {
+				t.Skipf("SKIP: the temp dir %s holds /var/tmp", os.TempDir())
+			}
+			got, err := realcodex.HomesDirFor(tt.wd, tt.home)
+			if err != nil || got != tt.want {
+				t.Errorf("HomesDirFor(%q, %q) = %q, %v; want %q", tt.wd, tt.home, got, err, tt.want)
+			}
+		})
 	}
 }
 

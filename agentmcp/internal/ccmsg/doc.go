@@ -16,6 +16,20 @@
 // does not show from to the model, so a caller puts the sender into the
 // content.
 //
+// # What Claude Code shows
+//
+// Claude Code frames every line's content for the model as "Another Claude
+// session sent a message:", the content, then four lines of warning
+// against permission laundering; its terminal shows plain content with
+// that frame. Content that is a cross-session envelope (Envelope) is
+// shown as a teammate's message instead: "Message from @NAME: <first
+// line>", without the frame, which the model still reads (measured with
+// Claude Code 2.1.332 in a terminal; no field of a line changes the
+// frame). Claude Code escapes a <teammate-message> tag in the content, so
+// a line cannot pass as a native teammate's message, nor as its idle
+// notification ("Teammate @NAME finished"): that one comes only through
+// the inbox a Claude Code lead reads.
+//
 // # Design notes
 //
 // One connection per Send. Claude Code answers nothing on the socket, so a

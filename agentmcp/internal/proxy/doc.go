@@ -54,9 +54,18 @@
 // Code's own reader. When a mail turn
 // ends (session.TryMailThen), every sender of its mail but the agent itself
 // gets an idle_notification: idleReason available with the turn's result,
-// interrupted, or failed with the error, so that Claude Code's lead shows
-// "Teammate @codex1 finished". Turns the client started (codex,
-// codex-reply) notify nobody: the client has their result.
+// interrupted, or failed with the error, written without a summary beside
+// it, so that Claude Code's lead shows "Teammate @codex1 finished". Serve's
+// own client, the lead, hears it instead through the messaging socket
+// while its mail goes there (leadpush.go), as text in the agent's
+// cross-session envelope ("Message from @codex1: Finished its turn: …"),
+// after the agent's own mail; Claude Code takes no frame through the
+// socket. Turns the client started (codex, codex-reply) notify nobody: the
+// client has their result.
+//
+// Mail for the lead goes through the socket in the sender's cross-session
+// envelope too (ccmsg.Envelope): Claude Code's terminal shows it as a
+// teammate's message, without the peer warning it adds for its model.
 //
 // # Locks
 //

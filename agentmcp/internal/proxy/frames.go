@@ -158,10 +158,15 @@ func (fr *frames) takesMail(identity string) bool {
 }
 
 // mailEnded returns what runs when the mail turn that carries msgs ends on
-// identity's session (agentID): each distinct sender of msgs but identity itself gets
-// the idle_notification a native teammate sends, so that Claude Code's lead
-// shows "Teammate @identity finished". It returns nil when there is nobody
-// to tell.
+// identity's session (agentID): each distinct sender of msgs but identity
+// itself gets the idle_notification a native teammate sends, written as
+// Claude Code writes it (no summary beside the frame, else its lead shows
+// the JSON as text), so that Claude Code's lead shows "Teammate @identity
+// finished". For serve's own client, the lead, whose mail goes through
+// Claude Code's messaging socket (its lead does not read that inbox), the
+// news is pushed there instead, as text a person reads
+// (leadPush.pushIdle); the frame goes to the inbox when the push cannot
+// take it. It returns nil when there is nobody to tell.
 func (fr *frames) mailEnded(identity, agentID string, msgs []atmclient.Message) func(*session.TurnResult, error) {
 	team := fr.s.opts.Team
 	var to []string
@@ -188,8 +193,14 @@ func (fr *frames) mailEnded(identity, agentID string, msgs []atmclient.Message) 
 		n.Timestamp = fr.s.opts.Now()
 		text := n.Text()
 		for _, addr := range to {
+			if fr.isLead(addr) && fr.s.lead.pushIdle(context.Background(), n) {
+				fr.s.log.Debug("idle notification pushed to the session", "identity", identity, "to", addr, "idle_reason", n.IdleReason)
+				fr.s.auditor.Append(registry.Entry{Event: atmclient.FrameIdleNotification, AgentID: agentID, Identity: identity, Recipient: addr,
+					Summary: n.Summary, Outcome: "pushed to the session"})
+				continue
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), frameSendTimeout)
-			_, serr := fr.s.atm.Send(ctx, atmclient.SendRequest{From: identity, Team: team, To: addr, Text: text, Summary: n.Summary})
+			_, serr := fr.s.atm.Send(ctx, atmclient.SendRequest{From: identity, Team: team, To: addr, Text: text})
 			cancel()
 			outcome := "ok"
 			switch {
@@ -208,6 +219,16 @@ func (fr *frames) mailEnded(identity, agentID string, msgs []atmclient.Message) 
 				Summary: n.Summary, Outcome: outcome})
 		}
 	}
+}
+
+// isLead reports whether addr (an address of the serve's team) names serve's
+// own client, the lead, while no Codex session holds its identity.
+func (fr *frames) isLead(addr string) bool {
+	agent, team, err := atmclient.SplitAddress(addr)
+	if err != nil || (team != "" && team != fr.s.opts.Team) {
+		return false
+	}
+	return agent == fr.s.opts.Identity && fr.s.sessions.ByIdentity(agent) == nil
 }
 
 // idleNotification says how a mail turn ended: "available" with its

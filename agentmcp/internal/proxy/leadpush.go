@@ -247,24 +247,87 @@ func (p *leadPush) settle(n int, err error) {
 	}
 }
 
-// leadText is what the model sees for one message: the sender (with its
-// team when it is another), the summary when it says more than the text's
-// start (the atm CLI's automatic one does not), and the text: "Team mail
-// from codex1 (tests): all pass". Claude Code does not show the line's
-// from field, so the sender is in the text.
+// leadText is what Claude Code gets for one message: its text in a
+// cross-session envelope from its sender (ccmsg.Envelope), the sender
+// with its team when it is another, and the summary in front when it says
+// more than the text's start (the atm CLI's automatic one does not).
+// Claude Code's terminal shows it as a teammate's message, "Message from
+// @codex1: (tests) all pass", and its model reads the sender in the
+// envelope (Claude Code does not show the line's from field to it).
 func leadText(team string, m atmclient.Message) string {
-	var b strings.Builder
-	b.WriteString("Team mail from ")
-	b.WriteString(m.From)
-	if m.SourceTeam != "" && m.SourceTeam != team && !strings.Contains(m.From, "@") {
-		b.WriteString("@" + m.SourceTeam)
-	}
+	from := sender(team, m)
+	body := m.Text
 	if s := strings.TrimSpace(m.Summary); s != "" && !strings.HasPrefix(strings.TrimSpace(m.Text), strings.TrimSuffix(s, "...")) {
-		b.WriteString(" (" + s + ")")
+		body = "(" + s + ") " + body
 	}
-	b.WriteString(": ")
-	b.WriteString(m.Text)
-	return b.String()
+	return ccmsg.Envelope(from, from, body)
+}
+
+// sender is m's sender as the lead names it: with its team when that is
+// another.
+func sender(team string, m atmclient.Message) string {
+	if m.SourceTeam != "" && m.SourceTeam != team && !strings.Contains(m.From, "@") {
+		return m.From + "@" + m.SourceTeam
+	}
+	return m.From
+}
+
+// pushIdle pushes a teammate's idle notification for the lead to the
+// session as text a person reads (idleText), in the sender's envelope,
+// after the lead's mail that is unread now (flush: the agent's mail of
+// the turn goes first). It returns false, and pushes nothing, when the
+// push is off, suspended or backing off, or when Claude Code's lead reads
+// its inbox itself: there the frame belongs in the inbox, where Claude
+// Code shows it as "Teammate @codex1 finished"; a line on the socket
+// cannot pass as that (Claude Code escapes its <teammate-message> tags).
+// It also returns false when the push fails.
+func (p *leadPush) pushIdle(ctx context.Context, n atmclient.IdleNotification) bool {
+	if p.client == nil {
+		return false
+	}
+	p.mu.Lock()
+	ok := p.bound && !p.held && !(p.failing && p.now().Before(p.retryAt))
+	p.mu.Unlock()
+	if !ok || p.claudeReads() != "" {
+		return false
+	}
+	p.flush(ctx)
+	ctx, cancel := context.WithTimeout(ctx, pushTimeout)
+	err := p.client.Send(ctx, ccmsg.Message{Content: ccmsg.Envelope(n.From, n.From, idleText(n)), From: n.From})
+	cancel()
+	p.settle(1, err)
+	return err == nil
+}
+
+// idleText says how a teammate's turn ended, for a person: "Finished its
+// turn: <summary>", "Its turn was interrupted" or "Its turn failed:
+// <reason>" on the first line (the one Claude Code's terminal shows), then
+// the turn's result when it says more, at most atmclient.MaxIdleResult
+// characters.
+func idleText(n atmclient.IdleNotification) string {
+	result := strings.TrimSpace(n.Result)
+	var head, detail string
+	switch n.IdleReason {
+	case atmclient.IdleInterrupted:
+		head = "Its turn was interrupted"
+	case atmclient.IdleFailed:
+		head, detail = "Its turn failed", atmclient.Summarize(firstLine(result))
+	default:
+		head = "Finished its turn"
+		if result != "" {
+			detail = n.Summary
+		}
+	}
+	if detail != "" {
+		head += ": " + detail
+	}
+	if result == "" || result == detail {
+		return head
+	}
+	if r := []rune(result); len(r) > atmclient.MaxIdleResult {
+		result = string(r[:atmclient.MaxIdleResult]) + "…"
+	}
+	return head + "\n\n" + result
 }
 
 // status is the lead's mail path for agent_status.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/ccmsg"
 	"github.com/atm-agent-mcp/atm-agent-mcp/atmclient"
 	"github.com/atm-agent-mcp/atm-agent-mcp/mailbridge"
 )
@@ -59,7 +60,7 @@ func BenchmarkLeadPush(b *testing.B) {
 			case <-time.After(3 * time.Second):
 				b.Fatalf("no line; stats %+v; inbox %+v", br.Stats("team-lead"), inbox(b, home, "team-lead"))
 			}
-			if m, ok := line["message"].(map[string]any); ok && m["content"] == "Team mail from arch: "+text {
+			if m, ok := line["message"].(map[string]any); ok && m["content"] == ccmsg.Envelope("arch", "arch", text) {
 				break
 			}
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/ccmsg"
 	"github.com/atm-agent-mcp/atm-agent-mcp/atmclient"
 	"github.com/atm-agent-mcp/atm-agent-mcp/mailbridge"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
@@ -144,7 +145,7 @@ func TestLeadPush(t *testing.T) {
 	}
 	line := sock.next(t)
 	msg, _ := line["message"].(map[string]any)
-	if line["type"] != "user" || msg["role"] != "user" || msg["content"] != "Team mail from arch (plan): the plan is ready" || line["from"] != "arch" {
+	if line["type"] != "user" || msg["role"] != "user" || msg["content"] != ccmsg.Envelope("arch", "arch", "(plan) the plan is ready") || line["from"] != "arch" {
 		t.Errorf("pushed line %v", line)
 	}
 	waitFor(t, "the pushed message marked read", func() bool {
@@ -183,7 +184,7 @@ func TestLeadPushRefused(t *testing.T) {
 	}
 	sock := listenCC(t, path)
 	sock.next(t) // auth
-	if line := sock.next(t); line["message"].(map[string]any)["content"] != "Team mail from arch: are you there?" {
+	if line := sock.next(t); line["message"].(map[string]any)["content"] != ccmsg.Envelope("arch", "arch", "are you there?") {
 		t.Errorf("pushed line %v", line)
 	}
 	waitFor(t, "the pushed message marked read", func() bool {
@@ -252,7 +253,7 @@ func TestLeadPushLeavesMailToClaudeCode(t *testing.T) {
 		t.Fatal(err)
 	}
 	sock.next(t) // auth
-	if line := sock.next(t); line["message"].(map[string]any)["content"] != "Team mail from arch: left to Claude Code" {
+	if line := sock.next(t); line["message"].(map[string]any)["content"] != ccmsg.Envelope("arch", "arch", "left to Claude Code") {
 		t.Errorf("pushed line %v", line)
 	}
 }
@@ -357,13 +358,41 @@ func TestLeadText(t *testing.T) {
 		m    atmclient.Message
 		want string
 	}{
-		{"summary", atmclient.Message{From: "codex1", SourceTeam: "dev", Summary: "tests", Text: "all pass"}, "Team mail from codex1 (tests): all pass"},
-		{"automatic summary left out", atmclient.Message{From: "codex1", Summary: "a long report...", Text: "a long report with details"}, "Team mail from codex1: a long report with details"},
-		{"other team", atmclient.Message{From: "qa", SourceTeam: "other", Text: "hi"}, "Team mail from qa@other: hi"},
-		{"qualified sender", atmclient.Message{From: "qa@other", SourceTeam: "other", Text: "hi"}, "Team mail from qa@other: hi"},
+		{"summary", atmclient.Message{From: "codex1", SourceTeam: "dev", Summary: "tests", Text: "all pass"},
+			"<cross-session-message from=\"codex1\" from-name=\"codex1\">\n(tests) all pass\n</cross-session-message>"},
+		{"automatic summary left out", atmclient.Message{From: "codex1", Summary: "a long report...", Text: "a long report with details"},
+			"<cross-session-message from=\"codex1\" from-name=\"codex1\">\na long report with details\n</cross-session-message>"},
+		{"other team", atmclient.Message{From: "qa", SourceTeam: "other", Text: "hi"},
+			"<cross-session-message from=\"qa%40other\" from-name=\"qa@other\">\nhi\n</cross-session-message>"},
+		{"qualified sender", atmclient.Message{From: "qa@other", SourceTeam: "other", Text: "hi"},
+			"<cross-session-message from=\"qa%40other\" from-name=\"qa@other\">\nhi\n</cross-session-message>"},
 	} {
 		if got := leadText("dev", tc.m); got != tc.want {
 			t.Errorf("%s: leadText = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestIdleText(t *testing.T) {
+	long := strings.Repeat("é", atmclient.MaxIdleResult+5)
+	for _, tc := range []struct {
+		name string
+		n    atmclient.IdleNotification
+		want string
+	}{
+		{"one line", atmclient.IdleNotification{IdleReason: atmclient.IdleAvailable, Summary: "all pass", Result: "all pass"}, "Finished its turn: all pass"},
+		{"a longer result", atmclient.IdleNotification{IdleReason: atmclient.IdleAvailable, Summary: "all pass", Result: "all pass\n\n3 packages"},
+			"Finished its turn: all pass\n\nall pass\n\n3 packages"},
+		{"no result", atmclient.IdleNotification{IdleReason: atmclient.IdleAvailable, Summary: "turn completed"}, "Finished its turn"},
+		{"interrupted", atmclient.IdleNotification{IdleReason: atmclient.IdleInterrupted, Summary: "turn interrupted", Result: "half done"},
+			"Its turn was interrupted\n\nhalf done"},
+		{"failed", atmclient.IdleNotification{IdleReason: atmclient.IdleFailed, Summary: "turn failed", Result: "codex child process is not running"},
+			"Its turn failed: codex child process is not running"},
+		{"clipped", atmclient.IdleNotification{IdleReason: atmclient.IdleAvailable, Summary: "é", Result: long},
+			"Finished its turn: é\n\n" + long[:2*atmclient.MaxIdleResult] + "…"},
+	} {
+		if got := idleText(tc.n); got != tc.want {
+			t.Errorf("%s: idleText = %.200q, want %.200q", tc.name, got, tc.want)
 		}
 	}
 }
@@ -403,7 +432,7 @@ func TestLeadPushFlush(t *testing.T) {
 	if n, err := atm.Pending(ctx, "dev", "team-lead"); n != 0 || err != nil {
 		t.Fatalf("after flush: %d unread (%v), want 0", n, err)
 	}
-	if line := sock.next(t); line["message"].(map[string]any)["content"] != "Team mail from arch: done with the turn" {
+	if line := sock.next(t); line["message"].(map[string]any)["content"] != ccmsg.Envelope("arch", "arch", "done with the turn") {
 		t.Errorf("pushed line %v", line)
 	}
 }

@@ -1,5 +1,5 @@
-// Command mockmodel serves the loopback mock of the OpenAI Responses API
-// (make build: bin/mockmodel). It is package
+// Command mockmodel serves the loopback model mock, the OpenAI Responses
+// API and the Anthropic Messages API (make build: bin/mockmodel). It is package
 // github.com/atm-agent-mcp/atm-agent-mcp/codexchild/mockmodel, whose
 // documentation describes its usage.
 package main
