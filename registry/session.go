@@ -20,7 +20,7 @@ const (
 	StatusIdle        Status = "idle"        // turn complete, waiting for input
 	StatusClosed      Status = "closed"      // closed by agent_close or shutdown
 	StatusStale       Status = "stale"       // was live when its proxy process ended
-	StatusInterrupted Status = "interrupted" // closed without a summary (timeout)
+	StatusInterrupted Status = "interrupted" // closed while a turn ran: the turn was cut
 )
 
 // Live reports whether a session with this status holds its identity.
@@ -41,8 +41,13 @@ const (
 // BackendCodex is the only backend so far.
 const BackendCodex = "codex"
 
+// MaxLastResult bounds Session.LastResult, in characters: a resume's note,
+// not the whole answer.
+const MaxLastResult = 4000
+
 // Session is one registry entry. Empty strings for BackendID, RepoRoot,
-// RepoName, Branch, Tag, Role and AgentSource are written as JSON null. Times
+// RepoName, Branch, Tag, Role, AgentSource and LastResult are written as
+// JSON null. Times
 // are stored in UTC.
 type Session struct {
 	AgentID     string      `json:"agent_id"`
@@ -61,6 +66,13 @@ type Session struct {
 	Tag         string      `json:"tag"`
 	Role        string      `json:"role"`
 	AgentSource string      `json:"agent_source"` // agent file the session was started from
+	// Turns is how many turns the session has run (0 until its first
+	// ends; a record written before it existed reads 0).
+	Turns int `json:"turns"`
+	// LastResult is the text of its last turn's result, clipped (see
+	// MaxLastResult): what a resume on a new thread can tell the agent
+	// when no summary was saved. "" until a turn ended.
+	LastResult string `json:"last_result"`
 
 	// Extra holds the fields this version does not know, so that they
 	// survive a rewrite. Keys that collide with a known field are ignored
@@ -87,6 +99,8 @@ type sessionWire struct {
 	Tag         *string     `json:"tag"`
 	Role        *string     `json:"role"`
 	AgentSource *string     `json:"agent_source"`
+	Turns       int         `json:"turns"`
+	LastResult  *string     `json:"last_result"`
 }
 
 // knownFields are the JSON keys of sessionWire.
@@ -95,6 +109,7 @@ var knownFields = map[string]bool{
 	"team": true, "repo_root": true, "repo_name": true, "branch": true,
 	"cwd": true, "started_at": true, "last_active": true, "status": true,
 	"thread_state": true, "tag": true, "role": true, "agent_source": true,
+	"turns": true, "last_result": true,
 }
 
 func nullable(s string) *string {
@@ -130,6 +145,8 @@ func (s Session) MarshalJSON() ([]byte, error) {
 		Tag:         nullable(s.Tag),
 		Role:        nullable(s.Role),
 		AgentSource: nullable(s.AgentSource),
+		Turns:       s.Turns,
+		LastResult:  nullable(s.LastResult),
 	})
 	if err != nil || len(s.Extra) == 0 {
 		return b, err
@@ -196,6 +213,8 @@ func (s *Session) UnmarshalJSON(data []byte) error {
 		Tag:         deref(w.Tag),
 		Role:        deref(w.Role),
 		AgentSource: deref(w.AgentSource),
+		Turns:       w.Turns,
+		LastResult:  deref(w.LastResult),
 		Extra:       extra,
 	}
 	return nil
