@@ -229,16 +229,19 @@ func TestACPResume(t *testing.T) {
 		env     []string
 		policy  string
 		resumed bool
+		// replaced is in Result.Replaced of a fallback: why.
+		replaced string
 	}{
 		{name: "load", resumed: true},
 		{name: "resume", env: []string{"MOCKACP_LOAD=off"}, resumed: true},
-		{name: "neither offered", env: []string{"MOCKACP_LOAD=off", "MOCKACP_RESUME=off"}},
-		{name: "both failing", env: []string{"MOCKACP_LOAD=fail", "MOCKACP_RESUME=fail"}},
-		{name: "policy none", policy: ResumeNone},
-		{name: "policy load without load", env: []string{"MOCKACP_LOAD=off"}, policy: ResumeLoad},
+		{name: "neither offered", env: []string{"MOCKACP_LOAD=off", "MOCKACP_RESUME=off"}, replaced: "the agent offers no way to reopen a session"},
+		{name: "both failing", env: []string{"MOCKACP_LOAD=fail", "MOCKACP_RESUME=fail"},
+			replaced: "the agent could not reopen it: session/load failed: "},
+		{name: "policy none", policy: ResumeNone, replaced: "the resume policy is none"},
+		{name: "policy load without load", env: []string{"MOCKACP_LOAD=off"}, policy: ResumeLoad, replaced: "the agent offers no way to reopen a session"},
 		{name: "policy load", policy: ResumeLoad, resumed: true},
 		{name: "policy resume", policy: ResumeResume, resumed: true},
-		{name: "policy resume without resume", env: []string{"MOCKACP_RESUME=off"}, policy: ResumeResume},
+		{name: "policy resume without resume", env: []string{"MOCKACP_RESUME=off"}, policy: ResumeResume, replaced: "the agent offers no way to reopen a session"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -256,10 +259,12 @@ func TestACPResume(t *testing.T) {
 			}
 			b2 := e.backend(t, cfg)
 			rec := newACPRecorder()
-			res := acpTurnOK(t, b2, TurnRequest{ThreadID: first.ThreadID, Preamble: "P:\n", Prompt: "echo", Seed: "SEED", Params: p, Handler: rec})
+			var told []string
+			res := acpTurnOK(t, b2, TurnRequest{ThreadID: first.ThreadID, Preamble: "P:\n", Prompt: "echo", Seed: "SEED", Params: p, Handler: rec,
+				OnThread: func(id string) { told = append(told, id) }})
 			if tt.resumed {
-				if res.ThreadID != first.ThreadID || res.Text != "P:\necho" {
-					t.Errorf("resumed: %+v", res)
+				if res.ThreadID != first.ThreadID || res.Text != "P:\necho" || res.Replaced != "" || told != nil {
+					t.Errorf("resumed: %+v, OnThread %q; want the same thread, not replaced, no OnThread", res, told)
 				}
 				if d := cmp.Diff([]string{"P:\necho"}, messages(rec)); d != "" {
 					t.Errorf("messages (-want +got), the replay included:\n%s", d)
@@ -267,8 +272,11 @@ func TestACPResume(t *testing.T) {
 				return
 			}
 			want := "BASE INSTRUCTIONS\n\nSEED\n\nDEVELOPER INSTRUCTIONS\n\necho"
-			if res.ThreadID == first.ThreadID || res.ThreadID == "" || res.Text != want {
-				t.Errorf("fallback: %+v, want a new thread whose first prompt is %q", res, want)
+			if res.ThreadID == first.ThreadID || res.ThreadID == "" || res.Text != want || !strings.HasPrefix(res.Replaced, tt.replaced) {
+				t.Errorf("fallback: %+v, want a new thread whose first prompt is %q, replaced because %q…", res, want, tt.replaced)
+			}
+			if d := cmp.Diff([]string{res.ThreadID}, told); d != "" {
+				t.Errorf("OnThread (-want +got):\n%s", d)
 			}
 			res2 := acpTurnOK(t, b2, TurnRequest{ThreadID: res.ThreadID, Preamble: "P:\n", Prompt: "echo", Seed: "SEED", Params: p})
 			if res2.ThreadID != res.ThreadID || res2.Text != "P:\necho" {

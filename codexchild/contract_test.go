@@ -298,8 +298,8 @@ func contractResume(t *testing.T, b Backend, e *contractEnv) {
 		t.Fatalf("resumed Turn: %v", err)
 	}
 	if !e.expect.canResume {
-		if res2.IsError || res2.ThreadID == "" || res2.ThreadID == res.ThreadID {
-			t.Errorf("resumed Turn = %+v, want a result on a fresh thread (mcp-server cannot resume)", res2)
+		if res2.IsError || res2.ThreadID == "" || res2.ThreadID == res.ThreadID || res2.Replaced != replacedUnknown {
+			t.Errorf("resumed Turn = %+v, want a result on a fresh thread, replaced (mcp-server cannot resume)", res2)
 		}
 		return
 	}
@@ -308,10 +308,17 @@ func contractResume(t *testing.T, b Backend, e *contractEnv) {
 		t.Errorf("resumed Turn (-want +got):\n%s", diff)
 	}
 	checkEvents(t, rec, e, res.ThreadID)
-	// A thread no process ever had cannot be resumed: an IsError result.
-	res3, err := b2.Turn(ctxFor(t, 60*time.Second), TurnRequest{ThreadID: "01a1ffa3-0000-7000-8000-0000000000aa", Prompt: "x"})
-	if err != nil || !res3.IsError || res3.Status != "failed" || !strings.Contains(res3.Text, "no rollout found") {
-		t.Errorf("resume of an unknown thread = %+v, %v; want IsError no rollout found", res3, err)
+	// A thread Codex has no rollout of cannot be resumed: the turn runs on
+	// a new thread, seeded, and says why.
+	var told []string
+	res3, err := b2.Turn(ctxFor(t, 60*time.Second), TurnRequest{ThreadID: "01a1ffa3-0000-7000-8000-0000000000aa", Prompt: "x",
+		Preamble: "[ctx] ", Seed: "[seed of the old thread]", Params: ThreadParams{Cwd: e.cwd}, OnThread: func(id string) { told = append(told, id) }})
+	if err != nil || res3.IsError || res3.Status != "completed" || res3.ThreadID == "" || res3.ThreadID == "01a1ffa3-0000-7000-8000-0000000000aa" ||
+		!strings.Contains(res3.Replaced, "no rollout found") || res3.Text != "MOCK_REPLY: x" {
+		t.Errorf("resume of an unknown thread = %+v, %v; want a completed turn on a new thread without the preamble, replaced: no rollout found", res3, err)
+	}
+	if diff := cmp.Diff([]string{res3.ThreadID}, told); diff != "" {
+		t.Errorf("OnThread (-want +got):\n%s", diff)
 	}
 }
 

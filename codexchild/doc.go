@@ -5,9 +5,13 @@
 // approvals, stream its events and report its result. What only one protocol
 // has is an optional interface: [Passthrough] (mcp-server's MCP requests
 // and notifications) and [Steerer] (app-server's turn/steer). Which thread a
-// turn runs on is the backend's business: a thread the child cannot
-// continue is resumed (app-server) or replaced by a fresh one (mcp-server;
-// threads.go), as [TurnRequest] says.
+// turn runs on is the backend's business: a thread the child has not loaded
+// is resumed (app-server thread/resume, ACP session/load or
+// session/resume); one it cannot continue (mcp-server always, threads.go;
+// app-server when Codex has no rollout of it; an agent that cannot reopen
+// the session) is replaced by a fresh one seeded with TurnRequest.Seed, and
+// [Result].Replaced says why. TurnRequest.OnThread tells the caller a new
+// thread's id as soon as it exists, long before a slow first turn ends.
 //
 // [NewMCPServer] returns the backend for `codex mcp-server` (Codex 0.104 –
 // 0.153.4). It starts the child on first use, does the MCP handshake with the
