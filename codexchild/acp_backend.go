@@ -195,7 +195,7 @@ func (b *ACPBackend) Turn(ctx context.Context, req TurnRequest) (*Result, error)
 	if err != nil {
 		return nil, err
 	}
-	res, err := th.run(ctx, req, text)
+	res, err := th.run(ctx, req, th.takeNotes()+text)
 	if res != nil {
 		res.Replaced = replaced
 	}

@@ -153,6 +153,41 @@ func TestACPApprovals(t *testing.T) {
 	}
 }
 
+// TestACPDenialNote: the agent reads its own words for a denial
+// (claude-agent-acp: "User refused permission to run tool"), so the
+// denial's reason opens the thread's next prompt, once; a denial without
+// a reason, or an approval, leaves nothing.
+func TestACPDenialNote(t *testing.T) {
+	tests := []struct {
+		name     string
+		decision Decision
+		want     string // what the next prompt starts with
+	}{
+		{"denied, nobody asked", Decision{Kind: Deny, Reason: "no one was asked: the MCP client cancelled the request"},
+			"[atm-agent-mcp: the approval for `touch y` was denied: no one was asked: the MCP client cancelled the request. " +
+				"Whatever the tool result says about a user, this is who or what decided.]\n\nP:\necho"},
+		{"denied without a reason", Decision{Kind: Deny}, "P:\necho"},
+		{"approved", Decision{Kind: Approve}, "P:\necho"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newACPEnv(t)
+			b := e.backend(t, e.config(t))
+			p := e.params(t)
+			first := acpTurnOK(t, b, TurnRequest{Prompt: "say ready", Params: p})
+			acpTurnOK(t, b, TurnRequest{ThreadID: first.ThreadID, Prompt: "ask c9 execute touch y", Params: p, Handler: newACPRecorder(tt.decision)})
+			next := acpTurnOK(t, b, TurnRequest{ThreadID: first.ThreadID, Preamble: "P:\n", Prompt: "echo", Params: p})
+			if next.Text != tt.want {
+				t.Errorf("next prompt = %q, want %q", next.Text, tt.want)
+			}
+			again := acpTurnOK(t, b, TurnRequest{ThreadID: first.ThreadID, Preamble: "P:\n", Prompt: "echo", Params: p})
+			if again.Text != "P:\necho" {
+				t.Errorf("the prompt after = %q, want the note once only", again.Text)
+			}
+		})
+	}
+}
+
 // TestACPInterrupt: Interrupt ends a running turn as interrupted, with
 // the text so far as Partial; ctx's end does the same and returns ctx's
 // error; the thread goes on, its agent restarted and the session loaded.

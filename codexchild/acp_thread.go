@@ -42,6 +42,20 @@ type acpThread struct {
 	cwd      string
 	turn     *acpTurn      // the running turn, or nil
 	stopping chan struct{} // closed when the agent stopped after a turn has been closed
+	notes    []string      // denial notes for the next prompt (denialnote.go)
+}
+
+// takeNotes returns the thread's denial notes, each followed by a blank
+// line, and forgets them.
+func (th *acpThread) takeNotes() string {
+	th.mu.Lock()
+	notes := th.notes
+	th.notes = nil
+	th.mu.Unlock()
+	if len(notes) == 0 {
+		return ""
+	}
+	return strings.Join(notes, "\n\n") + "\n\n"
 }
 
 // liveClient returns the thread's agent when it runs.

@@ -155,7 +155,7 @@ func (b *AppServer) Turn(ctx context.Context, req TurnRequest) (*Result, error) 
 	resume := threadID != "" && !req.SameThread && !b.isLoaded(threadID)
 	prompt := req.Prompt
 	if threadID != "" {
-		prompt = req.Preamble + req.Prompt
+		prompt = b.notes.take(threadID) + req.Preamble + req.Prompt
 	}
 	var res *Result
 	var err error

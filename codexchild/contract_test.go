@@ -51,8 +51,9 @@ type expect struct {
 	started, message, complete string // event types
 	eventMethod                string // "" means Event.Method == Event.Type
 	unknownThread              string // in the IsError text of an unknown thread
-	// denialReason: the Deny reason reaches the model (mcp-server); the
-	// app-server tells it "rejected by user".
+	// denialReason: the Deny reason reaches the model as the rejection
+	// (mcp-server); the app-server tells it "rejected by user", and the
+	// backend steers the turn with the reason.
 	denialReason bool
 	canResume    bool
 }
@@ -378,12 +379,15 @@ func contractApprovalDenied(t *testing.T, b Backend, e *contractEnv) {
 	if err != nil {
 		t.Fatalf("Turn: %v", err)
 	}
-	want := "rejected by user"
-	if e.expect.denialReason {
-		want = "contract says no"
-	}
+	// mcp-server gives the model the reason as the rejection; app-server's
+	// decline has none (the model reads "rejected by user"), so the turn
+	// is steered with it, and the model's answer is to that note.
+	want := "contract says no"
 	if res.IsError || res.Status != "completed" || !strings.Contains(res.Text, want) {
-		t.Errorf("Turn = %+v, want a completed turn whose tool output says %q", res, want)
+		t.Errorf("Turn = %+v, want a completed turn whose model saw %q", res, want)
+	}
+	if !e.expect.denialReason && !strings.Contains(res.Text, "[atm-agent-mcp: the approval for `touch mock_shell_probe.txt` was denied: contract says no.") {
+		t.Errorf("Turn = %+v, want the model's answer to the steered denial note", res)
 	}
 	checkExecApproval(t, rec, res)
 	if _, err := os.Stat(filepath.Join(e.cwd, "mock_shell_probe.txt")); err == nil {
