@@ -86,7 +86,7 @@ func (m *Manager) bridgeApproval(s *Session, call CallRef, asker Asker, a *codex
 			asker = QueueAsker{}
 		default:
 			reason := "denied automatically: the MCP client cannot answer approval requests (it did not declare the " +
-				"elicitation capability). Run without needing approval (approval-policy \"never\" with a suitable sandbox), " +
+				"elicitation capability), so no one was asked. Run without needing approval (approval-policy \"never\" with a suitable sandbox), " +
 				"or use a client with elicitation support, or set approval_fallback = \"queue\" (answer with agent_respond) " +
 				"or \"approve\" for trusted setups."
 			log.Info("approval denied: client has no elicitation", "what", what)
@@ -139,7 +139,7 @@ func (m *Manager) bridgeApproval(s *Session, call CallRef, asker Asker, a *codex
 	case <-timer.C:
 		p.offer(Answer{})
 		log.Warn("approval timed out; denying", "after", m.cfg.ElicitationTimeout, "what", what)
-		respond(Answer{codexchild.Decision{Kind: codexchild.Deny, Reason: fmt.Sprintf("no answer from the user within %s", m.cfg.ElicitationTimeout)},
+		respond(Answer{codexchild.Decision{Kind: codexchild.Deny, Reason: fmt.Sprintf("no answer from the user within %s: no one answered the approval request in time", m.cfg.ElicitationTimeout)},
 			"denied: elicitation timeout"})
 	case <-m.ctx.Done():
 		p.offer(Answer{})

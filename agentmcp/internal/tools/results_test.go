@@ -40,7 +40,7 @@ func TestResults(t *testing.T) {
 		{"atm_broadcast", `{"identity":"arch","message":"all hands"}`,
 			map[string]any{"from": "arch", "recipients": []any{"team-lead", "dev-1"}, "team": "dev"}},
 		{"agent_close", `{"agent_id":"<arch>"}`,
-			map[string]any{"agent_id": "<arch>", "already_closed": false, "identity": "arch", "status": "closed", "summary_saved": false}},
+			map[string]any{"agent_id": "<arch>", "already_closed": false, "identity": "arch", "status": "closed", "summary_saved": false, "thread_id": "thread-1"}},
 		{"agent_list_codex_sessions", ``, map[string]any{"sessions": []any{}}},
 	}
 	for _, tt := range tests {
