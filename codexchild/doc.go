@@ -81,8 +81,10 @@
 // routing, turn.go the state of a turn, approval.go the mapping of decisions and approval requests,
 // config.go the Config; appserver.go is the app-server backend's API and
 // lifecycle, appturn.go its turns, appread.go its reader and routing,
-// appapproval.go its approval and server-request answers; flush.go is the
-// Flusher calls of both readers; select.go is New and the auto selection;
+// appapproval.go its approval and server-request answers; denialnote.go
+// tells an agent why an approval was denied where its protocol has no place
+// for the reason (app-server steers the turn, an ACP agent reads it in its
+// next prompt); flush.go is the Flusher calls of both readers; select.go is New and the auto selection;
 // notfound.go tells a Codex binary that cannot be run at all (ErrNotFound:
 // the exec failed, or the child exited with code 127 before its
 // handshake, as the guard does when its exec fails) from a crash.
