@@ -197,7 +197,7 @@ func (b *AppServer) handleNotification(m *jsonrpcframe.Message) {
 		t.mu.Unlock()
 	}
 	if completed {
-		b.answerLeftovers(t, Decision{Kind: Deny, Reason: "the turn ended"})
+		b.answerLeftovers(t, Decision{Kind: Deny, Reason: "the turn ended", TurnEnds: true})
 		t.finish()
 		handOver()
 	}
@@ -288,7 +288,7 @@ func (b *AppServer) handleRequest(m *jsonrpcframe.Message) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed.Load() {
-		_ = ap.Respond(Decision{Kind: Deny, Reason: "the turn ended"})
+		_ = ap.Respond(Decision{Kind: Deny, Reason: "the turn ended", TurnEnds: true})
 		return
 	}
 	if ap.Kind == ApprovalPatch && ap.Changes == nil {

@@ -317,10 +317,16 @@ const (
 	Abort DecisionKind = "abort"
 )
 
-// Decision answers an approval; Reason is shown to the model on Deny.
+// Decision answers an approval; Reason is shown to the model on Deny (as
+// the rejection where the protocol has one, else as a note: see
+// denialnote.go).
 type Decision struct {
 	Kind   DecisionKind
 	Reason string
+	// TurnEnds says the denial comes with the end of the turn (the session
+	// closes, the turn is interrupted, the proxy shuts down): nobody needs
+	// to be told more, so no note follows it.
+	TurnEnds bool
 }
 
 // Result is how a turn ended.

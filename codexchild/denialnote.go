@@ -19,9 +19,10 @@ import (
 // ACP agent's, opens the thread's next prompt.
 
 // denialNote is the note for a denial whose reason the protocol cannot
-// carry; "" when there is nothing to tell (not a denial, or no reason).
+// carry; "" when there is nothing to tell (not a denial, no reason, or a
+// denial that comes with the end of the turn).
 func denialNote(a *Approval, d Decision) string {
-	if d.Kind != Deny || strings.TrimSpace(d.Reason) == "" {
+	if d.Kind != Deny || d.TurnEnds || strings.TrimSpace(d.Reason) == "" {
 		return ""
 	}
 	what := "the tool call"

@@ -25,6 +25,7 @@ func TestDenialNote(t *testing.T) {
 		{"a denial without a reason", Approval{Kind: ApprovalExec, Command: "ls"}, Decision{Kind: Deny}, ""},
 		{"an approval", Approval{Kind: ApprovalExec, Command: "ls"}, Decision{Kind: Approve, Reason: "fine"}, ""},
 		{"an abort", Approval{Kind: ApprovalExec, Command: "ls"}, Decision{Kind: Abort, Reason: "stop"}, ""},
+		{"a denial as the turn ends", Approval{Kind: ApprovalExec, Command: "ls"}, Decision{Kind: Deny, Reason: "the session is being closed", TurnEnds: true}, ""},
 	}
 	for _, tt := range tests {
 		if got := denialNote(&tt.a, tt.d); got != tt.want {

@@ -103,7 +103,7 @@ func (m *Manager) bridgeApproval(s *Session, call CallRef, asker Asker, a *codex
 	defer close(p.answered)
 	if s != nil {
 		if !s.pend(p) {
-			respond(Answer{codexchild.Decision{Kind: codexchild.Deny, Reason: "the session is closing"}, "denied: session closing"})
+			respond(Answer{codexchild.Decision{Kind: codexchild.Deny, Reason: "the session is closing", TurnEnds: true}, "denied: session closing"})
 			return
 		}
 		defer s.pend(&pending{id: id}) // done: unlisted
@@ -143,7 +143,7 @@ func (m *Manager) bridgeApproval(s *Session, call CallRef, asker Asker, a *codex
 			"denied: elicitation timeout"})
 	case <-m.ctx.Done():
 		p.offer(Answer{})
-		respond(Answer{codexchild.Decision{Kind: codexchild.Deny, Reason: "the proxy is shutting down"}, "denied: shutdown"})
+		respond(Answer{codexchild.Decision{Kind: codexchild.Deny, Reason: "the proxy is shutting down", TurnEnds: true}, "denied: shutdown"})
 	}
 }
 
@@ -192,7 +192,9 @@ func (s *Session) pend(p *pending) bool {
 }
 
 // denyApprovals answers every approval the session still waits for with a
-// denial (FR-18.5) and waits (at most 2 s) until Codex has been told.
+// denial (FR-18.5), which comes with the end of the turn (the session
+// closes, the turn is interrupted), and waits (at most 2 s) until Codex
+// has been told.
 func (s *Session) denyApprovals(reason string) {
 	s.mu.Lock()
 	pend := make([]*pending, 0, len(s.approvals))
@@ -203,7 +205,7 @@ func (s *Session) denyApprovals(reason string) {
 	deadline := time.NewTimer(2 * time.Second)
 	defer deadline.Stop()
 	for _, p := range pend {
-		p.offer(Answer{codexchild.Decision{Kind: codexchild.Deny, Reason: reason}, "denied: " + reason})
+		p.offer(Answer{codexchild.Decision{Kind: codexchild.Deny, Reason: reason, TurnEnds: true}, "denied: " + reason})
 	}
 	for _, p := range pend {
 		select {
