@@ -157,7 +157,8 @@ var _ Backend = (*ACPBackend)(nil)
 // reopens the session per Config.Resume (the history session/load replays
 // is swallowed) and sends Preamble+Prompt; when it cannot, it opens a new
 // session whose first prompt carries the instructions with Seed in front of
-// the developer instructions, and Result.ThreadID names that new session.
+// the developer instructions, Result.ThreadID names that new session and
+// Result.Replaced says why.
 //
 // TurnRequest's hooks: Release is called first; OnSent once the prompt is
 // written; OnAccepted (ACP has no separate acknowledgement) on the first
@@ -190,11 +191,15 @@ func (b *ACPBackend) Turn(ctx context.Context, req TurnRequest) (*Result, error)
 		return nil, err
 	}
 	defer b.release(th)
-	text, err := th.ready(ctx, req)
+	text, replaced, err := th.ready(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	return th.run(ctx, req, text)
+	res, err := th.run(ctx, req, th.takeNotes()+text)
+	if res != nil {
+		res.Replaced = replaced
+	}
+	return res, err
 }
 
 // acquire returns the thread a turn runs on, marked busy: the live or dead

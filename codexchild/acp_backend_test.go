@@ -153,6 +153,41 @@ func TestACPApprovals(t *testing.T) {
 	}
 }
 
+// TestACPDenialNote: the agent reads its own words for a denial
+// (claude-agent-acp: "User refused permission to run tool"), so the
+// denial's reason opens the thread's next prompt, once; a denial without
+// a reason, or an approval, leaves nothing.
+func TestACPDenialNote(t *testing.T) {
+	tests := []struct {
+		name     string
+		decision Decision
+		want     string // what the next prompt starts with
+	}{
+		{"denied, nobody asked", Decision{Kind: Deny, Reason: "no one was asked: the MCP client cancelled the request"},
+			"[atm-agent-mcp: the approval for `touch y` was denied: no one was asked: the MCP client cancelled the request. " +
+				"Whatever the tool result says about a user, this is who or what decided.]\n\nP:\necho"},
+		{"denied without a reason", Decision{Kind: Deny}, "P:\necho"},
+		{"approved", Decision{Kind: Approve}, "P:\necho"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newACPEnv(t)
+			b := e.backend(t, e.config(t))
+			p := e.params(t)
+			first := acpTurnOK(t, b, TurnRequest{Prompt: "say ready", Params: p})
+			acpTurnOK(t, b, TurnRequest{ThreadID: first.ThreadID, Prompt: "ask c9 execute touch y", Params: p, Handler: newACPRecorder(tt.decision)})
+			next := acpTurnOK(t, b, TurnRequest{ThreadID: first.ThreadID, Preamble: "P:\n", Prompt: "echo", Params: p})
+			if next.Text != tt.want {
+				t.Errorf("next prompt = %q, want %q", next.Text, tt.want)
+			}
+			again := acpTurnOK(t, b, TurnRequest{ThreadID: first.ThreadID, Preamble: "P:\n", Prompt: "echo", Params: p})
+			if again.Text != "P:\necho" {
+				t.Errorf("the prompt after = %q, want the note once only", again.Text)
+			}
+		})
+	}
+}
+
 // TestACPInterrupt: Interrupt ends a running turn as interrupted, with
 // the text so far as Partial; ctx's end does the same and returns ctx's
 // error; the thread goes on, its agent restarted and the session loaded.
@@ -229,16 +264,19 @@ func TestACPResume(t *testing.T) {
 		env     []string
 		policy  string
 		resumed bool
+		// replaced is in Result.Replaced of a fallback: why.
+		replaced string
 	}{
 		{name: "load", resumed: true},
 		{name: "resume", env: []string{"MOCKACP_LOAD=off"}, resumed: true},
-		{name: "neither offered", env: []string{"MOCKACP_LOAD=off", "MOCKACP_RESUME=off"}},
-		{name: "both failing", env: []string{"MOCKACP_LOAD=fail", "MOCKACP_RESUME=fail"}},
-		{name: "policy none", policy: ResumeNone},
-		{name: "policy load without load", env: []string{"MOCKACP_LOAD=off"}, policy: ResumeLoad},
+		{name: "neither offered", env: []string{"MOCKACP_LOAD=off", "MOCKACP_RESUME=off"}, replaced: "the agent offers no way to reopen a session"},
+		{name: "both failing", env: []string{"MOCKACP_LOAD=fail", "MOCKACP_RESUME=fail"},
+			replaced: "the agent could not reopen it: session/load failed: "},
+		{name: "policy none", policy: ResumeNone, replaced: "the resume policy is none"},
+		{name: "policy load without load", env: []string{"MOCKACP_LOAD=off"}, policy: ResumeLoad, replaced: "the agent offers no way to reopen a session"},
 		{name: "policy load", policy: ResumeLoad, resumed: true},
 		{name: "policy resume", policy: ResumeResume, resumed: true},
-		{name: "policy resume without resume", env: []string{"MOCKACP_RESUME=off"}, policy: ResumeResume},
+		{name: "policy resume without resume", env: []string{"MOCKACP_RESUME=off"}, policy: ResumeResume, replaced: "the agent offers no way to reopen a session"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -256,10 +294,12 @@ func TestACPResume(t *testing.T) {
 			}
 			b2 := e.backend(t, cfg)
 			rec := newACPRecorder()
-			res := acpTurnOK(t, b2, TurnRequest{ThreadID: first.ThreadID, Preamble: "P:\n", Prompt: "echo", Seed: "SEED", Params: p, Handler: rec})
+			var told []string
+			res := acpTurnOK(t, b2, TurnRequest{ThreadID: first.ThreadID, Preamble: "P:\n", Prompt: "echo", Seed: "SEED", Params: p, Handler: rec,
+				OnThread: func(id string) { told = append(told, id) }})
 			if tt.resumed {
-				if res.ThreadID != first.ThreadID || res.Text != "P:\necho" {
-					t.Errorf("resumed: %+v", res)
+				if res.ThreadID != first.ThreadID || res.Text != "P:\necho" || res.Replaced != "" || told != nil {
+					t.Errorf("resumed: %+v, OnThread %q; want the same thread, not replaced, no OnThread", res, told)
 				}
 				if d := cmp.Diff([]string{"P:\necho"}, messages(rec)); d != "" {
 					t.Errorf("messages (-want +got), the replay included:\n%s", d)
@@ -267,8 +307,11 @@ func TestACPResume(t *testing.T) {
 				return
 			}
 			want := "BASE INSTRUCTIONS\n\nSEED\n\nDEVELOPER INSTRUCTIONS\n\necho"
-			if res.ThreadID == first.ThreadID || res.ThreadID == "" || res.Text != want {
-				t.Errorf("fallback: %+v, want a new thread whose first prompt is %q", res, want)
+			if res.ThreadID == first.ThreadID || res.ThreadID == "" || res.Text != want || !strings.HasPrefix(res.Replaced, tt.replaced) {
+				t.Errorf("fallback: %+v, want a new thread whose first prompt is %q, replaced because %q…", res, want, tt.replaced)
+			}
+			if d := cmp.Diff([]string{res.ThreadID}, told); d != "" {
+				t.Errorf("OnThread (-want +got):\n%s", d)
 			}
 			res2 := acpTurnOK(t, b2, TurnRequest{ThreadID: res.ThreadID, Preamble: "P:\n", Prompt: "echo", Seed: "SEED", Params: p})
 			if res2.ThreadID != res.ThreadID || res2.Text != "P:\necho" {

@@ -165,6 +165,14 @@ func (th *acpThread) ask(ctx context.Context, req acp.PermissionRequest) acp.Dec
 	th.mu.Unlock()
 	select {
 	case d := <-answer:
+		if note := denialNote(a, d); note != "" {
+			// The agent reads its own words for any denial (claude-agent-acp:
+			// "User refused permission to run tool"): the reason opens the
+			// thread's next prompt.
+			th.mu.Lock()
+			th.notes = append(th.notes, note)
+			th.mu.Unlock()
+		}
 		switch d.Kind {
 		case Approve:
 			return acp.AllowOnce

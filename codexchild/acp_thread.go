@@ -42,6 +42,20 @@ type acpThread struct {
 	cwd      string
 	turn     *acpTurn      // the running turn, or nil
 	stopping chan struct{} // closed when the agent stopped after a turn has been closed
+	notes    []string      // denial notes for the next prompt (denialnote.go)
+}
+
+// takeNotes returns the thread's denial notes, each followed by a blank
+// line, and forgets them.
+func (th *acpThread) takeNotes() string {
+	th.mu.Lock()
+	notes := th.notes
+	th.notes = nil
+	th.mu.Unlock()
+	if len(notes) == 0 {
+		return ""
+	}
+	return strings.Join(notes, "\n\n") + "\n\n"
 }
 
 // liveClient returns the thread's agent when it runs.
@@ -97,15 +111,16 @@ func (th *acpThread) retire(why string) {
 }
 
 // ready makes sure the thread has a live agent and session for the turn
-// and returns the prompt text to send.
-func (th *acpThread) ready(ctx context.Context, req TurnRequest) (string, error) {
+// and returns the prompt text to send, and why the thread the turn asked
+// for was replaced by a new session ("" when it was not).
+func (th *acpThread) ready(ctx context.Context, req TurnRequest) (text, replaced string, err error) {
 	b := th.b
 	th.mu.Lock()
 	c, s, stopping := th.client, th.sess, th.stopping
 	th.mu.Unlock()
 	if c != nil && s != nil {
 		if c.Status().State != acp.StateDead {
-			return req.Preamble + req.Prompt, nil
+			return req.Preamble + req.Prompt, "", nil
 		}
 		th.takeClient()
 		b.noteExit(c.Status().Exit)
@@ -115,7 +130,7 @@ func (th *acpThread) ready(ctx context.Context, req TurnRequest) (string, error)
 		select {
 		case <-stopping:
 		case <-ctx.Done():
-			return "", ctx.Err()
+			return "", "", ctx.Err()
 		}
 	}
 	b.mu.Lock()
@@ -123,38 +138,46 @@ func (th *acpThread) ready(ctx context.Context, req TurnRequest) (string, error)
 	b.mu.Unlock()
 	p, err := th.sessionParams(req.Params)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	c, err = th.start(ctx)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	text := req.Preamble + req.Prompt
+	text = req.Preamble + req.Prompt
 	s = nil
-	if id != "" && b.cfg.resume() != ResumeNone {
-		s = th.reopen(ctx, c, id, p, b.cfg.resume())
+	if id != "" {
+		replaced = "the resume policy is none"
+		if b.cfg.resume() != ResumeNone {
+			s, replaced = th.reopen(ctx, c, id, p, b.cfg.resume())
+		}
 		if s == nil && c.Status().State == acp.StateDead {
 			_ = c.Close(ctx)
 			if c, err = th.start(ctx); err != nil {
-				return "", err
+				return "", "", err
 			}
 		}
 	}
 	if s == nil {
 		if s, err = c.NewSession(ctx, p); err != nil {
 			_ = c.Close(context.WithoutCancel(ctx))
-			return "", th.sessionError("session/new", err)
+			return "", "", th.sessionError("session/new", err)
 		}
 		seed := ""
 		if id != "" {
 			seed = req.Seed
-			b.log.Info("acp: thread continues in a new session", "thread", id, "session", s.ID())
+			b.log.Info("acp: thread continues in a new session", "thread", id, "session", s.ID(), "reason", replaced)
 		}
 		text = firstPrompt(req.Params, seed, req.Prompt)
+		if req.OnThread != nil {
+			req.OnThread(s.ID())
+		}
+	} else {
+		replaced = ""
 	}
 	if err := th.setModel(ctx, s, req.Params.Model); err != nil {
 		_ = c.Close(context.WithoutCancel(ctx))
-		return "", err
+		return "", "", err
 	}
 	th.mu.Lock()
 	th.client, th.sess, th.cwd, th.stopping = c, s, p.Cwd, nil
@@ -165,9 +188,9 @@ func (th *acpThread) ready(ctx context.Context, req TurnRequest) (string, error)
 	if err := b.rekey(th, s.ID()); err != nil {
 		th.takeClient()
 		_ = c.Close(context.WithoutCancel(ctx))
-		return "", err
+		return "", "", err
 	}
-	return text, nil
+	return text, replaced, nil
 }
 
 // start starts the thread's agent.
@@ -210,27 +233,33 @@ func lastLine(s string) string {
 }
 
 // reopen loads or resumes session id in c, as the agent offers; nil when
-// it cannot.
-func (th *acpThread) reopen(ctx context.Context, c *acp.Client, id string, p acp.SessionParams, policy string) *acp.Session {
+// it cannot, with why (Result.Replaced).
+func (th *acpThread) reopen(ctx context.Context, c *acp.Client, id string, p acp.SessionParams, policy string) (*acp.Session, string) {
 	log := th.b.log.With("thread", id)
 	caps := c.Info().Capabilities
+	var why []string
 	if caps.LoadSession && policy != ResumeResume {
 		s, err := c.LoadSession(ctx, id, p)
 		if err == nil {
 			log.Info("acp: session reopened with session/load", "replayed", len(s.Replayed()))
-			return s
+			return s, ""
 		}
 		log.Warn("acp: session/load failed", "err", err)
+		why = append(why, "session/load failed: "+err.Error())
 	}
 	if caps.Resume && policy != ResumeLoad && c.Status().State != acp.StateDead {
 		s, err := c.ResumeSession(ctx, id, p)
 		if err == nil {
 			log.Info("acp: session reopened with session/resume")
-			return s
+			return s, ""
 		}
 		log.Warn("acp: session/resume failed", "err", err)
+		why = append(why, "session/resume failed: "+err.Error())
 	}
-	return nil
+	if len(why) == 0 {
+		return nil, "the agent offers no way to reopen a session (neither session/load nor session/resume, as the resume policy allows)"
+	}
+	return nil, "the agent could not reopen it: " + strings.Join(why, "; ")
 }
 
 // sessionError converts a failure to open a session.

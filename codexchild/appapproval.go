@@ -1,9 +1,11 @@
 package codexchild
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
@@ -180,4 +182,16 @@ func otherRequestAnswer(m *jsonrpcframe.Message) *jsonrpcframe.Message {
 		panic(fmt.Sprintf("codexchild: marshal answer: %v", err))
 	}
 	return resp
+}
+
+// tellDenial steers the thread's running turn with a denial's note; a
+// turn that has ended (or cannot be steered) gets it in the thread's next
+// prompt instead.
+func (b *AppServer) tellDenial(threadID, note string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := b.Steer(ctx, threadID, note); err != nil {
+		b.log.Info("codex: the denial's reason goes with the thread's next prompt", "thread", threadID, "err", err)
+		b.notes.add(threadID, note)
+	}
 }

@@ -197,7 +197,7 @@ func (b *AppServer) handleNotification(m *jsonrpcframe.Message) {
 		t.mu.Unlock()
 	}
 	if completed {
-		b.answerLeftovers(t, Decision{Kind: Deny, Reason: "the turn ended"})
+		b.answerLeftovers(t, Decision{Kind: Deny, Reason: "the turn ended", TurnEnds: true})
 		t.finish()
 		handOver()
 	}
@@ -288,7 +288,7 @@ func (b *AppServer) handleRequest(m *jsonrpcframe.Message) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed.Load() {
-		_ = ap.Respond(Decision{Kind: Deny, Reason: "the turn ended"})
+		_ = ap.Respond(Decision{Kind: Deny, Reason: "the turn ended", TurnEnds: true})
 		return
 	}
 	if ap.Kind == ApprovalPatch && ap.Changes == nil {
@@ -307,12 +307,29 @@ func (b *AppServer) answerApproval(a *Approval, pa *appApproval, d Decision) err
 	if d.Kind == Abort && pa.owner != nil {
 		pa.owner.aborted = true
 	}
+	// A turn that goes on is told why (denialnote.go); one that ended or is
+	// being stopped is not.
+	goesOn := pa.owner != nil && pa.owner.completed == nil && pa.owner.abandoned == notAbandoned
 	b.mu.Unlock()
 	resp, err := jsonrpcframe.NewResponse(pa.childID, appDecision(pa.method, d))
 	if err != nil {
 		return err
 	}
 	b.log.Info("codex approval answered", "approval", a.ID, "kind", string(a.Kind), "decision", string(d.Kind))
+	legacy := pa.method == "execCommandApproval" || pa.method == "applyPatchApproval"
+	if note := denialNote(a, d); note != "" && !legacy && goesOn {
+		// The v2 decline has no reason: the turn is steered with it first,
+		// so that the model reads it with the tool's output (the turn
+		// cannot end before the decline). Not on the caller's goroutine,
+		// which may be this backend's reader.
+		go func() {
+			b.tellDenial(a.ThreadID, note)
+			if err := b.write(resp, nil); err != nil {
+				b.log.Warn("codex: the decline could not be written", "approval", a.ID, "err", err)
+			}
+		}()
+		return nil
+	}
 	return b.write(resp, nil)
 }
 

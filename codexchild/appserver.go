@@ -52,6 +52,8 @@ type AppServer struct {
 	loaded      map[string]bool     // threads this process started or resumed
 	approvals   map[*Approval]*appApproval
 	approvalSeq int64
+
+	notes threadNotes // denial notes a steer could not deliver: the thread's next prompt opens with them (denialnote.go)
 }
 
 var (

@@ -122,10 +122,13 @@ func (t *appTurn) partial() string {
 // the thread (again with req.Params: Codex does not persist a thread's
 // config, such as its MCP servers), then turn/start. The Result is made from
 // turn/completed: the last agentMessage of a completed turn, or IsError with
-// Codex's error message for a failed one. A refused request (unknown thread,
-// no rollout, a bad parameter) is an IsError Result with Codex's message.
-// When turn/start says "thread not found" for a thread marked Resume, the
-// thread is resumed and the turn retried once. A turn on a thread whose
+// Codex's error message for a failed one. A refused request (a bad
+// parameter, turn/start on a thread given SameThread that this process
+// does not have) is an IsError Result with Codex's message. A thread Codex
+// refuses to resume (no rollout of it in its home) is replaced by a new
+// one seeded with req.Seed (Result.Replaced says why). When turn/start
+// says "thread not found" for a thread that is not SameThread, the thread
+// is resumed (or replaced) and the turn retried once. A turn on a thread whose
 // turn is still running fails with ErrThreadBusy; one whose previous turn
 // was just interrupted first waits (briefly) for Codex to end it.
 func (b *AppServer) Turn(ctx context.Context, req TurnRequest) (*Result, error) {
@@ -152,15 +155,23 @@ func (b *AppServer) Turn(ctx context.Context, req TurnRequest) (*Result, error) 
 	resume := threadID != "" && !req.SameThread && !b.isLoaded(threadID)
 	prompt := req.Prompt
 	if threadID != "" {
-		prompt = req.Preamble + req.Prompt
+		prompt = b.notes.take(threadID) + req.Preamble + req.Prompt
 	}
 	var res *Result
 	var err error
+	replaced := ""
+	onThread := onceString(req.OnThread)
 	switch {
 	case threadID == "":
 		threadID, res, err = b.startThread(tctx, req.Params)
+		if err == nil && res == nil {
+			onThread(threadID)
+		}
 	case resume:
-		res, err = b.resumeThread(tctx, threadID, req.Params)
+		threadID, replaced, res, err = b.resumeOrReplace(tctx, req, threadID, onThread)
+		if replaced != "" {
+			prompt = req.Prompt // a new thread: its context is in its instructions
+		}
 	}
 	if err != nil {
 		return fail(threadID, err)
@@ -168,7 +179,7 @@ func (b *AppServer) Turn(ctx context.Context, req TurnRequest) (*Result, error) 
 	if res != nil {
 		return res, nil
 	}
-	retry := !req.SameThread
+	retry := !req.SameThread && replaced == ""
 	var accepted func()
 	if req.OnAccepted != nil {
 		accepted = onceFunc(req.OnAccepted)
@@ -189,6 +200,9 @@ func (b *AppServer) Turn(ctx context.Context, req TurnRequest) (*Result, error) 
 			req.OnSent = nil // once, even when the turn is retried after a resume
 		}
 		res, err := b.waitTurn(ctx, tctx, t, timeout)
+		if res != nil {
+			res.Replaced = replaced
+		}
 		if err != nil || res != nil {
 			return res, err
 		}
@@ -196,14 +210,54 @@ func (b *AppServer) Turn(ctx context.Context, req TurnRequest) (*Result, error) 
 		// resumed: this process does not have it (any more). Resume once.
 		retry = false
 		b.log.Info("codex thread not loaded; resuming it", "thread", threadID)
-		res, err = b.resumeThread(tctx, threadID, req.Params)
+		threadID, replaced, res, err = b.resumeOrReplace(tctx, req, threadID, onThread)
 		if err != nil {
 			return fail(threadID, err)
 		}
 		if res != nil {
 			return res, nil
 		}
+		if replaced != "" {
+			prompt = req.Prompt
+		}
 	}
+}
+
+// resumeOrReplace resumes threadID for req; when Codex refuses (no rollout
+// of the thread in its home, say), it starts a new thread in its place
+// with req.Seed in front of the developer instructions, and reports why
+// in replaced. res is an IsError Result when neither worked.
+func (b *AppServer) resumeOrReplace(ctx context.Context, req TurnRequest, threadID string, onThread func(string)) (id, replaced string, res *Result, err error) {
+	res, err = b.resumeThread(ctx, threadID, req.Params)
+	if err != nil || res == nil {
+		return threadID, "", res, err
+	}
+	replaced = "Codex could not resume it: " + res.Text
+	b.log.Info("continuing the session on a new Codex thread", "old_thread", threadID, "reason", replaced)
+	p := req.Params
+	if req.Seed != "" {
+		p.DeveloperInstructions = req.Seed + "\n\n" + p.DeveloperInstructions
+	}
+	id, res, err = b.startThread(ctx, p)
+	if err != nil {
+		return threadID, "", nil, err
+	}
+	if res != nil {
+		res.Text = replaced + "; a new thread was refused too: " + res.Text
+		return threadID, "", res, nil
+	}
+	onThread(id)
+	return id, replaced, nil, nil
+}
+
+// onceString returns f as a function that calls f at most once (nil f: a
+// function that does nothing).
+func onceString(f func(string)) func(string) {
+	if f == nil {
+		return func(string) {}
+	}
+	var once sync.Once
+	return func(s string) { once.Do(func() { f(s) }) }
 }
 
 // waitTurn waits for the end of a registered turn whose turn/start was

@@ -107,10 +107,12 @@ type TurnRequest struct {
 	// with app-server's thread/resume.
 	Params ThreadParams
 	// Seed is put in front of the developer instructions (followed by a
-	// blank line) when mcp-server starts a fresh thread in place of a
-	// ThreadID this child never ran, such as the last messages of an adopted
-	// Codex session. app-server resumes the thread instead and ignores it.
-	// optional.
+	// blank line) when the backend starts a fresh thread in place of a
+	// ThreadID it cannot continue (Result.Replaced says why): mcp-server
+	// for a thread this child never ran, app-server when Codex refuses to
+	// resume it, an ACP agent that cannot reopen the session. Such as the
+	// last messages of an adopted Codex session, or a resumed session's
+	// summary. optional.
 	Seed string
 	// SameThread sends the turn to ThreadID as it is: no fresh thread in
 	// its place and no resume first (a session's summary must come from its
@@ -122,6 +124,17 @@ type TurnRequest struct {
 	// Handler receives the turn's events and approvals. optional: nil drops
 	// events and denies approvals.
 	Handler Handler
+	// OnThread is called with the id of a new thread the turn runs on (one
+	// it starts, or one in place of a ThreadID the backend cannot
+	// continue) as soon as the backend knows it, before the turn ends:
+	// app-server's thread/start answer, mcp-server's first event of the
+	// turn that names its thread, an ACP agent's session/new answer. A
+	// caller records it at once, so that a process killed during a long
+	// first turn leaves a thread to resume. It is not called for a turn
+	// that runs on ThreadID. It may run on the backend's reader goroutine
+	// and must not block; it is called at most once, and never after Turn
+	// has returned. optional.
+	OnThread func(threadID string)
 	// OnSent is called once the request that starts the turn has been
 	// written to the child's stdin and recorded as pending, before the
 	// turn's events arrive (the mail layer marks mail read then, FR-8.12).
@@ -305,10 +318,16 @@ const (
 	Abort DecisionKind = "abort"
 )
 
-// Decision answers an approval; Reason is shown to the model on Deny.
+// Decision answers an approval; Reason is shown to the model on Deny (as
+// the rejection where the protocol has one, else as a note: see
+// denialnote.go).
 type Decision struct {
 	Kind   DecisionKind
 	Reason string
+	// TurnEnds says the denial comes with the end of the turn (the session
+	// closes, the turn is interrupted, the proxy shuts down): nobody needs
+	// to be told more, so no note follows it.
+	TurnEnds bool
 }
 
 // Result is how a turn ended.
@@ -328,6 +347,13 @@ type Result struct {
 	// Raw is the child's tools/call result verbatim (mcp-server), or the
 	// turn/completed params (app-server).
 	Raw json.RawMessage
+	// Replaced says why the turn ran on a new thread (ThreadID) in place
+	// of the TurnRequest's ThreadID, which the child could not continue:
+	// "codex mcp-server cannot load a thread another process ran", "Codex
+	// could not resume it: no rollout found for thread id …", "the agent
+	// could not reopen it: …". The new thread was given TurnRequest.Seed.
+	// "" when the turn ran on the thread asked for, or started one.
+	Replaced string
 }
 
 // Status reports the child's state.

@@ -51,8 +51,9 @@ type expect struct {
 	started, message, complete string // event types
 	eventMethod                string // "" means Event.Method == Event.Type
 	unknownThread              string // in the IsError text of an unknown thread
-	// denialReason: the Deny reason reaches the model (mcp-server); the
-	// app-server tells it "rejected by user".
+	// denialReason: the Deny reason reaches the model as the rejection
+	// (mcp-server); the app-server tells it "rejected by user", and the
+	// backend steers the turn with the reason.
 	denialReason bool
 	canResume    bool
 }
@@ -298,8 +299,8 @@ func contractResume(t *testing.T, b Backend, e *contractEnv) {
 		t.Fatalf("resumed Turn: %v", err)
 	}
 	if !e.expect.canResume {
-		if res2.IsError || res2.ThreadID == "" || res2.ThreadID == res.ThreadID {
-			t.Errorf("resumed Turn = %+v, want a result on a fresh thread (mcp-server cannot resume)", res2)
+		if res2.IsError || res2.ThreadID == "" || res2.ThreadID == res.ThreadID || res2.Replaced != replacedUnknown {
+			t.Errorf("resumed Turn = %+v, want a result on a fresh thread, replaced (mcp-server cannot resume)", res2)
 		}
 		return
 	}
@@ -308,10 +309,17 @@ func contractResume(t *testing.T, b Backend, e *contractEnv) {
 		t.Errorf("resumed Turn (-want +got):\n%s", diff)
 	}
 	checkEvents(t, rec, e, res.ThreadID)
-	// A thread no process ever had cannot be resumed: an IsError result.
-	res3, err := b2.Turn(ctxFor(t, 60*time.Second), TurnRequest{ThreadID: "01a1ffa3-0000-7000-8000-0000000000aa", Prompt: "x"})
-	if err != nil || !res3.IsError || res3.Status != "failed" || !strings.Contains(res3.Text, "no rollout found") {
-		t.Errorf("resume of an unknown thread = %+v, %v; want IsError no rollout found", res3, err)
+	// A thread Codex has no rollout of cannot be resumed: the turn runs on
+	// a new thread, seeded, and says why.
+	var told []string
+	res3, err := b2.Turn(ctxFor(t, 60*time.Second), TurnRequest{ThreadID: "01a1ffa3-0000-7000-8000-0000000000aa", Prompt: "x",
+		Preamble: "[ctx] ", Seed: "[seed of the old thread]", Params: ThreadParams{Cwd: e.cwd}, OnThread: func(id string) { told = append(told, id) }})
+	if err != nil || res3.IsError || res3.Status != "completed" || res3.ThreadID == "" || res3.ThreadID == "01a1ffa3-0000-7000-8000-0000000000aa" ||
+		!strings.Contains(res3.Replaced, "no rollout found") || res3.Text != "MOCK_REPLY: x" {
+		t.Errorf("resume of an unknown thread = %+v, %v; want a completed turn on a new thread without the preamble, replaced: no rollout found", res3, err)
+	}
+	if diff := cmp.Diff([]string{res3.ThreadID}, told); diff != "" {
+		t.Errorf("OnThread (-want +got):\n%s", diff)
 	}
 }
 
@@ -371,12 +379,15 @@ func contractApprovalDenied(t *testing.T, b Backend, e *contractEnv) {
 	if err != nil {
 		t.Fatalf("Turn: %v", err)
 	}
-	want := "rejected by user"
-	if e.expect.denialReason {
-		want = "contract says no"
-	}
+	// mcp-server gives the model the reason as the rejection; app-server's
+	// decline has none (the model reads "rejected by user"), so the turn
+	// is steered with it, and the model's answer is to that note.
+	want := "contract says no"
 	if res.IsError || res.Status != "completed" || !strings.Contains(res.Text, want) {
-		t.Errorf("Turn = %+v, want a completed turn whose tool output says %q", res, want)
+		t.Errorf("Turn = %+v, want a completed turn whose model saw %q", res, want)
+	}
+	if !e.expect.denialReason && !strings.Contains(res.Text, "[atm-agent-mcp: the approval for `touch mock_shell_probe.txt` was denied: contract says no.") {
+		t.Errorf("Turn = %+v, want the model's answer to the steered denial note", res)
 	}
 	checkExecApproval(t, rec, res)
 	if _, err := os.Stat(filepath.Join(e.cwd, "mock_shell_probe.txt")); err == nil {

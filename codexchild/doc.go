@@ -5,9 +5,13 @@
 // approvals, stream its events and report its result. What only one protocol
 // has is an optional interface: [Passthrough] (mcp-server's MCP requests
 // and notifications) and [Steerer] (app-server's turn/steer). Which thread a
-// turn runs on is the backend's business: a thread the child cannot
-// continue is resumed (app-server) or replaced by a fresh one (mcp-server;
-// threads.go), as [TurnRequest] says.
+// turn runs on is the backend's business: a thread the child has not loaded
+// is resumed (app-server thread/resume, ACP session/load or
+// session/resume); one it cannot continue (mcp-server always, threads.go;
+// app-server when Codex has no rollout of it; an agent that cannot reopen
+// the session) is replaced by a fresh one seeded with TurnRequest.Seed, and
+// [Result].Replaced says why. TurnRequest.OnThread tells the caller a new
+// thread's id as soon as it exists, long before a slow first turn ends.
 //
 // [NewMCPServer] returns the backend for `codex mcp-server` (Codex 0.104 –
 // 0.153.4). It starts the child on first use, does the MCP handshake with the
@@ -98,8 +102,10 @@
 // routing, turn.go the state of a turn, approval.go the mapping of decisions and approval requests,
 // config.go the Config; appserver.go is the app-server backend's API and
 // lifecycle, appturn.go its turns, appread.go its reader and routing,
-// appapproval.go its approval and server-request answers; flush.go is the
-// Flusher calls of both readers; select.go is New and the auto selection;
+// appapproval.go its approval and server-request answers; denialnote.go
+// tells an agent why an approval was denied where its protocol has no place
+// for the reason (app-server steers the turn, an ACP agent reads it in its
+// next prompt); flush.go is the Flusher calls of both readers; select.go is New and the auto selection;
 // notfound.go tells a Codex binary that cannot be run at all (ErrNotFound:
 // the exec failed, or the child exited with code 127 before its
 // handshake, as the guard does when its exec fails) from a crash.

@@ -188,9 +188,12 @@ func (b *MCPServer) Turn(ctx context.Context, req TurnRequest) (*Result, error) 
 	b.mu.Lock()
 	running := req.ThreadID != "" && b.threads[req.ThreadID] != nil
 	b.mu.Unlock()
-	req, carried := b.book.plan(req, running, b.log)
+	req, carried, replaced := b.book.plan(req, running, b.log)
 	name, params := toolCallParams(req)
-	t := &turn{handler: req.Handler, threadID: req.ThreadID, onResult: req.OnResult, onAccepted: req.OnAccepted}
+	t := &turn{handler: req.Handler, threadID: req.ThreadID, onResult: req.OnResult, onAccepted: req.OnAccepted, replaced: replaced}
+	if req.ThreadID == "" {
+		t.onThread = req.OnThread // a new thread: its id comes with its first event
+	}
 	if req.OnAccepted != nil {
 		t.acked = make(chan struct{})
 	}
@@ -225,6 +228,9 @@ func (b *MCPServer) Turn(ctx context.Context, req TurnRequest) (*Result, error) 
 	b.mu.Unlock()
 	res, err := b.turnResult(ctx, name, r, how, timeout, threadID, turnID, partial)
 	b.book.remember(res, threadID, carried, texts)
+	if res != nil && replaced != "" {
+		res.Replaced = replaced
+	}
 	return res, err
 }
 

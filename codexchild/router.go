@@ -226,6 +226,7 @@ func (b *MCPServer) handleResponse(m *jsonrpcframe.Message) {
 		turnID := t.turnID
 		t.mu.Unlock()
 		if res, err := parseResult(m.Result, threadID, turnID); err == nil {
+			res.Replaced = t.replaced
 			r.res = res
 			t.onResult(res)
 		}
@@ -286,6 +287,10 @@ func (b *MCPServer) handleEvent(m *jsonrpcframe.Message) {
 	}
 	if !stale {
 		t.accept() // an event under the turn's own request id: Codex has the turn
+		if t.onThread != nil && ev.ThreadID != "" {
+			t.onThread(ev.ThreadID)
+			t.onThread = nil
+		}
 	}
 	t.observe(&env)
 	if t.handler != nil {

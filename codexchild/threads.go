@@ -31,12 +31,21 @@ func newThreadBook() *threadBook {
 	return &threadBook{known: map[string]bool{}, tainted: map[string]bool{}, said: map[string][]string{}}
 }
 
+// Why mcp-server runs a turn on a new thread in place of the one asked for
+// (Result.Replaced).
+const (
+	replacedUnknown     = "codex mcp-server cannot continue a thread that another Codex process ran"
+	replacedInterrupted = "its last turn was interrupted, and codex mcp-server may then deliver that turn's output into the next one; " +
+		"the new thread was given the agent's last messages there"
+)
+
 // plan returns the turn to send for req — req itself, or a new thread in
-// place of req.ThreadID — and the agent messages the new thread inherits.
-// running says a turn runs on req.ThreadID in this child now.
-func (tb *threadBook) plan(req TurnRequest, running bool, log *slog.Logger) (TurnRequest, []string) {
+// place of req.ThreadID — the agent messages the new thread inherits, and
+// why it replaces req.ThreadID ("" when it does not). running says a turn
+// runs on req.ThreadID in this child now.
+func (tb *threadBook) plan(req TurnRequest, running bool, log *slog.Logger) (TurnRequest, []string, string) {
 	if req.ThreadID == "" {
-		return req, nil
+		return req, nil, ""
 	}
 	tb.mu.Lock()
 	known := tb.known[req.ThreadID] || running
@@ -44,18 +53,21 @@ func (tb *threadBook) plan(req TurnRequest, running bool, log *slog.Logger) (Tur
 	tb.mu.Unlock()
 	if req.SameThread || known && !tainted {
 		req.Prompt = req.Preamble + req.Prompt
-		return req, nil
+		return req, nil, ""
 	}
-	note, reason := req.Seed, "thread unknown to this child"
+	note, reason := req.Seed, replacedUnknown
 	if known {
-		note, reason = interruptedNote(req.ThreadID, said), "thread was interrupted"
+		reason = replacedInterrupted
+		if last := interruptedNote(req.ThreadID, said); last != "" {
+			note = strings.TrimSpace(req.Seed + "\n\n" + last)
+		}
 	}
 	log.Info("continuing the session on a new Codex thread", "old_thread", req.ThreadID, "reason", reason)
 	if note != "" {
 		req.Params.DeveloperInstructions = note + "\n\n" + req.Params.DeveloperInstructions
 	}
 	req.ThreadID = ""
-	return req, said
+	return req, said, reason
 }
 
 // remember records what a turn tells about its thread: it ran here, it was

@@ -23,16 +23,18 @@ func TestPlan(t *testing.T) {
 		req       TurnRequest
 		want      TurnRequest
 		inherited []string
+		replaced  string // Result.Replaced: why a fresh thread
 	}{
 		{name: "new thread", req: TurnRequest{Prompt: "hi", Preamble: "[ctx]\n"}, want: TurnRequest{Prompt: "hi", Preamble: "[ctx]\n"}},
 		{name: "thread run here continues, with the preamble",
 			setup: func(b *MCPServer) { b.book.known[old] = true },
 			req:   base, want: with(base, func(r *TurnRequest) { r.Prompt = "[ctx]\ngo on" })},
 		{name: "thread never run here: a fresh thread with the seed",
-			req: base, want: with(base, func(r *TurnRequest) { r.ThreadID = ""; r.Params.DeveloperInstructions = "[seed]\n\ndev" })},
+			req: base, want: with(base, func(r *TurnRequest) { r.ThreadID = ""; r.Params.DeveloperInstructions = "[seed]\n\ndev" }),
+			replaced: replacedUnknown},
 		{name: "thread never run here, no seed",
 			req:  with(base, func(r *TurnRequest) { r.Seed = "" }),
-			want: with(base, func(r *TurnRequest) { r.ThreadID = ""; r.Seed = "" })},
+			want: with(base, func(r *TurnRequest) { r.ThreadID = ""; r.Seed = "" }), replaced: replacedUnknown},
 		{name: "interrupted thread: a fresh thread with the last messages",
 			setup: func(b *MCPServer) {
 				b.book.known[old], b.book.tainted[old] = true, true
@@ -41,10 +43,10 @@ func TestPlan(t *testing.T) {
 			req: base,
 			want: with(base, func(r *TurnRequest) {
 				r.ThreadID = ""
-				r.Params.DeveloperInstructions = "[Previous thread thread-old was interrupted — your last messages there]\n" +
+				r.Params.DeveloperInstructions = "[seed]\n\n[Previous thread thread-old was interrupted — your last messages there]\n" +
 					"- m2\n- m3\n- m4\n- m5\n- " + strings.Repeat("x", 1000) + "…\n[End of previous thread]\n\ndev"
 			}),
-			inherited: []string{"m1", "m2", "m3", "m4", "m5", long}},
+			inherited: []string{"m1", "m2", "m3", "m4", "m5", long}, replaced: replacedInterrupted},
 		{name: "interrupted thread, SameThread: continues",
 			setup: func(b *MCPServer) { b.book.known[old], b.book.tainted[old] = true, true },
 			req:   with(base, func(r *TurnRequest) { r.SameThread = true }),
@@ -62,9 +64,12 @@ func TestPlan(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(b)
 			}
-			got, inherited := b.book.plan(tt.req, tt.running, b.log)
+			got, inherited, replaced := b.book.plan(tt.req, tt.running, b.log)
 			if diff := cmp.Diff(tt.want, got, cmpTurnRequest); diff != "" {
 				t.Errorf("plan (-want +got):\n%s", diff)
+			}
+			if replaced != tt.replaced {
+				t.Errorf("replaced = %q, want %q", replaced, tt.replaced)
 			}
 			if diff := cmp.Diff(tt.inherited, inherited); diff != "" {
 				t.Errorf("inherited messages (-want +got):\n%s", diff)
@@ -82,7 +87,7 @@ func with(r TurnRequest, f func(*TurnRequest)) TurnRequest {
 var cmpTurnRequest = cmp.Options{
 	cmp.FilterPath(func(p cmp.Path) bool {
 		switch p.Last().String() {
-		case ".OnSent", ".OnAccepted", ".Release", ".OnResult", ".Handler":
+		case ".OnSent", ".OnAccepted", ".Release", ".OnResult", ".Handler", ".OnThread":
 			return true
 		}
 		return false
@@ -112,33 +117,43 @@ func TestThreadPolicy(t *testing.T) {
 				}
 				return res
 			}
-			first := turn(TurnRequest{Prompt: "hello", Preamble: "[ctx] "})
+			var told []string // OnThread
+			onThread := func(id string) { told = append(told, id) }
+			first := turn(TurnRequest{Prompt: "hello", Preamble: "[ctx] ", OnThread: onThread})
 			if first.Text != "MOCK_REPLY: hello" {
 				t.Errorf("new thread: %q, want the prompt without the preamble", first.Text)
 			}
-			again := turn(TurnRequest{ThreadID: first.ThreadID, Prompt: "again", Preamble: "[ctx] "})
-			if again.Text != "MOCK_REPLY: [ctx] again" || again.ThreadID != first.ThreadID {
-				t.Errorf("continued thread: %+v, want the preamble on the same thread", again)
+			if diff := cmp.Diff([]string{first.ThreadID}, told); diff != "" || first.Replaced != "" {
+				t.Errorf("new thread: OnThread got (-want +got):\n%s; Replaced = %q, want none", diff, first.Replaced)
 			}
+			told = nil
+			again := turn(TurnRequest{ThreadID: first.ThreadID, Prompt: "again", Preamble: "[ctx] ", OnThread: onThread})
+			if again.Text != "MOCK_REPLY: [ctx] again" || again.ThreadID != first.ThreadID || again.Replaced != "" || told != nil {
+				t.Errorf("continued thread: %+v, OnThread %q; want the preamble on the same thread, not replaced, no OnThread", again, told)
+			}
+			told = nil
 			ctx, cancel := context.WithCancel(context.Background())
 			time.AfterFunc(300*time.Millisecond, cancel)
 			res, err := b.Turn(ctx, TurnRequest{ThreadID: first.ThreadID, Prompt: "SLOW=30 stop me", Params: ThreadParams{Cwd: cwd}})
 			if err == nil || res == nil || res.Status != "interrupted" {
 				t.Fatalf("interrupted turn = %+v, %v", res, err)
 			}
-			after := turn(TurnRequest{ThreadID: first.ThreadID, Prompt: "after", Preamble: "[ctx] "})
+			after := turn(TurnRequest{ThreadID: first.ThreadID, Prompt: "after", Preamble: "[ctx] ", OnThread: onThread})
 			switch tc.kind {
 			case KindMCPServer:
-				if after.ThreadID == first.ThreadID || after.Text != "MOCK_REPLY: after" {
-					t.Errorf("after the interrupt: %+v, want a fresh thread without the preamble", after)
+				if after.ThreadID == first.ThreadID || after.Text != "MOCK_REPLY: after" || after.Replaced != replacedInterrupted {
+					t.Errorf("after the interrupt: %+v, want a fresh thread without the preamble, replaced because interrupted", after)
+				}
+				if diff := cmp.Diff([]string{after.ThreadID}, told); diff != "" {
+					t.Errorf("fresh thread: OnThread got (-want +got):\n%s", diff)
 				}
 				same := turn(TurnRequest{ThreadID: first.ThreadID, Prompt: "summary", Preamble: "[ctx] ", SameThread: true})
 				if same.ThreadID != first.ThreadID || same.Text != "MOCK_REPLY: [ctx] summary" {
 					t.Errorf("SameThread: %+v, want the interrupted thread", same)
 				}
 			case KindAppServer:
-				if after.ThreadID != first.ThreadID || after.Text != "MOCK_REPLY: [ctx] after" {
-					t.Errorf("after the interrupt: %+v, want the same thread", after)
+				if after.ThreadID != first.ThreadID || after.Text != "MOCK_REPLY: [ctx] after" || after.Replaced != "" || told != nil {
+					t.Errorf("after the interrupt: %+v (OnThread %q), want the same thread", after, told)
 				}
 			}
 		})

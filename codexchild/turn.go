@@ -66,10 +66,17 @@ type turn struct {
 	// acked is closed then (nil without OnAccepted); over is set by Turn
 	// before it returns, after which accept does nothing.
 	onAccepted func()
-	acked      chan struct{}
-	over       atomic.Bool
-	threadID   string // guarded by MCPServer.mu
-	codexTurn  string // the Codex turn id seen under the call's own id; guarded by MCPServer.mu
+	// onThread is TurnRequest.OnThread of a turn that starts a thread; the
+	// reader calls it with the first event's thread id (under mu) and
+	// clears it.
+	onThread func(string)
+	// replaced is Result.Replaced: why the turn runs on a new thread in
+	// place of the one asked for; set before the request is sent.
+	replaced  string
+	acked     chan struct{}
+	over      atomic.Bool
+	threadID  string // guarded by MCPServer.mu
+	codexTurn string // the Codex turn id seen under the call's own id; guarded by MCPServer.mu
 
 	closed atomic.Bool
 	mu     sync.Mutex

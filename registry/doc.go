@@ -17,7 +17,7 @@
 // postpone all of that, and every file and directory, to the first session
 // recorded. Each
 // change ([Registry.Add], [Registry.Update], [Registry.CloseSession],
-// [Registry.Remove], [Registry.Prune]) claims or releases the session's
+// [Registry.Finish], [Registry.Remove], [Registry.Prune]) claims or releases the session's
 // identity as its status requires and persists the whole file before it
 // returns. The CLI reads every instance registry of a team with
 // [Dir.Scan], who holds a claim with [Dir.Holder], and whether that holder

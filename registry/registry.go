@@ -437,6 +437,74 @@ func (r *Registry) updateLocked(agentID string, fn func(*Session)) (Session, err
 	return s.clone(), nil
 }
 
+// Finish ends several live sessions with one write of the registry (a
+// proxy's shutdown, where every fsync counts): for each agent_id in fns,
+// fn changes its record and must leave it not live (closed, interrupted,
+// with the facts the proxy has), and its identity is released. A session
+// that is not live any more is left as it is. An unknown agent_id, or an
+// fn that leaves a session live or changes its agent_id or identity,
+// changes nothing and fails. It returns the records as stored.
+func (r *Registry) Finish(fns map[string]func(*Session)) (map[string]Session, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, ErrClosed
+	}
+	before := slices.Clone(r.sessions)
+	undo := func() {
+		r.sessions = before
+		for id := range fns {
+			delete(r.encoded, id)
+		}
+	}
+	out := make(map[string]Session, len(fns))
+	var ended []Session
+	for id, fn := range fns {
+		i := r.index(id)
+		if i < 0 {
+			undo()
+			return nil, fmt.Errorf("finish session %s: %w", id, ErrSessionNotFound)
+		}
+		old := r.sessions[i]
+		if !old.Status.Live() {
+			out[id] = old.clone()
+			continue
+		}
+		s := old.clone()
+		s.LastActive = r.now().UTC()
+		fn(&s)
+		s.StartedAt, s.LastActive = s.StartedAt.UTC(), s.LastActive.UTC()
+		var err error
+		switch {
+		case s.AgentID != id || s.Identity != old.Identity:
+			err = errors.New("agent_id and identity cannot change")
+		case s.Status.Live():
+			err = fmt.Errorf("status %q is live", s.Status)
+		default:
+			err = r.validate(s)
+		}
+		if err != nil {
+			undo()
+			return nil, fmt.Errorf("finish session %s: %w", id, err)
+		}
+		r.sessions[i] = s
+		delete(r.encoded, id)
+		ended = append(ended, old)
+		out[id] = s.clone()
+	}
+	if len(ended) == 0 {
+		return out, nil
+	}
+	if err := r.persistLocked(); err != nil {
+		undo()
+		return nil, fmt.Errorf("finish sessions: %w", err)
+	}
+	for _, old := range ended {
+		r.releaseLocked(old.Identity, old.AgentID)
+	}
+	return out, nil
+}
+
 // CloseSession marks the session closed (status and thread state), releases
 // its identity and persists. Closing a session that is not live is a no-op
 // (FR-17.9); it returns the session either way.

@@ -20,7 +20,7 @@ const (
 	StatusIdle        Status = "idle"        // turn complete, waiting for input
 	StatusClosed      Status = "closed"      // closed by agent_close or shutdown
 	StatusStale       Status = "stale"       // was live when its proxy process ended
-	StatusInterrupted Status = "interrupted" // closed without a summary (timeout)
+	StatusInterrupted Status = "interrupted" // closed while a turn ran: the turn was cut
 )
 
 // Live reports whether a session with this status holds its identity.
@@ -41,8 +41,13 @@ const (
 // BackendCodex is the only backend so far.
 const BackendCodex = "codex"
 
+// MaxLastResult bounds Session.LastResult, in characters: a resume's note,
+// not the whole answer.
+const MaxLastResult = 4000
+
 // Session is one registry entry. Empty strings for BackendID, RepoRoot,
-// RepoName, Branch, Tag, Role and AgentSource are written as JSON null. Times
+// RepoName, Branch, Tag, Role, AgentSource and LastResult are written as
+// JSON null. Times
 // are stored in UTC.
 type Session struct {
 	AgentID     string      `json:"agent_id"`
@@ -62,8 +67,13 @@ type Session struct {
 	Role        string      `json:"role"`
 	AgentSource string      `json:"agent_source"` // agent file the session was started from
 	// Turns counts the turns the session has run, in every process that
-	// ran it: it survives a restart and a resume.
+	// ran it: it survives a restart and a resume (0 until its first ends;
+	// a record written before it existed reads 0).
 	Turns int `json:"turns"`
+	// LastResult is the text of its last turn's result, clipped (see
+	// MaxLastResult): what a resume on a new thread can tell the agent
+	// when no summary was saved. "" until a turn ended.
+	LastResult string `json:"last_result"`
 	// HandedTo names the Claude Code session (the first 8 characters of
 	// its id) that the session was handed over to when its proxy's
 	// conversation moved there; the proxy serving that Claude Code
@@ -96,6 +106,7 @@ type sessionWire struct {
 	Role        *string     `json:"role"`
 	AgentSource *string     `json:"agent_source"`
 	Turns       int         `json:"turns"`
+	LastResult  *string     `json:"last_result"`
 	HandedTo    string      `json:"handed_to,omitempty"`
 }
 
@@ -104,7 +115,8 @@ var knownFields = map[string]bool{
 	"agent_id": true, "backend": true, "backend_id": true, "identity": true,
 	"team": true, "repo_root": true, "repo_name": true, "branch": true,
 	"cwd": true, "started_at": true, "last_active": true, "status": true,
-	"thread_state": true, "tag": true, "role": true, "agent_source": true, "turns": true, "handed_to": true,
+	"thread_state": true, "tag": true, "role": true, "agent_source": true,
+	"turns": true, "last_result": true, "handed_to": true,
 }
 
 func nullable(s string) *string {
@@ -141,6 +153,7 @@ func (s Session) MarshalJSON() ([]byte, error) {
 		Role:        nullable(s.Role),
 		AgentSource: nullable(s.AgentSource),
 		Turns:       s.Turns,
+		LastResult:  nullable(s.LastResult),
 		HandedTo:    s.HandedTo,
 	})
 	if err != nil || len(s.Extra) == 0 {
@@ -209,6 +222,7 @@ func (s *Session) UnmarshalJSON(data []byte) error {
 		Role:        deref(w.Role),
 		AgentSource: deref(w.AgentSource),
 		Turns:       w.Turns,
+		LastResult:  deref(w.LastResult),
 		HandedTo:    w.HandedTo,
 		Extra:       extra,
 	}

@@ -21,19 +21,20 @@ func TestSessionJSON(t *testing.T) {
 				StartedAt: start, LastActive: start, Status: StatusBusy, ThreadState: ThreadBusy},
 			want: `{"agent_id":"codex-1","backend":"codex","backend_id":null,"identity":"arch","team":"t",` +
 				`"repo_root":null,"repo_name":null,"branch":null,"cwd":"/tmp","started_at":"2026-02-17T10:00:00Z",` +
-				`"last_active":"2026-02-17T10:00:00Z","status":"busy","thread_state":"busy","tag":null,"role":null,"agent_source":null,"turns":0}`,
+				`"last_active":"2026-02-17T10:00:00Z","status":"busy","thread_state":"busy","tag":null,"role":null,"agent_source":null,` +
+				`"turns":0,"last_result":null}`,
 		},
 		{
 			name: "extra fields follow in key order, known keys win",
 			s: Session{AgentID: "codex-2", Backend: "codex", BackendID: "th-1", Identity: "arch", Team: "t",
 				RepoRoot: "/r", RepoName: "r", Branch: "main", Cwd: "/r", StartedAt: start,
 				LastActive: start.In(time.FixedZone("X", 3600)), Status: StatusIdle, ThreadState: ThreadIdle,
-				Tag: "x", Role: "dev", AgentSource: "a.md", Turns: 7, HandedTo: "141a23ea",
+				Tag: "x", Role: "dev", AgentSource: "a.md", Turns: 3, LastResult: "done: tests pass", HandedTo: "141a23ea",
 				Extra: map[string]json.RawMessage{"zz": json.RawMessage(`[1,2]`), "future": json.RawMessage(`{"a":true}`), "status": json.RawMessage(`"bogus"`)}},
 			want: `{"agent_id":"codex-2","backend":"codex","backend_id":"th-1","identity":"arch","team":"t",` +
 				`"repo_root":"/r","repo_name":"r","branch":"main","cwd":"/r","started_at":"2026-02-17T10:00:00Z",` +
-				`"last_active":"2026-02-17T10:00:00Z","status":"idle","thread_state":"idle","tag":"x","role":"dev","agent_source":"a.md","turns":7,"handed_to":"141a23ea",` +
-				`"future":{"a":true},"zz":[1,2]}`,
+				`"last_active":"2026-02-17T10:00:00Z","status":"idle","thread_state":"idle","tag":"x","role":"dev","agent_source":"a.md",` +
+				`"turns":3,"last_result":"done: tests pass","handed_to":"141a23ea","future":{"a":true},"zz":[1,2]}`,
 		},
 	}
 	for _, tt := range tests {

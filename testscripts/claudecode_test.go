@@ -274,11 +274,14 @@ func claudeConversation(t *testing.T, claude string, run claudeRun) {
 		step int
 		re   string
 	}
-	// The agent is told the approval was denied; the turn finished.
+	// The agent is told the approval was denied, and that nobody was asked
+	// (headless Claude Code cancels every elicitation): mcp-server as the
+	// rejection; app-server, whose decline has no reason (Codex says
+	// "rejected by user"), by a steer the model answers. The turn finished.
 	if run.backend == "mcp-server" {
-		want = append(want, match{2, `dismissed without an answer`})
+		want = append(want, match{2, `dismissed without an answer: the MCP client cancelled it`})
 	} else {
-		want = append(want, match{2, `rejected by user`})
+		want = append(want, match{2, `the approval for .* was denied: the approval request was dismissed without an answer: the MCP client cancelled it`})
 	}
 	if strings.Contains(run.codexBin, "mockcodex") {
 		want = append(want, match{1, `MOCK`})

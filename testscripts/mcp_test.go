@@ -78,7 +78,9 @@ func mcpStateOf(ts *testscript.TestScript) *mcpState {
 //	mcp until NAME METHOD PARAMS PATH VALUE    repeat a request until PATH of its response is VALUE
 //	mcp stop NAME                              close stdin; the program must exit 0 with pure stdout
 //	mcp signal NAME SIGNAL                     send SIGTERM, SIGINT or SIGKILL
-//	mcp wait-exit NAME [CODE]                  wait for the exit (code 0 unless given; "signal" for a kill)
+//	mcp ladder NAME                            stop it as Claude Code does: SIGINT; SIGTERM if alive 100 ms later;
+//	                                           SIGKILL if alive 400 ms after that; print the signals sent
+//	mcp wait-exit NAME [CODE]                  wait for the exit (code 0 unless given; "signal" for a kill; "any")
 //	mcp pid NAME VAR                           put the program's pid into $VAR
 //
 // PARAMS and RESULT are JSON with $VARs expanded by testscript. Output is one
@@ -255,6 +257,28 @@ func cmdMCP(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("usage: mcp pid NAME VAR")
 		}
 		ts.Setenv(rest[0], strconv.Itoa(p.cmd.Process.Pid))
+	case "ladder":
+		// Claude Code 2.1.332's stop of a stdio MCP server (notes:
+		// claude-code.md, "How Claude Code stops a stdio MCP server").
+		sent := []string{"SIGINT"}
+		ts.Check(p.cmd.Process.Signal(syscall.SIGINT))
+	ladder:
+		for _, step := range []struct {
+			after time.Duration
+			sig   syscall.Signal
+			name  string
+		}{{100 * time.Millisecond, syscall.SIGTERM, "SIGTERM"}, {400 * time.Millisecond, syscall.SIGKILL, "SIGKILL"}} {
+			select {
+			case <-p.done:
+				break ladder
+			case <-time.After(step.after):
+			}
+			if err := p.cmd.Process.Signal(step.sig); err != nil {
+				break // it exited meanwhile
+			}
+			sent = append(sent, step.name)
+		}
+		fmt.Fprintf(ts.Stdout(), "ladder: %s\n", strings.Join(sent, " "))
 	case "wait-exit":
 		code := "0"
 		if len(rest) > 0 {
@@ -509,7 +533,7 @@ func (p *mcpProc) waitExit(ts *testscript.TestScript, code string) {
 	} else if p.err != nil {
 		ts.Fatalf("%s: %v", p.name, p.err)
 	}
-	if got != code {
+	if got != code && code != "any" {
 		ts.Fatalf("%s exited with %s, want %s\nstderr:\n%s", p.name, got, code, tail(p.stderr.Name(), 30))
 	}
 }

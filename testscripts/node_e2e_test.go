@@ -104,7 +104,13 @@ func TestNodeClient(t *testing.T) {
 				}
 			}
 			// Cross-check from the Go side that the conversation reached the model.
-			for _, want := range []string{"MOCK_REPLY", "<team-mail", "Session ending. Write a concise summary", "[Previous session — ", "hello over content-length"} {
+			wants := []string{"MOCK_REPLY", "<team-mail", "Session ending. Write a concise summary", "hello over content-length"}
+			if tc.backend == "mcp-server" {
+				// A resume on mcp-server is a new thread told the summary;
+				// app-server's continues the thread itself.
+				wants = append(wants, "[Previous session — ")
+			}
+			for _, want := range wants {
 				if !mock.SawInput(want) {
 					t.Errorf("the model never saw %q", want)
 				}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
@@ -29,6 +30,22 @@ func sawTogether(mock *modelmock.Server, a, b string) bool {
 	return false
 }
 
+// slowLadderSummary is the model of the ladder-* identities of
+// real_resume: it needs 3 s for a summary, longer than Claude Code leaves
+// serve between its SIGINT and its SIGKILL.
+func slowLadderSummary(r *modelmock.Request) modelmock.Responder {
+	if !strings.Contains(r.LastUserText, "Session ending. Write a concise summary") ||
+		!strings.Contains(strings.Join(r.InputTexts(), "\n"), "Identity:  ladder-") {
+		return nil
+	}
+	return modelmock.Slow(3*time.Second, func(s *modelmock.Stream, _ *modelmock.Request) error {
+		if err := s.Message("MOCK_SUMMARY: too late"); err != nil {
+			return err
+		}
+		return s.Completed()
+	})
+}
+
 func TestRealCodex(t *testing.T) {
 	for _, tc := range []struct {
 		which   realcodex.Which
@@ -39,7 +56,7 @@ func TestRealCodex(t *testing.T) {
 	} {
 		t.Run(tc.backend, func(t *testing.T) {
 			bin := realcodex.Bin(t, tc.which)
-			mock, err := modelmock.Start(modelmock.Config{})
+			mock, err := modelmock.Start(modelmock.Config{Handler: slowLadderSummary})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -76,6 +93,17 @@ func TestRealCodex(t *testing.T) {
 				// request carries the turn from before the crash.
 				if tc.backend == "app-server" && !t.Failed() && !sawTogether(mock, "after-restart: what was the word?", "albatross-before-crash") {
 					t.Error("after the restart the model did not see the session's earlier turn")
+				}
+				// real_resume: after serve was stopped as Claude Code stops
+				// it, each resumed thread carries its earlier turn, the one
+				// cut in its first turn included.
+				if tc.backend == "app-server" && !t.Failed() {
+					if !sawTogether(mock, "after-ladder: what was the word?", "albatross-ladder") {
+						t.Error("after the ladder the model did not see the finished session's earlier turn")
+					}
+					if !sawTogether(mock, "after-ladder: what was the plan about?", "heron-ladder") {
+						t.Error("after the ladder the model did not see the cut first turn of the other session")
+					}
 				}
 			})
 			testscript.Run(t, p)

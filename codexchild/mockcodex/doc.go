@@ -106,6 +106,10 @@
 //   - MOCKCODEX_START_DELAY_MS=<ms>: wait that long before reading stdin
 //     (a child slow to start: its handshake takes that long).
 //   - MOCKCODEX_DELAY_MS=<ms>: added latency before each turn's model call.
+//   - MOCKCODEX_SLOW_IF=<ms>:<text>: a turn whose input contains text waits
+//     that long before its model call (interrupts end the wait): a model
+//     slow to answer one kind of prompt, such as a summary
+//     (MOCKCODEX_SLOW_IF='3000:Session ending').
 //   - MOCKCODEX_TIMING=<file>: keep in that file (created if missing,
 //     overwritten in place; a file that cannot be opened is reported on
 //     stderr and nothing is kept) two little-endian int64 wall-clock times in Unix

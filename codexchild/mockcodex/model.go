@@ -170,6 +170,14 @@ func runTurn(ctx context.Context, t *turnEnv) (string, error) {
 			}
 		}
 	}
+	if v := t.p.getenv("MOCKCODEX_SLOW_IF"); v != "" {
+		ms, text, _ := strings.Cut(v, ":")
+		if n, err := strconv.Atoi(ms); err == nil && n > 0 && text != "" && strings.Contains(t.text, text) {
+			if err := sleepCtx(ctx, time.Duration(n)*time.Millisecond); err != nil {
+				return "", &errInterrupted{}
+			}
+		}
+	}
 	if err := t.retryNotices(ctx); err != nil {
 		return "", err
 	}

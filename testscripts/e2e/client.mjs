@@ -322,6 +322,15 @@ await step('exec approval declined by the client', async () => {
   check(String(got[0].command).includes('echo declined-cmd'), () => `elicitation command: ${got[0].command}`);
   const out = sc(r, 'codex-reply').content;
   log(`declined: ${out}`);
+  if (cfg.backend === 'app-server') {
+    // The app-server's decline carries no reason (Codex tells the model
+    // "rejected by user"), so the proxy steers the turn with it: the model
+    // reads both, and answers the note.
+    check(out.includes('was denied: the e2e client says no'), () => `the model did not answer the denial note: ${out}`);
+    check(requestsWith(cfg.modelLog, 'rejected by user', 'was denied: the e2e client says no').length > 0,
+      'no model request has both the tool output and the denial note');
+    return;
+  }
   check(out.startsWith('MOCK_DONE: tool output was:'), () => `the model got no tool output: ${out}`);
   const toolOut = out.slice('MOCK_DONE: tool output was:'.length);
   check(!toolOut.includes('declined-cmd'), () => `the declined command ran: ${out}`);
@@ -397,8 +406,20 @@ await step('codex-reply on the resumed agent_id carries the previous session', a
   equal(r.agent_id, arch.agent_id, 'agent_id');
   equal(r.identity, 'arch', 'identity');
   check(r.content.startsWith('MOCK_REPLY: '), () => `reply: ${r.content}`);
-  const reqs = requestsWith(cfg.modelLog, '[Previous session — ', prompt);
-  check(reqs.length > 0, 'no model request has both "[Previous session — " and the new prompt in its input');
+  equal(r.thread?.resumed, true, 'thread.resumed');
+  if (cfg.backend === 'app-server') {
+    // The thread itself continues: the model has its earlier turns.
+    equal(r.thread?.continued, true, 'thread.continued');
+    equal(r.threadId, arch.threadId, 'the same thread');
+    const reqs = requestsWith(cfg.modelLog, `hello from the node client ${nonce}`, prompt);
+    check(reqs.length > 0, 'no model request has both the first turn and the new prompt in its input');
+  } else {
+    // mcp-server cannot continue it: a new thread, told the summary.
+    equal(r.thread?.continued, false, 'thread.continued');
+    equal(r.thread?.given, 'its saved summary', 'thread.given');
+    const reqs = requestsWith(cfg.modelLog, '[Previous session — ', prompt);
+    check(reqs.length > 0, 'no model request has both "[Previous session — " and the new prompt in its input');
+  }
   checkProgress(b);
 });
 

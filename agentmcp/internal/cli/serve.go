@@ -17,7 +17,7 @@ import (
 
 // Server is an MCP server the command line runs with the resolved
 // configuration, on stdin/stdout, until stdin ends or ctx is cancelled
-// (SIGINT or SIGTERM: graceful shutdown, FR-7). logger writes to stderr or
+// (SIGINT or SIGTERM: graceful shutdown, FR-7; see notifyShutdown). logger writes to stderr or
 // the log file; stdout carries JSON-RPC and nothing else.
 type Server func(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout io.Writer, logger *slog.Logger) error
 
@@ -49,7 +49,7 @@ type serveCmd struct {
 	codexFlags    `embed:""`
 	logFlags      `embed:""`
 	mailFlags     `embed:""`
-	Resume        optionalValue `placeholder:"ID" help:"Resume a saved session: the most recent one of this identity, or --resume=ID for an agent_id or identity; its summary opens the first turn."`
+	Resume        optionalValue `placeholder:"ID" help:"Resume a saved session: the most recent one of this identity, or --resume=ID for an agent_id or identity; its first turn continues the agent's own thread (where that cannot be, a new one given its summary or last result, and the result says so)."`
 }
 
 // Help is shown by "atm-agent-mcp serve --help".
@@ -61,7 +61,7 @@ func (serveCmd) Help() string {
 and give each Claude Code window its own identity: ATM_AGENT_MCP_IDENTITY=NAME claude.
 "atm-agent-mcp doctor" checks what serve needs.
 
-stdout carries JSON-RPC and nothing else; logs go to stderr or --log-file. SIGINT or SIGTERM (or the end of stdin) shuts down gracefully: each session writes a summary for --resume.`
+stdout carries JSON-RPC and nothing else; logs go to stderr or --log-file. SIGINT or SIGTERM (or the end of stdin) shuts down gracefully: every session's record is closed at once, with its thread, which --resume (or codex with its agent_id) continues; each agent is then asked for a summary, kept if it comes in time. SIGTERM after SIGINT (as Claude Code sends them) is the same shutdown; a repeated signal exits at once.`
 }
 
 func (c *serveCmd) flags() config.Flags {
@@ -141,14 +141,11 @@ func runServer(env *runEnv, cfg *config.Config, hook Server) error {
 	if hook == nil {
 		return errNotBuilt
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	// The first signal starts the graceful shutdown; Claude Code's SIGTERM
+	// after its SIGINT lets it go on; a repeated one exits at once
+	// (signals.go).
+	ctx, stop := notifyShutdown(logger)
 	defer stop()
-	// The first signal starts the graceful shutdown; a second one kills the
-	// process at once (the default action; what was persisted stays valid).
-	go func() {
-		<-ctx.Done()
-		stop()
-	}()
 	logger.Info("starting", "version", Version(), "team", cfg.Team, "team_source", cfg.Sources["team"].String(),
 		"identity", cfg.Identity, "backend", cfg.Backend)
 	return hook(ctx, cfg, env.stdin, env.stdout, logger)

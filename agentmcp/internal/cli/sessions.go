@@ -290,7 +290,23 @@ type summaryCmd struct {
 
 // Help is shown by "atm-agent-mcp summary --help".
 func (summaryCmd) Help() string {
-	return `Prints the summary the session wrote when it was closed or the proxy shut down, the text "serve --resume" puts in front of the first turn. A session that ended in a crash has none: the command then says so on stderr and exits 1.`
+	return `Prints the summary the session wrote when it was closed with agent_close {summary: true} or at the proxy's shutdown: what a resume gives a new thread when the session's own thread cannot be continued. A session without one (most: a resume continues the agent's own thread) makes the command say so on stderr, with the session's last result, and exit 1.`
+}
+
+// noSummary is summary's error for a session without a saved summary:
+// what the registry kept instead (its thread, which a resume continues;
+// its turns and last result).
+func noSummary(s registry.Session) error {
+	msg := fmt.Sprintf("session %s (%s, %s, last active %s) has no saved summary: the agent writes one only when asked "+
+		"(agent_close with summary: true), or at a shutdown that leaves it time",
+		s.AgentID, s.Identity, s.Status, s.LastActive.UTC().Format(time.RFC3339))
+	if s.BackendID != "" {
+		msg += fmt.Sprintf("; its thread %s is kept: codex (or agent_start) with agent_id %s continues it", s.BackendID, s.AgentID)
+	}
+	if s.LastResult != "" {
+		msg += fmt.Sprintf("\nits last result (turn %d):\n%s", s.Turns, s.LastResult)
+	}
+	return errors.New(msg)
 }
 
 func (c *summaryCmd) Run(env *runEnv) error {
@@ -326,8 +342,7 @@ func (c *summaryCmd) Run(env *runEnv) error {
 		text, err = dir.ReadSummary(s.Identity, s.BackendID)
 	}
 	if s.BackendID == "" || errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("session %s (%s, %s, last active %s) has no saved summary: summaries are written when a session is closed or the proxy shuts down gracefully",
-			s.AgentID, s.Identity, s.Status, s.LastActive.UTC().Format(time.RFC3339))
+		return noSummary(s.Session)
 	}
 	if err != nil {
 		return err

@@ -217,15 +217,15 @@ func TestCloseBusySessionFailsQueued(t *testing.T) {
 	waitFor(t, "the slow turn", func() bool { return len(c.fb.turns()) == 2 })
 	_, queued := c.send("tools/call", map[string]any{"name": "codex-reply", "arguments": map[string]any{"agent_id": agentID, "prompt": "queued"}})
 	time.Sleep(50 * time.Millisecond)
-	closed := c.structured(c.tool("agent_close", map[string]any{"identity": "dev-1"}))
-	if closed["agent_id"] != agentID {
-		t.Errorf("close = %v", closed)
+	closed := c.structured(c.tool("agent_close", map[string]any{"identity": "dev-1", "summary": true}))
+	if closed["agent_id"] != agentID || closed["status"] != "interrupted" || closed["thread_id"] != res["threadId"] {
+		t.Errorf("close = %v, want interrupted, with its thread", closed)
 	}
 	if code, _ := c.rpcErr(c.wait(queued)); code != proxyerr.CodeSessionClosed {
 		t.Errorf("queued request: code %d, want SESSION_CLOSED", code)
 	}
 	c.wait(slow)
-	// The summary was asked for on the interrupted thread.
+	// The summary was asked for (summary: true) on the interrupted thread.
 	turns := c.fb.turns()
 	if last := turns[len(turns)-1]; !strings.Contains(last.Prompt, "Session ending.") {
 		t.Errorf("last turn = %q, want the summary prompt", last.Prompt)
@@ -391,12 +391,17 @@ func TestShutdownWritesSummariesAndResume(t *testing.T) {
 	if first["agent_id"] != res["agent_id"] || first["status"] != "idle" {
 		t.Fatalf("resumed session = %v", first)
 	}
-	c2.structured(c2.tool("codex-reply", map[string]any{"prompt": "go on", "agent_id": res["agent_id"]}))
+	reply := c2.structured(c2.tool("codex-reply", map[string]any{"prompt": "go on", "agent_id": res["agent_id"]}))
 	turns := c2.fb.turns()
 	last := turns[len(turns)-1]
-	if last.ThreadID != res["threadId"] || !strings.Contains(last.Prompt, "[Previous session — arch on") ||
-		!strings.Contains(last.Params.DeveloperInstructions, "[Previous session — arch on") {
-		t.Errorf("first turn after resume = thread %s prompt %q", last.ThreadID, last.Prompt)
+	// The thread is resumed; its summary is only what a new thread in its
+	// place would be given.
+	if last.ThreadID != res["threadId"] || strings.Contains(last.Prompt, "[Previous session") ||
+		strings.Contains(last.Params.DeveloperInstructions, "[Previous session") || !strings.Contains(last.Seed, "[Previous session — arch on") {
+		t.Errorf("first turn after resume = thread %s prompt %q seed %q", last.ThreadID, last.Prompt, last.Seed)
+	}
+	if th, _ := reply["thread"].(map[string]any); th["continued"] != true || th["resumed"] != true {
+		t.Errorf("first result after resume: thread = %v, want continued and resumed", reply["thread"])
 	}
 }
 

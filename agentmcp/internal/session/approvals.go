@@ -86,7 +86,7 @@ func (m *Manager) bridgeApproval(s *Session, call CallRef, asker Asker, a *codex
 			asker = QueueAsker{}
 		default:
 			reason := "denied automatically: the MCP client cannot answer approval requests (it did not declare the " +
-				"elicitation capability). Run without needing approval (approval-policy \"never\" with a suitable sandbox), " +
+				"elicitation capability), so no one was asked. Run without needing approval (approval-policy \"never\" with a suitable sandbox), " +
 				"or use a client with elicitation support, or set approval_fallback = \"queue\" (answer with agent_respond) " +
 				"or \"approve\" for trusted setups."
 			log.Info("approval denied: client has no elicitation", "what", what)
@@ -103,7 +103,7 @@ func (m *Manager) bridgeApproval(s *Session, call CallRef, asker Asker, a *codex
 	defer close(p.answered)
 	if s != nil {
 		if !s.pend(p) {
-			respond(Answer{codexchild.Decision{Kind: codexchild.Deny, Reason: "the session is closing"}, "denied: session closing"})
+			respond(Answer{codexchild.Decision{Kind: codexchild.Deny, Reason: "the session is closing", TurnEnds: true}, "denied: session closing"})
 			return
 		}
 		defer s.pend(&pending{id: id}) // done: unlisted
@@ -139,11 +139,11 @@ func (m *Manager) bridgeApproval(s *Session, call CallRef, asker Asker, a *codex
 	case <-timer.C:
 		p.offer(Answer{})
 		log.Warn("approval timed out; denying", "after", m.cfg.ElicitationTimeout, "what", what)
-		respond(Answer{codexchild.Decision{Kind: codexchild.Deny, Reason: fmt.Sprintf("no answer from the user within %s", m.cfg.ElicitationTimeout)},
+		respond(Answer{codexchild.Decision{Kind: codexchild.Deny, Reason: fmt.Sprintf("no answer from the user within %s: no one answered the approval request in time", m.cfg.ElicitationTimeout)},
 			"denied: elicitation timeout"})
 	case <-m.ctx.Done():
 		p.offer(Answer{})
-		respond(Answer{codexchild.Decision{Kind: codexchild.Deny, Reason: "the proxy is shutting down"}, "denied: shutdown"})
+		respond(Answer{codexchild.Decision{Kind: codexchild.Deny, Reason: "the proxy is shutting down", TurnEnds: true}, "denied: shutdown"})
 	}
 }
 
@@ -192,7 +192,9 @@ func (s *Session) pend(p *pending) bool {
 }
 
 // denyApprovals answers every approval the session still waits for with a
-// denial (FR-18.5) and waits (at most 2 s) until Codex has been told.
+// denial (FR-18.5), which comes with the end of the turn (the session
+// closes, the turn is interrupted), and waits (at most 2 s) until Codex
+// has been told.
 func (s *Session) denyApprovals(reason string) {
 	s.mu.Lock()
 	pend := make([]*pending, 0, len(s.approvals))
@@ -203,7 +205,7 @@ func (s *Session) denyApprovals(reason string) {
 	deadline := time.NewTimer(2 * time.Second)
 	defer deadline.Stop()
 	for _, p := range pend {
-		p.offer(Answer{codexchild.Decision{Kind: codexchild.Deny, Reason: reason}, "denied: " + reason})
+		p.offer(Answer{codexchild.Decision{Kind: codexchild.Deny, Reason: reason, TurnEnds: true}, "denied: " + reason})
 	}
 	for _, p := range pend {
 		select {

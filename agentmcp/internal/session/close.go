@@ -28,12 +28,16 @@ type CloseOutcome struct {
 	Already bool
 }
 
-// Close closes a session (FR-17.3, FR-17.4, FR-17.10): queued turns fail
-// with SESSION_CLOSED, pending approvals are denied, a running turn is
-// interrupted; a busy session (or any live one with summarize, as on
-// shutdown) is asked for a summary within ctx; the identity is released.
-// Closing a closed session does nothing; a close while another runs waits
-// for that one.
+// Close closes a session (FR-17.3, FR-17.4, FR-17.10). The registry
+// comes first: the record is closed at once with the facts it has (its
+// thread, turns and last result; status closed, or interrupted when a turn
+// was running) and the identity released, so that a proxy killed right
+// after leaves nothing live behind (at shutdown, finishAll wrote it
+// already). Then queued turns fail with SESSION_CLOSED, pending approvals
+// are denied, a running turn is interrupted and, with summarize, the
+// thread is asked for a summary within ctx, saved for a resume that cannot
+// continue the thread. Closing a closed session does nothing; a close
+// while another runs waits for that one.
 func (m *Manager) Close(ctx context.Context, s *Session, summarize bool) CloseOutcome {
 	s.mu.Lock()
 	if other := s.closing; other != nil {
@@ -59,13 +63,16 @@ func (m *Manager) Close(ctx context.Context, s *Session, summarize bool) CloseOu
 	s.mu.Unlock()
 	defer close(closed)
 
+	before, unused := m.takeUnused(s)
+	unused = unused && !busy
+	rec := m.closeRecord(s, busy, unused, before)
 	closedErr := proxyerr.New(proxyerr.ErrSessionClosed, map[string]any{"agent_id": agentID}, "session %s was closed", agentID)
 	for _, j := range queued {
 		j.discard(closedErr)
 	}
 	s.denyApprovals("the session is being closed")
 	if busy {
-		if rec := s.Record(); rec.BackendID != "" {
+		if rec.BackendID != "" {
 			if b, err := m.backendOf(rec); err == nil {
 				_ = b.Interrupt(ctx, rec.BackendID)
 			}
@@ -77,34 +84,61 @@ func (m *Manager) Close(ctx context.Context, s *Session, summarize bool) CloseOu
 		s.waitIdle(waitCtx)
 		cancel()
 	}
-	before, unused := m.takeUnused(s)
-	unused = unused && !busy
 	saved := false
-	if (busy || summarize) && !unused {
+	if summarize && !unused {
 		saved = m.summarize(ctx, s)
 	}
+	s.mu.Lock()
+	s.closing = nil
+	s.mu.Unlock()
+	how := map[bool]string{true: "summary saved", false: "no summary"}[saved]
+	if unused {
+		how = "resumed and closed without a turn: status " + string(rec.Status) + " and summary kept"
+	}
+	m.cfg.Audit.Session("session_closed", rec, how)
+	m.log.Info("session closed", "agent_id", rec.AgentID, "identity", rec.Identity, "status", rec.Status, "summary", saved, "unused", unused)
+	return CloseOutcome{Record: s.Record(), SummarySaved: saved}
+}
+
+// closeRecord writes the closed record of s (closeUnused for a resumed
+// session that ran no turn; interrupted for a busy one; else closed) with
+// the facts the session has, and releases its identity here and for the
+// mail layer. It returns the record.
+func (m *Manager) closeRecord(s *Session, busy, unused bool, before registry.Session) registry.Session {
+	s.mu.Lock()
+	facts, final := s.rec, s.final
+	s.final = nil
+	s.mu.Unlock()
 	var rec registry.Session
 	var err error
 	switch {
+	case final != nil:
+		rec = *final // written by finishAll
 	case unused:
-		rec, err = m.closeUnused(agentID, before)
-	case (busy || summarize) && !saved:
-		rec, err = m.cfg.Registry.InterruptSession(agentID)
+		rec, err = m.closeUnused(facts.AgentID, before)
 	default:
-		rec, err = m.cfg.Registry.CloseSession(agentID)
+		st := registry.StatusClosed
+		if busy {
+			st = registry.StatusInterrupted
+		}
+		rec, err = m.cfg.Registry.Update(facts.AgentID, func(x *registry.Session) {
+			if x.Status.Live() {
+				finalRecord(x, facts, st)
+			}
+		})
 	}
 	if err != nil && !errors.Is(err, registry.ErrClosed) {
-		m.log.Error("cannot persist the closed session", "agent_id", agentID, "err", err)
+		m.log.Error("cannot persist the closed session", "agent_id", facts.AgentID, "err", err)
 	}
 	s.mu.Lock()
 	if err == nil {
 		rec.Turns = max(rec.Turns, s.rec.Turns) // the last turn's count may still be on its way to the file
 		s.rec = rec
+		s.savedThread = rec.BackendID
 	} else {
 		s.rec.Status, s.rec.ThreadState = registry.StatusClosed, registry.ThreadClosed
 		rec = s.rec
 	}
-	s.closing = nil
 	s.mu.Unlock()
 	m.mu.Lock()
 	released := m.byIdentity[rec.Identity] == s
@@ -115,13 +149,67 @@ func (m *Manager) Close(ctx context.Context, s *Session, summarize bool) CloseOu
 	if released && m.cfg.Mail != nil {
 		m.cfg.Mail.Unbind(rec.Identity)
 	}
-	how := map[bool]string{true: "summary saved", false: "no summary"}[saved]
-	if unused {
-		how = "resumed and closed without a turn: status " + string(rec.Status) + " and summary kept"
+	return rec
+}
+
+// finalRecord makes x, a session's live record, its final one: status st,
+// with the facts the session has (its thread, turns, last result, where
+// it ran).
+func finalRecord(x *registry.Session, facts registry.Session, st registry.Status) {
+	x.Status, x.ThreadState = st, registry.ThreadClosed
+	x.BackendID, x.Turns, x.LastResult = facts.BackendID, facts.Turns, facts.LastResult
+	x.RepoRoot, x.RepoName, x.Branch, x.Cwd = facts.RepoRoot, facts.RepoName, facts.Branch, facts.Cwd
+}
+
+// finishAll writes the final record of every session in live with one
+// registry write (a shutdown: Claude Code kills the server 500 ms after it
+// asked it to stop, and each write costs an fsync or two): closed, or
+// interrupted for a busy one, with its facts; a resumed session that ran
+// no turn gets back the record it had. Close then uses these records
+// instead of writing its own. A session being closed already is left to
+// that close.
+func (m *Manager) finishAll(live map[string]*Session) {
+	fns := make(map[string]func(*registry.Session), len(live))
+	owners := make(map[string]*Session, len(live))
+	for _, s := range live {
+		m.mu.Lock()
+		before, unused := m.resumed[s]
+		m.mu.Unlock()
+		s.mu.Lock()
+		facts, busy, closing := s.rec, s.running != nil, s.closing != nil
+		s.mu.Unlock()
+		if closing || !facts.Status.Live() {
+			continue
+		}
+		st := registry.StatusClosed
+		if busy {
+			st = registry.StatusInterrupted
+		}
+		switch {
+		case unused && !busy && !before.Status.Live():
+			fns[facts.AgentID] = func(x *registry.Session) {
+				x.Status, x.ThreadState, x.LastActive = before.Status, before.ThreadState, before.LastActive
+			}
+		default:
+			fns[facts.AgentID] = func(x *registry.Session) { finalRecord(x, facts, st) }
+		}
+		owners[facts.AgentID] = s
 	}
-	m.cfg.Audit.Session("session_closed", rec, how)
-	m.log.Info("session closed", "agent_id", rec.AgentID, "identity", rec.Identity, "status", rec.Status, "summary", saved, "unused", unused)
-	return CloseOutcome{Record: rec, SummarySaved: saved}
+	if len(fns) == 0 {
+		return
+	}
+	recs, err := m.cfg.Registry.Finish(fns)
+	if err != nil {
+		m.log.Error("cannot write the sessions' final records at once; each close writes its own", "err", err)
+		return
+	}
+	for id, rec := range recs {
+		s := owners[id]
+		s.mu.Lock()
+		s.final = &rec
+		s.mu.Unlock()
+	}
+	m.log.Info("sessions' records closed", "sessions", len(recs))
 }
 
 // closeUnused closes a session that was resumed (Rebind) and ran no turn
@@ -190,17 +278,21 @@ func (m *Manager) summarize(ctx context.Context, s *Session) bool {
 	return true
 }
 
-// Shutdown closes every live session in parallel within the summary
-// budget (FR-7): each is asked for a summary when Config.PersistThreads is
-// set. No session can be created or resumed afterwards.
+// Shutdown closes every live session (FR-7): first their final records,
+// all in one write (finishAll), then in parallel within the summary budget
+// each is closed and, when Config.PersistThreads is set, asked for a
+// summary, saved if it comes in time. No session can be created or resumed
+// afterwards.
 func (m *Manager) Shutdown() {
 	m.mu.Lock()
 	m.closing = true
 	m.mu.Unlock()
+	live := m.Live()
+	m.finishAll(live)
 	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.SummaryTimeout+2*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
-	for _, s := range m.Live() {
+	for _, s := range live {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

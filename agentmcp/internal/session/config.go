@@ -28,7 +28,7 @@ type Registry interface {
 	Update(agentID string, fn func(*registry.Session)) (registry.Session, error)
 	Remove(agentID string) error
 	CloseSession(agentID string) (registry.Session, error)
-	InterruptSession(agentID string) (registry.Session, error)
+	Finish(fns map[string]func(*registry.Session)) (map[string]registry.Session, error)
 	ReadSummary(identity, backendID string) (string, error)
 	WriteSummary(identity, backendID, text string) error
 	HasSummary(identity, backendID string) bool

@@ -10,14 +10,14 @@ import (
 
 // TestTurnContextCache: a session renders its <session-context> block and
 // thread parameters again only when something in them changed: the same
-// turn after turn, the new branch after a checkout, the repository gone, a
-// note to pass on.
+// turn after turn, the new branch after a checkout, the repository gone,
+// new settings.
 func TestTurnContextCache(t *testing.T) {
 	str := func(s string) *string { return &s }
 	sc := sessionContext{AgentID: "codex-1", Identity: "arch", Team: "dev", Cwd: "/w/repo",
 		Repo: gitctx.Facts{Root: str("/w/repo"), Name: str("widgets"), Branch: str("main")}}
 	s := &Session{m: &Manager{cfg: Config{Team: "dev"}}}
-	first, params := s.turnContext(sc, "")
+	first, params := s.turnContext(sc)
 	if want := sc.contextBlock() + "\n"; first != want {
 		t.Fatalf("preamble = %q, want %q", first, want)
 	}
@@ -26,7 +26,7 @@ func TestTurnContextCache(t *testing.T) {
 	}
 	block := s.cache.block
 	sc.Repo = gitctx.Facts{Root: str("/w/repo"), Name: str("widgets"), Branch: str("main")} // equal, not the same pointers
-	if s.turnContext(sc, ""); unsafe.StringData(s.cache.block) != unsafe.StringData(block) {
+	if s.turnContext(sc); unsafe.StringData(s.cache.block) != unsafe.StringData(block) {
 		t.Error("the block was rendered again although nothing changed")
 	}
 	for _, change := range []func(){
@@ -36,15 +36,15 @@ func TestTurnContextCache(t *testing.T) {
 		func() { sc.Identity = "dev-1" },
 	} {
 		change()
-		if got, _ := s.turnContext(sc, ""); got != sc.contextBlock()+"\n" {
+		if got, _ := s.turnContext(sc); got != sc.contextBlock()+"\n" {
 			t.Errorf("after a change: preamble %q, want %q", got, sc.contextBlock()+"\n")
 		}
 	}
-	got, params := s.turnContext(sc, "[note]")
-	if want := sc.contextBlock() + "\n[note]\n\n"; got != want {
-		t.Errorf("with a note: preamble %q, want %q", got, want)
-	}
-	if !strings.HasPrefix(params.DeveloperInstructions, "[note]\n\n<session-context>") {
-		t.Errorf("with a note: developer instructions %q", params.DeveloperInstructions)
+	s.mu.Lock()
+	s.paramsGen++ // the settings changed
+	s.mu.Unlock()
+	block = s.cache.block
+	if s.turnContext(sc); unsafe.StringData(s.cache.block) == unsafe.StringData(block) {
+		t.Error("the block was not rendered again after the settings changed")
 	}
 }

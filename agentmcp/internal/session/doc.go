@@ -9,12 +9,24 @@
 // # States and the queue
 //
 // A session is busy while a turn runs and idle otherwise; closing it makes
-// it closed (or interrupted, when a busy session gave no summary), and
-// Manager.Rebind makes a finished session idle again (resume); closed
-// again before it ran a turn, it gets back its status without a summary
-// turn. Manager.HandOver gives every live session to the proxy of another
+// it closed (or interrupted, when a turn was running), and Manager.Rebind
+// makes a finished session idle again (resume); closed again before it ran
+// a turn, it gets back its status without a summary turn.
+// Manager.HandOver gives every live session to the proxy of another
 // Claude Code session (stale, HandedTo set, no summary: the thread goes
-// on there), which adds them with Manager.Take and binds them with Rebind. Each session runs one turn at a time (FR-8.9 in
+// on there), which adds them with Manager.Take and binds them with Rebind.
+//
+// # The record first, the thread kept
+//
+// What the registry says about a session comes before anything slow: its
+// thread id is recorded as soon as the backend names it (during a long
+// first turn), and a close (agent_close, shutdown) writes the final record
+// with the session's facts (thread, turns, last result) before it
+// interrupts the turn or asks for a summary, so that a proxy killed
+// half a second after its stop began (Claude Code's SIGKILL) leaves
+// nothing live behind. A resume continues the agent's own thread where the
+// backend can; the summary, else the last result, only seeds a new thread
+// where it cannot, and the turn's result says which (continuity.go). Each session runs one turn at a time (FR-8.9 in
 // docs/requirements.md): Claude's turns wait in FIFO order and always go
 // before auto-mail, which starts only on an idle session with nothing
 // queued. A turn's result is handed back only

@@ -8,8 +8,13 @@ import (
 )
 
 // Dismissed is what the agent reads when the client cancels an approval
-// request (a headless client does so at once).
-const Dismissed = "the approval request was dismissed without an answer; the action was not run"
+// request (a headless client does so at once, asking nobody).
+const Dismissed = "the approval request was dismissed without an answer: the MCP client cancelled it " +
+	"(a headless client such as claude -p does so without asking anyone); the action was not run"
+
+// declinedNoReason is what the agent reads when the client declines an
+// approval without giving a reason.
+const declinedNoReason = "declined in the MCP client, without a reason"
 
 // ApprovalForm is the params of the elicitation/create that asks q, in
 // either revision (a request to a legacy client, an input request of a
@@ -66,7 +71,7 @@ func ElicitAnswer(result json.RawMessage) Answer {
 	}
 	reason := strings.TrimSpace(r.Content.Reason)
 	if reason == "" {
-		reason = "declined by the user"
+		reason = declinedNoReason
 	}
 	return Answer{Decision: codexchild.Decision{Kind: codexchild.Deny, Reason: reason}, Outcome: "denied: " + reason}
 }

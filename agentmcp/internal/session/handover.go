@@ -67,12 +67,14 @@ func (m *Manager) handOver(ctx context.Context, s *Session, to string) (registry
 		}
 	}
 	s.denyApprovals("the session is being handed over")
+	facts := s.Record()
 	rec, err := m.cfg.Registry.Update(agentID, func(x *registry.Session) {
-		x.Status, x.ThreadState, x.HandedTo = registry.StatusStale, registry.ThreadClosed, to
+		turns := max(x.Turns, facts.Turns) // the last turn's count may still be on its way to the file
+		finalRecord(x, facts, registry.StatusStale)
+		x.Turns, x.HandedTo = turns, to
 	})
 	s.mu.Lock()
 	if err == nil {
-		rec.Turns = max(rec.Turns, s.rec.Turns)
 		s.rec = rec
 	} else {
 		s.rec.Status, s.rec.ThreadState = registry.StatusStale, registry.ThreadClosed

@@ -24,15 +24,21 @@ import (
 //     acknowledged the turn (OnSent, no OnAccepted, an *ExitError)
 //   - "DIE_ACCEPTED": the child dies after it acknowledged the turn
 //
-// Every other turn is acknowledged (OnAccepted) right after OnSent.
+// Every other turn is acknowledged (OnAccepted) right after OnSent. A new
+// thread is named to OnThread before anything else; a thread in lost
+// (unless SameThread) is replaced by a new one, the Result saying why
+// (Replaced "lost by the fake"). A summary turn waits for summaryGate to
+// be closed when it is set.
 type fakeBackend struct {
-	mu       sync.Mutex
-	reqs     []codexchild.TurnRequest
-	threads  int
-	running  map[string]chan struct{}
-	release  chan string
-	onResult bool  // call OnResult from another goroutine before returning
-	down     error // what Unavailable says: Codex is down
+	mu          sync.Mutex
+	reqs        []codexchild.TurnRequest
+	threads     int
+	running     map[string]chan struct{}
+	release     chan string
+	onResult    bool  // call OnResult from another goroutine before returning
+	down        error // what Unavailable says: Codex is down
+	lost        map[string]bool
+	summaryGate chan struct{}
 }
 
 // Unavailable is the proxy's check that Codex is up (availability).
@@ -58,15 +64,28 @@ func (f *fakeBackend) Turn(ctx context.Context, req codexchild.TurnRequest) (*co
 	}
 	f.mu.Lock()
 	f.reqs = append(f.reqs, req)
-	thread := req.ThreadID
+	thread, replaced := req.ThreadID, ""
+	if thread != "" && !req.SameThread && f.lost[thread] {
+		thread, replaced = "", "lost by the fake"
+	}
 	if thread == "" {
 		f.threads++
 		thread = fmt.Sprintf("thread-%d", f.threads)
+		if req.OnThread != nil {
+			req.OnThread(thread)
+		}
 	}
 	intr := make(chan struct{})
 	f.running[thread] = intr
-	replyNow := f.onResult
+	replyNow, gate := f.onResult, f.summaryGate
 	f.mu.Unlock()
+	if gate != nil && strings.HasPrefix(req.Prompt, summaryPrompt) {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	defer func() {
 		f.mu.Lock()
 		delete(f.running, thread)
@@ -91,9 +110,9 @@ func (f *fakeBackend) Turn(ctx context.Context, req codexchild.TurnRequest) (*co
 		p, _ := json.Marshal(map[string]any{"msg": map[string]any{"type": "agent_message", "message": "working on " + last}})
 		h.Event(codexchild.Event{ThreadID: thread, Method: "codex/event", Type: "agent_message", Params: p})
 	}
-	interrupted := &codexchild.Result{ThreadID: thread, Text: "interrupted", IsError: true, Status: "interrupted"}
+	interrupted := &codexchild.Result{ThreadID: thread, Text: "interrupted", IsError: true, Status: "interrupted", Replaced: replaced}
 	result := func(text string) (*codexchild.Result, error) {
-		r := &codexchild.Result{ThreadID: thread, Text: text, Status: "completed"}
+		r := &codexchild.Result{ThreadID: thread, Text: text, Status: "completed", Replaced: replaced}
 		if replyNow && req.OnResult != nil {
 			done := make(chan struct{})
 			go func() { req.OnResult(r); close(done) }() // as from codexchild's reader

@@ -198,9 +198,11 @@ func claimError(identity string, err error) error {
 }
 
 // Rebind makes a session that is not live live again (resume): identity
-// uniqueness in process, the session limit, the cross-process claim; the
-// saved summary becomes the note of its next turn. A live session is left
-// as it is.
+// uniqueness in process, the session limit, the cross-process claim. Its
+// next turn continues its thread where the backend can (continuity.go);
+// its saved summary (else its last result) is the seed of a new thread
+// where it cannot, and that turn's result says which (ThreadNote). A live
+// session is left as it is.
 func (m *Manager) Rebind(s *Session, src Source) error {
 	rec := s.Record()
 	if rec.Status.Live() {
@@ -220,12 +222,15 @@ func (m *Manager) Rebind(s *Session, src Source) error {
 		m.mu.Unlock()
 		return claimError(rec.Identity, err)
 	}
-	note := resumeNote(m.cfg.Registry, m.log, updated)
+	seed, seedWhat := resumeSeed(m.cfg.Registry, m.log, updated)
 	settings, _ := m.Settings(updated.Role)
 	s.mu.Lock()
 	updated.Turns = max(updated.Turns, s.rec.Turns)
 	s.rec = updated
-	s.resumeNote = note
+	if seed != "" || s.seed == "" {
+		s.seed, s.seedWhat = seed, seedWhat
+	}
+	s.resumed = &resumeMark{}
 	if isCodex(updated) && s.params.Model == "" && s.params.Sandbox == "" && s.params.ApprovalPolicy == "" {
 		// the defaults and role presets are Codex's
 		s.params = settings
@@ -239,7 +244,8 @@ func (m *Manager) Rebind(s *Session, src Source) error {
 	m.resumed[s] = rec
 	m.mu.Unlock()
 	m.bindMail(s)
-	m.cfg.Audit.Session("session_resumed", updated, fmt.Sprintf("by %s; summary: %v", src, note != ""))
+	m.cfg.Audit.Session("session_resumed", updated, fmt.Sprintf("by %s; thread %s; if it cannot be continued, a new one is given: %s",
+		src, firstNonEmpty(updated.BackendID, "none"), firstNonEmpty(seedWhat, "nothing")))
 	return nil
 }
 
@@ -258,23 +264,6 @@ func (m *Manager) takeUnused(s *Session) (before registry.Session, ok bool) {
 	before, ok = m.resumed[s]
 	delete(m.resumed, s)
 	return before, ok
-}
-
-// resumeNote is the saved summary in the form of docs/requirements.md#fr-6,
-// or "" (with a warning) when there is none (FR-6.3).
-func resumeNote(reg Registry, log *slog.Logger, rec registry.Session) string {
-	var text string
-	if rec.BackendID != "" {
-		if t, err := reg.ReadSummary(rec.Identity, rec.BackendID); err == nil {
-			text = strings.TrimSpace(t)
-		}
-	}
-	if text == "" {
-		log.Warn("resuming without a summary (the previous process did not save one)", "agent_id", rec.AgentID, "identity", rec.Identity)
-		return ""
-	}
-	where := firstNonEmpty(rec.RepoName, "no-repo") + "/" + firstNonEmpty(rec.Branch, "no-branch")
-	return "[Previous session — " + rec.Identity + " on " + where + "]\n" + text + "\n[End of previous session]"
 }
 
 // bindMail tells the mail layer that s holds its identity.

@@ -17,8 +17,10 @@ const persistDebounce = 100 * time.Millisecond
 // an fsync. Busy/idle changes are coalesced: the latest state of each
 // session queued within persistDebounce costs one write; a crash can lose
 // only the last flip, which the next start marks stale anyway. A new Codex
-// thread id is written at once (now), since resume needs it; the caller
-// waits for that write.
+// thread id is written at once, since resume needs it: when a turn ends
+// (now: the caller waits for that write) and when the backend first names
+// it, during the turn (soon: from the backend's reader, which must not
+// wait; the write is not debounced).
 type persister struct {
 	reg Registry
 	log *slog.Logger
@@ -27,10 +29,11 @@ type persister struct {
 	queue     map[*Session]struct{} // sessions to write, their current state
 	scheduled bool                  // a write of the queue is due: no need to wake the goroutine
 
-	wake chan struct{}   // 1-buffered: the queue has work
-	sync chan persistNow // writes to do at once
-	stop chan struct{}   // closed by close
-	done chan struct{}   // closed when the goroutine has flushed and ended
+	wake   chan struct{}   // 1-buffered: the queue has work
+	urgent chan struct{}   // 1-buffered: the queue has work to write without the debounce
+	sync   chan persistNow // writes to do at once
+	stop   chan struct{}   // closed by close
+	done   chan struct{}   // closed when the goroutine has flushed and ended
 }
 
 // persistNow asks for one session's write at once; done is closed after it.
@@ -40,7 +43,7 @@ type persistNow struct {
 }
 
 func newPersister(reg Registry, log *slog.Logger) *persister {
-	p := &persister{reg: reg, log: log, queue: map[*Session]struct{}{}, wake: make(chan struct{}, 1),
+	p := &persister{reg: reg, log: log, queue: map[*Session]struct{}{}, wake: make(chan struct{}, 1), urgent: make(chan struct{}, 1),
 		sync: make(chan persistNow), stop: make(chan struct{}), done: make(chan struct{})}
 	go p.run()
 	return p
@@ -67,6 +70,17 @@ func (p *persister) async(s *Session) {
 	}
 }
 
+// soon queues s for a write without the debounce and returns at once.
+func (p *persister) soon(s *Session) {
+	p.mu.Lock()
+	p.queue[s] = struct{}{}
+	p.mu.Unlock()
+	select {
+	case p.urgent <- struct{}{}:
+	default:
+	}
+}
+
 // now writes s at once and returns after the write (or at once when the
 // persister has stopped: the final flush has written everything).
 func (p *persister) now(s *Session) {
@@ -90,6 +104,8 @@ func (p *persister) run() {
 			}
 		case <-debounce:
 			debounce = nil
+			p.flush()
+		case <-p.urgent:
 			p.flush()
 		case req := <-p.sync:
 			p.mu.Lock()
@@ -139,6 +155,7 @@ func (p *persister) write(s *Session) {
 		x.ThreadState = rec.ThreadState
 		x.RepoRoot, x.RepoName, x.Branch, x.Cwd = rec.RepoRoot, rec.RepoName, rec.Branch, rec.Cwd
 		x.LastActive = rec.LastActive
+		x.LastResult = rec.LastResult
 		x.Extra = rec.Extra
 		switch rec.ThreadState {
 		case registry.ThreadBusy:
@@ -149,5 +166,10 @@ func (p *persister) write(s *Session) {
 	})
 	if err != nil && !errors.Is(err, registry.ErrClosed) && !errors.Is(err, registry.ErrSessionNotFound) {
 		p.log.Error("cannot persist session", "agent_id", rec.AgentID, "err", err)
+	}
+	if err == nil {
+		s.mu.Lock()
+		s.savedThread = rec.BackendID
+		s.mu.Unlock()
 	}
 }

@@ -38,7 +38,7 @@ func TestHoldPolicy(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var log bytes.Buffer
 			tt.cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
-			p := threadParams(&tt.cfg, sessionContext{Identity: "arch", Team: "dev"}, tt.st, "", KindCodex)
+			p := threadParams(&tt.cfg, sessionContext{Identity: "arch", Team: "dev"}, tt.st, KindCodex)
 			if p.Sandbox != tt.sandbox || p.Profile != tt.profile || p.ApprovalPolicy != tt.st.ApprovalPolicy {
 				t.Errorf("sandbox %q profile %q approval %q, want %q %q %q", p.Sandbox, p.Profile, p.ApprovalPolicy, tt.sandbox, tt.profile, tt.st.ApprovalPolicy)
 			}

@@ -21,10 +21,10 @@ func (m *Manager) AfterRestart() int {
 		if rec.BackendID == "" || !isCodex(rec) {
 			continue
 		}
-		note := restartNote(m, s)
+		note, what := restartNote(m, s)
 		s.mu.Lock()
 		if note != "" {
-			s.seed = note
+			s.seed, s.seedWhat = note, what
 		}
 		s.mu.Unlock()
 		m.cfg.Audit.Session("session_continues_after_restart", rec, "next turn on the new Codex child")
@@ -34,15 +34,15 @@ func (m *Manager) AfterRestart() int {
 }
 
 // restartNote is what a session's fresh thread (mcp-server) starts with:
-// its saved summary, else its last agent messages.
-func restartNote(m *Manager, s *Session) string {
+// its saved summary, else its last agent messages; what names it.
+func restartNote(m *Manager, s *Session) (note, what string) {
 	rec := s.Record()
 	var b strings.Builder
 	b.WriteString("[The Codex process this session ran in stopped and was restarted; this is a new thread of the same session (agent_id " + rec.AgentID + ").")
 	if m.cfg.Registry.HasSummary(rec.Identity, rec.BackendID) {
 		if sum, err := m.cfg.Registry.ReadSummary(rec.Identity, rec.BackendID); err == nil && strings.TrimSpace(sum) != "" {
 			b.WriteString(" Your summary of the session so far:]\n" + strings.TrimSpace(sum))
-			return b.String()
+			return b.String(), "its saved summary"
 		}
 	}
 	s.mu.Lock()
@@ -53,11 +53,11 @@ func restartNote(m *Manager, s *Session) string {
 	}
 	if len(msgs) == 0 {
 		b.WriteString("]")
-		return b.String()
+		return b.String(), ""
 	}
 	b.WriteString(" What you said in it last:]")
 	for _, msg := range msgs {
 		b.WriteString("\n- " + Clip(msg, 600))
 	}
-	return b.String()
+	return b.String(), "its last messages"
 }

@@ -80,6 +80,10 @@ type TurnResult struct {
 	Text    string
 	Status  string // completed, failed, interrupted
 	IsError bool
+	// Thread says whether the turn continued the session's thread: given
+	// for the first turn after a resume and for a turn on a new thread in
+	// place of the session's; nil otherwise.
+	Thread *ThreadNote
 }
 
 // job is one queued turn. run executes it with the session marked busy;
@@ -110,17 +114,26 @@ type job struct {
 type Session struct {
 	m *Manager
 
-	mu         sync.Mutex // guards every field below
-	rec        registry.Session
-	queue      []*job
-	running    *job
-	runCancel  context.CancelFunc
-	closing    chan struct{} // non-nil while a close runs; closed when it ends
-	autoMail   bool
-	params     ThreadSettings
-	paramsGen  int    // bumped when params change (the thread-parameters cache key)
-	resumeNote string // summary to prepend on the next turn (FR-6, FR-16.3)
-	seed       string // an adopted session's last messages, for the next fresh thread
+	mu        sync.Mutex // guards every field below
+	rec       registry.Session
+	queue     []*job
+	running   *job
+	runCancel context.CancelFunc
+	closing   chan struct{} // non-nil while a close runs; closed when it ends
+	autoMail  bool
+	params    ThreadSettings
+	paramsGen int // bumped when params change (the thread-parameters cache key)
+	// seed is what a new thread in place of the session's is told of the
+	// old one (an adopted session's last messages, a resumed one's summary
+	// or last result), for the next turn only; seedWhat names it.
+	seed, seedWhat string
+	resumed        *resumeMark // set by Rebind: the next turn resumes the session
+	// savedThread is the thread id the registry has (the persister's last
+	// write): a turn's result on another thread waits for its write.
+	savedThread string
+	// final is the session's final record when Manager.finishAll wrote it
+	// (a shutdown), for its Close to take.
+	final      *registry.Session
 	idleCh     chan struct{}
 	approvals  map[string]*pending
 	act        activity
@@ -141,13 +154,14 @@ type outcome struct {
 	isError  bool
 	err      error // a proxy error (timeout, child dead)
 	threadID string
+	thread   *ThreadNote // whether it continued the session's thread (TurnResult.Thread)
 	finished time.Time
 }
 
 // newSession wraps a registry record; the session runs nothing yet.
 func (m *Manager) newSession(rec registry.Session) *Session {
 	return &Session{m: m, rec: rec, autoMail: true, idleCh: make(chan struct{}), turnDone: make(chan struct{}),
-		act: activity{size: m.cfg.EventRing}}
+		act: activity{size: m.cfg.EventRing}, savedThread: rec.BackendID}
 }
 
 // Record returns a copy of the session's registry record.
@@ -172,7 +186,7 @@ func (s *Session) SetCwd(cwd string) {
 func (s *Session) Adopt(threadID, seed string) {
 	s.mu.Lock()
 	s.rec.BackendID = threadID
-	s.seed = seed
+	s.seed, s.seedWhat = seed, "its last messages in the adopted Codex session"
 	s.mu.Unlock()
 	s.m.persist.now(s)
 	s.m.cfg.Audit.Session("session_adopted", s.Record(), "codex thread "+threadID)

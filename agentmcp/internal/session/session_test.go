@@ -113,36 +113,6 @@ func TestTryMailOnlyWhenIdle(t *testing.T) {
 	waitFor(t, "the mail turn to end", func() bool { return s.Detail(0).Status == "idle" && s.Detail(0).Turns == 2 })
 }
 
-func TestCloseFailsQueuedTurnsAndAsksForASummary(t *testing.T) {
-	h := newHarness(t, nil)
-	s := h.create("arch")
-	first := runAsync(s, Turn{Prompt: "BLOCK", Source: SourceClaude})
-	waitFor(t, "the first turn to run", func() bool { return s.Detail(0).Busy })
-	queued := runAsync(s, Turn{Prompt: "later", Source: SourceClaude})
-	waitFor(t, "a turn to be queued", func() bool { return s.Detail(0).Queued == 1 })
-	out := h.m.Close(context.Background(), s, false)
-	if got := <-queued; !strings.Contains(got, "was closed") {
-		t.Errorf("queued turn = %q, want SESSION_CLOSED", got)
-	}
-	<-first
-	if !out.SummarySaved || out.Already {
-		t.Errorf("Close = %+v, want a saved summary", out)
-	}
-	reqs := h.fb.requests()
-	if last := reqs[len(reqs)-1]; last.Prompt != summaryPrompt || !last.SameThread {
-		t.Errorf("last turn = %q (same thread %v), want the summary prompt on the same thread", last.Prompt, last.SameThread)
-	}
-	if again := h.m.Close(context.Background(), s, false); !again.Already {
-		t.Errorf("second Close = %+v, want Already", again)
-	}
-	if h.m.ByIdentity("arch") != nil {
-		t.Error("the identity is still held after Close")
-	}
-	if _, err := s.Run(context.Background(), Turn{Prompt: "x"}); !errors.Is(err, proxyerr.ErrSessionClosed) {
-		t.Errorf("Run on a closed session: %v, want SESSION_CLOSED", err)
-	}
-}
-
 func TestApprovalsFirstAnswerWins(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.ApprovalFallback = "queue" })
 	s := h.create("arch")

@@ -8,6 +8,9 @@ import (
 // "…" when it cut.
 func Clip(s string, n int) string {
 	s = strings.TrimSpace(s)
+	if len(s) <= n {
+		return s // no more bytes than n: no more characters either
+	}
 	r := []rune(s)
 	if len(r) <= n {
 		return s

@@ -34,38 +34,31 @@ type ThreadSettings struct {
 // <session-context> block and the thread parameters, rebuilt only when
 // something they are made of changed.
 type turnCache struct {
-	key    [7]string
-	note   string
-	gen    int
-	block  string
-	params codexchild.ThreadParams
+	key     [7]string
+	gen     int
+	block   string
+	preface string // block and a newline: the preamble
+	params  codexchild.ThreadParams
 }
 
 // turnContext returns the preamble of a turn that continues a thread and
-// the thread's parameters for sc, note and the session's settings, from the
+// the thread's parameters for sc and the session's settings, from the
 // cache when nothing changed.
-func (s *Session) turnContext(sc sessionContext, note string) (preamble string, params codexchild.ThreadParams) {
+func (s *Session) turnContext(sc sessionContext) (preamble string, params codexchild.ThreadParams) {
 	key := sc.key()
 	s.mu.Lock()
 	c := s.cache
 	settings, gen, kind := s.params, s.paramsGen, kindOf(s.rec)
 	s.mu.Unlock()
-	if c.block == "" || c.key != key || c.note != note || c.gen != gen {
-		c = turnCache{key: key, note: note, gen: gen, block: sc.contextBlock(),
-			params: threadParams(&s.m.cfg, sc, settings, note, kind)}
+	if c.block == "" || c.key != key || c.gen != gen {
+		block := sc.contextBlock()
+		c = turnCache{key: key, gen: gen, block: block, preface: block + "\n",
+			params: threadParams(&s.m.cfg, sc, settings, kind)}
 		s.mu.Lock()
 		s.cache = c
 		s.mu.Unlock()
 	}
-	var b strings.Builder
-	b.Grow(len(c.block) + len(note) + 3)
-	b.WriteString(c.block)
-	b.WriteString("\n")
-	if note != "" {
-		b.WriteString(note)
-		b.WriteString("\n\n")
-	}
-	return b.String(), c.params
+	return c.preface, c.params
 }
 
 // turn runs one Codex turn for the session: refreshed context, events and
@@ -83,10 +76,12 @@ func (s *Session) turn(ctx context.Context, j *job, t Turn, replyNow bool) (*Tur
 	}
 	s.mu.Lock()
 	rec := s.rec
-	note := s.resumeNote
-	s.resumeNote = ""
-	seed := s.seed
-	s.seed = ""
+	seed, seedWhat := s.seed, s.seedWhat
+	s.seed, s.seedWhat = "", ""
+	resumed := s.resumed
+	if t.Source != SourceSummary {
+		s.resumed = nil
+	}
 	s.mu.Unlock()
 
 	facts, ok := m.cfg.Git.Cached(rec.Cwd)
@@ -101,7 +96,7 @@ func (s *Session) turn(ctx context.Context, j *job, t Turn, replyNow bool) (*Tur
 
 	sc := sessionContext{AgentID: rec.AgentID, Identity: rec.Identity, Team: m.cfg.Team, Cwd: rec.Cwd, Repo: facts,
 		Tools: len(m.cfg.ToolServer) > 0, Extra: m.cfg.ExtraInstructions}
-	preamble, params := s.turnContext(sc, note)
+	preamble, params := s.turnContext(sc)
 	if rec.BackendID == "" {
 		release() // a new thread: not the common case, no need to hurry
 	}
@@ -112,7 +107,8 @@ func (s *Session) turn(ctx context.Context, j *job, t Turn, replyNow bool) (*Tur
 	req := codexchild.TurnRequest{
 		ThreadID: rec.BackendID, Prompt: t.Prompt, Preamble: preamble, Params: params, Seed: seed,
 		SameThread: t.SameThread, Timeout: timeout, Release: release, OnAccepted: t.OnAccepted,
-		Handler: &turnHandler{m: m, s: s, call: t.Call, asker: t.Asker},
+		OnThread: s.newThread,
+		Handler:  &turnHandler{m: m, s: s, call: t.Call, asker: t.Asker},
 	}
 	// The turn is audited once it is on its way to Codex, while Codex works
 	// on it; a turn that never reached Codex is audited with why.
@@ -124,8 +120,12 @@ func (s *Session) turn(ctx context.Context, j *job, t Turn, replyNow bool) (*Tur
 			t.OnSent()
 		}
 	}
+	if seed == "" {
+		seedWhat = ""
+	}
+	note := func(r *codexchild.Result) *ThreadNote { return threadNote(resumed, rec.BackendID, r, seedWhat) }
 	if replyNow && t.Call != nil && rec.BackendID != "" {
-		req.OnResult = func(r *codexchild.Result) { s.replyFromReader(j, t, r) }
+		req.OnResult = func(r *codexchild.Result) { s.replyFromReader(j, t, r, note(r)) }
 	}
 	b, err := m.backendOf(rec) // the session's kind (agents.go)
 	var res *codexchild.Result
@@ -151,22 +151,45 @@ func (s *Session) turn(ctx context.Context, j *job, t Turn, replyNow bool) (*Tur
 		return nil, err
 	}
 	text := capResult(m.cfg.MaxResultChars, rec.AgentID, res.Text)
-	rec = s.recordTurn(t.Source, res, text)
-	return turnResult(rec, res, text), nil
+	n := note(res)
+	if n != nil && !n.Continued {
+		m.log.Warn("the turn did not continue the session's thread", "agent_id", rec.AgentID, "previous_thread", n.PreviousThreadID,
+			"thread", res.ThreadID, "reason", n.Reason, "given", firstNonEmpty(n.Given, "nothing"))
+	}
+	rec = s.recordTurn(t.Source, res, text, n)
+	return turnResult(rec, res, text, n), nil
+}
+
+// newThread records the thread a turn runs on as soon as the backend names
+// it (codexchild.TurnRequest.OnThread), long before a slow first turn
+// ends: a proxy killed during that turn leaves the thread to resume. It
+// may run on the backend's reader and does not wait for the write.
+func (s *Session) newThread(threadID string) {
+	s.mu.Lock()
+	changed := threadID != "" && threadID != s.rec.BackendID
+	if changed {
+		s.rec.BackendID = threadID
+	}
+	s.mu.Unlock()
+	if changed {
+		s.m.persist.soon(s)
+	}
 }
 
 // replyFromReader runs on the Codex reader with the turn's result: it answers
 // the client at once when that costs no waiting (the thread id is the
 // session's already, so nothing has to be persisted first), recording the
 // turn and moving the session on just before the answer is written.
-func (s *Session) replyFromReader(j *job, t Turn, res *codexchild.Result) {
-	rec := s.Record()
-	if res.ThreadID != "" && res.ThreadID != rec.BackendID {
-		return
+func (s *Session) replyFromReader(j *job, t Turn, res *codexchild.Result, n *ThreadNote) {
+	s.mu.Lock()
+	rec, saved := s.rec, s.savedThread
+	s.mu.Unlock()
+	if res.ThreadID != "" && res.ThreadID != saved {
+		return // a thread the registry does not have yet: written first
 	}
 	text := capResult(s.m.cfg.MaxResultChars, rec.AgentID, res.Text)
-	t.Call.TryReplyNow(turnResult(rec, res, text), func() {
-		s.recordTurn(t.Source, res, text)
+	t.Call.TryReplyNow(turnResult(rec, res, text, n), func() {
+		s.recordTurn(t.Source, res, text, n)
 		j.idle = s.finish(j)
 		if j.stopCancel != nil {
 			j.stopCancel()
@@ -178,13 +201,16 @@ func (s *Session) replyFromReader(j *job, t Turn, res *codexchild.Result) {
 // recordTurn records a turn's result in the session (its thread id, the
 // count, the outcome agent_status reports) and returns the session's
 // record. text is the result's text as capped for the answer.
-func (s *Session) recordTurn(src Source, res *codexchild.Result, text string) registry.Session {
+func (s *Session) recordTurn(src Source, res *codexchild.Result, text string, n *ThreadNote) registry.Session {
 	s.mu.Lock()
-	newID := res.ThreadID != "" && res.ThreadID != s.rec.BackendID
+	newID := res.ThreadID != "" && res.ThreadID != s.savedThread
 	if res.ThreadID != "" {
 		s.rec.BackendID = res.ThreadID
 	}
 	s.rec.Turns++
+	if src != SourceSummary {
+		s.rec.LastResult = Clip(res.Text, registry.MaxLastResult)
+	}
 	rec := s.rec
 	s.mu.Unlock()
 	if newID {
@@ -194,14 +220,14 @@ func (s *Session) recordTurn(src Source, res *codexchild.Result, text string) re
 	}
 	if src != SourceSummary {
 		s.recordOutcome(&outcome{status: firstNonEmpty(res.Status, "completed"), text: text, isError: res.IsError,
-			threadID: rec.BackendID, finished: s.m.now()}, res.Text)
+			threadID: rec.BackendID, thread: n, finished: s.m.now()}, res.Text)
 	}
 	return rec
 }
 
-func turnResult(rec registry.Session, res *codexchild.Result, text string) *TurnResult {
+func turnResult(rec registry.Session, res *codexchild.Result, text string, n *ThreadNote) *TurnResult {
 	return &TurnResult{AgentID: rec.AgentID, ThreadID: rec.BackendID, Identity: rec.Identity, Text: text,
-		Status: firstNonEmpty(res.Status, "completed"), IsError: res.IsError}
+		Status: firstNonEmpty(res.Status, "completed"), IsError: res.IsError, Thread: n}
 }
 
 // The environment of the per-thread tool server that names the session it
@@ -218,20 +244,17 @@ const (
 
 // threadParams builds the parameters of a thread: settings, the injected
 // context appended to the caller's developer instructions (FR-2.2), the
-// note before it (FR-6.1), the per-thread ATM tool server (ToolServers:
+// per-thread ATM tool server (ToolServers:
 // each backend gives it to its agent in its own way; Codex's as an
 // mcp_servers entry, with the user's own kept). The Codex parameters
 // (CodexParams: sandbox, config, …) are a Codex thread's alone (kind
 // codex); another agent's thread gets the neutral ones only.
-func threadParams(c *Config, sc sessionContext, st ThreadSettings, note, kind string) codexchild.ThreadParams {
+func threadParams(c *Config, sc sessionContext, st ThreadSettings, kind string) codexchild.ThreadParams {
 	codex := kind == KindCodex
 	if codex {
 		st = c.holdPolicy(st) // the operator's sandbox policy (policy.go)
 	}
 	dev := appendInstructions(st.DeveloperInstructions, sc.render())
-	if note != "" {
-		dev = note + "\n\n" + dev
-	}
 	p := codexchild.ThreadParams{Cwd: sc.Cwd, Model: st.Model, BaseInstructions: st.BaseInstructions, DeveloperInstructions: dev}
 	if len(c.ToolServer) > 0 {
 		env := map[string]string{"ATM_HOME": c.Home, EnvSessionKind: kind, EnvSessionAgentID: sc.AgentID}

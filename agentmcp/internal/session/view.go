@@ -109,6 +109,9 @@ type LastResult struct {
 	FinishedAt string  `json:"finished_at"`
 	IsError    *bool   `json:"is_error,omitempty"`
 	Status     string  `json:"status"`
+	// Thread says whether the turn continued the session's thread (see
+	// TurnResult.Thread).
+	Thread *ThreadNote `json:"thread,omitempty"`
 }
 
 // ApprovalView is a pending approval as agent_status shows it.
@@ -206,7 +209,7 @@ func (s *Session) Detail(offset int) Detail {
 	}
 	d.RecentEvents = s.act.events(20)
 	if o := s.last; o != nil {
-		last := &LastResult{Status: o.status, FinishedAt: o.finished.UTC().Format(time.RFC3339Nano)}
+		last := &LastResult{Status: o.status, FinishedAt: o.finished.UTC().Format(time.RFC3339Nano), Thread: o.thread}
 		if o.err != nil {
 			last.Error = o.err.Error()
 		} else {

@@ -214,10 +214,17 @@ func (e *Env) agentStatus(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.To
 	return &mcpconn.ToolResult{Text: jsonText(v), Structured: v}, nil
 }
 
-// agentClose closes a session by agent_id or identity (FR-17.3).
+// agentClose closes a session by agent_id or identity (FR-17.3): at once,
+// without a model turn; with summary set, the agent is then asked for a
+// summary (one more turn), kept for a resume that cannot continue its
+// thread.
 func (e *Env) agentClose(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, error) {
 	a := c.Args
-	if err := a.CheckUnknown("agent_close", "agent_id", "identity"); err != nil {
+	if err := a.CheckUnknown("agent_close", "agent_id", "identity", "summary"); err != nil {
+		return nil, err
+	}
+	summary, _, err := a.Bool("summary")
+	if err != nil {
 		return nil, err
 	}
 	agentID, err := a.Str("agent_id")
@@ -244,12 +251,18 @@ func (e *Env) agentClose(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.Too
 	default:
 		return nil, proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "agent_id"}, "agent_close needs agent_id or identity")
 	}
-	out := e.m.Close(ctx, s, false)
+	out := e.m.Close(ctx, s, summary)
 	v := map[string]any{"agent_id": out.Record.AgentID, "identity": out.Record.Identity, "status": string(out.Record.Status),
-		"summary_saved": out.SummarySaved, "already_closed": out.Already}
+		"summary_saved": out.SummarySaved, "already_closed": out.Already, "thread_id": out.Record.BackendID}
 	text := fmt.Sprintf("session %s (%s) is %s", out.Record.AgentID, out.Record.Identity, out.Record.Status)
-	if out.Already {
+	switch {
+	case out.Already:
 		text += " (it was already closed)"
+	case out.Record.BackendID != "":
+		text += fmt.Sprintf("; codex (or agent_start) with agent_id %s continues its thread %s later", out.Record.AgentID, out.Record.BackendID)
+	}
+	if summary && !out.Already {
+		text += map[bool]string{true: "; its summary is saved", false: "; no summary could be had"}[out.SummarySaved]
 	}
 	return &mcpconn.ToolResult{Text: text, Structured: v}, nil
 }

@@ -18,8 +18,8 @@ const Instructions = "Runs OpenAI Codex agents as named members of an ATM team, 
 	"with elicitation gets a form (approve, approve for the session, deny); otherwise the configured approval_fallback " +
 	"decides, or the approval waits (status awaiting_approval, listed under pending_approvals by `agent_status`) until " +
 	"`agent_respond` {agent_id, answer: approve | approve_for_session | deny | \"deny: reason\"} answers it.\n\n" +
-	"End: `agent_close` {agent_id} saves the agent's summary and frees its identity; `codex` {agent_id} resumes it " +
-	"later. `agent_sessions` lists this server's live sessions (`all: true` adds ended ones and other servers'); `agent_list_codex_sessions` finds Codex sessions to adopt (`codex` " +
+	"End: `agent_close` {agent_id} frees its identity at once and keeps its thread; `codex` {agent_id} later continues " +
+	"that same thread (a result whose thread could not be continued says so). `agent_sessions` lists this server's live sessions (`all: true` adds ended ones and other servers'); `agent_list_codex_sessions` finds Codex sessions to adopt (`codex` " +
 	"{thread_id}). If Codex itself stops, the errors say how to get it back (`agent_restart_codex`). When the " +
 	"operator holds sessions read-only, ask for no other sandbox.\n\n" +
 	"Other agents: `agent_start` {agent: \"claude\" | \"gemini\" | \"opencode\" | a configured name, identity, prompt} " +

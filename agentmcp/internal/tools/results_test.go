@@ -44,7 +44,7 @@ func TestResults(t *testing.T) {
 		{"atm_broadcast", `{"identity":"arch","message":"all hands"}`,
 			map[string]any{"from": "arch", "recipients": []any{"team-lead", "dev-1"}, "team": "dev"}},
 		{"agent_close", `{"agent_id":"<arch>"}`,
-			map[string]any{"agent_id": "<arch>", "already_closed": false, "identity": "arch", "status": "closed", "summary_saved": false}},
+			map[string]any{"agent_id": "<arch>", "already_closed": false, "identity": "arch", "status": "closed", "summary_saved": false, "thread_id": "thread-1"}},
 		// This serve's live sessions; with all, its closed ones too.
 		{"agent_sessions", ``, map[string]any{"sessions": []any{row("<dev-1>", "dev-1", "thread-2", 1)}}},
 		{"agent_sessions", `{"all":true}`, map[string]any{"sessions": []any{row("<dev-1>", "dev-1", "thread-2", 1), closed}}},

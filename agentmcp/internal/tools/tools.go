@@ -248,15 +248,25 @@ func (r callRef) TryReplyNow(t *session.TurnResult, commit func()) bool {
 }
 
 // turnResult is the answer to a turn: the (capped) text, and in
-// structuredContent the session's ids with the text and the status.
+// structuredContent the session's ids with the text and the status. A
+// turn that resumed a session, or ran on a new thread in place of the
+// session's, has "thread" (session.ThreadNote); when the thread was not
+// continued, the text says so first.
 func turnResult(t *session.TurnResult) *mcpconn.ToolResult {
-	return &mcpconn.ToolResult{
+	r := &mcpconn.ToolResult{
 		Text:    t.Text,
 		IsError: t.IsError,
 		Structured: map[string]any{
 			"agent_id": t.AgentID, "threadId": t.ThreadID, "identity": t.Identity, "content": t.Text, "status": t.Status,
 		},
 	}
+	if t.Thread != nil {
+		r.Structured.(map[string]any)["thread"] = t.Thread
+		if note := t.Thread.Text(); note != "" {
+			r.Text = note + "\n\n" + t.Text
+		}
+	}
+	return r
 }
 
 // sameIdentity checks that a tool's identity argument (optional) names the

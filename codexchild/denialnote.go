@@ -1,0 +1,74 @@
+package codexchild
+
+import (
+	"strings"
+	"sync"
+)
+
+// This file tells an agent why an approval was denied where its protocol
+// has no place for the reason. Measured: codex mcp-server shows the model
+// the rejection it is given ({"denied":{"rejection":R}}); codex app-server's
+// "decline" carries no reason, and the model reads Codex's own "rejected by
+// user" ("patch rejected by user" for a patch); claude-agent-acp answers
+// both its reject option and a cancelled request with "User refused
+// permission to run tool". A denial nobody decided (a headless client that
+// cancels every question, approval_fallback deny, a timeout) would read as
+// a person's refusal. So the reason (Decision.Reason, which says who or
+// what denied it) goes to the agent as a note: app-server steers the
+// running turn with it (turn/steer), and what cannot be steered, like an
+// ACP agent's, opens the thread's next prompt.
+
+// denialNote is the note for a denial whose reason the protocol cannot
+// carry; "" when there is nothing to tell (not a denial, no reason, or a
+// denial that comes with the end of the turn).
+func denialNote(a *Approval, d Decision) string {
+	if d.Kind != Deny || d.TurnEnds || strings.TrimSpace(d.Reason) == "" {
+		return ""
+	}
+	what := "the tool call"
+	switch {
+	case a.Kind == ApprovalExec && a.Command != "":
+		what = "`" + clip(a.Command, 200) + "`"
+	case a.Kind == ApprovalExec:
+		what = "the command"
+	case a.Kind == ApprovalPatch:
+		what = "the file changes"
+	case a.Message != "":
+		what = clip(a.Message, 200)
+	}
+	return "[atm-agent-mcp: the approval for " + what + " was denied: " + strings.TrimSpace(d.Reason) +
+		". Whatever the tool result says about a user, this is who or what decided.]"
+}
+
+// threadNotes are notes waiting for the next prompt of their thread; mu
+// is a leaf lock.
+type threadNotes struct {
+	mu    sync.Mutex
+	notes map[string][]string
+}
+
+// add keeps note for the next prompt of thread.
+func (n *threadNotes) add(thread, note string) {
+	if thread == "" || note == "" {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.notes == nil {
+		n.notes = map[string][]string{}
+	}
+	n.notes[thread] = append(n.notes[thread], note)
+}
+
+// take returns the notes of thread, each followed by a blank line, and
+// forgets them.
+func (n *threadNotes) take(thread string) string {
+	n.mu.Lock()
+	notes := n.notes[thread]
+	delete(n.notes, thread)
+	n.mu.Unlock()
+	if len(notes) == 0 {
+		return ""
+	}
+	return strings.Join(notes, "\n\n") + "\n\n"
+}
