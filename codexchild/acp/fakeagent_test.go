@@ -113,6 +113,9 @@ func fakeAgentMain() {
 			a.handle(m) // in order, as the agents do: an answer, then its updates
 		}
 	}
+	if os.Getenv("FAKEACP_IGNORE_EOF") == "1" {
+		select {} // as an agent that outlives its stdin (TestGuard)
+	}
 	os.Exit(0)
 }
 

@@ -21,7 +21,9 @@ import (
 // waits to be killed.
 func fakeProxyMain() int {
 	self, _ := os.Executable()
-	cfg := acp.Config{Command: self, Args: []string{"-test.run=^$"}, Env: []string{"FAKEACP=1"}}
+	// The agent outlives the end of its stdin, as agents that do not
+	// watch it do: only the guard (or nothing) ends it with the proxy.
+	cfg := acp.Config{Command: self, Args: []string{"-test.run=^$"}, Env: []string{"FAKEACP=1", "FAKEACP_IGNORE_EOF=1"}}
 	if os.Getenv("FAKEACP_PROXY") == "guard" {
 		cfg.Guard = []string{self, guardArg}
 	}
