@@ -155,7 +155,7 @@ func TestChaosServeKilled(t *testing.T) {
 	}
 	var got []string
 	for _, w := range list {
-		got = append(got, fmt.Sprintf("%s %s dirty=%d ahead=%d pid=%d", w.Name, w.State, w.Dirty, w.Ahead, w.Owner.PID))
+		got = append(got, fmt.Sprintf("%s %s resumable=%v dirty=%d ahead=%d pid=%d", w.Name, w.State, w.Resumable, w.Dirty, w.Ahead, w.Owner.PID))
 	}
 	var want []string
 	for i := range n {
@@ -163,7 +163,7 @@ func TestChaosServeKilled(t *testing.T) {
 		if i%2 == 1 {
 			ahead = 1
 		}
-		want = append(want, fmt.Sprintf("agent%d orphaned dirty=%d ahead=%d pid=%d", i, dirty, ahead, cmd.Process.Pid))
+		want = append(want, fmt.Sprintf("agent%d orphaned resumable=true dirty=%d ahead=%d pid=%d", i, dirty, ahead, cmd.Process.Pid))
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("after SIGKILL (-want +got):\n%s", diff)

@@ -36,6 +36,9 @@ type Worktree struct {
 	Owner *Owner `json:"owner,omitempty"`
 	// Missing is true when its directory is gone (deleted by hand).
 	Missing bool `json:"missing,omitempty"`
+	// Resumable is true when a session may take it (again): it is kept or
+	// orphaned, and its directory is there.
+	Resumable bool `json:"resumable"`
 	// Dirty counts uncommitted paths (modified, staged, untracked).
 	Dirty int `json:"dirty"`
 	// Ahead counts commits that neither its base nor the lead's branch
@@ -103,6 +106,7 @@ func (m *Manager) List(ctx context.Context, dir string) ([]Worktree, error) {
 				w.State = Live // locked by someone else: not ours to judge
 			}
 		}
+		w.Resumable = w.State != Live && !w.Missing
 		res = append(res, w)
 	}
 	sort.Slice(res, func(i, j int) bool { return res[i].Name < res[j].Name })

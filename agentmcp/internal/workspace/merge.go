@@ -41,8 +41,9 @@ type MergeRequest struct {
 	// Check is a command line run (sh -c) in a temporary worktree at the
 	// result; the lead's branch moves only if it exits with 0. optional.
 	Check string
-	// ToBranch leaves the result on the branch atm/<name>-squash (made or
-	// moved) instead of moving the lead's branch: for a pull request.
+	// ToBranch leaves the result on the branch atm-pr/<name> (made or
+	// moved) instead of moving the lead's branch: for a pull request. (Not
+	// under atm/: an agent's sandbox cannot move it.)
 	ToBranch bool
 	// Into is the lead's checkout. optional: "" means the checkout the
 	// worktree was made from.
@@ -368,9 +369,12 @@ func (m *Manager) commitOnBranch(ctx context.Context, rec *record, head, commit 
 	return nil
 }
 
-// leaveBranch points atm/<name>-squash at the result.
+// PRBranchPrefix starts the branches that MergeRequest.ToBranch leaves.
+const PRBranchPrefix = "atm-pr/"
+
+// leaveBranch points atm-pr/<name> at the result.
 func (m *Manager) leaveBranch(ctx context.Context, lead string, rec *record, res *MergeResult) error {
-	res.Branch = rec.Branch + "-squash"
+	res.Branch = PRBranchPrefix + rec.Name
 	ref := "refs/heads/" + res.Branch
 	old, _ := m.git.out(ctx, lead, "rev-parse", "--verify", "--quiet", ref)
 	if _, err := m.git.out(ctx, lead, "update-ref", "-m", "atm-agent-mcp: "+string(res.Strategy)+" of "+rec.AgentID,

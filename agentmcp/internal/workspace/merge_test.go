@@ -378,14 +378,14 @@ func TestMergeToBranch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if leadState(t, repo) != lead || res.New != res.Old || res.Branch != "atm/alice-squash" {
+	if leadState(t, repo) != lead || res.New != res.Old || res.Branch != "atm-pr/alice" {
 		t.Errorf("to a branch: %+v; the lead changed: %v", res, leadState(t, repo) != lead)
 	}
-	got := run(t, repo, "log", "-1", "--format=%P|%s", "atm/alice-squash")
+	got := run(t, repo, "log", "-1", "--format=%P|%s", "atm-pr/alice")
 	if got != res.Old+"|Add the new file" {
 		t.Errorf("the branch's commit: %s", got)
 	}
-	if files := run(t, repo, "diff", "--name-only", res.Old, "atm/alice-squash"); files != "a.txt\nadded.txt\nb.txt" {
+	if files := run(t, repo, "diff", "--name-only", res.Old, "atm-pr/alice"); files != "a.txt\nadded.txt\nb.txt" {
 		t.Errorf("the branch changes %q", files)
 	}
 	// The lead's branch did not take it: a merge into it still has work.
