@@ -33,6 +33,9 @@ func TestMain(m *testing.M) {
 	os.Setenv("GIT_CONFIG_GLOBAL", cfg)
 	os.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 	code := m.Run()
+	for _, c := range cleanups {
+		c()
+	}
 	os.RemoveAll(home)
 	os.Exit(code)
 }

@@ -54,8 +54,8 @@ type Overlap struct {
 // comparing in memory).
 type Radar struct {
 	mu       sync.Mutex
-	agents   map[string]*radarEntry     // by agent
-	reported map[overlapKey]OverlapKind // told overlaps, by pair and file
+	agents   map[string]*radarEntry          // by agent
+	reported map[pair]map[string]OverlapKind // told overlaps: by pair, by file
 }
 
 type radarEntry struct {
@@ -63,11 +63,18 @@ type radarEntry struct {
 	files map[string][]FileChange // by key path (see keys)
 }
 
-type overlapKey struct{ a, b, file string } // a < b
+type pair struct{ a, b string } // a < b
+
+func pairOf(a, b string) pair {
+	if b < a {
+		a, b = b, a
+	}
+	return pair{a, b}
+}
 
 // NewRadar returns an empty Radar.
 func NewRadar() *Radar {
-	return &Radar{agents: map[string]*radarEntry{}, reported: map[overlapKey]OverlapKind{}}
+	return &Radar{agents: map[string]*radarEntry{}, reported: map[pair]map[string]OverlapKind{}}
 }
 
 // keys are the paths under which a change is compared: its base path, and
@@ -100,22 +107,24 @@ func (r *Radar) Update(agent, repo string, files []FileChange) []Overlap {
 			continue
 		}
 		found := overlapsOf(agent, e, other, oe)
-		seen := map[string]bool{}
+		pk := pairOf(agent, other)
+		told := r.reported[pk]
+		now := make(map[string]OverlapKind, len(found))
 		for _, o := range found {
-			seen[o.File] = true
-			k := pairKey(agent, other, o.File)
-			prev, told := r.reported[k]
-			if told && (prev == o.Kind || prev == SameLines || prev == Rename || o.Kind == SameFile) {
+			prev, was := told[o.File]
+			now[o.File] = o.Kind
+			if was && (prev == o.Kind || prev == SameLines || prev == Rename || o.Kind == SameFile) {
+				now[o.File] = prev
 				continue
 			}
-			r.reported[k] = o.Kind
 			o.Repo = repo
 			news = append(news, o)
 		}
-		for k := range r.reported {
-			if k == pairKey(agent, other, k.file) && !seen[k.file] {
-				delete(r.reported, k) // gone: may be told again
-			}
+		// An overlap that is gone is forgotten: it may be told again.
+		if len(now) == 0 {
+			delete(r.reported, pk)
+		} else {
+			r.reported[pk] = now
 		}
 	}
 	sortOverlaps(news)
@@ -160,13 +169,6 @@ func (r *Radar) Overlaps() []Overlap {
 	}
 	sortOverlaps(all)
 	return all
-}
-
-func pairKey(a, b, file string) overlapKey {
-	if b < a {
-		a, b = b, a
-	}
-	return overlapKey{a, b, file}
 }
 
 // overlapsOf compares two agents' changes: one overlap per file key they
