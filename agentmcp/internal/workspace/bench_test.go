@@ -21,7 +21,7 @@ import (
 // folders, with five git-ignored files that .worktreeinclude names.
 var bigRepos sync.Map // n → dir
 
-func bigRepo(b *testing.B, n int) string {
+func bigRepo(b testing.TB, n int) string {
 	b.Helper()
 	if d, ok := bigRepos.Load(n); ok {
 		return d.(string)
@@ -80,7 +80,7 @@ func BenchmarkCreate10k(b *testing.B) {
 
 // changeFiles edits n files of a big repository's worktree, one line each
 // (line 10 of every tenth file of pkg0xx).
-func changeFiles(b *testing.B, wt string, n, from int, text string) {
+func changeFiles(b testing.TB, wt string, n, from int, text string) {
 	b.Helper()
 	for i := from; i < from+n; i++ {
 		p := filepath.Join(wt, fmt.Sprintf("pkg%03d", i%100), fmt.Sprintf("file%05d.go", i))
@@ -96,7 +96,7 @@ func changeFiles(b *testing.B, wt string, n, from int, text string) {
 
 // agent50 is an agent of the big repository with a 50-file change: 40
 // files committed, 10 not.
-func agent50(b *testing.B, m *Manager, repo, id string) *Place {
+func agent50(b testing.TB, m *Manager, repo, id string) *Place {
 	b.Helper()
 	p, err := m.Create(context.Background(), Request{AgentID: "codex-" + id, Identity: id, Cwd: repo})
 	if err != nil {

@@ -176,7 +176,11 @@ func (g *git) run(ctx context.Context, dir string, o gitOpts, args ...string) ([
 	if o.readOnly {
 		env = append(env, "GIT_OPTIONAL_LOCKS=0")
 	}
+	start := time.Now()
 	err := g.r.Run(ctx, &Command{Dir: dir, Name: "git", Args: args, Env: env, Stdin: o.stdin, Stdout: &stdout, Stderr: &stderr})
+	if g.log.Enabled(ctx, slog.LevelDebug) {
+		g.log.Debug("git", "dir", dir, "args", args, "took", time.Since(start), "err", err)
+	}
 	if err != nil {
 		g.log.Debug("git failed", "dir", dir, "args", args, "err", err, "stderr", clipTail(stderr.String(), 500))
 		return stdout.Bytes(), &GitError{Dir: dir, Args: args, Stderr: stderr.String(), Err: err}

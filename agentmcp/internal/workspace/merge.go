@@ -142,46 +142,40 @@ func (m *Manager) Merge(ctx context.Context, req MergeRequest) (*MergeResult, er
 		lead = rec.Source
 	}
 	res := &MergeResult{Strategy: strategy, Lead: lead}
-	leadRef, err := m.leadAtRest(ctx, lead)
+	leadRef, err := m.leadAtRest(ctx, lead, res)
 	if err != nil {
-		return nil, err
-	}
-	res.LeadBranch = strings.TrimPrefix(leadRef, "refs/heads/")
-	if res.Old, err = m.commitOf(ctx, lead, leadRef); err != nil {
 		return nil, err
 	}
 
 	progress(Progress{Phase: "commit"})
-	s, err := m.snapshot(ctx, rec.Path)
+	s, err := m.snapshotKeep(ctx, rec.Path)
 	if err != nil {
 		return nil, err
 	}
+	defer s.release()
 	from, err := m.baseOf(ctx, *rec, s.head)
 	if err != nil {
 		return nil, err
 	}
-	fromTree, err := m.treeOf(ctx, lead, from)
-	if err != nil {
-		return nil, err
+	trees, err := m.git.lines(ctx, lead, "rev-parse", from+"^{tree}", res.Old+"^{tree}")
+	if err != nil || len(trees) != 2 {
+		return nil, fmt.Errorf("workspace: merge: trees of %s and %s: %w", short(from), short(res.Old), err)
 	}
-	if fromTree == s.tree {
+	if trees[0] == s.tree {
 		return nil, fmt.Errorf("workspace: merge %s: %w: no change against its base %s", rec.Branch, ErrNothingToMerge, short(from))
 	}
-	env := m.committer(ctx, lead, req.Author)
+	id := m.identity(ctx, lead, req.Author)
 	theirs := s.head
 	if s.uncommitted() {
 		msg := fmt.Sprintf("Uncommitted work of %s\n\n%s: %s\n", nameFor(rec), AgentTrailer, rec.AgentID)
-		if theirs, err = m.commitTree(ctx, lead, env, s.tree, msg, s.head); err != nil {
+		if theirs, err = m.commitTree(ctx, lead, id.env, s.tree, msg, s.head); err != nil {
 			return nil, err
 		}
 		res.Committed = theirs
 	}
 
 	progress(Progress{Phase: "merge"})
-	if err := m.compute(ctx, lead, env, rec, req, res, theirs, from); err != nil {
-		return nil, err
-	}
-	if err := m.canUpdate(ctx, lead, res, req.ToBranch); err != nil {
+	if err := m.compute(ctx, lead, id, rec, req, res, theirs, from, trees[1]); err != nil {
 		return nil, err
 	}
 	files, _, err := m.diffTrees(ctx, lead, res.Old, res.Commit, diffOpts{})
@@ -190,6 +184,11 @@ func (m *Manager) Merge(ctx context.Context, req MergeRequest) (*MergeResult, er
 	}
 	res.Stat = statOfFiles(files)
 	if req.Check != "" {
+		if !req.ToBranch {
+			if err := m.canUpdate(ctx, lead, res); err != nil {
+				return nil, err
+			}
+		}
 		cr, err := m.runCheck(ctx, lead, rec.AgentID, rec.Name, res.Commit, req.Check, progress)
 		res.Check = &cr
 		if err != nil {
@@ -198,19 +197,22 @@ func (m *Manager) Merge(ctx context.Context, req MergeRequest) (*MergeResult, er
 	}
 
 	progress(Progress{Phase: "update"})
-	if res.Committed != "" {
-		if err := m.commitOnBranch(ctx, rec, s.head, res.Committed); err != nil {
-			return nil, err
-		}
-	}
 	if req.ToBranch {
 		if err := m.leaveBranch(ctx, lead, rec, res); err != nil {
 			return nil, err
 		}
-		return res, nil
+	} else if err := m.moveLead(ctx, lead, leadRef, res, strategy, rec.AgentID); err != nil {
+		return nil, err
 	}
-	if err := m.moveLead(ctx, lead, leadRef, res, strategy, rec.AgentID); err != nil {
-		return res, err // res.Committed says whether the agent's branch took its work
+	if res.Committed != "" {
+		if err := m.commitOnBranch(ctx, rec, s, res.Committed); err != nil {
+			// Its files are as they were: nothing is lost, but its branch
+			// lacks the commit the lead's now holds.
+			return res, err
+		}
+	}
+	if req.ToBranch {
+		return res, nil
 	}
 	rec.Base, rec.Landed = theirs, res.New
 	if err := m.writeRecord(ctx, lead, rec); err != nil {
@@ -219,6 +221,24 @@ func (m *Manager) Merge(ctx context.Context, req MergeRequest) (*MergeResult, er
 	m.log.Info("merged", "agent_id", rec.AgentID, "strategy", strategy, "lead", lead, "branch", res.LeadBranch,
 		"old", res.Old, "new", res.New, "check", req.Check)
 	return res, nil
+}
+
+// ident is who signs the commits of a merge: env gives commit-tree the
+// agent as author and a committer (git's configured one, or the agent when
+// git has none: configured says which).
+type ident struct {
+	env        []string
+	configured bool
+}
+
+func (m *Manager) identity(ctx context.Context, dir string, author Signature) ident {
+	id := ident{env: author.env("AUTHOR")}
+	if _, err := m.git.out(ctx, dir, "var", "GIT_COMMITTER_IDENT"); err == nil {
+		id.configured = true
+	} else {
+		id.env = append(id.env, author.env("COMMITTER")...)
+	}
+	return id
 }
 
 // nameFor is how commit messages name the agent.
@@ -231,20 +251,19 @@ func nameFor(rec *record) string {
 
 // compute builds the result commit (res.Commit, res.Commits) from theirs
 // onto res.Old.
-func (m *Manager) compute(ctx context.Context, lead string, env []string, rec *record, req MergeRequest, res *MergeResult, theirs, from string) error {
+func (m *Manager) compute(ctx context.Context, lead string, id ident, rec *record, req MergeRequest, res *MergeResult, theirs, from, oldTree string) error {
 	trailer := "\n\n" + AgentTrailer + ": " + rec.AgentID + "\n"
+	env := id.env
 	switch res.Strategy {
 	case Squash, MergeCommit:
-		tree, conflicts, err := m.mergeOnto(ctx, lead, env, res.Old, theirs, from)
+		tree, conflicts, err := m.mergeOnto(ctx, lead, env, oldTree, theirs, from)
 		if err != nil {
 			return err
 		}
 		if conflicts != nil {
 			return &ConflictError{Conflicts: conflicts}
 		}
-		if oldTree, err := m.treeOf(ctx, lead, res.Old); err != nil {
-			return err
-		} else if oldTree == tree {
+		if oldTree == tree {
 			return fmt.Errorf("workspace: merge %s: %w: the lead's branch already has this change", rec.Branch, ErrNothingToMerge)
 		}
 		msg := strings.TrimSpace(req.Message)
@@ -259,7 +278,7 @@ func (m *Manager) compute(ctx context.Context, lead string, env []string, rec *r
 			msg = fmt.Sprintf("Merge %s (work of %s)", rec.Branch, nameFor(rec))
 		}
 		mergeEnv := env
-		if ident, err := m.git.out(ctx, lead, "var", "GIT_COMMITTER_IDENT"); err == nil && ident != "" {
+		if id.configured {
 			mergeEnv = nil // the lead merges: git's own identity
 		}
 		res.Commit, err = m.commitTree(ctx, lead, mergeEnv, tree, msg+trailer, res.Old, theirs)
@@ -269,13 +288,9 @@ func (m *Manager) compute(ctx context.Context, lead string, env []string, rec *r
 	if err != nil {
 		return err
 	}
-	cur := res.Old
-	curTree, err := m.treeOf(ctx, lead, cur)
-	if err != nil {
-		return err
-	}
+	cur, curTree := res.Old, oldTree
 	for _, c := range commits {
-		tree, conflicts, err := m.mergeOnto(ctx, lead, env, cur, c.id, c.parent)
+		tree, conflicts, err := m.mergeOnto(ctx, lead, env, curTree, c.id, c.parent)
 		if err != nil {
 			return err
 		}
@@ -289,7 +304,7 @@ func (m *Manager) compute(ctx context.Context, lead string, env []string, rec *r
 			continue // already there
 		}
 		cenv := append([]string{"GIT_AUTHOR_NAME=" + c.name, "GIT_AUTHOR_EMAIL=" + c.email, "GIT_AUTHOR_DATE=" + c.date},
-			env[2:]...) // env's committer part, if any
+			env[2:]...) // the committer part of id.env, if any
 		msg := c.msg
 		if !strings.Contains(msg, AgentTrailer+": ") {
 			msg = strings.TrimRight(msg, "\n") + trailer
@@ -307,24 +322,30 @@ func (m *Manager) compute(ctx context.Context, lead string, env []string, rec *r
 	return nil
 }
 
-// leadAtRest returns the lead checkout's branch ref, refusing one that is
-// detached, in the middle of a merge, rebase, cherry-pick, revert or
-// bisect, or that has uncommitted changes to tracked files.
-func (m *Manager) leadAtRest(ctx context.Context, lead string) (string, error) {
-	ref, err := m.git.out(ctx, lead, "symbolic-ref", "--quiet", "HEAD")
-	if err != nil {
-		return "", fmt.Errorf("workspace: merge into %s: %w: HEAD is detached", lead, ErrLeadBusy)
-	}
+// leadAtRest returns the lead checkout's branch ref and sets res.Old and
+// res.LeadBranch, refusing a checkout that is detached, in the middle of a
+// merge, rebase, cherry-pick, revert or bisect, or that has uncommitted
+// changes to tracked files.
+func (m *Manager) leadAtRest(ctx context.Context, lead string, res *MergeResult) (string, error) {
 	states := []string{"MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge", "rebase-apply", "BISECT_LOG"}
-	args := []string{"rev-parse", "--path-format=absolute"}
+	args := []string{"rev-parse", "HEAD", "--path-format=absolute"}
 	for _, s := range states {
 		args = append(args, "--git-path", s)
 	}
-	paths, err := m.git.lines(ctx, lead, args...)
+	l, err := m.git.lines(ctx, lead, append(args, "--symbolic-full-name", "HEAD")...)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("workspace: merge into %s: %w", lead, err)
 	}
-	for i, p := range paths {
+	if len(l) != len(states)+2 {
+		return "", fmt.Errorf("workspace: merge into %s: rev-parse printed %q", lead, l)
+	}
+	res.Old = l[0]
+	ref := l[len(l)-1]
+	if !strings.HasPrefix(ref, "refs/heads/") {
+		return "", fmt.Errorf("workspace: merge into %s: %w: HEAD is detached", lead, ErrLeadBusy)
+	}
+	res.LeadBranch = strings.TrimPrefix(ref, "refs/heads/")
+	for i, p := range l[1 : len(l)-1] {
 		if _, err := os.Lstat(p); err == nil {
 			return "", fmt.Errorf("workspace: merge into %s: %w: %s exists (an operation is in progress)", lead, ErrLeadBusy, states[i])
 		}
@@ -343,25 +364,28 @@ func (m *Manager) leadAtRest(ctx context.Context, lead string) (string, error) {
 }
 
 // canUpdate tries the lead's update without doing it (read-tree -n), so
-// that an untracked file in the way refuses the merge before any check
+// that an untracked file in the way refuses the merge before a check
 // runs.
-func (m *Manager) canUpdate(ctx context.Context, lead string, res *MergeResult, toBranch bool) error {
-	if toBranch {
-		return nil
-	}
+func (m *Manager) canUpdate(ctx context.Context, lead string, res *MergeResult) error {
 	if _, err := m.git.out(ctx, lead, "read-tree", "-m", "-u", "-n", res.Old, res.Commit); err != nil {
 		return fmt.Errorf("workspace: merge into %s: %w: %w", lead, ErrLeadDirty, err)
 	}
 	return nil
 }
 
-// commitOnBranch moves the agent's HEAD (its branch) from head to the
-// commit of its uncommitted work, and resets its index to it: its files
-// already are that commit's.
-func (m *Manager) commitOnBranch(ctx context.Context, rec *record, head, commit string) error {
-	if _, err := m.git.out(ctx, rec.Path, "update-ref", "-m", "atm-agent-mcp: commit the agent's work before a merge",
-		"HEAD", commit, head); err != nil {
+// commitOnBranch moves the agent's HEAD (its branch) from the snapshot's
+// head to the commit of its uncommitted work, and makes its index that
+// commit's (the snapshot's index; a reset if that cannot be installed):
+// its files already are that commit's.
+func (m *Manager) commitOnBranch(ctx context.Context, rec *record, s snap, commit string) error {
+	if _, err := m.git.out(ctx, rec.Path, "update-ref", "-m", "atm-agent-mcp: commit the agent's work of a merge",
+		"HEAD", commit, s.head); err != nil {
 		return fmt.Errorf("workspace: commit the agent's work in %s: %w", rec.Path, err)
+	}
+	if err := s.installIndex(); err == nil {
+		return nil
+	} else {
+		m.log.Debug("reset instead of installing the snapshot's index", "path", rec.Path, "err", err)
 	}
 	if _, err := m.git.out(ctx, rec.Path, "reset", "--quiet", "--mixed"); err != nil {
 		return fmt.Errorf("workspace: reset the agent's index in %s: %w", rec.Path, err)

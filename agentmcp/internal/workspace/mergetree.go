@@ -51,17 +51,6 @@ type ConflictHunk struct {
 	Header string `json:"-"`
 }
 
-// committer returns the environment that gives commit-tree an author and
-// committer: author as given, the committer git is configured with, or
-// the author too when git has none.
-func (m *Manager) committer(ctx context.Context, dir string, author Signature) []string {
-	env := author.env("AUTHOR")
-	if _, err := m.git.out(ctx, dir, "var", "GIT_COMMITTER_IDENT"); err != nil {
-		env = append(env, author.env("COMMITTER")...)
-	}
-	return env
-}
-
 // commitTree makes a commit of tree with parents and message, under env
 // (committer and author).
 func (m *Manager) commitTree(ctx context.Context, dir string, env []string, tree, message string, parents ...string) (string, error) {
@@ -81,14 +70,10 @@ func (m *Manager) treeOf(ctx context.Context, dir, commit string) (string, error
 	return m.git.out(ctx, dir, "rev-parse", "--verify", commit+"^{tree}")
 }
 
-// mergeOnto merges theirs into ours as if both started at base: the tree
-// of ours plus the change base→theirs. It returns the merged tree, or the
-// conflicts.
-func (m *Manager) mergeOnto(ctx context.Context, dir string, env []string, ours, theirs, base string) (string, []Conflict, error) {
-	oursTree, err := m.treeOf(ctx, dir, ours)
-	if err != nil {
-		return "", nil, err
-	}
+// mergeOnto merges theirs into the tree oursTree as if both started at
+// base: oursTree plus the change base→theirs. It returns the merged tree,
+// or the conflicts.
+func (m *Manager) mergeOnto(ctx context.Context, dir string, env []string, oursTree, theirs, base string) (string, []Conflict, error) {
 	side, err := m.commitTree(ctx, dir, env, oursTree, "atm-agent-mcp: the lead's tree on the agent's base\n", base)
 	if err != nil {
 		return "", nil, err

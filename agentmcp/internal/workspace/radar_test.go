@@ -173,7 +173,7 @@ func checkAgainstMerge(t *testing.T, m *Manager, places map[string]*Place, agent
 		return c
 	}
 	ca, cb := commit(a), commit(b)
-	_, conflicts, err := m.mergeOnto(ctx, a.Path, nil, ca, cb, a.Base)
+	_, conflicts, err := m.mergeOnto(ctx, a.Path, nil, ca+"^{tree}", cb, a.Base)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,18 +20,39 @@ import (
 // object store like `git stash`'s do; unreferenced, git's gc drops them.
 
 // snap is a snapshot: the working tree's tree, and HEAD's commit and tree.
+// Until release, it keeps the index it was written through (index), which
+// is then what the checkout's own index would be if HEAD were a commit of
+// tree (see installIndex).
 type snap struct {
 	tree, head, headTree string
+	index, realIndex     string // the snapshot's index and the checkout's
 }
 
 // uncommitted reports whether the working tree differs from HEAD.
 func (s snap) uncommitted() bool { return s.tree != s.headTree }
 
-// snapshot returns the tree of dir's working tree and its HEAD.
+// release removes the snapshot's index.
+func (s snap) release() {
+	if s.index != "" {
+		os.Remove(s.index)
+	}
+}
+
+// snapshot returns the snapshot of dir's working tree; its index is
+// already released.
 func (m *Manager) snapshot(ctx context.Context, dir string) (snap, error) {
+	s, err := m.snapshotKeep(ctx, dir)
+	s.release()
+	return s, err
+}
+
+// snapshotKeep is snapshot keeping the snapshot's index: the caller
+// releases it.
+func (m *Manager) snapshotKeep(ctx context.Context, dir string) (snap, error) {
 	s, err := m.snapshot1(ctx, dir)
 	if err != nil {
-		return s, fmt.Errorf("workspace: snapshot %s: %w", dir, err)
+		s.release()
+		return snap{}, fmt.Errorf("workspace: snapshot %s: %w", dir, err)
 	}
 	return s, nil
 }
@@ -46,14 +67,14 @@ func (m *Manager) snapshot1(ctx context.Context, dir string) (snap, error) {
 	if len(l) != 5 {
 		return s, fmt.Errorf("rev-parse printed %q", l)
 	}
-	top, index, gitDir := l[0], l[1], l[2]
-	s.head, s.headTree = l[3], l[4]
+	top, gitDir := l[0], l[2]
+	s.realIndex, s.head, s.headTree = l[1], l[3], l[4]
 	tmp, err := os.CreateTemp(gitDir, "atm-snapshot-*.index")
 	if err != nil {
 		return s, err
 	}
-	defer os.Remove(tmp.Name())
-	if in, err := os.Open(index); err == nil {
+	s.index = tmp.Name()
+	if in, err := os.Open(s.realIndex); err == nil {
 		_, err = io.Copy(tmp, in)
 		in.Close()
 		if err != nil {
@@ -67,7 +88,7 @@ func (m *Manager) snapshot1(ctx context.Context, dir string) (snap, error) {
 	if err := tmp.Close(); err != nil {
 		return s, err
 	}
-	o := gitOpts{env: []string{"GIT_INDEX_FILE=" + tmp.Name()}}
+	o := gitOpts{env: []string{"GIT_INDEX_FILE=" + s.index}}
 	if _, err := m.git.run(ctx, top, o, "add", "--all"); err != nil {
 		return s, err
 	}
@@ -77,6 +98,23 @@ func (m *Manager) snapshot1(ctx context.Context, dir string) (snap, error) {
 	}
 	s.tree = strings.TrimSpace(string(b))
 	return s, nil
+}
+
+// installIndex makes the snapshot's index the checkout's, as git replaces
+// an index: through index.lock (made by a hard link, which fails if a git
+// holds the lock), renamed over the index. The checkout's HEAD must be a
+// commit of s.tree by then. It spares a `git reset`, which would rehash
+// nothing but restat and rewrite every entry.
+func (s snap) installIndex() error {
+	lock := s.realIndex + ".lock"
+	if err := os.Link(s.index, lock); err != nil {
+		return err
+	}
+	if err := os.Rename(lock, s.realIndex); err != nil {
+		os.Remove(lock)
+		return err
+	}
+	return nil
 }
 
 // FileChange is one file's change between two trees.
