@@ -100,22 +100,24 @@ func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
 //     at rest (detached, or a merge, rebase… in progress), has uncommitted
 //     changes to tracked files, or the agent has nothing to merge.
 //  2. The agent's worktree is snapshot; its uncommitted work becomes a
-//     commit (Author) that its branch takes only at step 5.
+//     commit (Author) that its branch takes only at step 6.
 //  3. The result is computed by merge-tree, from the agent's base (see
 //     baseOf), without a checkout. A conflict ends here: ConflictError,
 //     nothing changed anywhere.
-//  4. Check, if any, runs in a temporary worktree at the result; failing,
+//  4. Check, if any, runs in a temporary worktree at the result (after a
+//     dry run of step 5, so that a file in the way refuses first); failing,
 //     it ends here: CheckError, nothing changed anywhere.
-//  5. The agent's branch takes its uncommitted work (compare-and-swap on
-//     its HEAD; its index is reset to it, its files are not touched).
-//  6. The lead's files and index go from the old commit to the result by
+//  5. The lead's files and index go from the old commit to the result by
 //     git's two-way merge (read-tree -m -u: it refuses, changing nothing,
 //     rather than overwrite a local change or an untracked file), then the
 //     branch moves by compare-and-swap from the commit the merge was
 //     computed on; if that fails (the lead committed meanwhile) the files
 //     go back and the error is ErrLeadMoved. There is never a MERGE_HEAD
-//     and never a conflict marker in the lead's checkout. An error here
-//     comes with the result so far (Committed).
+//     and never a conflict marker in the lead's checkout. With ToBranch,
+//     atm-pr/<name> takes the result instead.
+//  6. The agent's branch takes its uncommitted work (compare-and-swap on
+//     its HEAD; its index becomes the commit's, its files are untouched).
+//     An error here comes with the result: the merge is done.
 //  7. The record's base becomes the merged commit, so the next merge takes
 //     only newer work.
 func (m *Manager) Merge(ctx context.Context, req MergeRequest) (*MergeResult, error) {

@@ -153,28 +153,30 @@ func TestMergeRefusals(t *testing.T) {
 		}, ErrNothingToMerge},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			m, repo, p := mergeSetup(t)
-			tt.prepare(t, repo, p)
-			lead, agent := leadState(t, repo), agentState(t, p)
-			leadFiles := read(t, filepath.Join(repo, "b.txt"))
-			_, err := m.Merge(ctx, MergeRequest{Place: p, Author: agentAuthor, Check: "exit 0"})
-			if !errors.Is(err, tt.want) {
-				t.Fatalf("Merge: %v, want %v", err, tt.want)
-			}
-			if got := leadState(t, repo); got != lead {
-				t.Errorf("the lead changed:\n%s\n%s", lead, got)
-			}
-			if got := agentState(t, p); got != agent {
-				t.Errorf("the agent changed:\n%s\n%s", agent, got)
-			}
-			if read(t, filepath.Join(repo, "b.txt")) != leadFiles {
-				t.Error("the lead's file changed")
-			}
-			if r := refs(t, repo, "refs/atm/checks/"); r != nil {
-				t.Errorf("check records left: %v", r)
-			}
-		})
+		for _, check := range []string{"", "exit 0"} {
+			t.Run(tt.name+" check="+check, func(t *testing.T) {
+				m, repo, p := mergeSetup(t)
+				tt.prepare(t, repo, p)
+				lead, agent := leadState(t, repo), agentState(t, p)
+				leadFiles := read(t, filepath.Join(repo, "b.txt"))
+				_, err := m.Merge(ctx, MergeRequest{Place: p, Author: agentAuthor, Check: check})
+				if !errors.Is(err, tt.want) {
+					t.Fatalf("Merge: %v, want %v", err, tt.want)
+				}
+				if got := leadState(t, repo); got != lead {
+					t.Errorf("the lead changed:\n%s\n%s", lead, got)
+				}
+				if got := agentState(t, p); got != agent {
+					t.Errorf("the agent changed:\n%s\n%s", agent, got)
+				}
+				if read(t, filepath.Join(repo, "b.txt")) != leadFiles {
+					t.Error("the lead's file changed")
+				}
+				if r := refs(t, repo, "refs/atm/checks/"); r != nil {
+					t.Errorf("check records left: %v", r)
+				}
+			})
+		}
 	}
 }
 
