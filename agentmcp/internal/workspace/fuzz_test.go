@@ -3,6 +3,7 @@ package workspace
 import (
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // The parsers of git's output never panic, whatever they are given.
@@ -45,7 +46,7 @@ func FuzzLockReason(f *testing.F) {
 	f.Add("codex-01k", 1234, "5678", "host")
 	f.Add("", 0, "", "")
 	f.Fuzz(func(t *testing.T, agent string, pid int, start, host string) {
-		if strings.ContainsAny(agent+start+host, " \t\n\r\v\f=\x85\xa0") || pid <= 0 || agent == "" {
+		if strings.ContainsFunc(agent+start+host, func(r rune) bool { return unicode.IsSpace(r) || r == '=' }) || pid <= 0 || agent == "" {
 			return
 		}
 		o := Owner{PID: pid, Start: start, Host: host}

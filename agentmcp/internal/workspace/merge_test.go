@@ -267,7 +267,7 @@ func TestMergeCheck(t *testing.T) {
 	ctx := context.Background()
 	t.Run("passes", func(t *testing.T) {
 		m, repo, p := mergeSetup(t)
-		res, err := m.Merge(ctx, MergeRequest{Place: p, Author: agentAuthor,
+		_, err := m.Merge(ctx, MergeRequest{Place: p, Author: agentAuthor,
 			Check: `test -f added.txt && test -f .env && echo "checked $(git rev-parse HEAD) in $ATM_WORKTREE"`})
 		if err == nil || !errors.Is(err, ErrCheckFailed) {
 			t.Fatalf("a check without .env passed: %v", err)
@@ -275,7 +275,7 @@ func TestMergeCheck(t *testing.T) {
 		write(t, repo, map[string]string{".gitignore": ".env\n", ".worktreeinclude": ".env\n"})
 		commitAll(t, repo, "ignore .env")
 		write(t, repo, map[string]string{".env": "SECRET=1\n"})
-		res, err = m.Merge(ctx, MergeRequest{Place: p, Author: agentAuthor,
+		res, err := m.Merge(ctx, MergeRequest{Place: p, Author: agentAuthor,
 			Check: `test -f added.txt && test -f .env && echo "checked $(git rev-parse HEAD) in $ATM_WORKTREE"`})
 		if err != nil {
 			t.Fatal(err)

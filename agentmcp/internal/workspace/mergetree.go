@@ -65,11 +65,6 @@ func (m *Manager) commitTree(ctx context.Context, dir string, env []string, tree
 	return strings.TrimSpace(string(b)), nil
 }
 
-// treeOf returns the tree of a commit.
-func (m *Manager) treeOf(ctx context.Context, dir, commit string) (string, error) {
-	return m.git.out(ctx, dir, "rev-parse", "--verify", commit+"^{tree}")
-}
-
 // mergeOnto merges theirs into the tree oursTree as if both started at
 // base: oursTree plus the change base→theirs. It returns the merged tree,
 // or the conflicts.

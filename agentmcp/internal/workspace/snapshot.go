@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -133,14 +132,6 @@ type FileChange struct {
 	// Ranges are the changed lines, in the old file's numbering (set by a
 	// diff with ranges: the radar's).
 	Ranges []LineRange `json:"ranges,omitempty"`
-}
-
-// basePath is the file's path in the old tree.
-func (c FileChange) basePath() string {
-	if c.OldPath != "" {
-		return c.OldPath
-	}
-	return c.Path
 }
 
 // LineRange is a hunk's lines in the old file: Start…End, inclusive. A
@@ -274,10 +265,7 @@ func parseDiffTree(out string) ([]FileChange, string, error) {
 		files[i].Added, _ = strconv.Atoi(w[0])
 		files[i].Removed, _ = strconv.Atoi(w[1])
 	}
-	if strings.HasPrefix(out, "\x00") {
-		out = out[1:]
-	}
-	return files, out, nil
+	return files, strings.TrimPrefix(out, "\x00"), nil
 }
 
 // addRanges reads the old-side line ranges of each file's hunks from a -U0
@@ -399,13 +387,4 @@ func (m *Manager) statOf(ctx context.Context, rec record) (DiffStat, error) {
 	}
 	files, _, err := m.diffTrees(ctx, rec.Path, from, s.tree, diffOpts{})
 	return statOfFiles(files), err
-}
-
-// rel is path relative to root, slash-separated.
-func rel(root, path string) string {
-	r, err := filepath.Rel(root, path)
-	if err != nil {
-		return path
-	}
-	return filepath.ToSlash(r)
 }
