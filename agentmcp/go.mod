@@ -9,14 +9,12 @@ require (
 	github.com/atm-agent-mcp/atm-agent-mcp/codexchild v0.2.0
 	github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe v0.2.0
 	github.com/atm-agent-mcp/atm-agent-mcp/registry v0.2.0
+	github.com/gofrs/flock v0.13.2
 	github.com/google/go-cmp v0.7.0
 	github.com/sourcegraph/jsonrpc2 v0.2.3
 )
 
-require (
-	github.com/fsnotify/fsnotify v1.10.1 // indirect
-	github.com/gofrs/flock v0.13.2 // indirect
-)
+require github.com/fsnotify/fsnotify v1.10.1 // indirect
 
 require (
 	github.com/atm-agent-mcp/atm-agent-mcp/mailbridge v0.2.0

@@ -17,6 +17,7 @@ var layers = []struct {
 	forbidden []string
 }{
 	{"internal/proxyerr", []string{"internal/mcpconn", "internal/session", "internal/tools", "internal/proxy", "codexchild", "registry", "atmclient", "mailbridge"}},
+	{"internal/workspace", []string{"internal/mcpconn", "internal/session", "internal/tools", "internal/proxy", "codexchild", "registry", "atmclient", "mailbridge"}},
 	{"internal/gitctx", []string{"internal/mcpconn", "internal/session", "internal/tools", "internal/proxy", "codexchild", "registry", "atmclient", "mailbridge"}},
 	{"internal/ccmsg", []string{"internal/mcpconn", "internal/session", "internal/tools", "internal/proxy", "internal/config", "codexchild", "registry", "atmclient", "mailbridge"}},
 	{"internal/mcpconn", []string{"internal/session", "internal/tools", "internal/proxy", "internal/gitctx", "codexchild", "registry", "atmclient", "mailbridge"}},

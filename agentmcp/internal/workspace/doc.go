@@ -1,0 +1,174 @@
+// Package workspace gives each isolated session a place of its own to work
+// in, a git worktree of the repository that holds its cwd, on its own
+// branch, with a block of ports; it shows the session's change, brings it
+// into the lead's checkout, and tells when two agents change one file. It
+// never loses work. It runs the user's own git (the git command, arguments
+// as a list, -z output parsed, exit codes checked, errors carrying git's
+// stderr) and never reimplements it.
+//
+// # Why it is shaped so
+//
+// Everything that must survive a crash is in git, where git's own tools
+// respect it: the lock of a live worktree is `git worktree lock --reason`
+// (so `git worktree prune` and other tools leave it alone), and what we
+// made is recorded in refs/atm/ (see record.go). The package keeps no
+// state of its own but the machine-wide port reservations; a Manager
+// holds no lock. A later serve, `atm-agent-mcp worktrees`, or a test after
+// a SIGKILL all read the same truth.
+//
+// Commands go through a Runner: the local one runs git and sh here; a
+// remote host's runner (the "Beyond one machine" design) would run the
+// same commands over ssh. File operations that are not git commands
+// (checking a location for symbolic links, copying .worktreeinclude files,
+// copying the index for a snapshot, the info/exclude lines, the takeover
+// lock) are local today and are the part a remote host would need too.
+//
+// # Where worktrees go, and their branches
+//
+// An agent's worktree is <checkout root>/.atm/worktrees/<name> on the
+// branch atm/<name>, where name is the session's identity (made safe for a
+// ref and a file name), then name-2, name-3… when that branch, directory
+// or record exists (a kept worktree of an earlier session of the same
+// identity, another serve's, a branch of the user's): a name is taken by
+// creating its record ref with update-ref's "must not exist" old value, so
+// two serves never take one. Why there:
+//
+//   - inside the repository, on its file system, next to the code, as
+//     Claude Code puts its own (.claude/worktrees/<name>, worktree-<name>):
+//     users find them, and a worktree is quick to make;
+//   - a dot folder, which go ./..., ripgrep and most file watchers skip;
+//     `git clean -fdx` of the lead's checkout does not descend into it
+//     (nested repositories are skipped without -ff);
+//   - kept out of the user's `git status` by the lines /.atm/worktrees/
+//     and /.atm/checks/ in the repository's info/exclude (the common git
+//     directory, shared by every worktree), never by editing their
+//     .gitignore;
+//   - one branch prefix, atm/, so that an agent's sandbox can be given
+//     exactly the refs it needs (see WritableRoots) and a user sees at once
+//     which branches are agents'.
+//
+// A location that is, or passes through, a symbolic link is refused (a
+// committed link could send the worktrees anywhere), as Claude Code refuses
+// a linked .claude/worktrees. The base is the checkout's HEAD unless a ref
+// is given; the base commit is recorded, and the branch has no upstream.
+// A cwd below the checkout's root maps to the same place below the
+// worktree.
+//
+// # Owning, keeping, never losing
+//
+// While a session lives its worktree is locked, the reason naming its
+// agent_id and the owning serve (pid, process start time, host). List
+// reports each worktree we made as live (the owner runs), orphaned (the
+// owner is gone: after a SIGKILL; resumable, not foreign) or kept
+// (unlocked), with whether it is dirty and how many commits it is ahead.
+// A pid that exists but started at another time is a reused pid: its owner
+// is gone. An owner on another host is never judged from here.
+//
+// Release at agent_close removes a worktree only when it holds no change
+// against its base (no commit, nothing uncommitted, nothing untracked;
+// ignored files such as .worktreeinclude copies do not count), with its
+// branch (compare-and-swap on its tip) and record; `git worktree remove`
+// without --force checks again and refuses a dirty one. Any other is
+// unlocked and kept, and the result gives its branch, path and diff stat.
+// Prune removes only clean worktrees that nobody owns and says what it kept
+// and why. A worktree that is not ours (no record) is never touched.
+// Reenter (resume) takes a worktree over when its owner is gone, under an
+// flock in the worktree's admin directory (git's lock is not atomic), and
+// refuses one held by a live process.
+//
+// # New worktrees: .worktreeinclude, setup, ports
+//
+// .worktreeinclude is Claude Code's file, in its syntax (gitignore's), so
+// users reuse theirs: the files it names that git ignores in the lead's
+// checkout are copied in (git matches them: `ls-files --others --ignored
+// --exclude-from`, then `check-ignore --stdin`); a tracked or not-ignored
+// file, a symbolic link, or a file already there is never copied. The
+// setup command (sh -c, in the new worktree, with ATM_WORKTREE, ATM_BRANCH,
+// ATM_PORT_BASE, ATM_PORT_COUNT and ATM_SOURCE) runs before the worktree is
+// handed out; its output's tail is kept, and when it fails everything made
+// is removed. Ports are machine-wide blocks under an flock in a state
+// directory (ports.go), bind-probed, released at Release, and reclaimed
+// from dead owners.
+//
+// # Review and merge
+//
+// A session's change is its worktree's snapshot (snapshot.go: the tree
+// `git add -A` would make, through a copy of the index, so the agent's
+// index is never touched) against its base: committed, staged, unstaged
+// and untracked together. The base is the recorded one; after a merge the
+// merged commit; and when the agent has taken the lead's newer work in
+// (merged or rebased), the newest commit it shares with the lead.
+//
+// Merge computes the result with `git merge-tree --write-tree`, without a
+// checkout, from that base (git 2.39 has no --merge-base: the lead's side
+// is given as a commit of its tree on the base). Strategies: squash (one
+// commit, the agent as author, an Agent-Id trailer), merge, rebase. A
+// conflict, a failing check (run in a temporary worktree at the result) or
+// a refusal (the lead's checkout dirty, detached or mid-operation, nothing
+// to merge) changes nothing anywhere. Only then does the agent's branch
+// take its uncommitted work and does the lead's checkout move: its files
+// and index by git's two-way merge (`read-tree -m -u old new`, which
+// refuses rather than overwrite a local change or an untracked file, and
+// never writes MERGE_HEAD or a conflict marker), then its branch by
+// `update-ref <branch> new old` (compare-and-swap); if the lead committed
+// meanwhile the files go back and the merge reports ErrLeadMoved. (`git
+// merge --ff-only <result>` updates the files as safely, measured, but
+// moves whichever branch HEAD names by then, checked only against what it
+// read itself; read-tree and update-ref name the branch and the commit the
+// result was computed on.) No hook of the lead's runs.
+//
+// # The radar
+//
+// On each ended turn a session's change (paths and old-side line ranges,
+// Manager.Changes) is given to a Radar, which compares it in memory with
+// the other live worktrees of the repository: same lines (ranges that
+// intersect or touch, where git's merge conflicts: checked against
+// merge-tree in the tests), same file on other lines, or a rename. Each
+// pair and file is told once (and once more if other lines become the
+// same lines).
+//
+// # Agents that commit: Codex's sandbox
+//
+// Measured with Codex 0.169.0, sandbox_mode "workspace-write", cwd the
+// worktree: `git add && git commit` fails with "Unable to create
+// '<common>/worktrees/<name>/index.lock': Read-only file system" (Codex
+// makes read-only the git directory that a writable root's .git file
+// points to). The narrowest sandbox_workspace_write.writable_roots that
+// lets it commit on its branch is what WritableRoots returns: the
+// worktree's git directory (an explicit writable root overrides Codex's
+// protection), <common>/objects, <common>/refs/heads/atm and
+// <common>/logs/refs/heads/atm; each of the four is needed (without
+// objects: "unable to create temporary file"; without refs/heads/atm:
+// "cannot lock ref"; without logs/refs/heads/atm: "unable to append to
+// logs/refs/heads/atm/<name>"). With them the agent can commit, merge and
+// rebase on its branch, and create or move branches under atm/ (other
+// agents' too: a sandbox root is a directory), but not delete one;
+// it cannot touch the repository's config or hooks (whose code the lead's
+// own git runs outside any sandbox), packed-refs, other branches, tags,
+// refs/atm records, or the lead's index and HEAD. git stash fails
+// (refs/stash). Deleting a ref needs packed-refs.lock in the common
+// directory, which only the whole common directory would allow (hooks
+// included): so a rebase prints "Unable to create packed-refs.lock" for
+// each pseudo-ref it cleans up but completes, and can leave a stale
+// CHERRY_PICK_HEAD or REBASE_HEAD; `git merge` of the new base has no such
+// noise. TestCodexCommitsInWorktree proves the set with the real Codex.
+//
+// # Locks
+//
+// A Manager holds no mutex. Ports has one mutex, taken before the flock of
+// ports.lock (an flock excludes other open files, not goroutines sharing
+// one); ports.json is replaced by rename, never locked itself. Reenter
+// takes the flock of <worktree admin dir>/atm-owner.lock around reading
+// and retaking git's lock. A Radar has one mutex, held only while it
+// compares in memory. git's own locks (index.lock, ref locks) are git's.
+//
+// # Wiring
+//
+// session does not import this package: it is given, at creation, a small
+// interface its Config declares, which *Manager satisfies through an
+// adapter in the composition root: Place(ctx, Request) (*Place, error)
+// (create, or re-enter on resume) and Release(ctx, *Place, keep bool)
+// (Released, error); Place.Env() is what the agent's commands get, and
+// WritableRoots what a Codex thread's sandbox gets. tools calls Diff,
+// Merge, List and Prune, and gives Changes to a Radar when a turn ends.
+package workspace

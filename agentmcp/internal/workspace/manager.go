@@ -1,0 +1,148 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Where and how worktrees are made (see the package doc for why).
+const (
+	// WorktreesDir holds the agents' worktrees, below the root of the
+	// checkout they are made from.
+	WorktreesDir = ".atm/worktrees"
+	// ChecksDir holds the temporary worktrees of merge checks.
+	ChecksDir = ".atm/checks"
+	// BranchPrefix starts every agent branch: atm/<name>.
+	BranchPrefix = "atm/"
+)
+
+// Errors. Each is wrapped with the details of the case; test with errors.Is.
+var (
+	ErrGitTooOld      = errors.New("git is too old")
+	ErrNotRepository  = errors.New("not inside a git checkout")
+	ErrNoCommits      = errors.New("the repository has no commit yet")
+	ErrSymlink        = errors.New("the worktree location is or passes through a symbolic link")
+	ErrNotFound       = errors.New("no worktree of ours for this agent")
+	ErrOwned          = errors.New("the worktree is owned by a live process")
+	ErrSetup          = errors.New("worktree setup failed")
+	ErrLeadDirty      = errors.New("the lead's checkout has uncommitted changes")
+	ErrLeadBusy       = errors.New("the lead's checkout is not on a branch at rest")
+	ErrNothingToMerge = errors.New("nothing to merge")
+	ErrConflict       = errors.New("merge conflict")
+	ErrCheckFailed    = errors.New("merge check failed")
+	ErrLeadMoved      = errors.New("the lead's branch moved meanwhile")
+)
+
+// Config configures a Manager.
+type Config struct {
+	// Runner runs git and the setup and check commands. optional: nil
+	// means LocalRunner{}.
+	Runner Runner
+	// Logger receives the manager's logs. optional: nil discards them.
+	Logger *slog.Logger
+	// Owner is who takes the worktrees' locks: serve. optional: the zero
+	// value means this process (Self()).
+	Owner Owner
+	// Ports reserves a block of ports for each worktree that asks for one.
+	// optional: nil means no ports (a Request with Ports > 0 then fails).
+	Ports *Ports
+	// Now is the clock. optional: nil means time.Now.
+	Now func() time.Time
+}
+
+// Manager makes, hands out, reviews, merges and cleans up the agents'
+// worktrees. Its methods are safe for concurrent use: all shared state is
+// in git (refs, locks) and in the port registry, each guarded by its own
+// lock (see the package doc's lock inventory); the Manager holds none.
+type Manager struct {
+	git     git
+	log     *slog.Logger
+	owner   Owner
+	ports   *Ports
+	now     func() time.Time
+	version string
+}
+
+// New returns a Manager after checking that git is there and new enough
+// (MinGitVersion).
+func New(ctx context.Context, cfg Config) (*Manager, error) {
+	m := &Manager{log: cfg.Logger, owner: cfg.Owner, ports: cfg.Ports, now: cfg.Now}
+	if m.log == nil {
+		m.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	m.log = m.log.With("component", "workspace")
+	r := cfg.Runner
+	if r == nil {
+		r = LocalRunner{}
+	}
+	m.git = git{r: r, log: m.log}
+	if m.owner == (Owner{}) {
+		m.owner = Self()
+	}
+	if m.now == nil {
+		m.now = time.Now
+	}
+	s, v, err := m.git.version(ctx, "/")
+	if err != nil {
+		return nil, fmt.Errorf("workspace: run git: %w", err)
+	}
+	if !versionOK(v) {
+		return nil, fmt.Errorf("workspace: %s: %w (need %d.%d or later for merge-tree --write-tree)",
+			s, ErrGitTooOld, MinGitVersion[0], MinGitVersion[1])
+	}
+	m.version = s
+	return m, nil
+}
+
+// GitVersion is what `git version` said.
+func (m *Manager) GitVersion() string { return m.version }
+
+// checkout is a checkout and its repository, as git sees them.
+type checkout struct {
+	Top    string // the checkout's root
+	Common string // the repository's common git directory
+	GitDir string // the checkout's own git directory
+}
+
+// checkoutOf finds the checkout that holds dir.
+func (m *Manager) checkoutOf(ctx context.Context, dir string) (checkout, error) {
+	l, err := m.git.lines(ctx, dir, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-common-dir", "--absolute-git-dir")
+	if err != nil {
+		var ge *GitError
+		if c, ok := exitCode(err); ok && c == 128 && errors.As(err, &ge) {
+			return checkout{}, fmt.Errorf("workspace: %s: %w (%s)", dir, ErrNotRepository, strings.TrimSpace(ge.Stderr))
+		}
+		return checkout{}, fmt.Errorf("workspace: %s: %w", dir, err)
+	}
+	if len(l) != 3 {
+		return checkout{}, fmt.Errorf("workspace: rev-parse in %s printed %q", dir, l)
+	}
+	return checkout{Top: filepath.Clean(l[0]), Common: filepath.Clean(l[1]), GitDir: filepath.Clean(l[2])}, nil
+}
+
+// commitOf resolves rev to a commit id in dir.
+func (m *Manager) commitOf(ctx context.Context, dir, rev string) (string, error) {
+	s, err := m.git.out(ctx, dir, "rev-parse", "--verify", "--end-of-options", rev+"^{commit}")
+	if err != nil {
+		return "", err
+	}
+	return s, nil
+}
+
+// isAncestor reports whether a is an ancestor of (or equal to) b.
+func (m *Manager) isAncestor(ctx context.Context, dir, a, b string) (bool, error) {
+	_, err := m.git.run(ctx, dir, gitOpts{}, "merge-base", "--is-ancestor", a, b)
+	if err == nil {
+		return true, nil
+	}
+	if c, ok := exitCode(err); ok && c == 1 {
+		return false, nil
+	}
+	return false, err
+}
