@@ -155,7 +155,7 @@ func claudeAgentLoadsPlugin(t *testing.T, claude string) {
 			return []mockBlock{{Tool: "ToolSearch", Input: map[string]any{"query": "select:" + tool("agent_sessions"), "max_results": 5}}}
 		},
 		func([]mockResult) []mockBlock {
-			return []mockBlock{{Tool: tool("agent_sessions"), Input: map[string]any{}}}
+			return []mockBlock{{Tool: tool("agent_sessions"), Input: map[string]any{"all": true}}}
 		},
 		func([]mockResult) []mockBlock { return []mockBlock{{Text: "listed"}} },
 	})
