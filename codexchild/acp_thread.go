@@ -42,6 +42,7 @@ type acpThread struct {
 	cwd      string
 	turn     *acpTurn      // the running turn, or nil
 	stopping chan struct{} // closed when the agent stopped after a turn has been closed
+	usage    Usage         // the thread's usage so far (acp_usage.go)
 }
 
 // liveClient returns the thread's agent when it runs.
@@ -355,6 +356,12 @@ func (th *acpThread) run(ctx context.Context, req TurnRequest, text string) (*Re
 		for _, m := range res.Messages {
 			t.deliver(Event{ThreadID: s.ID(), TurnID: turnID(res.Turn), Method: "session/prompt", Type: "agent_message",
 				Neutral: &Activity{Kind: ActivityMessage, Text: m}})
+		}
+		if res.Tokens != nil {
+			th.usage = th.usage.withTurn(res.Tokens)
+			u := th.usage
+			t.deliver(Event{ThreadID: s.ID(), TurnID: turnID(res.Turn), Method: "session/prompt", Type: "usage",
+				Neutral: &Activity{Kind: ActivityTokens, Usage: &u}})
 		}
 	}
 	t.flush()

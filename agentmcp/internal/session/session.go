@@ -579,10 +579,10 @@ func (s *Session) Wait(ctx context.Context, max time.Duration, progress func(msg
 // type) in the session's activity and returns the session's agent_id and
 // identity as JSON strings (encoded once for all its events) for passing
 // it on.
-func (s *Session) recordEvent(typ string, act codexchild.Activity) IDs {
+func (s *Session) recordEvent(typ, thread string, act codexchild.Activity) IDs {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.act.record(typ, act, s.m.now())
+	s.act.record(typ, thread, act, s.m.now())
 	if s.ids.AgentID == nil || s.idsFor != [2]string{s.rec.AgentID, s.rec.Identity} {
 		s.idsFor = [2]string{s.rec.AgentID, s.rec.Identity}
 		s.ids = IDs{jsonrpcframe.AppendString(nil, s.rec.AgentID), jsonrpcframe.AppendString(nil, s.rec.Identity)}

@@ -451,7 +451,7 @@ func (h *turnHandler) Event(e codexchild.Event) {
 		act = e.Activity()
 	}
 	if h.s != nil {
-		ids = h.s.recordEvent(e.Type, act)
+		ids = h.s.recordEvent(e.Type, e.ThreadID, act)
 	}
 	sink := h.sink()
 	if sink == nil {

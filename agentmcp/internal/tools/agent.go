@@ -215,6 +215,9 @@ func (e *Env) agentClose(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.Too
 	out := e.m.Close(ctx, s, false)
 	v := map[string]any{"agent_id": out.Record.AgentID, "identity": out.Record.Identity, "status": string(out.Record.Status),
 		"summary_saved": out.SummarySaved, "already_closed": out.Already}
+	if out.Usage != nil {
+		v["token_usage"] = out.Usage
+	}
 	text := fmt.Sprintf("session %s (%s) is %s", out.Record.AgentID, out.Record.Identity, out.Record.Status)
 	if out.Already {
 		text += " (it was already closed)"
