@@ -20,10 +20,11 @@ type eventRecord struct {
 // turnItem is one item of the current turn: a command run, a file change
 // or a tool call.
 type turnItem struct {
-	ID      string `json:"id"`
-	Type    string `json:"type"` // command, file_change, tool_call
-	Status  string `json:"status"`
-	Summary string `json:"summary"`
+	ID      string    `json:"id"`
+	Type    string    `json:"type"` // command, file_change, tool_call
+	Status  string    `json:"status"`
+	Summary string    `json:"summary"`
+	since   time.Time // when the item began (a live view's "for how long")
 }
 
 // activity is what a session's events tell about it, for agent_status:
@@ -77,13 +78,13 @@ func (a *activity) events(n int) []eventRecord {
 	return all
 }
 
-func (a *activity) item(id, typ string) *turnItem {
+func (a *activity) item(id, typ string, now time.Time) *turnItem {
 	for _, it := range a.items {
 		if it.ID == id {
 			return it
 		}
 	}
-	it := &turnItem{ID: id, Type: typ, Status: "running"}
+	it := &turnItem{ID: id, Type: typ, Status: "running", since: now}
 	a.items = append(a.items, it)
 	return it
 }
@@ -117,7 +118,7 @@ func (a *activity) record(typ, thread string, act codexchild.Activity, now time.
 		if act.Item == nil {
 			break
 		}
-		it := a.item(act.Item.ID, act.Item.Type)
+		it := a.item(act.Item.ID, act.Item.Type, now)
 		if act.Item.Summary != "" {
 			it.Summary = act.Item.Summary
 		}

@@ -127,6 +127,7 @@ func (m *Manager) Close(ctx context.Context, s *Session, summarize bool) CloseOu
 		how += "; " + UsageLine(*usage)
 	}
 	m.cfg.Audit.Session("session_closed", rec, how)
+	s.changed()
 	m.log.Info("session closed", "agent_id", rec.AgentID, "identity", rec.Identity, "status", rec.Status, "summary", saved, "unused", unused)
 	return CloseOutcome{Record: rec, SummarySaved: saved, Usage: usage}
 }

@@ -110,27 +110,28 @@ type job struct {
 type Session struct {
 	m *Manager
 
-	mu         sync.Mutex // guards every field below
-	rec        registry.Session
-	queue      []*job
-	running    *job
-	runCancel  context.CancelFunc
-	closing    chan struct{} // non-nil while a close runs; closed when it ends
-	autoMail   bool
-	params     ThreadSettings
-	paramsGen  int    // bumped when params change (the thread-parameters cache key)
-	resumeNote string // summary to prepend on the next turn (FR-6, FR-16.3)
-	seed       string // an adopted session's last messages, for the next fresh thread
-	idleCh     chan struct{}
-	turns      int
-	approvals  map[string]*pending
-	act        activity
-	last       *outcome
-	fullResult string        // the last result's text before the cap
-	turnDone   chan struct{} // closed (and replaced) whenever a turn ends
-	ids        IDs           // quoted agent_id and identity
-	idsFor     [2]string     // the agent_id and identity ids encodes
-	cache      turnCache
+	mu          sync.Mutex // guards every field below
+	rec         registry.Session
+	queue       []*job
+	running     *job
+	runCancel   context.CancelFunc
+	closing     chan struct{} // non-nil while a close runs; closed when it ends
+	autoMail    bool
+	params      ThreadSettings
+	paramsGen   int    // bumped when params change (the thread-parameters cache key)
+	resumeNote  string // summary to prepend on the next turn (FR-6, FR-16.3)
+	seed        string // an adopted session's last messages, for the next fresh thread
+	idleCh      chan struct{}
+	turns       int
+	turnStarted time.Time // when the running turn started (State)
+	approvals   map[string]*pending
+	act         activity
+	last        *outcome
+	fullResult  string        // the last result's text before the cap
+	turnDone    chan struct{} // closed (and replaced) whenever a turn ends
+	ids         IDs           // quoted agent_id and identity
+	idsFor      [2]string     // the agent_id and identity ids encodes
+	cache       turnCache
 
 	forwarded, dropped atomic.Int64 // events passed on and dropped (FR-19.4)
 }
@@ -405,12 +406,14 @@ func (s *Session) submit(j *job, inline bool) (ranInline bool, err error) {
 func (s *Session) startLocked(j *job) (run func()) {
 	ctx, cancel := context.WithCancel(s.m.ctx)
 	s.running, s.runCancel = j, cancel
+	s.turnStarted = s.m.now()
 	setState(&s.rec, stateBusy, s.m.now())
 	s.m.persist.async(s)
 	s.m.wg.Add(1)
 	return func() {
 		defer s.m.wg.Done()
 		defer cancel()
+		s.changed() // busy
 		res, err := j.run(ctx, j)
 		var idle bool
 		if j.answered.Load() {
@@ -422,6 +425,7 @@ func (s *Session) startLocked(j *job) (run func()) {
 		if idle && s.m.cfg.Mail != nil {
 			s.m.cfg.Mail.Idle(s.Record().Identity) // the post-turn mail check (FR-8.1)
 		}
+		s.changed() // idle, or the next turn
 		j.done(res, err)
 	}
 }
@@ -495,6 +499,7 @@ func (s *Session) recordOutcome(o *outcome, full string) {
 	s.turnDone = make(chan struct{})
 	s.mu.Unlock()
 	close(done)
+	s.changed()
 }
 
 // Interrupt interrupts the session's running turn (agent_interrupt): its

@@ -452,6 +452,7 @@ func (h *turnHandler) Event(e codexchild.Event) {
 	}
 	if h.s != nil {
 		ids = h.s.recordEvent(e.Type, e.ThreadID, act)
+		h.s.changed()
 	}
 	sink := h.sink()
 	if sink == nil {
