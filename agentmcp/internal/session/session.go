@@ -425,7 +425,6 @@ func (s *Session) startLocked(j *job) (run func()) {
 		if idle && s.m.cfg.Mail != nil {
 			s.m.cfg.Mail.Idle(s.Record().Identity) // the post-turn mail check (FR-8.1)
 		}
-		s.changed() // idle, or the next turn
 		j.done(res, err)
 	}
 }
@@ -433,6 +432,7 @@ func (s *Session) startLocked(j *job) (run func()) {
 // finish runs after a job: the next queued job starts, else the session
 // becomes idle; it reports whether the mail layer should be told.
 func (s *Session) finish(j *job) bool {
+	defer s.changed() // idle, or the next turn (after the unlocks below)
 	s.mu.Lock()
 	if s.running == j {
 		s.running, s.runCancel = nil, nil
