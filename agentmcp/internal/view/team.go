@@ -255,7 +255,9 @@ func (t *Team) take(sc *serveConn, fr feed.Frame) {
 	}
 }
 
-// gone marks a serve's stream ended: its live agents are gone.
+// gone marks a serve's stream ended: its agents are gone (a serve closes
+// its sessions as it exits; what the user needs to see is that the serve
+// and its agents are no more).
 func (t *Team) gone(sc *serveConn, why error) {
 	inst := sc.rec.Serve.Instance
 	t.mu.Lock()
@@ -278,7 +280,7 @@ func (t *Team) gone(sc *serveConn, why error) {
 	st := sc.state
 	t.publishLocked(Update{Type: "serve", Serve: &st})
 	for _, a := range t.agents {
-		if a.Serve != inst || a.State == feed.StateClosed || a.State == feed.StateGone {
+		if a.Serve != inst || a.State == feed.StateGone {
 			continue
 		}
 		a.State, a.StateSince, a.Item, a.Approvals, a.TurnStarted = feed.StateGone, now, nil, nil, nil

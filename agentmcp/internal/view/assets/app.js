@@ -121,7 +121,8 @@
   function agentRows(a) {
     const k = keyOf(a);
     const approvals = (a.approvals || []).length;
-    const where = [a.branch ? "⎇ " + a.branch : "", a.cwd || ""].filter(Boolean).join("  ");
+    const dir = (a.cwd || "").split("/").filter(Boolean).pop() || a.cwd || "";
+    const where = [dir, a.branch ? "⎇ " + a.branch : ""].filter(Boolean).join("  ");
     const tr = el("tr", { "data-owner": k, "data-key": k, "data-identity": a.identity, "data-state": a.state, class: a.state },
       el("td", null, el("a", { href: "#agent/" + encodeURIComponent(a.serve) + "/" + encodeURIComponent(a.agent_id), text: a.identity }),
         approvals ? el("span", { class: "badge", title: "pending approvals", text: String(approvals) }) : null),
@@ -133,13 +134,14 @@
       el("td", { class: "num tokens", text: tokens(a.usage), title: tokensTitle(a.usage) }),
       el("td", { class: "num cost", text: cost(a.usage) }),
       el("td", { class: "num mail", text: String(a.unread_mail || 0), title: "unread mail" }),
-      el("td", { class: "where", text: where, title: a.cwd || "" }));
+      el("td", { class: "where", text: where, title: a.cwd || "" }),
+      el("td", { class: "serve", text: a.serve }));
     const out = [tr];
     for (const s of a.sub_agents || []) {
       out.push(el("tr", { class: "sub", "data-owner": k },
         el("td", { text: "└ " + s.thread_id.slice(0, 13) }), el("td", { text: "sub-agent" }),
         el("td", { text: s.status }), el("td", { class: "doing", text: s.message || "" }),
-        el("td"), el("td"), el("td"), el("td"), el("td"), el("td")));
+        el("td"), el("td"), el("td"), el("td"), el("td"), el("td"), el("td")));
     }
     return out;
   }
@@ -215,7 +217,7 @@
     const now = Date.now();
     let from = now;
     for (const a of withSpans) from = Math.min(from, new Date(a.spans[0].start).getTime());
-    from = Math.min(from, now - 60e3);
+    from = Math.max(Math.min(from, now - 20e3), now - 30 * 60e3); // 20 s to 30 min
     const W = 1000, label = 140, lane = 22, H = withSpans.length * lane + 20;
     const x = (t) => label + ((t - from) / (now - from)) * (W - label - 10);
     const s = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": "each agent's turns over time" });
@@ -227,7 +229,9 @@
         const st = new Date(sp.start).getTime();
         const en = sp.end && !sp.end.startsWith("0001") ? new Date(sp.end).getTime() : now;
         const open = !sp.end || sp.end.startsWith("0001");
-        const r = svg("rect", { class: "span " + (open ? "open" : sp.status || ""), x: x(st), y: y + 5, width: Math.max(2, x(en) - x(st)), height: lane - 10 });
+        if (en < from) continue;
+        const cls = open ? (a.state === "waiting_approval" ? "approval" : "running") : sp.status || "";
+        const r = svg("rect", { class: "span " + cls, x: x(Math.max(st, from)), y: y + 5, width: Math.max(3, x(en) - x(Math.max(st, from))), height: lane - 10 });
         r.append(svg("title", { text: `${a.identity}: ${clock(sp.start)} – ${open ? "now" : clock(sp.end)} ${sp.status || ""}` }));
         s.append(r);
       }
@@ -288,7 +292,7 @@
     if (!(a.approvals || []).length) ap.append(el("li", { class: "muted", text: "nothing" }));
     const ev = q("ap-events");
     ev.textContent = "";
-    for (const e of (a.events || []).slice().reverse()) {
+    for (const e of (a.events || []).filter((e) => e.summary).reverse()) {
       ev.append(el("li", null, el("span", { class: "time", text: clock(e.time) }), e.type + (e.summary ? ": " + e.summary : "")));
     }
     const ms = q("ap-messages");
