@@ -193,6 +193,10 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	// A dropped stream is taken up again within half a second.
+	if _, err := fmt.Fprint(w, "retry: 500\n\n"); err != nil {
+		return
+	}
 	if err := writeEvent(w, "snapshot", snap); err != nil {
 		return
 	}
@@ -207,23 +211,23 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			if !ok {
 				return // too slow: the browser reconnects and starts again
 			}
-			if err := writeEvent(w, u.Type, u); err != nil {
-				return
-			}
-			// Write what else is queued before one flush.
+			// A burst is written as its last state per agent, with every
+			// mail and serve change, in order, then flushed once.
+			batch := []Update{u}
 			for more := true; more; {
 				select {
 				case u, ok := <-updates:
 					if !ok {
-						fl.Flush()
-						return
+						more = false
+						break
 					}
-					if err := writeEvent(w, u.Type, u); err != nil {
-						return
-					}
+					batch = append(batch, u)
 				default:
 					more = false
 				}
+			}
+			if err := writeBatch(w, batch); err != nil {
+				return
 			}
 			fl.Flush()
 		case <-ping.C:
@@ -233,6 +237,25 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			fl.Flush()
 		}
 	}
+}
+
+// writeBatch writes updates, each agent's only at its last place.
+func writeBatch(w http.ResponseWriter, batch []Update) error {
+	last := map[string]int{}
+	for i, u := range batch {
+		if u.Type == "agent" {
+			last[u.Agent.Serve+"/"+u.Agent.AgentID] = i
+		}
+	}
+	for i, u := range batch {
+		if u.Type == "agent" && last[u.Agent.Serve+"/"+u.Agent.AgentID] != i {
+			continue
+		}
+		if err := writeEvent(w, u.Type, u); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func writeEvent(w http.ResponseWriter, name string, v any) error {

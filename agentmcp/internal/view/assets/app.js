@@ -14,8 +14,11 @@
   const dirty = new Set();
   let dirtyAll = true;
   let dirtyMail = true;
+  let dirtyTimeline = true;
+  const spanKeys = new Map(); // agent → its spans as last drawn
   let scheduled = false;
   const answering = new Set(); // approvals answered from this page
+  const answerErrors = new Map(); // approval → why its answer was refused
 
   const STATE_TEXT = {
     working: "working", waiting_approval: "waiting for approval", waiting_mail: "waiting for mail",
@@ -107,15 +110,18 @@
       }
     }
     q("no-agents").hidden = agents.size > 0;
-    renderSummary(list);
-    renderApprovals(list);
-    renderTimeline(list);
+    if (dirtyAll || dirty.size > 0) {
+      renderSummary(list);
+      renderApprovals(list);
+    }
+    if (dirtyTimeline) renderTimeline(list);
     if (dirtyMail) renderMail();
     renderServes();
     renderAgentPage();
     dirty.clear();
     dirtyAll = false;
     dirtyMail = false;
+    dirtyTimeline = false;
   }
 
   function agentRows(a) {
@@ -156,7 +162,7 @@
 
   function approvalItem(a, p) {
     const key = a.serve + "/" + a.agent_id + "/" + p.id;
-    const err = el("span", { class: "answer-error" });
+    const err = el("span", { class: "answer-error", text: answerErrors.get(key) || "" });
     const approve = el("button", { class: "approve", text: "Approve", type: "button" });
     const deny = el("button", { class: "deny", text: "Deny", type: "button" });
     const li = el("li", { class: "approval", "data-approval-id": p.id, "data-identity": a.identity },
@@ -172,10 +178,13 @@
           body: JSON.stringify({ serve: a.serve, agent_id: a.agent_id, approval_id: p.id, decision }),
         });
         const res = await r.json().catch(() => ({ error: r.statusText }));
-        if (!r.ok) err.textContent = res.error || r.statusText;
-        else li.dataset.answered = decision;
+        if (!r.ok) {
+          err.textContent = res.error || r.statusText;
+          answerErrors.set(key, err.textContent);
+        } else li.dataset.answered = decision;
       } catch (e) {
         err.textContent = String(e);
+        answerErrors.set(key, err.textContent);
       }
     };
     approve.addEventListener("click", () => send("approve"));
@@ -303,11 +312,13 @@
     am.textContent = "";
     for (const x of mail.filter((x) => x.from === a.identity || x.to === a.identity).slice(-50).reverse()) am.append(mailItem(x));
   }
-  window.addEventListener("hashchange", () => { dirtyAll = true; schedule(); });
+  window.addEventListener("hashchange", () => { dirtyAll = dirtyTimeline = dirtyMail = true; schedule(); });
   q("back").addEventListener("click", (e) => { e.preventDefault(); location.hash = ""; });
 
-  // the "for" column ticks
+  // the "for" column ticks, and the timeline moves on
   setInterval(() => {
+    dirtyTimeline = true;
+    schedule();
     for (const td of document.querySelectorAll("td.for[data-since]")) {
       if (td.dataset.since && td.textContent !== "") td.textContent = since(td.dataset.since);
     }
@@ -324,7 +335,7 @@
       for (const v of s.serves) serves.set(v.instance, v);
       mail = s.mail || [];
       q("conn").textContent = "";
-      dirtyAll = dirtyMail = true;
+      dirtyAll = dirtyMail = dirtyTimeline = true;
       schedule();
     });
     es.addEventListener("agent", (e) => {
@@ -332,6 +343,11 @@
       const k = keyOf(a);
       if (!agents.has(k)) dirtyAll = true;
       agents.set(k, a);
+      const sk = JSON.stringify(a.spans || []) + a.state;
+      if (spanKeys.get(k) !== sk) {
+        spanKeys.set(k, sk);
+        dirtyTimeline = true;
+      }
       dirty.add(k);
       schedule();
     });
