@@ -25,7 +25,7 @@ var layers = []struct {
 	// The feed reads sessions and publishes them; it knows nothing of MCP.
 	{"internal/feed", []string{"internal/mcpconn", "internal/tools", "internal/proxy", "mailbridge"}},
 	// The view reads feeds; it never reaches into a serve's parts.
-	{"internal/view", []string{"internal/mcpconn", "internal/tools", "internal/proxy", "mailbridge", "codexchild"}},
+	{"internal/view", []string{"internal/mcpconn", "internal/tools", "internal/proxy", "mailbridge"}},
 }
 
 // TestLayers checks the dependency rules with go list -deps.

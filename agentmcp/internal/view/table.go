@@ -3,12 +3,14 @@ package view
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/feed"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
 )
 
 // stateText is how a state reads in the terminal and on the page.
@@ -27,11 +29,12 @@ func WriteTable(w io.Writer, s Snapshot, now time.Time) error {
 			live++
 		}
 	}
-	fmt.Fprintf(w, "team %s: %s, %d serve%s running\n", s.Team, summary(s.Agents), live, plural(live))
+	fmt.Fprintf(w, "team %s: %s, %d serve%s running%s\n", s.Team, summary(s.Agents), live, plural(live), spent(s.Agents))
 	if len(s.Agents) == 0 {
 		return nil
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	var buf strings.Builder
+	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "AGENT\tKIND\tMODEL\tSTATE\tFOR\tDOING NOW\tTURNS\tTOKENS\tCOST\tMAIL\tAPPROVALS\tSERVE")
 	for _, a := range s.Agents {
 		forText := ""
@@ -45,10 +48,19 @@ func WriteTable(w io.Writer, s Snapshot, now time.Time) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%d\t%d\t%s\n", a.Identity, a.Kind, dash(a.Model), stateText[a.State], dash(forText),
 			dash(clip(Doing(a), 60)), a.Turns, tokens(a), cost(a), a.UnreadMail, len(a.Approvals), a.Serve)
 		for _, sub := range a.SubAgents {
+			// Every cell, so that the columns stay one block.
 			fmt.Fprintf(tw, "  └ %s\tsub-agent\t-\t%s\t-\t%s\t\t\t\t\t\t\n", clip(sub.ThreadID, 13), sub.Status, dash(clip(sub.Message, 60)))
 		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for line := range strings.Lines(buf.String()) {
+		if _, err := fmt.Fprintln(w, strings.TrimRight(line, " \n")); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Doing is what an agent does now, in a line.
@@ -154,4 +166,33 @@ func firstNonEmpty(v ...string) string {
 		}
 	}
 	return ""
+}
+
+// spent is the team's tokens and cost: "; 5100 tokens, $0.0320" ("" when
+// no agent reported any).
+func spent(agents []feed.Agent) string {
+	var total int64
+	costs := map[string]float64{}
+	var currencies []string
+	for _, a := range agents {
+		if a.Usage == nil {
+			continue
+		}
+		total += a.Usage.TotalTokens
+		if c := a.Usage.Cost; c != nil {
+			if _, ok := costs[c.Currency]; !ok {
+				currencies = append(currencies, c.Currency)
+			}
+			costs[c.Currency] += c.Amount
+		}
+	}
+	if total == 0 && len(costs) == 0 {
+		return ""
+	}
+	s := "; " + strconv.FormatInt(total, 10) + " tokens"
+	sort.Strings(currencies)
+	for _, c := range currencies {
+		s += ", " + cost(feed.Agent{Usage: &codexchild.Usage{Cost: &codexchild.Cost{Amount: costs[c], Currency: c}}})
+	}
+	return s
 }

@@ -157,7 +157,17 @@
     for (const a of list) counts[a.state] = (counts[a.state] || 0) + 1;
     const order = ["waiting_approval", "working", "waiting_mail", "idle", "failed", "closed", "gone"];
     const parts = order.filter((s) => counts[s]).map((s) => counts[s] + " " + STATE_TEXT[s]);
+    let total = 0;
+    const costs = {};
+    for (const a of list) {
+      if (!a.usage) continue;
+      total += a.usage.total_tokens || 0;
+      if (a.usage.cost) costs[a.usage.cost.currency] = (costs[a.usage.cost.currency] || 0) + a.usage.cost.amount;
+    }
+    const spent = [total ? tokens({ total_tokens: total }) + " tokens" : ""]
+      .concat(Object.entries(costs).map(([c, v]) => cost({ cost: { amount: v, currency: c } }))).filter(Boolean);
     q("summary").textContent = list.length ? `${list.length} agent${list.length === 1 ? "" : "s"}: ${parts.join(", ")}` : "no agents";
+    q("spent").textContent = spent.length ? "team: " + spent.join(" · ") : "";
   }
 
   function approvalItem(a, p) {
