@@ -122,11 +122,14 @@ func (m *Manager) Close(ctx context.Context, s *Session, summarize bool) CloseOu
 	if unused {
 		how = "resumed and closed without a turn: status " + string(rec.Status) + " and summary kept"
 	}
+	// The session's token usage over its life goes into the entry's
+	// summary (a close has no prompt), its outcome stays as it was.
 	usage := s.Usage()
+	entry := registry.Entry{Event: "session_closed", AgentID: rec.AgentID, Identity: rec.Identity, Outcome: how}
 	if usage != nil {
-		how += "; " + UsageLine(*usage)
+		entry.Summary = UsageLine(*usage)
 	}
-	m.cfg.Audit.Session("session_closed", rec, how)
+	m.cfg.Audit.Append(entry)
 	s.changed()
 	m.log.Info("session closed", "agent_id", rec.AgentID, "identity", rec.Identity, "status", rec.Status, "summary", saved, "unused", unused)
 	return CloseOutcome{Record: rec, SummarySaved: saved, Usage: usage}
