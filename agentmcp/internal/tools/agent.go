@@ -9,6 +9,7 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/mcpconn"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
 )
 
 // agentSessions lists every session this proxy knows (FR-10.1).
@@ -56,7 +57,10 @@ type ServerStatus struct {
 	MaxConcurrentThreads int                    `json:"max_concurrent_threads"`
 	PendingMail          int                    `json:"pending_mail"`
 	Team                 string                 `json:"team"`
-	UptimeSecs           int                    `json:"uptime_secs"`
+	// TokenUsage is the tokens (and cost) of every session of this serve,
+	// live or closed, added up; nil when no agent reported any.
+	TokenUsage *codexchild.Usage `json:"token_usage,omitempty"`
+	UptimeSecs int               `json:"uptime_secs"`
 }
 
 // LeadMail is the path that mail for the client's own identity (the lead)
@@ -157,6 +161,16 @@ func (e *Env) agentStatus(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.To
 				as.Exit = &exit
 			}
 			v.Agents[kind] = as
+		}
+	}
+	for _, s := range e.m.Sessions() {
+		if u := s.Usage(); u != nil {
+			total := *u
+			if v.TokenUsage != nil {
+				total = v.TokenUsage.Add(*u)
+			}
+			total.ContextTokens, total.ContextWindow = 0, 0 // a context is one session's
+			v.TokenUsage = &total
 		}
 	}
 	live := e.m.Live()
