@@ -62,9 +62,13 @@
 // # Goroutines and locks
 //
 // A Feed runs one publisher goroutine, one inbox poller, one accept loop
-// and, per client, one reader and one writer. Feed.mu guards the dirty
+// and, per client, one reader and one writer. A new client's snapshot is
+// taken after a publish of what changed since the last one, so it is
+// never behind the sessions. Feed.mu guards the dirty
 // set, the published agents, the mail ring and the client set; it is
 // never held across I/O or a call into a session (Session.State takes the
-// session's lock; the feed takes its own only after). client.mu guards a
-// client's closed flag and queue.
+// session's lock; the feed takes its own only after). Feed.pubMu makes
+// publishes one at a time (the publisher's, a new client's, the last one
+// at Close) and is taken before Feed.mu. client.mu guards a client's
+// closed flag and queue; it is taken after Feed.mu.
 package feed

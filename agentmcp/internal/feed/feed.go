@@ -103,6 +103,9 @@ type Feed struct {
 	wake     chan struct{}
 	stop     chan struct{}
 	pubDone  chan struct{} // closed when the publisher returned
+	// pubMu makes publishes one at a time, so that a later state is never
+	// overwritten by an earlier one read before it.
+	pubMu sync.Mutex
 	wg       sync.WaitGroup
 
 	mu      sync.Mutex // guards the fields below
@@ -257,6 +260,8 @@ func (f *Feed) publisher() {
 
 // publish reads the dirty sessions' states and sends those that changed.
 func (f *Feed) publish() {
+	f.pubMu.Lock()
+	defer f.pubMu.Unlock()
 	f.mu.Lock()
 	dirty := make([]*session.Session, 0, len(f.dirty))
 	for s := range f.dirty {

@@ -94,6 +94,10 @@ func (f *Feed) accept() {
 		}
 		c := &client{conn: conn, max: f.cfg.ClientQueue}
 		c.cond = sync.NewCond(&c.mu)
+		// What changed since the last publish goes out first: a new
+		// client's snapshot is the sessions' state now, not up to
+		// Coalesce behind it.
+		f.publish()
 		f.mu.Lock()
 		if f.closed {
 			f.mu.Unlock()
