@@ -106,7 +106,7 @@ type Feed struct {
 	// pubMu makes publishes one at a time, so that a later state is never
 	// overwritten by an earlier one read before it.
 	pubMu sync.Mutex
-	wg       sync.WaitGroup
+	wg    sync.WaitGroup
 
 	mu      sync.Mutex // guards the fields below
 	dirty   map[*session.Session]bool
