@@ -104,11 +104,7 @@ func codexMCPUsage(info []byte) (*Usage, bool) {
 	if !ok {
 		return nil, false
 	}
-	n := func(ms []jsonrpcframe.Member, name string) int64 {
-		var v int64
-		_ = json.Unmarshal(jsonrpcframe.Lookup(ms, name), &v)
-		return v
-	}
+	n := func(ms []jsonrpcframe.Member, name string) int64 { return count(jsonrpcframe.Lookup(ms, name)) }
 	u := &Usage{InputTokens: n(total, "input_tokens"), CachedInputTokens: n(total, "cached_input_tokens"),
 		OutputTokens: n(total, "output_tokens"), TotalTokens: n(total, "total_tokens"),
 		ContextWindow: n(top, "model_context_window")}
@@ -116,4 +112,21 @@ func codexMCPUsage(info []byte) (*Usage, bool) {
 		u.ContextTokens = n(last, "total_tokens")
 	}
 	return u, true
+}
+
+// count reads a JSON token count: a non-negative integer; anything else
+// (null, a fraction, a string, a number too large) is 0. It runs for every
+// token_count event and allocates nothing.
+func count(raw []byte) int64 {
+	if len(raw) == 0 || len(raw) > 18 {
+		return 0
+	}
+	var v int64
+	for _, c := range raw {
+		if c < '0' || c > '9' {
+			return 0
+		}
+		v = v*10 + int64(c-'0')
+	}
+	return v
 }
