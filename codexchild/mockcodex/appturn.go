@@ -415,8 +415,7 @@ func (k *appSink) modelError(string, string) {}
 // spawnAgent tells of a sub-agent the turn starts (SPAWN_AGENT): a
 // collabAgentToolCall item of tool spawnAgent, in progress with the new
 // thread pending, then completed with it running, as Codex 0.169.0 and
-// 0.171.0 send it (notes/codex-wire/app-server-0.171.0-diff.md). The
-// sub-agent itself does nothing.
+// 0.171.0 send it. The sub-agent itself does nothing.
 func (k *appSink) spawnAgent() {
 	tid, _ := k.ids()
 	id, child := "call_"+newUUIDv7(), newUUIDv7()
