@@ -252,7 +252,8 @@ func BenchmarkViewEventToDOM(b *testing.B) {
 // in seven a mail) as fast as the feeds write them; then how long until the
 // page shows every agent's last event (drain-ms), how long a click on an
 // agent takes to show its page, and a click back the team, measured in the
-// page from the click to the frame that shows it (click-ms, the slower),
+// page from the click to the frame that shows it (click-p50-ms and
+// click-max-ms),
 // and how long the page takes to answer a script call (eval-ms).
 func BenchmarkViewResponsive(b *testing.B) {
 	ctx, feeds := benchView(b, 5)
@@ -320,7 +321,9 @@ func BenchmarkViewResponsive(b *testing.B) {
 		eval = append(eval, float64(time.Since(t2).Microseconds())/1000)
 	}
 	b.ReportMetric(slices.Max(drain), "drain-ms")
-	b.ReportMetric(slices.Max(click), "click-ms")
+	slices.Sort(click)
+	b.ReportMetric(percentile(click, 50), "click-p50-ms")
+	b.ReportMetric(slices.Max(click), "click-max-ms")
 	b.ReportMetric(slices.Max(eval), "eval-ms")
 	rows, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#agent-rows tr").length`))
 	if err != nil || rows != 50 {

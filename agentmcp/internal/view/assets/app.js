@@ -92,8 +92,17 @@
   // ---- rendering ----
   function render() {
     scheduled = false;
-    const rows = q("agent-rows");
     const list = [...agents.values()].sort((x, y) => x.identity.localeCompare(y.identity) || x.serve.localeCompare(y.serve));
+    if (/^#agent\//.test(location.hash)) {
+      // Only the agent's page shows: the team's parts are drawn again, whole,
+      // on the way back (hashchange).
+      renderSummary(list);
+      renderServes();
+      renderAgentPage();
+      dirty.clear();
+      return;
+    }
+    const rows = q("agent-rows");
     if (dirtyAll) {
       rows.textContent = "";
       for (const a of list) rows.append(...agentRows(a));
