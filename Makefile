@@ -23,7 +23,7 @@ CODEX_MCP_VERSION ?= 0.153.4
 CODEX_APP_VERSION ?= 0.169.0
 CODEX_CACHE       := $(CURDIR)/.cache/codex
 
-.PHONY: all build check test real-codex lint cross-vet cross-build bench fuzz soak demo install release dist help clean
+.PHONY: all build check test real-codex chromium lint cross-vet cross-build bench fuzz soak demo install release dist help clean
 
 all: build
 
@@ -37,8 +37,8 @@ build:
 	cd agentmcp && GOWORK=off $(GO) build -o $(BIN)/ ./cmd/...
 	cd codexchild && GOWORK=off $(GO) build -o $(BIN)/ ./cmd/...
 
-## test: lint, vet for macOS, the release targets' builds, every module with -race (testscripts, real Codex CLIs, real clients: Claude Code, Go and TypeScript SDKs, go install of a test release), atmclient at full size.
-test: build real-codex lint cross-vet cross-build
+## test: lint, vet for macOS, the release targets' builds, every module with -race (testscripts, real Codex CLIs, real clients: Claude Code, Go and TypeScript SDKs, go install of a test release, the live view in headless Chromium), atmclient at full size.
+test: build real-codex chromium lint cross-vet cross-build
 	@for m in $(MODULES); do \
 	  echo "== go test -race $$m"; \
 	  par=2; [ $$m = testscripts ] && par=8; \
@@ -61,6 +61,10 @@ check: lint
 real-codex:
 	@tools/install-codex.sh $(CODEX_CACHE) $(CODEX_MCP_VERSION) mcp-bin
 	@tools/install-codex.sh $(CODEX_CACHE) $(CODEX_APP_VERSION) app-bin
+
+## chromium: install Debian's chromium for the browser tests of the live view (once; apt-get, as root).
+chromium:
+	@tools/install-chromium.sh
 
 ## lint: go vet and staticcheck (pinned in tools/go.mod) over every module.
 lint:

@@ -23,6 +23,10 @@ var layers = []struct {
 	{"internal/mcpconn", []string{"internal/session", "internal/tools", "internal/proxy", "internal/gitctx", "codexchild", "registry", "atmclient", "mailbridge"}},
 	{"internal/session", []string{"internal/mcpconn", "internal/tools", "internal/proxy", "atmclient", "mailbridge"}},
 	{"internal/tools", []string{"internal/proxy", "mailbridge"}},
+	// The feed reads sessions and publishes them; it knows nothing of MCP.
+	{"internal/feed", []string{"internal/mcpconn", "internal/tools", "internal/proxy", "mailbridge"}},
+	// The view reads feeds; it never reaches into a serve's parts.
+	{"internal/view", []string{"internal/mcpconn", "internal/tools", "internal/proxy", "mailbridge"}},
 }
 
 // TestLayers checks the dependency rules with go list -deps.

@@ -61,6 +61,9 @@ func (t *acpTurn) flush() {
 func (th *acpThread) onEvent(ev acp.Event) {
 	th.mu.Lock()
 	defer th.mu.Unlock()
+	if ev.Kind == acp.EventUsage && !ev.Replay {
+		th.usage = th.usage.withUpdate(ev.Usage) // kept even when no turn runs
+	}
 	t := th.turn
 	if t == nil || ev.Replay {
 		return
@@ -78,7 +81,12 @@ func (th *acpThread) onEvent(ev acp.Event) {
 		t.partial.WriteString(ev.Text)
 		t.lastMsg = ev.MessageID
 	}
-	t.deliver(t.translate(ev))
+	e := t.translate(ev)
+	if ev.Kind == acp.EventUsage {
+		u := th.usage
+		e.Neutral.Usage = &u
+	}
+	t.deliver(e)
 }
 
 // onIdle flushes the running turn's handler when no more events wait.
@@ -103,7 +111,7 @@ func (t *acpTurn) translate(ev acp.Event) Event {
 		a.Kind = ActivityItem
 		a.Item = &Item{ID: tc.ID, Type: itemType(t.kinds[tc.ID]), Status: itemStatus(tc.Status), Summary: tc.Title, Started: tc.Created}
 	case acp.EventUsage:
-		a.Kind, a.Tokens = ActivityTokens, ev.Raw
+		a.Kind = ActivityTokens // its Usage is the thread's, set by onEvent
 	case acp.EventPlan:
 		var steps []string
 		for _, p := range ev.Plan {

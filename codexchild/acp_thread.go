@@ -43,6 +43,7 @@ type acpThread struct {
 	turn     *acpTurn      // the running turn, or nil
 	stopping chan struct{} // closed when the agent stopped after a turn has been closed
 	notes    []string      // denial notes for the next prompt (denialnote.go)
+	usage    Usage         // the thread's usage so far (acp_usage.go)
 }
 
 // takeNotes returns the thread's denial notes, each followed by a blank
@@ -384,6 +385,12 @@ func (th *acpThread) run(ctx context.Context, req TurnRequest, text string) (*Re
 		for _, m := range res.Messages {
 			t.deliver(Event{ThreadID: s.ID(), TurnID: turnID(res.Turn), Method: "session/prompt", Type: "agent_message",
 				Neutral: &Activity{Kind: ActivityMessage, Text: m}})
+		}
+		if res.Tokens != nil {
+			th.usage = th.usage.withTurn(res.Tokens)
+			u := th.usage
+			t.deliver(Event{ThreadID: s.ID(), TurnID: turnID(res.Turn), Method: "session/prompt", Type: "usage",
+				Neutral: &Activity{Kind: ActivityTokens, Usage: &u}})
 		}
 	}
 	t.flush()

@@ -1,7 +1,5 @@
 package codexchild
 
-import "encoding/json"
-
 // ActivityKind says what an event means for the session that runs the
 // turn, whatever the backend's dialect called it.
 type ActivityKind string
@@ -24,7 +22,7 @@ const (
 	// ActivityProblem: an error or a retry notice, in Text (Retrying says
 	// which): why a turn is slow or failed.
 	ActivityProblem ActivityKind = "problem"
-	// ActivityTokens: the token usage so far, in Tokens.
+	// ActivityTokens: the thread's token usage so far, in Usage.
 	ActivityTokens ActivityKind = "tokens"
 	// ActivityNote: a line worth keeping and nothing else, in Summary (a
 	// turn's abort reason).
@@ -47,8 +45,25 @@ type Activity struct {
 	Retrying bool
 	// Item is the item an ActivityItem event began or changed.
 	Item *Item
-	// Tokens is the token usage, as the backend reports it.
-	Tokens json.RawMessage
+	// Usage is the thread's token usage so far (ActivityTokens), in the
+	// one shape of every kind (usage.go).
+	Usage *Usage
+	// SubAgents are the agents a Codex agent runs of its own (the collab
+	// tools: spawn_agent and the like), as a collab item tells of them:
+	// each one's thread and state. They are not members of the team.
+	SubAgents []SubAgent
+}
+
+// SubAgent is an agent that a Codex agent started of its own (a collab
+// spawn_agent), nested under it.
+type SubAgent struct {
+	// ThreadID is the sub-agent's own thread.
+	ThreadID string `json:"thread_id"`
+	// Status is its state as Codex last said ("pendingInit", "running",
+	// "completed", "errored", "shutdown", …).
+	Status string `json:"status"`
+	// Message is what it last said of itself, when Codex passed it on.
+	Message string `json:"message,omitempty"`
 }
 
 // Item is one item of a turn as an event tells of it.

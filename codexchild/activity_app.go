@@ -2,6 +2,7 @@ package codexchild
 
 import (
 	"encoding/json"
+	"sort"
 )
 
 // appActivity translates an app-server notification (its method in
@@ -27,8 +28,10 @@ func appActivity(e Event) Activity {
 		var p struct {
 			TokenUsage json.RawMessage `json:"tokenUsage"`
 		}
-		if json.Unmarshal(e.Params, &p) == nil && len(p.TokenUsage) > 0 {
-			return Activity{Kind: ActivityTokens, Tokens: p.TokenUsage}
+		if json.Unmarshal(e.Params, &p) == nil {
+			if u, ok := codexAppUsage(p.TokenUsage); ok {
+				return Activity{Kind: ActivityTokens, Usage: u}
+			}
 		}
 	}
 	return Activity{}
@@ -48,6 +51,12 @@ func appItem(e Event) Activity {
 			Server  string          `json:"server"`
 			Tool    string          `json:"tool"`
 			Text    string          `json:"text"`
+			// collabAgentToolCall (Codex's own sub-agents; its tool in Tool)
+			Receivers    []string `json:"receiverThreadIds"`
+			AgentsStates map[string]struct {
+				Status  string `json:"status"`
+				Message string `json:"message"`
+			} `json:"agentsStates"`
 		} `json:"item"`
 	}
 	if json.Unmarshal(e.Params, &p) != nil {
@@ -67,6 +76,25 @@ func appItem(e Event) Activity {
 		item.Type, item.Summary = "file_change", files(len(it.Changes))
 	case "mcpToolCall":
 		item.Type, item.Summary = "tool_call", it.Server+"."+it.Tool
+	case "collabAgentToolCall":
+		// tool is spawnAgent, sendInput, wait, closeAgent, …; the
+		// sub-agents it concerns are its receivers, their states in
+		// agentsStates.
+		item.Type, item.Summary = "sub_agent", "sub-agent "+it.Tool
+		a := Activity{Kind: ActivityItem, Item: item}
+		seen := map[string]bool{}
+		for _, id := range it.Receivers {
+			st := it.AgentsStates[id]
+			a.SubAgents = append(a.SubAgents, SubAgent{ThreadID: id, Status: st.Status, Message: clip(st.Message, 200)})
+			seen[id] = true
+		}
+		for id, st := range it.AgentsStates {
+			if !seen[id] {
+				a.SubAgents = append(a.SubAgents, SubAgent{ThreadID: id, Status: st.Status, Message: clip(st.Message, 200)})
+			}
+		}
+		sort.Slice(a.SubAgents, func(i, j int) bool { return a.SubAgents[i].ThreadID < a.SubAgents[j].ThreadID })
+		return a
 	default:
 		return Activity{Summary: it.Type}
 	}

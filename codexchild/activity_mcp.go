@@ -1,7 +1,6 @@
 package codexchild
 
 import (
-	"encoding/json"
 	"strconv"
 	"strings"
 
@@ -59,7 +58,10 @@ func mcpActivity(e Event) Activity {
 		if len(info) == 0 || string(info) == "null" {
 			return Activity{}
 		}
-		return Activity{Kind: ActivityTokens, Tokens: append(json.RawMessage(nil), info...)} // not the whole event
+		if u, ok := codexMCPUsage(info); ok {
+			return Activity{Kind: ActivityTokens, Usage: u}
+		}
+		return Activity{}
 	case "exec_approval_request":
 		return Activity{Kind: ActivityApproval, Summary: "approval: " + shortCommand(jsonrpcframe.Lookup(msg, "command"))}
 	case "apply_patch_approval_request":

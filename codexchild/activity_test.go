@@ -26,7 +26,9 @@ func appEvent(method, params string) Event {
 // TestEventActivity: what each Codex event means in backend-neutral terms,
 // for both protocols' event shapes; deltas and bookkeeping mean nothing.
 func TestEventActivity(t *testing.T) {
-	tokens := json.RawMessage(`{"total_token_usage": {"input_tokens": 120, "total_tokens": 132}}`)
+	// token_count info and tokenUsage as Codex 0.153.4 and 0.169.0 send
+	// them (docs/codex-wire.md; mockcodex writes the same shapes).
+	tokens := `{"total_token_usage": {"input_tokens": 240, "cached_input_tokens": 100, "cache_write_input_tokens": 0, "output_tokens": 24, "reasoning_output_tokens": 0, "total_tokens": 264}, "last_token_usage": {"input_tokens": 120, "cached_input_tokens": 0, "output_tokens": 12, "reasoning_output_tokens": 0, "total_tokens": 132}, "model_context_window": 258400}`
 	tests := []struct {
 		name string
 		e    Event
@@ -60,8 +62,9 @@ func TestEventActivity(t *testing.T) {
 		{"mcp message with escapes", mcpEvent(`{"type": "agent_message", "message": "line one\nsaid \"hi\" \u00e9"}`),
 			Activity{Kind: ActivityMessage, Text: "line one\nsaid \"hi\" é"}},
 		{"mcp tokens not known yet", mcpEvent(`{"type": "token_count", "info": null}`), Activity{}},
-		{"mcp tokens", mcpEvent(`{"type": "token_count", "info": ` + string(tokens) + `, "rate_limits": {"primary": null}}`),
-			Activity{Kind: ActivityTokens, Tokens: tokens}},
+		{"mcp tokens", mcpEvent(`{"type": "token_count", "info": ` + tokens + `, "rate_limits": {"primary": null}}`),
+			Activity{Kind: ActivityTokens, Usage: &Usage{InputTokens: 240, CachedInputTokens: 100, OutputTokens: 24, TotalTokens: 264, ContextTokens: 132, ContextWindow: 258400}}},
+		{"mcp tokens without totals", mcpEvent(`{"type": "token_count", "info": {"model_context_window": 9}}`), Activity{}},
 		{"mcp error", mcpEvent(`{"type": "error", "message": "stream disconnected"}`), Activity{Kind: ActivityProblem, Text: "stream disconnected"}},
 		{"mcp error without a message", mcpEvent(`{"type": "error"}`), Activity{}},
 		{"mcp stream error", mcpEvent(`{"type": "stream_error", "message": "Reconnecting... 2/5 (stream disconnected before completion)"}`),
@@ -89,8 +92,15 @@ func TestEventActivity(t *testing.T) {
 		{"app message starts", appEvent("item/started", `{"item": {"id": "i2", "type": "agentMessage", "text": ""}}`), Activity{}},
 		{"app other item", appEvent("item/completed", `{"item": {"id": "i5", "type": "reasoning"}}`), Activity{Summary: "reasoning"}},
 		{"app item not json", appEvent("item/started", `not json`), Activity{}},
-		{"app tokens", appEvent("thread/tokenUsage/updated", `{"threadId": "T", "tokenUsage": {"total": {"totalTokens": 9}}}`),
-			Activity{Kind: ActivityTokens, Tokens: json.RawMessage(`{"total": {"totalTokens": 9}}`)}},
+		{"app tokens", appEvent("thread/tokenUsage/updated", `{"threadId": "T", "turnId": "U", "tokenUsage": {"total": {"totalTokens": 264, "inputTokens": 240, "cachedInputTokens": 100, "cacheWriteInputTokens": 0, "outputTokens": 24, "reasoningOutputTokens": 0}, "last": {"totalTokens": 132, "inputTokens": 120, "cachedInputTokens": 0, "outputTokens": 12, "reasoningOutputTokens": 0}, "modelContextWindow": 258400}}`),
+			Activity{Kind: ActivityTokens, Usage: &Usage{InputTokens: 240, CachedInputTokens: 100, OutputTokens: 24, TotalTokens: 264, ContextTokens: 132, ContextWindow: 258400}}},
+		{"app tokens without totals", appEvent("thread/tokenUsage/updated", `{"threadId": "T", "tokenUsage": {"modelContextWindow": 9}}`), Activity{}},
+		{"app sub-agent spawned", appEvent("item/started", `{"threadId": "T", "item": {"id": "c1", "type": "collabAgentToolCall", "tool": "spawnAgent", "status": "inProgress", "senderThreadId": "T", "receiverThreadIds": ["T2"], "prompt": "hello from the parent", "agentsStates": {"T2": {"status": "pendingInit", "message": null}}}}`),
+			Activity{Kind: ActivityItem, Item: &Item{ID: "c1", Type: "sub_agent", Status: "inProgress", Summary: "sub-agent spawnAgent", Started: true},
+				SubAgents: []SubAgent{{ThreadID: "T2", Status: "pendingInit"}}}},
+		{"app sub-agents waited for", appEvent("item/completed", `{"item": {"id": "c2", "type": "collabAgentToolCall", "tool": "wait", "status": "completed", "receiverThreadIds": ["T3"], "agentsStates": {"T3": {"status": "completed", "message": "done"}, "T2": {"status": "running"}}}}`),
+			Activity{Kind: ActivityItem, Item: &Item{ID: "c2", Type: "sub_agent", Status: "completed", Summary: "sub-agent wait"},
+				SubAgents: []SubAgent{{ThreadID: "T2", Status: "running"}, {ThreadID: "T3", Status: "completed", Message: "done"}}}},
 		{"app error, retrying", appEvent("error", `{"error":{"message":"stream disconnected before completion"},"willRetry":true,"threadId":"t"}`),
 			Activity{Kind: ActivityProblem, Text: "stream disconnected before completion", Retrying: true}},
 		{"app error", appEvent("error", `{"error":{"message":"model not found"},"willRetry":false}`), Activity{Kind: ActivityProblem, Text: "model not found"}},

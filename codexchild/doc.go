@@ -111,7 +111,10 @@
 // handshake, as the guard does when its exec fails) from a crash.
 // activity.go is the backend-neutral Activity the session layer reads;
 // Event.Activity (activity_event.go) translates each Codex dialect into it
-// (activity_mcp.go, activity_app.go); toolservers.go makes a thread's
+// (activity_mcp.go, activity_app.go); usage.go is the token usage of
+// every kind (Usage: a thread's totals so far) read from Codex's two
+// dialects, acp_usage.go how the ACP backend adds up an agent's turns and
+// usage_update into it; toolservers.go makes a thread's
 // ToolServers the Codex config's mcp_servers entries.
 //
 // # Locks

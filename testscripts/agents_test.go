@@ -22,6 +22,7 @@ import (
 func agentParams(t *testing.T, glob string, envNames ...string) testscript.Params {
 	p := proxyParams(t, glob)
 	p.Cmds["leftover"] = cmdLeftover
+	p.Cmds["sleep"] = cmdSleep
 	setup := p.Setup
 	p.Setup = func(env *testscript.Env) error {
 		if err := setup(env); err != nil {
@@ -48,6 +49,19 @@ func cmdLeftover(ts *testscript.TestScript, neg bool, args []string) {
 	if len(left) > 0 {
 		ts.Fatalf("%d process(es) left behind:\n%s", len(left), strings.Join(left, "\n"))
 	}
+}
+
+// cmdSleep waits for a duration: for a program in the background that
+// does something at an interval (status --watch redraws every second).
+//
+//	sleep DURATION
+func cmdSleep(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: sleep DURATION")
+	}
+	d, err := time.ParseDuration(args[0])
+	ts.Check(err)
+	time.Sleep(d)
 }
 
 // TestAgents runs the agents_*.txtar conversations: sessions of an ACP

@@ -14,8 +14,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -181,7 +183,7 @@ func TestClaudePlugin(t *testing.T) {
 			if !containsStr(ev.Skills, "atm-agent-mcp:lead-codex-team") {
 				t.Errorf("init: the skill is missing from %v", ev.Skills)
 			}
-			for _, c := range []string{"atm-agent-mcp:team-status", "atm-agent-mcp:doctor"} {
+			for _, c := range []string{"atm-agent-mcp:team-status", "atm-agent-mcp:doctor", "atm-agent-mcp:view"} {
 				if !containsStr(ev.SlashCommands, c) {
 					t.Errorf("init: the command %s is missing from %v", c, ev.SlashCommands)
 				}
@@ -257,6 +259,45 @@ func TestClaudePlugin(t *testing.T) {
 	}
 	if dr.err != nil || t.Failed() {
 		t.Errorf("claude -p /atm-agent-mcp:doctor: %v\n%s\nprompts:\n%s", dr.err, clipLog(dr.stdout.String()+dr.stderr.String(), 6000), clipLog(report, 6000))
+	}
+
+	// The plugin's /atm-agent-mcp:view command starts the page in the
+	// background through the launcher and hands its address to the model;
+	// the address answers with its token and refuses without it.
+	viewPrompts := &promptLog{}
+	viewAPI := &anthropicMock{t: t, script: []mockStep{func([]mockResult) []mockBlock { return []mockBlock{{Text: "here it is"}} }}}
+	viewSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		viewPrompts.add(body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		viewAPI.serve(w, r)
+	}))
+	t.Cleanup(viewSrv.Close)
+	env = append(env, "ANTHROPIC_BASE_URL="+viewSrv.URL)
+	vr := runClaudeP(t, claude, work, env, "/atm-agent-mcp:view", "--output-format", "stream-json", "--verbose")
+	m := regexp.MustCompile(`atm-agent-mcp view: team dev at (http://127\.0\.0\.1:[0-9]+/\?token=[0-9a-f]{48}) \(pid ([0-9]+); stop it with: kill [0-9]+\)`).FindStringSubmatch(viewPrompts.text())
+	if m == nil {
+		t.Fatalf("the view command's prompt has no address:\n%s\n%s", clipLog(viewPrompts.text(), 4000), clipLog(vr.stdout.String()+vr.stderr.String(), 4000))
+	}
+	pid, _ := strconv.Atoi(m[2])
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGTERM) })
+	resp, err := http.Get(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !bytes.Contains(page, []byte("atm-agent-mcp view")) {
+		t.Errorf("GET the page: %s\n%s", resp.Status, clipLog(string(page), 2000))
+	}
+	noToken, _, _ := strings.Cut(m[1], "?")
+	if resp, err := http.Get(noToken); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("GET the page without its token: %v %v, want 403", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		t.Errorf("stopping the view (pid %d): %v", pid, err)
 	}
 }
 

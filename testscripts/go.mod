@@ -4,8 +4,10 @@ go 1.26.0
 
 require (
 	github.com/atm-agent-mcp/atm-agent-mcp/agentmcp v0.2.0
+	github.com/atm-agent-mcp/atm-agent-mcp/atmclient v0.2.0
 	github.com/atm-agent-mcp/atm-agent-mcp/codexchild v0.2.0
 	github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe v0.2.0
+	github.com/chromedp/chromedp v0.23.0
 	github.com/creack/pty v1.1.24
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/rogpeppe/go-internal v1.16.0
@@ -15,10 +17,11 @@ require (
 require (
 	github.com/BurntSushi/toml v1.6.0 // indirect
 	github.com/alecthomas/kong v1.17.0 // indirect
-	github.com/atm-agent-mcp/atm-agent-mcp/atmclient v0.2.0 // indirect
 	github.com/atm-agent-mcp/atm-agent-mcp/mailbridge v0.2.0 // indirect
 	github.com/atm-agent-mcp/atm-agent-mcp/registry v0.2.0 // indirect
+	github.com/chromedp/cdproto v0.159.0 // indirect
 	github.com/fsnotify/fsnotify v1.10.1 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/gofrs/flock v0.13.2 // indirect
 	github.com/google/jsonschema-go v0.4.3 // indirect
 	github.com/segmentio/asm v1.1.3 // indirect

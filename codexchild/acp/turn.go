@@ -54,6 +54,9 @@ type TurnResult struct {
 	ToolCalls []ToolCall
 	// Usage is the last usage_update of the turn, or nil.
 	Usage *Usage
+	// Tokens are the turn's tokens as the prompt's answer counts them
+	// (its usage member, the session-usage RFD), or nil when it has none.
+	Tokens *TurnTokens
 	// Raw is the session/prompt result as sent (nil when the turn ended
 	// with an error the client tolerated after a cancel).
 	Raw json.RawMessage
@@ -259,7 +262,7 @@ func (s *Session) finish(t *turn) (*TurnResult, error) {
 	if err := json.Unmarshal(cl.result, &pr); err != nil {
 		return nil, fmt.Errorf("acp %s: result: %w", methodSessionPrompt, err)
 	}
-	res.StopReason, res.Raw = pr.StopReason, cl.result
+	res.StopReason, res.Raw, res.Tokens = pr.StopReason, cl.result, pr.Usage
 	return res, nil
 }
 

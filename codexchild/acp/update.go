@@ -92,6 +92,18 @@ type Usage struct {
 	} `json:"cost,omitempty"`
 }
 
+// TurnTokens are one turn's tokens as a session/prompt answer's usage
+// member counts them (the session-usage RFD): the turn's own, not the
+// session's.
+type TurnTokens struct {
+	TotalTokens       int64 `json:"totalTokens"`
+	InputTokens       int64 `json:"inputTokens"`
+	OutputTokens      int64 `json:"outputTokens"`
+	ThoughtTokens     int64 `json:"thoughtTokens,omitempty"`
+	CachedReadTokens  int64 `json:"cachedReadTokens,omitempty"`
+	CachedWriteTokens int64 `json:"cachedWriteTokens,omitempty"`
+}
+
 // wireUpdate is every field of the session/update kinds the client reads.
 type wireUpdate struct {
 	SessionUpdate string          `json:"sessionUpdate"`

@@ -210,7 +210,8 @@ type contentBlock struct {
 }
 
 type promptResult struct {
-	StopReason StopReason `json:"stopReason"`
+	StopReason StopReason  `json:"stopReason"`
+	Usage      *TurnTokens `json:"usage"`
 }
 
 type sessionIDParams struct {

@@ -51,7 +51,13 @@
 //	call METHOD       a request of the agent to the client (fs/read_text_file,
 //	                  …); says the error it got
 //	plan              a plan update
-//	usage USED SIZE   a usage_update
+//	usage USED SIZE [AMOUNT CURRENCY]
+//	                  a usage_update (context fill; with the session's
+//	                  cost so far)
+//	tokens IN OUT [CACHED]
+//	                  the prompt's answer carries usage {inputTokens: IN,
+//	                  outputTokens: OUT, cachedReadTokens: CACHED,
+//	                  totalTokens: IN+OUT} (the session-usage RFD)
 //	sleep MS          wait MS milliseconds (a cancel ends the wait and the
 //	                  turn)
 //	wait              wait for session/cancel, then end the turn as a cancel

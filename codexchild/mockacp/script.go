@@ -17,6 +17,7 @@ type turn struct {
 	id     json.RawMessage // the prompt's request id
 	cancel chan struct{}   // closed by session/cancel
 	stop   string
+	tokens map[string]any // the answer's usage ("tokens"), nil for none
 	said   []string
 	late   []string
 	msgN   int
@@ -83,7 +84,11 @@ func (a *agent) prompt(id json.RawMessage, s *session, text string) {
 		}
 	}
 	t.record()
-	a.reply(id, map[string]any{"stopReason": t.stop})
+	answer := map[string]any{"stopReason": t.stop}
+	if t.tokens != nil {
+		answer["usage"] = t.tokens
+	}
+	a.reply(id, answer)
 	for _, l := range t.late {
 		a.update(s.id, map[string]any{"sessionUpdate": "agent_message_chunk", "messageId": t.lastID, "content": map[string]any{"type": "text", "text": l}})
 	}
@@ -126,8 +131,18 @@ func (t *turn) run(cmd, arg, prompt string) (done bool) {
 		a.update(sid, map[string]any{"sessionUpdate": "plan", "entries": []map[string]string{{"content": "step one", "priority": "high", "status": "in_progress"}}})
 	case "usage":
 		var used, size int
-		fmt.Sscan(arg, &used, &size)
-		a.update(sid, map[string]any{"sessionUpdate": "usage_update", "used": used, "size": size})
+		var amount float64
+		var currency string
+		n, _ := fmt.Sscan(arg, &used, &size, &amount, &currency)
+		u := map[string]any{"sessionUpdate": "usage_update", "used": used, "size": size}
+		if n == 4 {
+			u["cost"] = map[string]any{"amount": amount, "currency": currency}
+		}
+		a.update(sid, u)
+	case "tokens":
+		var in, out, cached int64
+		fmt.Sscan(arg, &in, &out, &cached)
+		t.tokens = map[string]any{"inputTokens": in, "outputTokens": out, "cachedReadTokens": cached, "totalTokens": in + out}
 	case "sleep":
 		ms, _ := strconv.Atoi(arg)
 		select {

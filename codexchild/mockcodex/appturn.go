@@ -61,6 +61,9 @@ func (s *appServer) runTurn(th *appThread, t *appTurn) {
 	}
 	s.mu.Unlock()
 	p.midTurnFaults(t.text)
+	if strings.Contains(t.text, "SPAWN_AGENT") {
+		sk.spawnAgent()
+	}
 
 	env := &turnEnv{p: p, th: core, turnID: t.id, text: t.text, sink: sk, steer: func() []string {
 		s.mu.Lock()
@@ -408,3 +411,20 @@ func (k *appSink) toolEnd(tc *toolCall, result any, isError bool, _ time.Duratio
 
 // modelError: the error notification is sent when the turn ends.
 func (k *appSink) modelError(string, string) {}
+
+// spawnAgent tells of a sub-agent the turn starts (SPAWN_AGENT): a
+// collabAgentToolCall item of tool spawnAgent, in progress with the new
+// thread pending, then completed with it running, as Codex 0.169.0 and
+// 0.171.0 send it. The sub-agent itself does nothing.
+func (k *appSink) spawnAgent() {
+	tid, _ := k.ids()
+	id, child := "call_"+newUUIDv7(), newUUIDv7()
+	item := func(status, childStatus string) obj {
+		return o("type", "collabAgentToolCall", "id", id, "tool", "spawnAgent", "status", status, "senderThreadId", tid,
+			"receiverThreadIds", []any{child}, "prompt", "hello from the parent", "model", nil, "reasoningEffort", nil,
+			"agentsStates", o(child, o("status", childStatus, "message", nil)))
+	}
+	now := nowMs()
+	k.itemStarted(item("inProgress", "pendingInit"), now)
+	k.itemCompleted(item("completed", "running"), nowMs())
+}

@@ -68,6 +68,10 @@
 // Mock-only faults, also by prompt keyword:
 //
 //   - EVENTS=<n>: n more agent message delta events.
+//   - SPAWN_AGENT (app-server): the turn tells of a sub-agent it started:
+//     item/started and item/completed of a collabAgentToolCall (tool
+//     spawnAgent) whose receiver thread goes from pendingInit to running;
+//     the sub-agent itself does nothing.
 //   - RETRY=<n>: the model is unreachable n times before it answers: n
 //     retry notices "Reconnecting... i/n (…)", one every 400 ms (mcp-server
 //     stream_error events, a best guess at their shape; app-server error

@@ -41,6 +41,8 @@ type app struct {
 	Sessions sessionsCmd `cmd:"" help:"List (or prune) the sessions of every proxy instance of the team."`
 	Summary  summaryCmd  `cmd:"" help:"Print the saved summary of a session."`
 	Doctor   doctorCmd   `cmd:"" help:"Check what serve needs (team, identity, Codex, its login, bubblewrap, configuration) and how to fix what is missing."`
+	View     viewCmd     `cmd:"" help:"Serve a live page of every agent of the team on 127.0.0.1 (approve or deny their requests there)."`
+	Status   statusCmd   `cmd:"" help:"Print every agent of the team: state, what it does now, tokens, cost, mail, approvals (--watch to follow)."`
 
 	PluginVersion pluginVersionCmd `cmd:"" name:"plugin-version" help:"Print the version of the Claude Code plugin this binary was built with (the plugin's launcher compares it with its own)." hidden:""`
 }

@@ -9,6 +9,12 @@
 //     approvals;
 //   - codexchild: the Codex child process, behind a Backend;
 //   - mailbridge: team mail turned into turns of idle sessions;
+//   - feed: what the serve publishes for a live view of its team (the
+//     sessions' states, the team's mail, approvals answered back), the
+//     session manager's Observer, started before the first request is
+//     read and closed after the sessions (their closed states go out
+//     first); none for a team that may be a typo (nothing is written
+//     under ATM_HOME for it);
 //   - gitctx, registry, atmclient: git facts, the session registry and audit
 //     log, the ATM inboxes.
 //

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/feed"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/gitctx"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/mcpconn"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
@@ -37,9 +40,10 @@ type Server struct {
 	sessions *session.Manager
 	tools    *tools.Env
 	mail     mailHooks
-	frames   *frames   // Claude Code's protocol frames and idle notifications (frames.go)
-	team     teamHooks // the sessions' mail hooks: membership around mail (team.go)
-	lead     *leadPush // mail for the client's own identity (leadpush.go)
+	frames   *frames    // Claude Code's protocol frames and idle notifications (frames.go)
+	team     teamHooks  // the sessions' mail hooks: membership around mail (team.go)
+	lead     *leadPush  // mail for the client's own identity (leadpush.go)
+	feed     *feed.Feed // what the serve publishes for a live view (nil for a team that may be a typo)
 
 	// configWarned says the configuration's warnings once (configwarn.go).
 	configWarned configWarned
@@ -102,9 +106,24 @@ func New(opts Options) (*Server, error) {
 	if opts.wrapRegistry != nil {
 		registryView = opts.wrapRegistry(registryView)
 	}
+	var observer session.Observer
+	if !opts.TeamMissing {
+		// The feed's record goes into the instance directory, which a
+		// team that may be a typo must not get (registry Deferred).
+		s.feed, err = feed.New(feed.Config{
+			Serve: feed.Serve{Instance: opts.RegistryInstance, Team: opts.Team, PID: os.Getpid(), Started: opts.Now(), Version: opts.Version},
+			Dir:   filepath.Join(reg.Dir().Path(), opts.RegistryInstance), ATM: atm, Logger: log, Now: opts.Now,
+		})
+		if err != nil {
+			audit.Close()
+			reg.Close()
+			return nil, err
+		}
+		observer = s.feed
+	}
 	s.sessions, err = session.NewManager(session.Config{
 		Home: opts.Home, Team: opts.Team, Backend: s.backend, Agents: agents, Registry: registryView, Audit: s.auditor, Git: s.git,
-		Sink: eventSink{s.conn}, Asker: asker{s.conn, log}, Mail: &s.team,
+		Sink: eventSink{s.conn}, Asker: asker{s.conn, log}, Mail: &s.team, Observer: observer,
 		Defaults: opts.Defaults, Roles: opts.Roles, BaseInstructions: opts.BaseInstructions, ExtraInstructions: opts.ExtraInstructions,
 		CodexConfig: opts.CodexConfig, ToolServer: opts.ToolServer, ToolServerEnv: opts.ToolServerEnv,
 		RequestTimeout: opts.RequestTimeout, MaxSessions: opts.MaxSessions, ElicitationTimeout: opts.ElicitationTimeout,
@@ -147,6 +166,14 @@ func (s *Server) Run(ctx context.Context, r io.Reader, w io.Writer) error {
 	} else {
 		s.lead.start(s.mail.bridge())
 		s.joinLead()
+	}
+	if s.feed != nil {
+		// Published before the first request is read: a view finds a
+		// serve that answered initialize.
+		if err := s.feed.Start(s.sessions); err != nil {
+			s.log.Warn("no live view of this serve: the feed did not start", "err", err)
+			s.feed = nil
+		}
 	}
 	s.conn.Start(r, w)
 	if mailErr == nil {
@@ -204,6 +231,11 @@ func (s *Server) shutdown() {
 	s.team.leave(s.opts.Identity) // if joinLead added it
 	s.conn.CancelAll()
 	s.sessions.Stop()
+	if s.feed != nil {
+		if err := s.feed.Close(); err != nil {
+			s.log.Debug("closing the feed", "err", err)
+		}
+	}
 	stopCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
 	if err := s.backend.Close(stopCtx); err != nil {
 		s.log.Warn("stopping the codex child", "err", err)

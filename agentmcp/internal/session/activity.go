@@ -1,7 +1,6 @@
 package session
 
 import (
-	"encoding/json"
 	"strings"
 	"time"
 
@@ -21,10 +20,11 @@ type eventRecord struct {
 // turnItem is one item of the current turn: a command run, a file change
 // or a tool call.
 type turnItem struct {
-	ID      string `json:"id"`
-	Type    string `json:"type"` // command, file_change, tool_call
-	Status  string `json:"status"`
-	Summary string `json:"summary"`
+	ID      string    `json:"id"`
+	Type    string    `json:"type"` // command, file_change, tool_call
+	Status  string    `json:"status"`
+	Summary string    `json:"summary"`
+	since   time.Time // when the item began (a live view's "for how long")
 }
 
 // activity is what a session's events tell about it, for agent_status:
@@ -38,7 +38,10 @@ type activity struct {
 	start    int // ring is circular once full
 	messages []string
 	items    []*turnItem
-	tokens   json.RawMessage
+	usage    usageTotals
+	// subAgents are the Codex agent's own sub-agents by thread, as its
+	// collab items last told (not members of the team).
+	subAgents map[string]codexchild.SubAgent
 	// problem is the current turn's last error or retry notice from the
 	// agent (its model unreachable, a stream error), nil when none.
 	problem *Problem
@@ -75,13 +78,13 @@ func (a *activity) events(n int) []eventRecord {
 	return all
 }
 
-func (a *activity) item(id, typ string) *turnItem {
+func (a *activity) item(id, typ string, now time.Time) *turnItem {
 	for _, it := range a.items {
 		if it.ID == id {
 			return it
 		}
 	}
-	it := &turnItem{ID: id, Type: typ, Status: "running"}
+	it := &turnItem{ID: id, Type: typ, Status: "running", since: now}
 	a.items = append(a.items, it)
 	return it
 }
@@ -99,8 +102,8 @@ func (a *activity) message(text string) {
 
 // record keeps what one event tells, in the backend-neutral terms of act
 // (the event's codexchild.Event.Activity); typ is the event's type, the
-// ring's label.
-func (a *activity) record(typ string, act codexchild.Activity, now time.Time) {
+// ring's label; thread is the thread it came from.
+func (a *activity) record(typ, thread string, act codexchild.Activity, now time.Time) {
 	r := eventRecord{Time: now, Type: typ, Summary: act.Summary}
 	switch act.Kind {
 	case codexchild.ActivityTurnStarted:
@@ -115,7 +118,7 @@ func (a *activity) record(typ string, act codexchild.Activity, now time.Time) {
 		if act.Item == nil {
 			break
 		}
-		it := a.item(act.Item.ID, act.Item.Type)
+		it := a.item(act.Item.ID, act.Item.Type, now)
 		if act.Item.Summary != "" {
 			it.Summary = act.Item.Summary
 		}
@@ -125,15 +128,51 @@ func (a *activity) record(typ string, act codexchild.Activity, now time.Time) {
 		if r.Summary == "" {
 			r.Summary = it.Summary + ": " + it.Status
 		}
+		for _, sub := range act.SubAgents {
+			if a.subAgents == nil {
+				a.subAgents = map[string]codexchild.SubAgent{}
+			}
+			a.subAgents[sub.ThreadID] = sub
+		}
 	case codexchild.ActivityProblem:
 		if r.Summary == "" {
 			r.Summary = Clip(act.Text, 200)
 		}
 		a.problem = &Problem{Message: Clip(act.Text, 500), At: now, Retrying: act.Retrying}
 	case codexchild.ActivityTokens:
-		if len(act.Tokens) > 0 && string(act.Tokens) != "null" {
-			a.tokens = act.Tokens
+		if act.Usage != nil {
+			a.usage.report(thread, *act.Usage)
 		}
 	}
 	a.add(r)
+}
+
+// usageTotals adds up a session's token usage over its threads: each
+// backend reports a thread's totals so far (codexchild.Usage), and a
+// session may run on several threads in turn (a fresh thread after an
+// interrupt, a resume in a new process). A thread's totals that go down
+// are a new count (a new process of the agent), added to what came
+// before.
+type usageTotals struct {
+	done   codexchild.Usage // the threads (and counts) before the current one
+	thread string
+	cur    codexchild.Usage
+	seen   bool
+}
+
+// report takes a thread's totals so far.
+func (u *usageTotals) report(thread string, v codexchild.Usage) {
+	if u.seen && (thread != u.thread || v.TotalTokens < u.cur.TotalTokens) {
+		u.done = u.done.Add(u.cur)
+	}
+	u.thread, u.cur, u.seen = thread, v, true
+}
+
+// total is the session's usage so far, nil before any report.
+func (u *usageTotals) total() *codexchild.Usage {
+	if !u.seen {
+		return nil
+	}
+	t := u.done.Add(u.cur)
+	return &t
 }

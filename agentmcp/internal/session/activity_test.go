@@ -7,6 +7,7 @@ import (
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // mcpEvent is a codex/event of mcp-server with msg as recorded from Codex
@@ -39,7 +40,7 @@ func TestActivityRecord(t *testing.T) {
 		summaries []string
 		items     []turnItem
 		messages  []string
-		tokens    string
+		tokens    *codexchild.Usage
 	}
 	tests := []struct {
 		name   string
@@ -95,7 +96,7 @@ func TestActivityRecord(t *testing.T) {
 				summaries: []string{"atm.atm_send", "atm.atm_send: completed", "approval: rm -rf build", "Done: sent the report.", "", "", "stream disconnected", "interrupted"},
 				items:     []turnItem{{ID: "call_7", Type: "tool_call", Status: "completed", Summary: "atm.atm_send"}},
 				messages:  []string{"Done: sent the report."},
-				tokens:    `{"total_token_usage": {"input_tokens": 120, "total_tokens": 132}}`,
+				tokens:    &codexchild.Usage{InputTokens: 120, TotalTokens: 132},
 			},
 		},
 		{
@@ -121,7 +122,7 @@ func TestActivityRecord(t *testing.T) {
 				summaries: []string{"", "make test: inProgress", "make test: completed", "all green", ""},
 				items:     []turnItem{{ID: "i1", Type: "command", Status: "completed", Summary: "make test"}},
 				messages:  []string{"all green"},
-				tokens:    `{"total": {"totalTokens": 9}}`,
+				tokens:    &codexchild.Usage{TotalTokens: 9},
 			},
 		},
 		{
@@ -146,14 +147,14 @@ func TestActivityRecord(t *testing.T) {
 					Item: &codexchild.Item{ID: "toolu_1", Status: "completed"}}),
 				neutralEvent("agent_message_chunk", codexchild.Activity{}),
 				neutralEvent("agent_message", codexchild.Activity{Kind: codexchild.ActivityMessage, Text: "tests pass"}),
-				neutralEvent("usage_update", codexchild.Activity{Kind: codexchild.ActivityTokens, Tokens: json.RawMessage(`{"used": 120}`)}),
+				neutralEvent("usage_update", codexchild.Activity{Kind: codexchild.ActivityTokens, Usage: &codexchild.Usage{TotalTokens: 120, ContextTokens: 120}}),
 				neutralEvent("plan", codexchild.Activity{Kind: codexchild.ActivityNote, Summary: "plan: 2 steps"}),
 			},
 			want: want{
 				summaries: []string{"", "npm test: pending", "npm test: completed", "", "tests pass", "", "plan: 2 steps"},
 				items:     []turnItem{{ID: "toolu_1", Type: "command", Status: "completed", Summary: "npm test"}},
 				messages:  []string{"tests pass"},
-				tokens:    `{"used": 120}`,
+				tokens:    &codexchild.Usage{TotalTokens: 120, ContextTokens: 120},
 			},
 		},
 	}
@@ -161,7 +162,7 @@ func TestActivityRecord(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var a activity
 			for _, e := range tt.events {
-				a.record(e.Type, e.Activity(), time.Unix(0, 0))
+				a.record(e.Type, "T", e.Activity(), time.Unix(0, 0))
 			}
 			var got want
 			for _, r := range a.events(0) {
@@ -171,9 +172,47 @@ func TestActivityRecord(t *testing.T) {
 				got.items = append(got.items, *it)
 			}
 			got.messages = a.messages
-			got.tokens = string(a.tokens)
-			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(want{})); diff != "" {
+			got.tokens = a.usage.total()
+			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(want{}), cmpopts.IgnoreUnexported(turnItem{})); diff != "" {
 				t.Errorf("activity (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestUsageTotals: a session's usage over its threads: each report is a
+// thread's totals so far; a new thread, or totals that go down (a new
+// process counting afresh), start a new count added to the earlier ones.
+func TestUsageTotals(t *testing.T) {
+	usd := func(a float64) *codexchild.Usage {
+		return &codexchild.Usage{Cost: &codexchild.Cost{Amount: a, Currency: "USD"}}
+	}
+	type report struct {
+		thread string
+		u      codexchild.Usage
+	}
+	tests := []struct {
+		name    string
+		reports []report
+		want    *codexchild.Usage
+	}{
+		{"none", nil, nil},
+		{"one thread, totals so far", []report{{"A", codexchild.Usage{InputTokens: 120, OutputTokens: 12, TotalTokens: 132}}, {"A", codexchild.Usage{InputTokens: 240, OutputTokens: 24, TotalTokens: 264}}},
+			&codexchild.Usage{InputTokens: 240, OutputTokens: 24, TotalTokens: 264}},
+		{"a second thread adds", []report{{"A", codexchild.Usage{InputTokens: 240, TotalTokens: 264}}, {"B", codexchild.Usage{InputTokens: 120, TotalTokens: 132}}},
+			&codexchild.Usage{InputTokens: 360, TotalTokens: 396}},
+		{"a thread counting afresh adds", []report{{"A", codexchild.Usage{TotalTokens: 264}}, {"A", codexchild.Usage{TotalTokens: 132}}},
+			&codexchild.Usage{TotalTokens: 396}},
+		{"costs of two threads add", []report{{"A", *usd(0.5)}, {"B", *usd(0.25)}}, usd(0.75)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var u usageTotals
+			for _, r := range tt.reports {
+				u.report(r.thread, r.u)
+			}
+			if d := cmp.Diff(tt.want, u.total()); d != "" {
+				t.Errorf("total (-want +got):\n%s", d)
 			}
 		})
 	}
@@ -192,7 +231,7 @@ func BenchmarkActivityRecord(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, e := range events {
-			a.record(e.Type, e.Activity(), time.Time{})
+			a.record(e.Type, "T", e.Activity(), time.Time{})
 		}
 	}
 }

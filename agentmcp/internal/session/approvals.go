@@ -175,6 +175,7 @@ func (NoAsker) Ask(context.Context, Question) (Answer, error) {
 // pend lists p as pending (false when the session is closing), or, for a
 // p without an approval, unlists the approval of its id.
 func (s *Session) pend(p *pending) bool {
+	defer s.changed()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if p.a == nil {
@@ -220,6 +221,13 @@ func (s *Session) denyApprovals(reason string) {
 // names the only pending one. It returns the approval's id, or
 // INVALID_PARAMS when there is no such approval or it was answered already.
 func (s *Session) Respond(id string, d codexchild.Decision) (string, error) {
+	return s.RespondFrom(id, d, "agent_respond")
+}
+
+// RespondFrom is Respond for an answer that came another way (from, "the
+// view" say), which the audit names: "approve by the view". The first
+// answer wins, whichever way it came; the others are withdrawn.
+func (s *Session) RespondFrom(id string, d codexchild.Decision, from string) (string, error) {
 	s.mu.Lock()
 	p := s.approvals[id]
 	if p == nil && id == "" && len(s.approvals) == 1 {
@@ -232,7 +240,7 @@ func (s *Session) Respond(id string, d codexchild.Decision) (string, error) {
 		return "", proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "approval_id", "approval_id": id},
 			"no pending approval %q for this session (see agent_status)", id)
 	}
-	outcome := string(d.Kind) + " by agent_respond"
+	outcome := string(d.Kind) + " by " + from
 	if d.Reason != "" {
 		outcome += ": " + d.Reason
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
@@ -26,6 +27,9 @@ type CloseOutcome struct {
 	// Already: the session was closed before (closing it again does
 	// nothing).
 	Already bool
+	// Usage is the session's token usage over its life (nil when its
+	// agent reported none).
+	Usage *codexchild.Usage
 }
 
 // Close closes a session (FR-17.3, FR-17.4, FR-17.10). The registry
@@ -46,12 +50,12 @@ func (m *Manager) Close(ctx context.Context, s *Session, summarize bool) CloseOu
 		case <-other:
 		case <-ctx.Done():
 		}
-		return CloseOutcome{Record: s.Record(), Already: true}
+		return CloseOutcome{Record: s.Record(), Already: true, Usage: s.Usage()}
 	}
 	if !s.rec.Status.Live() {
 		rec := s.rec
 		s.mu.Unlock()
-		return CloseOutcome{Record: rec, Already: true}
+		return CloseOutcome{Record: rec, Already: true, Usage: s.Usage()}
 	}
 	closed := make(chan struct{})
 	s.closing = closed
@@ -95,9 +99,17 @@ func (m *Manager) Close(ctx context.Context, s *Session, summarize bool) CloseOu
 	if unused {
 		how = "resumed and closed without a turn: status " + string(rec.Status) + " and summary kept"
 	}
-	m.cfg.Audit.Session("session_closed", rec, how)
+	// The session's token usage over its life goes into the entry's
+	// summary (a close has no prompt), its outcome stays as it was.
+	usage := s.Usage()
+	entry := registry.Entry{Event: "session_closed", AgentID: rec.AgentID, Identity: rec.Identity, Outcome: how}
+	if usage != nil {
+		entry.Summary = UsageLine(*usage)
+	}
+	m.cfg.Audit.Append(entry)
+	s.changed()
 	m.log.Info("session closed", "agent_id", rec.AgentID, "identity", rec.Identity, "status", rec.Status, "summary", saved, "unused", unused)
-	return CloseOutcome{Record: s.Record(), SummarySaved: saved}
+	return CloseOutcome{Record: s.Record(), SummarySaved: saved, Usage: usage}
 }
 
 // closeRecord writes the closed record of s (closeUnused for a resumed

@@ -187,6 +187,9 @@ type Config struct {
 	Asker Asker
 	// Mail is the mail layer. optional: nil has none.
 	Mail Mail
+	// Observer is told of every change of a session (observe.go).
+	// optional: nil tells nobody.
+	Observer Observer
 
 	// Defaults are the thread settings before a role preset or the
 	// caller's arguments.

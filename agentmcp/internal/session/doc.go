@@ -4,7 +4,10 @@
 // knows nothing about MCP: the client is reached only through the small
 // interfaces Sink (events), Asker (approvals), CallRef (the request that
 // started a turn) and Mail (the mail layer), which the composition root
-// implements.
+// implements. Observer (observe.go) is told of every change of a session
+// without blocking, and reads Session.State later: package feed publishes
+// the states for a live view through it, and a budget would watch
+// Session.Usage there.
 //
 // # States and the queue
 //

@@ -137,6 +137,7 @@ func (m *Manager) Create(ctx context.Context, r CreateRequest) (*Session, error)
 	m.mu.Unlock()
 	m.bindMail(s)
 	m.log.Info("session started", "agent_id", rec.AgentID, "identity", r.Identity, "agent", kind, "cwd", r.Cwd)
+	s.changed()
 	return s, nil
 }
 
@@ -246,6 +247,7 @@ func (m *Manager) Rebind(s *Session, src Source) error {
 	m.bindMail(s)
 	m.cfg.Audit.Session("session_resumed", updated, fmt.Sprintf("by %s; thread %s; if it cannot be continued, a new one is given: %s",
 		src, firstNonEmpty(updated.BackendID, "none"), firstNonEmpty(seedWhat, "nothing")))
+	s.changed()
 	return nil
 }
 

@@ -133,16 +133,17 @@ type Session struct {
 	savedThread string
 	// final is the session's final record when Manager.finishAll wrote it
 	// (a shutdown), for its Close to take.
-	final      *registry.Session
-	idleCh     chan struct{}
-	approvals  map[string]*pending
-	act        activity
-	last       *outcome
-	fullResult string        // the last result's text before the cap
-	turnDone   chan struct{} // closed (and replaced) whenever a turn ends
-	ids        IDs           // quoted agent_id and identity
-	idsFor     [2]string     // the agent_id and identity ids encodes
-	cache      turnCache
+	final       *registry.Session
+	idleCh      chan struct{}
+	turnStarted time.Time // when the running turn started (State)
+	approvals   map[string]*pending
+	act         activity
+	last        *outcome
+	fullResult  string        // the last result's text before the cap
+	turnDone    chan struct{} // closed (and replaced) whenever a turn ends
+	ids         IDs           // quoted agent_id and identity
+	idsFor      [2]string     // the agent_id and identity ids encodes
+	cache       turnCache
 
 	forwarded, dropped atomic.Int64 // events passed on and dropped (FR-19.4)
 }
@@ -418,12 +419,14 @@ func (s *Session) submit(j *job, inline bool) (ranInline bool, err error) {
 func (s *Session) startLocked(j *job) (run func()) {
 	ctx, cancel := context.WithCancel(s.m.ctx)
 	s.running, s.runCancel = j, cancel
+	s.turnStarted = s.m.now()
 	setState(&s.rec, stateBusy, s.m.now())
 	s.m.persist.async(s)
 	s.m.wg.Add(1)
 	return func() {
 		defer s.m.wg.Done()
 		defer cancel()
+		s.changed() // busy
 		res, err := j.run(ctx, j)
 		var idle bool
 		if j.answered.Load() {
@@ -442,6 +445,7 @@ func (s *Session) startLocked(j *job) (run func()) {
 // finish runs after a job: the next queued job starts, else the session
 // becomes idle; it reports whether the mail layer should be told.
 func (s *Session) finish(j *job) bool {
+	defer s.changed() // idle, or the next turn (after the unlocks below)
 	s.mu.Lock()
 	if s.running == j {
 		s.running, s.runCancel = nil, nil
@@ -508,6 +512,7 @@ func (s *Session) recordOutcome(o *outcome, full string) {
 	s.turnDone = make(chan struct{})
 	s.mu.Unlock()
 	close(done)
+	s.changed()
 }
 
 // Interrupt interrupts the session's running turn (agent_interrupt): its
@@ -592,10 +597,10 @@ func (s *Session) Wait(ctx context.Context, max time.Duration, progress func(msg
 // type) in the session's activity and returns the session's agent_id and
 // identity as JSON strings (encoded once for all its events) for passing
 // it on.
-func (s *Session) recordEvent(typ string, act codexchild.Activity) IDs {
+func (s *Session) recordEvent(typ, thread string, act codexchild.Activity) IDs {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.act.record(typ, act, s.m.now())
+	s.act.record(typ, thread, act, s.m.now())
 	if s.ids.AgentID == nil || s.idsFor != [2]string{s.rec.AgentID, s.rec.Identity} {
 		s.idsFor = [2]string{s.rec.AgentID, s.rec.Identity}
 		s.ids = IDs{jsonrpcframe.AppendString(nil, s.rec.AgentID), jsonrpcframe.AppendString(nil, s.rec.Identity)}

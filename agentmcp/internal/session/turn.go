@@ -474,7 +474,8 @@ func (h *turnHandler) Event(e codexchild.Event) {
 		act = e.Activity()
 	}
 	if h.s != nil {
-		ids = h.s.recordEvent(e.Type, act)
+		ids = h.s.recordEvent(e.Type, e.ThreadID, act)
+		h.s.changed()
 	}
 	sink := h.sink()
 	if sink == nil {

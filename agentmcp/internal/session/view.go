@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
@@ -45,7 +46,11 @@ type View struct {
 	Tag         *string `json:"tag"`
 	Team        string  `json:"team"`
 	ThreadState string  `json:"thread_state"`
-	Turns       int     `json:"turns"`
+	// TokenUsage is the session's token usage so far, over its threads,
+	// in the one shape of every agent kind; nil before the agent reported
+	// any.
+	TokenUsage *codexchild.Usage `json:"token_usage,omitempty"`
+	Turns      int               `json:"turns"`
 }
 
 // Detail is one session as agent_status shows it: the View's facts, its
@@ -54,45 +59,45 @@ type View struct {
 // usage, pending approvals, event and mail counters. Fields are in the
 // order of their JSON names.
 type Detail struct {
-	AgentID          string          `json:"agent_id"`
-	AgentMessages    []string        `json:"agent_messages"`
-	AgentName        *string         `json:"agent_name"`
-	AgentSource      *string         `json:"agent_source"`
-	AutoMail         bool            `json:"auto_mail"`
-	Backend          string          `json:"backend"`
-	BackendID        *string         `json:"backend_id"`
-	Branch           *string         `json:"branch"`
-	Busy             bool            `json:"busy"`
-	CodexProblem     *Problem        `json:"codex_problem,omitempty"` // the turn's last error or retry notice from Codex
-	CurrentTurnItems []turnItem      `json:"current_turn_items"`
-	Cwd              string          `json:"cwd"`
-	Done             *bool           `json:"done,omitempty"` // agent_wait: whether the turn ended
-	Events           EventCounts     `json:"events"`
-	HasSummary       bool            `json:"has_summary"`
-	Identity         string          `json:"identity"`
-	Interrupted      *bool           `json:"interrupted,omitempty"` // agent_interrupt: whether a turn was interrupted
-	LastActiveAt     string          `json:"last_active_at"`
-	LastResult       *LastResult     `json:"last_result,omitempty"`
-	Mail             *MailView       `json:"mail,omitempty"`
-	PendingApprovals []ApprovalView  `json:"pending_approvals"`
-	Queued           int             `json:"queued"`
-	RecentEvents     []eventRecord   `json:"recent_events"`
-	RegistryStatus   string          `json:"registry_status"`
-	RepoName         *string         `json:"repo_name"`
-	RepoRoot         *string         `json:"repo_root"`
-	ResultMore       *bool           `json:"result_more,omitempty"`
-	ResultOffset     *int            `json:"result_offset,omitempty"`
-	ResultText       *string         `json:"result_text,omitempty"`
-	ResultTotalChars *int            `json:"result_total_chars,omitempty"`
-	Resumable        bool            `json:"resumable"`
-	Role             *string         `json:"role"`
-	StartedAt        string          `json:"started_at"`
-	Status           string          `json:"status"`
-	Tag              *string         `json:"tag"`
-	Team             string          `json:"team"`
-	ThreadState      string          `json:"thread_state"`
-	TokenUsage       json.RawMessage `json:"token_usage,omitempty"`
-	Turns            int             `json:"turns"`
+	AgentID          string            `json:"agent_id"`
+	AgentMessages    []string          `json:"agent_messages"`
+	AgentName        *string           `json:"agent_name"`
+	AgentSource      *string           `json:"agent_source"`
+	AutoMail         bool              `json:"auto_mail"`
+	Backend          string            `json:"backend"`
+	BackendID        *string           `json:"backend_id"`
+	Branch           *string           `json:"branch"`
+	Busy             bool              `json:"busy"`
+	CodexProblem     *Problem          `json:"codex_problem,omitempty"` // the turn's last error or retry notice from Codex
+	CurrentTurnItems []turnItem        `json:"current_turn_items"`
+	Cwd              string            `json:"cwd"`
+	Done             *bool             `json:"done,omitempty"` // agent_wait: whether the turn ended
+	Events           EventCounts       `json:"events"`
+	HasSummary       bool              `json:"has_summary"`
+	Identity         string            `json:"identity"`
+	Interrupted      *bool             `json:"interrupted,omitempty"` // agent_interrupt: whether a turn was interrupted
+	LastActiveAt     string            `json:"last_active_at"`
+	LastResult       *LastResult       `json:"last_result,omitempty"`
+	Mail             *MailView         `json:"mail,omitempty"`
+	PendingApprovals []ApprovalView    `json:"pending_approvals"`
+	Queued           int               `json:"queued"`
+	RecentEvents     []eventRecord     `json:"recent_events"`
+	RegistryStatus   string            `json:"registry_status"`
+	RepoName         *string           `json:"repo_name"`
+	RepoRoot         *string           `json:"repo_root"`
+	ResultMore       *bool             `json:"result_more,omitempty"`
+	ResultOffset     *int              `json:"result_offset,omitempty"`
+	ResultText       *string           `json:"result_text,omitempty"`
+	ResultTotalChars *int              `json:"result_total_chars,omitempty"`
+	Resumable        bool              `json:"resumable"`
+	Role             *string           `json:"role"`
+	StartedAt        string            `json:"started_at"`
+	Status           string            `json:"status"`
+	Tag              *string           `json:"tag"`
+	Team             string            `json:"team"`
+	ThreadState      string            `json:"thread_state"`
+	TokenUsage       *codexchild.Usage `json:"token_usage,omitempty"`
+	Turns            int               `json:"turns"`
 }
 
 // EventCounts are the events passed on to the client and dropped.
@@ -143,6 +148,7 @@ type MailView struct {
 func (s *Session) View() View {
 	s.mu.Lock()
 	rec := s.rec
+	usage := s.act.usage.total()
 	s.mu.Unlock()
 	v := recordView(rec, rec.BackendID != "" && s.m.cfg.Registry.HasSummary(rec.Identity, rec.BackendID))
 	if tr, ok := s.m.cfg.Registry.(teamRegistry); ok {
@@ -153,6 +159,7 @@ func (s *Session) View() View {
 		v.ServePID = &pid
 	}
 	v.Resumable = s.m.resumable(s, rec)
+	v.TokenUsage = usage
 	return v
 }
 
@@ -181,7 +188,7 @@ func (s *Session) Detail(offset int) Detail {
 		AgentID: v.AgentID, AgentName: v.AgentName, AgentSource: v.AgentSource, Backend: v.Backend, BackendID: v.BackendID,
 		Branch: v.Branch, Cwd: v.Cwd, HasSummary: v.HasSummary, Identity: v.Identity, LastActiveAt: v.LastActiveAt,
 		RepoName: v.RepoName, RepoRoot: v.RepoRoot, Resumable: v.Resumable, Role: v.Role, StartedAt: v.StartedAt,
-		Tag: v.Tag, Team: v.Team, ThreadState: v.ThreadState,
+		Tag: v.Tag, Team: v.Team, ThreadState: v.ThreadState, TokenUsage: v.TokenUsage,
 	}
 	max := s.m.cfg.MaxResultChars
 	s.mu.Lock()
@@ -199,9 +206,6 @@ func (s *Session) Detail(offset int) Detail {
 	d.CurrentTurnItems = make([]turnItem, 0, len(s.act.items))
 	for _, it := range s.act.items {
 		d.CurrentTurnItems = append(d.CurrentTurnItems, *it)
-	}
-	if len(s.act.tokens) > 0 {
-		d.TokenUsage = s.act.tokens
 	}
 	if p := s.act.problem; p != nil {
 		cp := *p
@@ -324,4 +328,12 @@ func (p *pending) view() ApprovalView {
 // Counts returns the session's event counters.
 func (s *Session) Counts() EventCounts {
 	return EventCounts{Forwarded: s.forwarded.Load(), Dropped: s.dropped.Load()}
+}
+
+// Usage returns the session's token usage so far, over its threads (nil
+// before its agent reported any). A budget reads it here.
+func (s *Session) Usage() *codexchild.Usage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.act.usage.total()
 }

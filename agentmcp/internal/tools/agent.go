@@ -9,6 +9,7 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/mcpconn"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
 )
 
 // agentSessions lists this serve's live sessions (FR-10.1); with all,
@@ -88,7 +89,10 @@ type ServerStatus struct {
 	Notices              []string               `json:"notices,omitempty"`
 	PendingMail          int                    `json:"pending_mail"`
 	Team                 string                 `json:"team"`
-	UptimeSecs           int                    `json:"uptime_secs"`
+	// TokenUsage is the tokens (and cost) of every session of this serve,
+	// live or closed, added up; nil when no agent reported any.
+	TokenUsage *codexchild.Usage `json:"token_usage,omitempty"`
+	UptimeSecs int               `json:"uptime_secs"`
 }
 
 // LeadMail is the path that mail for the client's own identity (the lead)
@@ -191,6 +195,16 @@ func (e *Env) agentStatus(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.To
 			v.Agents[kind] = as
 		}
 	}
+	for _, s := range e.m.Sessions() {
+		if u := s.Usage(); u != nil {
+			total := *u
+			if v.TokenUsage != nil {
+				total = v.TokenUsage.Add(*u)
+			}
+			total.ContextTokens, total.ContextWindow = 0, 0 // a context is one session's
+			v.TokenUsage = &total
+		}
+	}
 	live := e.m.Live()
 	v.ActiveSessions = len(live)
 	for id, s := range live {
@@ -254,6 +268,9 @@ func (e *Env) agentClose(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.Too
 	out := e.m.Close(ctx, s, summary)
 	v := map[string]any{"agent_id": out.Record.AgentID, "identity": out.Record.Identity, "status": string(out.Record.Status),
 		"summary_saved": out.SummarySaved, "already_closed": out.Already, "thread_id": out.Record.BackendID}
+	if out.Usage != nil {
+		v["token_usage"] = out.Usage
+	}
 	text := fmt.Sprintf("session %s (%s) is %s", out.Record.AgentID, out.Record.Identity, out.Record.Status)
 	switch {
 	case out.Already:
