@@ -27,8 +27,8 @@ import (
 // third with a taken identity is told how to pick another), the first
 // conversation (each "tool {arguments}" line as a tools/call against
 // mockcodex: arch's mail reaches dev-1, a member of the recipe's team), and
-// the offline-Codex recipe of docs/configuration.md with the real Codex
-// 0.169 and the loopback mock model (doctor passes; a codex call answers
+// the offline-Codex recipe of docs/configuration.md with the real (pinned)
+// Codex and the loopback mock model (doctor passes; a codex call answers
 // MOCK_REPLY).
 func TestREADMERecipes(t *testing.T) {
 	t.Parallel()
