@@ -187,6 +187,12 @@ type Config struct {
 	Asker Asker
 	// Mail is the mail layer. optional: nil has none.
 	Mail Mail
+	// Changed is told when what the sessions have to show may have
+	// changed: a session was added or dropped, a turn ended, or a session's
+	// agent sent its first message (Session.Content). It is called with no
+	// lock held, also on the backend's reader goroutine, and must not
+	// block. optional: nil tells nobody.
+	Changed func()
 
 	// Defaults are the thread settings before a role preset or the
 	// caller's arguments.

@@ -137,6 +137,7 @@ func (m *Manager) Create(ctx context.Context, r CreateRequest) (*Session, error)
 	m.mu.Unlock()
 	m.bindMail(s)
 	m.log.Info("session started", "agent_id", rec.AgentID, "identity", r.Identity, "agent", kind, "cwd", r.Cwd)
+	m.changed()
 	return s, nil
 }
 
@@ -410,6 +411,13 @@ func (m *Manager) Live() map[string]*Session {
 		live[id] = s
 	}
 	return live
+}
+
+// changed tells Config.Changed, if any.
+func (m *Manager) changed() {
+	if m.cfg.Changed != nil {
+		m.cfg.Changed()
+	}
 }
 
 // Closing reports whether Shutdown has begun.
