@@ -61,7 +61,7 @@ func BenchmarkAppServerTurn(b *testing.B) {
 	bin := mockBin(b)
 	dir := b.TempDir()
 	be := NewAppServer(Config{Bin: bin, Dir: dir, Logger: slog.New(slog.DiscardHandler),
-		Env: []string{"CODEX_HOME=" + dir}})
+		Env: []string{"MOCKCODEX_VERSION=" + TestedAppServerCodex, "CODEX_HOME=" + dir}})
 	b.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

@@ -189,7 +189,7 @@ func setupMockApp(t *testing.T) (Config, string) {
 		t.Fatal(err)
 	}
 	return Config{Bin: bin, Dir: dir, Kind: KindAppServer, Env: []string{
-		"MOCKCODEX_LOG=" + filepath.Join(dir, "mockcodex.log"), "CODEX_HOME=" + home}}, dir
+		"MOCKCODEX_LOG=" + filepath.Join(dir, "mockcodex.log"), "MOCKCODEX_VERSION=" + TestedAppServerCodex, "CODEX_HOME=" + home}}, dir
 }
 
 // setupRealApp is the real Codex app-server (the pinned version) on the
