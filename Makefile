@@ -18,9 +18,12 @@ BENCHTIME ?= 1s
 SOAK_SECONDS ?= 300
 SOAK_SEED ?= $(shell date +%s)
 
-# Pinned real Codex CLI versions used by the real-Codex tests.
+# Pinned real Codex CLI versions used by the real-Codex tests: the last
+# release with `codex mcp-server`, and the app-server version tested. They
+# are the tested range the doctor reports; a test keeps them equal to
+# codexchild/internal/codexversion, where the tests read them.
 CODEX_MCP_VERSION ?= 0.153.4
-CODEX_APP_VERSION ?= 0.169.0
+CODEX_APP_VERSION ?= 0.171.0
 CODEX_CACHE       := $(CURDIR)/.cache/codex
 
 .PHONY: all build check test real-codex chromium lint cross-vet cross-build bench fuzz soak demo install release dist help clean
@@ -42,8 +45,8 @@ test: build real-codex chromium lint cross-vet cross-build
 	@for m in $(MODULES); do \
 	  echo "== go test -race $$m"; \
 	  par=2; [ $$m = testscripts ] && par=8; \
-	  (cd $$m && ATM_CODEX_MCP_BIN="$$(cat $(CODEX_CACHE)/mcp-bin 2>/dev/null || true)" \
-	             ATM_CODEX_APP_BIN="$$(cat $(CODEX_CACHE)/app-bin 2>/dev/null || true)" \
+	  (cd $$m && ATM_CODEX_MCP_BIN="$$(cat $(CODEX_CACHE)/mcp-bin-$(CODEX_MCP_VERSION) 2>/dev/null || true)" \
+	             ATM_CODEX_APP_BIN="$$(cat $(CODEX_CACHE)/app-bin-$(CODEX_APP_VERSION) 2>/dev/null || true)" \
 	             $(GOTEST) -race -count=1 -parallel $$par -timeout 20m ./...) || exit 1; \
 	done
 	@echo "== go test atmclient cross-process tests at full size (without -race, where they would take many minutes)"
@@ -57,10 +60,10 @@ check: lint
 	             $(GOTEST) -short -count=1 -timeout 10m ./...) || exit 1; \
 	done
 
-## real-codex: install the pinned Codex CLIs with npm (once; cached in .cache/).
+## real-codex: install the pinned Codex CLIs with npm (once; cached in .cache/, one folder and one path file per version).
 real-codex:
-	@tools/install-codex.sh $(CODEX_CACHE) $(CODEX_MCP_VERSION) mcp-bin
-	@tools/install-codex.sh $(CODEX_CACHE) $(CODEX_APP_VERSION) app-bin
+	@tools/install-codex.sh $(CODEX_CACHE) $(CODEX_MCP_VERSION) mcp-bin-$(CODEX_MCP_VERSION)
+	@tools/install-codex.sh $(CODEX_CACHE) $(CODEX_APP_VERSION) app-bin-$(CODEX_APP_VERSION)
 
 ## chromium: install Debian's chromium for the browser tests of the live view (once; apt-get, as root).
 chromium:

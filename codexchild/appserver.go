@@ -12,7 +12,7 @@ import (
 )
 
 // AppServer is the Backend for `codex app-server` (Codex 0.154 and later;
-// measured on 0.169.0). It speaks the app-server's own JSON-RPC dialect:
+// measured on 0.169.0 and 0.171.0). It speaks the app-server's own JSON-RPC dialect:
 // NDJSON without the "jsonrpc" member, thread/start, turn/start answered at
 // once and ended by the turn/completed notification, turn/interrupt,
 // turn/steer, thread/resume from Codex's rollout files, and
@@ -122,7 +122,7 @@ type appReply struct {
 }
 
 // handshake sends initialize and the initialized notification, and reads
-// Codex's version from the userAgent ("<client>/0.169.0 (...) ...").
+// Codex's version from the userAgent ("<client>/0.171.0 (...) ...").
 func (b *AppServer) handshake() (err error) {
 	timeout := b.cfg.handshakeTimeout()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -160,7 +160,7 @@ func (b *AppServer) handshake() (err error) {
 }
 
 // userAgentVersion returns the version in an app-server userAgent such as
-// "atm-agent-mcp/0.169.0 (Debian 12.0.0; x86_64) xterm (...)", or "".
+// "atm-agent-mcp/0.171.0 (Debian 12.0.0; x86_64) xterm (...)", or "".
 func userAgentVersion(ua string) string {
 	first, _, _ := strings.Cut(ua, " ")
 	i := strings.LastIndexByte(first, '/')

@@ -56,12 +56,12 @@ func BenchmarkTurn(b *testing.B) {
 }
 
 // BenchmarkAppServerTurn is a minimal app-server round trip on one thread of
-// mockcodex as 0.169.0: turn/start, its notifications and turn/completed.
+// mockcodex (as the tested app-server): turn/start, its notifications and turn/completed.
 func BenchmarkAppServerTurn(b *testing.B) {
 	bin := mockBin(b)
 	dir := b.TempDir()
 	be := NewAppServer(Config{Bin: bin, Dir: dir, Logger: slog.New(slog.DiscardHandler),
-		Env: []string{"MOCKCODEX_VERSION=0.169.0", "CODEX_HOME=" + dir}})
+		Env: []string{"MOCKCODEX_VERSION=" + TestedAppServerCodex, "CODEX_HOME=" + dir}})
 	b.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

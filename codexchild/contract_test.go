@@ -16,8 +16,8 @@ import (
 
 // TestContract runs the same suite against mockcodex and the real Codex,
 // for both protocols: mcp-server (mockcodex, real 0.153.4 from
-// ATM_CODEX_MCP_BIN) and app-server (mockcodex as 0.169.0, real 0.169.0 from
-// ATM_CODEX_APP_BIN). A missing real binary is skipped loudly, or fails when
+// ATM_CODEX_MCP_BIN) and app-server (mockcodex and the real Codex as the
+// pinned TestedAppServerCodex, from ATM_CODEX_APP_BIN). A missing real binary is skipped loudly, or fails when
 // ATM_REQUIRE_REAL_CODEX=1. Where the protocols differ on purpose (event
 // names, what a denial tells the model, resume) the case asks the target's
 // expect.
@@ -108,9 +108,9 @@ func contractHandshake(t *testing.T, b Backend, e *contractEnv) {
 	if s := b.Status(); s.Started {
 		t.Fatalf("Status before first use = %+v, want not started (lazy start)", s)
 	}
-	wantVersion := "0.153."
+	wantVersion := TestedMCPServerCodex
 	if e.kind == KindAppServer {
-		wantVersion = "0.169."
+		wantVersion = TestedAppServerCodex
 		// The app-server is no MCP server: the MCP pass-through is refused
 		// without starting anything.
 		if _, ok := b.(Passthrough); ok {
@@ -127,8 +127,8 @@ func contractHandshake(t *testing.T, b Backend, e *contractEnv) {
 		if !s.Started || !s.Running || s.PID == 0 || s.Exit != nil {
 			t.Errorf("Status = %+v, want started and running", s)
 		}
-		if !strings.HasPrefix(s.Version, wantVersion) {
-			t.Errorf("Version = %q, want %sx", s.Version, wantVersion)
+		if s.Version != wantVersion {
+			t.Errorf("Version = %q, want the tested %s", s.Version, wantVersion)
 		}
 	}
 	if e.kind == KindAppServer {

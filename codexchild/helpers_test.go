@@ -179,7 +179,7 @@ func setupReal(t *testing.T) (Config, string) {
 	return Config{Bin: bin, Dir: home.WorkDir, Env: home.Env(), ReplaceEnv: true, Kind: KindMCPServer}, home.WorkDir
 }
 
-// setupMockApp is mockcodex as Codex 0.169.0 app-server, with its own
+// setupMockApp is mockcodex as the tested Codex app-server, with its own
 // CODEX_HOME (its rollouts let a new process resume a thread).
 func setupMockApp(t *testing.T) (Config, string) {
 	bin := mockBin(t)
@@ -189,10 +189,11 @@ func setupMockApp(t *testing.T) (Config, string) {
 		t.Fatal(err)
 	}
 	return Config{Bin: bin, Dir: dir, Kind: KindAppServer, Env: []string{
-		"MOCKCODEX_LOG=" + filepath.Join(dir, "mockcodex.log"), "MOCKCODEX_VERSION=0.169.0", "CODEX_HOME=" + home}}, dir
+		"MOCKCODEX_LOG=" + filepath.Join(dir, "mockcodex.log"), "MOCKCODEX_VERSION=" + TestedAppServerCodex, "CODEX_HOME=" + home}}, dir
 }
 
-// setupRealApp is the real Codex 0.169.0 app-server on the loopback model.
+// setupRealApp is the real Codex app-server (the pinned version) on the
+// loopback model.
 func setupRealApp(t *testing.T) (Config, string) {
 	bin := realcodex.Bin(t, realcodex.AppServer)
 	mock, err := modelmock.Start(modelmock.Config{})

@@ -226,12 +226,12 @@ func (a *autoBackend) Close(ctx context.Context) error {
 
 // mcpServerUsage matches the usage line of `codex mcp-server --help`. Codex
 // 0.154 and later print the top-level help for it (and exit 0: measured on
-// 0.169.0, which reads "mcp-server" as a prompt), so the exit code alone
-// proves nothing.
+// 0.169.0 and 0.171.0, which read "mcp-server" as a prompt), so the exit
+// code alone proves nothing.
 var mcpServerUsage = regexp.MustCompile(`(?m)^Usage:.*\smcp-server\b`)
 
 // probeKind decides the protocol of cfg.Bin. `codex --version` ("codex-cli
-// 0.169.0") decides when it parses: mcp-server up to 0.153.x (it was removed
+// 0.171.0") decides when it parses: mcp-server up to 0.153.x (it was removed
 // in 0.154.0), app-server from 0.154. Otherwise `codex mcp-server --help`
 // decides: mcp-server if it prints that subcommand's usage. When neither
 // works (a missing binary, say) the answer is app-server, the protocol of

@@ -76,7 +76,7 @@ func TestProbeRealCodex(t *testing.T) {
 }
 
 // TestNewAuto: New with Kind "" probes at first use (not before), picks
-// app-server for Codex 0.169.0, and reports the version.
+// app-server for the tested app-server Codex, and reports the version.
 func TestNewAuto(t *testing.T) {
 	t.Run("app-server", func(t *testing.T) {
 		cfg, cwd := setupMockApp(t)
@@ -95,8 +95,8 @@ func TestNewAuto(t *testing.T) {
 		if k := kindOf(b); k != KindAppServer {
 			t.Errorf("Kind = %s, want app-server", k)
 		}
-		if s := b.Status(); !s.Running || s.Version != "0.169.0" {
-			t.Errorf("Status = %+v, want running 0.169.0", s)
+		if s := b.Status(); !s.Running || s.Version != TestedAppServerCodex {
+			t.Errorf("Status = %+v, want running %s", s, TestedAppServerCodex)
 		}
 	})
 	t.Run("mcp-server", func(t *testing.T) {

@@ -75,7 +75,7 @@ func TestAgents(t *testing.T) {
 		if err := setup(env); err != nil {
 			return err
 		}
-		env.Setenv("MOCKCODEX_VERSION", "0.169.0")
+		env.Setenv("MOCKCODEX_VERSION", testedAppVersion)
 		env.Setenv("MOCKACP_STATE", filepath.Join(env.WorkDir, ".mockacp"))
 		return os.MkdirAll(filepath.Join(env.WorkDir, ".mockacp"), 0o755)
 	}
@@ -87,7 +87,7 @@ func TestAgents(t *testing.T) {
 // (mockcodex) and another agent kind (mockacp), once per Codex protocol, as
 // TestProxy runs the proxy's.
 func TestMixedTeams(t *testing.T) {
-	for _, b := range []struct{ backend, version string }{{"mcp-server", "0.153.4"}, {"app-server", "0.169.0"}} {
+	for _, b := range []struct{ backend, version string }{{"mcp-server", testedMCPVersion}, {"app-server", testedAppVersion}} {
 		t.Run(b.backend, func(t *testing.T) {
 			t.Parallel() // they wait on turns and mail, not on the CPU
 			p := agentParams(t, "mixed_*.txtar", "MOCKACP_STATE", "MOCKACP_LOG")
@@ -158,7 +158,7 @@ func TestRealAgents(t *testing.T) {
 				}
 				env.Setenv("MCP_ENV", strings.Join(names, " "))
 				env.Setenv("AGENT", tc.agent)
-				env.Setenv("MOCKCODEX_VERSION", "0.169.0")
+				env.Setenv("MOCKCODEX_VERSION", testedAppVersion)
 				return nil
 			}
 			p.Condition = func(cond string) (bool, error) {

@@ -21,7 +21,7 @@ import (
 // and serve keeps serving; a row's follow-up shows that nothing was left
 // holding the identity.
 func TestBadCodexCatalogue(t *testing.T) {
-	for _, b := range []struct{ backend, version string }{{"mcp-server", "0.153.4"}, {"app-server", "0.169.0"}} {
+	for _, b := range []struct{ backend, version string }{{"mcp-server", testedMCPVersion}, {"app-server", testedAppVersion}} {
 		t.Run(b.backend, func(t *testing.T) {
 			t.Parallel()
 			// flooded is how a Codex killed for its garbage died.

@@ -355,7 +355,7 @@ env = { MOCKACP_GARBAGE = "20000" }
 
 func (h *catalogueEnv) env() []string {
 	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + h.dir, "ATM_HOME=" + h.dir, "GIT_CEILING_DIRECTORIES=" + h.dir,
-		"MOCKCODEX_VERSION=0.169.0", "TMPDIR=" + os.TempDir()}
+		"MOCKCODEX_VERSION=" + testedAppVersion, "TMPDIR=" + os.TempDir()}
 }
 
 // checkKept checks that the files that serve could not parse still hold

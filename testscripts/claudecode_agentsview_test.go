@@ -35,7 +35,7 @@ func TestClaudeCodeAgentsView(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := claudeRun{backend: "app-server", codexBin: mockcodexBin, env: map[string]string{"MOCKCODEX_VERSION": "0.169.0"}}
+	run := claudeRun{backend: "app-server", codexBin: mockcodexBin, env: map[string]string{"MOCKCODEX_VERSION": testedAppVersion}}
 	dir := t.TempDir()
 	home := filepath.Join(dir, "home")
 	work := filepath.Join(dir, "work")

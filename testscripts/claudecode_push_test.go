@@ -26,7 +26,7 @@ import (
 // serve is registered as the README says for -p (--team only: under
 // Claude Code its client is team-lead), and once with the identity given
 // (--identity team-lead, Codex sessions defaulting to another name). With
-// mockcodex on both protocols, and once with the real Codex 0.169 against
+// mockcodex on both protocols, and once with the real (pinned) Codex against
 // the loopback Responses API.
 func TestClaudeCodeLeadPush(t *testing.T) {
 	claude := claudeCLI(t, "2.1.332")
@@ -39,10 +39,10 @@ func TestClaudeCodeLeadPush(t *testing.T) {
 		run  claudeRun
 		args []string
 	}{
-		{"mockcodex/app-server", claudeRun{backend: "app-server", codexBin: mockcodexBin, env: map[string]string{"MOCKCODEX_VERSION": "0.169.0"}},
+		{"mockcodex/app-server", claudeRun{backend: "app-server", codexBin: mockcodexBin, env: map[string]string{"MOCKCODEX_VERSION": testedAppVersion}},
 			[]string{"--team", "dev"}},
 		{"mockcodex/mcp-server/identity-team-lead", claudeRun{backend: "mcp-server", codexBin: mockcodexBin,
-			env: map[string]string{"MOCKCODEX_VERSION": "0.153.4", "ATM_AGENT_MCP_DEFAULT_IDENTITY": "codex"}},
+			env: map[string]string{"MOCKCODEX_VERSION": testedMCPVersion, "ATM_AGENT_MCP_DEFAULT_IDENTITY": "codex"}},
 			[]string{"--team", "dev", "--identity", "team-lead"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -50,7 +50,7 @@ func TestClaudeCodeLeadPush(t *testing.T) {
 			leadPush(t, claude, tc.run, tc.args...)
 		})
 	}
-	t.Run("real-codex-0.169", func(t *testing.T) {
+	t.Run("real-codex-"+testedAppVersion, func(t *testing.T) {
 		t.Parallel()
 		codex := realcodex.Bin(t, realcodex.AppServer)
 		mock, err := modelmock.Start(modelmock.Config{})

@@ -61,7 +61,7 @@ func claudeTasks(t *testing.T, claude, mockcodexBin string, mode int) {
 	childLog := filepath.Join(dir, "child.jsonl")
 	debugLog := filepath.Join(dir, "claude-debug.log")
 	mcpFile := writeServeMCPConfig(t, dir, home, claudeRun{backend: "app-server", codexBin: mockcodexBin,
-		env: map[string]string{"MOCKCODEX_VERSION": "0.169.0"}}, serveLog, "--team", "dev", "--identity", "team-lead", "--approval-policy", "on-request")
+		env: map[string]string{"MOCKCODEX_VERSION": testedAppVersion}}, serveLog, "--team", "dev", "--identity", "team-lead", "--approval-policy", "on-request")
 
 	nonce := randomHex(t, 6)
 	first := "FIRST-" + nonce

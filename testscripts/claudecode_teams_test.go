@@ -45,8 +45,8 @@ func TestClaudeCodeTeams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	appServer := claudeRun{backend: "app-server", codexBin: mockcodexBin, env: map[string]string{"MOCKCODEX_VERSION": "0.169.0"}}
-	mcpServer := claudeRun{backend: "mcp-server", codexBin: mockcodexBin, env: map[string]string{"MOCKCODEX_VERSION": "0.153.4"}}
+	appServer := claudeRun{backend: "app-server", codexBin: mockcodexBin, env: map[string]string{"MOCKCODEX_VERSION": testedAppVersion}}
+	mcpServer := claudeRun{backend: "mcp-server", codexBin: mockcodexBin, env: map[string]string{"MOCKCODEX_VERSION": testedMCPVersion}}
 	for _, tc := range []struct {
 		name     string
 		run      claudeRun

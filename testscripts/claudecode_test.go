@@ -41,7 +41,7 @@ type claudeRun struct {
 // agent's identity, and runs a turn in the background waited for with
 // agent_wait. On both MCP revisions (Claude Code speaks 2026-07-28 when
 // serve offers it; pinned to 2025-11-25 it falls back to initialize) and
-// both Codex protocols (mockcodex), plus once with the real Codex 0.169
+// both Codex protocols (mockcodex), plus once with the real (pinned) Codex
 // against the loopback Responses API. What Claude Code reports in its
 // stream-json must hold no error result and no tool error.
 func TestClaudeCode(t *testing.T) {
@@ -51,10 +51,10 @@ func TestClaudeCode(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, run := range []claudeRun{
-		{protocol: "auto", backend: "mcp-server", codexBin: mockcodexBin, env: map[string]string{"MOCKCODEX_VERSION": "0.153.4"}},
-		{protocol: "auto", backend: "app-server", codexBin: mockcodexBin, env: map[string]string{"MOCKCODEX_VERSION": "0.169.0"}},
-		{protocol: "2025-11-25", backend: "mcp-server", codexBin: mockcodexBin, env: map[string]string{"MOCKCODEX_VERSION": "0.153.4"}},
-		{protocol: "2025-11-25", backend: "app-server", codexBin: mockcodexBin, env: map[string]string{"MOCKCODEX_VERSION": "0.169.0"}},
+		{protocol: "auto", backend: "mcp-server", codexBin: mockcodexBin, env: map[string]string{"MOCKCODEX_VERSION": testedMCPVersion}},
+		{protocol: "auto", backend: "app-server", codexBin: mockcodexBin, env: map[string]string{"MOCKCODEX_VERSION": testedAppVersion}},
+		{protocol: "2025-11-25", backend: "mcp-server", codexBin: mockcodexBin, env: map[string]string{"MOCKCODEX_VERSION": testedMCPVersion}},
+		{protocol: "2025-11-25", backend: "app-server", codexBin: mockcodexBin, env: map[string]string{"MOCKCODEX_VERSION": testedAppVersion}},
 	} {
 		t.Run(run.protocol+"/"+run.backend, func(t *testing.T) {
 			t.Parallel()
@@ -66,9 +66,9 @@ func TestClaudeCode(t *testing.T) {
 	t.Run("2.1.332/auto/app-server", func(t *testing.T) {
 		t.Parallel()
 		claudeConversation(t, claudeCLI(t, "2.1.332"), claudeRun{protocol: "auto", backend: "app-server", codexBin: mockcodexBin,
-			env: map[string]string{"MOCKCODEX_VERSION": "0.169.0"}})
+			env: map[string]string{"MOCKCODEX_VERSION": testedAppVersion}})
 	})
-	t.Run("auto/real-codex-0.169", func(t *testing.T) {
+	t.Run("auto/real-codex-"+testedAppVersion, func(t *testing.T) {
 		t.Parallel()
 		codex := realcodex.Bin(t, realcodex.AppServer)
 		mock, err := modelmock.Start(modelmock.Config{})

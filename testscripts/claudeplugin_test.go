@@ -96,7 +96,7 @@ func TestClaudePlugin(t *testing.T) {
 		t.Fatal(err)
 	}
 	serverEnv := []string{"ATM_HOME=" + atmHome, "ATM_TEAM=dev", "ATM_AGENT_MCP_CODEX_BIN=" + mockcodexBin,
-		"MOCKCODEX_VERSION=0.169.0", "GIT_CEILING_DIRECTORIES=" + dir}
+		"MOCKCODEX_VERSION=" + testedAppVersion, "GIT_CEILING_DIRECTORIES=" + dir}
 	startFirstWindow(t, append(append([]string{}, baseEnv...), serverEnv...), work)
 
 	tool := func(name string) string { return "mcp__plugin_atm-agent-mcp_codex__" + name }
@@ -247,7 +247,7 @@ func TestClaudePlugin(t *testing.T) {
 		`(?m)^What serve needs, for team "dev" and identity "window2":$`,
 		`(?m)^ok +team +dev: `,
 		`(?m)^ok +identity +window2 is held by the serve of the Claude Code session that runs this check \(pid [0-9]+\)$`,
-		`(?m)^ok +codex +` + regexp.QuoteMeta(mockcodexBin) + `, Codex 0\.169\.0, driven as app-server`,
+		`(?m)^ok +codex +` + regexp.QuoteMeta(mockcodexBin) + `, Codex ` + regexp.QuoteMeta(testedAppVersion) + `, driven as app-server`,
 		`(?m)^ok +login +` + regexp.QuoteMeta(filepath.Join(dir, "codex-home", "auth.json")) + ` exists`,
 		`(?m)^ok +claude-cache +Claude Code has cached no failure of the atm-agent-mcp plugin's server`,
 		`(?m)^ok +plugin +started by the launcher of plugin ` + regexp.QuoteMeta(pluginVersion(t)) + `, the version this binary was built with`,

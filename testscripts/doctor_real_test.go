@@ -14,10 +14,10 @@ import (
 )
 
 // TestDoctorRealCodex runs `atm-agent-mcp doctor` against the real Codex
-// 0.169 (installed by make test), whose `codex login status` decides the
+// (the pinned app-server version, installed by make test), whose `codex login status` decides the
 // login check: exit 1 "Not logged in" in an empty CODEX_HOME, exit 0 once
-// an API key is stored there. The codex check reads its version and names
-// app-server.
+// an API key is stored there. The codex check reads its version, the
+// tested one (no warning), and names app-server.
 func TestDoctorRealCodex(t *testing.T) {
 	t.Parallel()
 	codex := realcodex.Bin(t, realcodex.AppServer)
@@ -55,7 +55,7 @@ func TestDoctorRealCodex(t *testing.T) {
 		want     []string
 	}{
 		{"not logged in", "", 1, []string{
-			`(?m)^ok +codex +.*/codex, Codex 0\.169\.0, driven as app-server \(chosen by its version\)$`,
+			`(?m)^ok +codex +.*/codex, Codex ` + regexp.QuoteMeta(realcodex.AppServer.Pinned()) + `, driven as app-server \(chosen by its version\)$`,
 			`(?m)^missing +login +Codex is not logged in \(codex login status: Not logged in; CODEX_HOME .*codex-home\)$`,
 			`(?m)fix: codex login \(with ChatGPT\), or printenv OPENAI_API_KEY \| codex login --with-api-key`,
 		}},

@@ -25,7 +25,7 @@ import (
 // the tool's outputSchema.
 func TestGoSDKClient(t *testing.T) {
 	for _, version := range []string{"2026-07-28", "2025-11-25"} {
-		for _, b := range []struct{ backend, codexVersion string }{{"mcp-server", "0.153.4"}, {"app-server", "0.169.0"}} {
+		for _, b := range []struct{ backend, codexVersion string }{{"mcp-server", testedMCPVersion}, {"app-server", testedAppVersion}} {
 			t.Run(version+"/"+b.backend, func(t *testing.T) {
 				t.Parallel()
 				goSDKConversation(t, version, b.backend, b.codexVersion)

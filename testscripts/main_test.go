@@ -14,6 +14,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/mockacp"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/mockcodex"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/mockmodel"
@@ -41,9 +42,17 @@ func TestMain(m *testing.M) {
 	})
 }
 
+// The tested Codex versions (the Makefile's pins, which the real-Codex
+// tests install), which mockcodex reports where a test names a protocol.
+const (
+	testedMCPVersion = codexchild.TestedMCPServerCodex
+	testedAppVersion = codexchild.TestedAppServerCodex
+)
+
 // params returns the strict Params shared by every scenario of dir
 // matching glob: explicit exec, unique archive names, ATM_HOME and HOME set
-// to the work directory, git's search for a repository (and the proxy's)
+// to the work directory, CODEX_TESTED_MCP and CODEX_TESTED_APP to the tested
+// Codex versions, git's search for a repository (and the proxy's)
 // kept inside it — the machine's temporary directory may itself lie in a
 // git work tree — and the helper commands below.
 func params(glob string) testscript.Params {
@@ -55,6 +64,9 @@ func params(glob string) testscript.Params {
 			env.Setenv("ATM_HOME", env.WorkDir)
 			env.Setenv("HOME", env.WorkDir)
 			env.Setenv("GIT_CEILING_DIRECTORIES", filepath.Dir(env.WorkDir))
+			// The tested Codex versions (mockcodex reports them by default).
+			env.Setenv("CODEX_TESTED_MCP", testedMCPVersion)
+			env.Setenv("CODEX_TESTED_APP", testedAppVersion)
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){

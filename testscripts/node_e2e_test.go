@@ -32,7 +32,7 @@ const e2eScriptTimeout = 90 * time.Second
 // and a raw Content-Length client (content_length.mjs) drive the
 // atm-agent-mcp binary, which drives the real
 // Codex CLI against the loopback model, with real team-mail files; per
-// backend: mcp-server (Codex 0.153.4) and app-server (Codex 0.169.0). The
+// backend: mcp-server (Codex 0.153.4) and app-server (the pinned Codex). The
 // npm packages are installed once with npm ci into e2e/node_modules
 // (git-ignored). Without node, npm or the Codex binaries it skips loudly;
 // under ATM_REQUIRE_REAL_CODEX=1 it fails instead.

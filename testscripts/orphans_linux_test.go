@@ -44,7 +44,7 @@ func TestNoOrphansWhenServeIsKilled(t *testing.T) {
 	for i := range 3 {
 		moments = append(moments, killMoment{name: fmt.Sprint("random moment ", i+1), prompt: "RUN_SHELL CMD=sleep 0.2", wait: "random", delay: 300 * time.Millisecond})
 	}
-	for _, b := range []struct{ backend, version string }{{"mcp-server", "0.153.4"}, {"app-server", "0.169.0"}} {
+	for _, b := range []struct{ backend, version string }{{"mcp-server", testedMCPVersion}, {"app-server", testedAppVersion}} {
 		for _, m := range moments {
 			t.Run(b.backend+"/"+m.name, func(t *testing.T) {
 				home := t.TempDir()

@@ -39,12 +39,13 @@ func proxyParams(t *testing.T, glob string) testscript.Params {
 }
 
 // TestProxy runs the proxy conversations testdata/proxy_*.txtar against
-// mockcodex, once per Codex protocol: as codex mcp-server 0.153.4 and as
-// codex app-server 0.169.0 (the proxy's auto selection picks the backend by
-// the version mockcodex reports). Scenarios use the conditions [mcp] and
+// mockcodex, once per Codex protocol: as codex mcp-server and as codex
+// app-server of the tested versions (testedMCPVersion, testedAppVersion;
+// the proxy's auto selection picks the backend by the version mockcodex
+// reports). Scenarios use the conditions [mcp] and
 // [app] where the protocols differ.
 func TestProxy(t *testing.T) {
-	for _, b := range []struct{ backend, version string }{{"mcp-server", "0.153.4"}, {"app-server", "0.169.0"}} {
+	for _, b := range []struct{ backend, version string }{{"mcp-server", testedMCPVersion}, {"app-server", testedAppVersion}} {
 		t.Run(b.backend, func(t *testing.T) {
 			t.Parallel() // the two backends' scenarios wait on timeouts, not on the CPU
 			p := proxyParams(t, "proxy_*.txtar")

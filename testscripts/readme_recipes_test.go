@@ -32,8 +32,8 @@ import (
 // window that holds team-lead; its lead's mail stays pushed), the first
 // conversation (each "tool {arguments}" line as a tools/call against
 // mockcodex: arch's mail reaches dev-1, a member of the recipe's team), and
-// the offline-Codex recipe of docs/configuration.md with the real Codex
-// 0.169 and the loopback mock model (doctor passes; a codex call answers
+// the offline-Codex recipe of docs/configuration.md with the real (pinned)
+// Codex and the loopback mock model (doctor passes; a codex call answers
 // MOCK_REPLY), and its offline-Claude recipe with the real claude-agent-acp
 // and the same mock (doctor finds the agent; agent_start answers
 // MOCK_REPLY); neither recipe leaves a file git would show untracked.

@@ -24,7 +24,7 @@ import (
 // Codex's log, not stdout; at the end the client reads again and serve
 // exits cleanly.
 func TestClientThatStopsReading(t *testing.T) {
-	for _, b := range []struct{ backend, version string }{{"mcp-server", "0.153.4"}, {"app-server", "0.169.0"}} {
+	for _, b := range []struct{ backend, version string }{{"mcp-server", testedMCPVersion}, {"app-server", testedAppVersion}} {
 		t.Run(b.backend, func(t *testing.T) {
 			t.Parallel()
 			home := t.TempDir()

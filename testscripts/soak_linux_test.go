@@ -68,7 +68,7 @@ func TestSoak(t *testing.T) {
 		}
 		dur = time.Duration(v) * time.Second
 	}
-	for _, b := range []struct{ backend, version string }{{"mcp-server", "0.153.4"}, {"app-server", "0.169.0"}} {
+	for _, b := range []struct{ backend, version string }{{"mcp-server", testedMCPVersion}, {"app-server", testedAppVersion}} {
 		t.Run(b.backend, func(t *testing.T) {
 			t.Parallel()
 			t.Logf("soak seed %d, %s for %s", seed, b.backend, dur)

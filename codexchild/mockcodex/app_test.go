@@ -54,7 +54,7 @@ func TestAppServerHandshakeAndErrors(t *testing.T) {
 	}
 	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"clientInfo":{"name":"probe","title":"Probe","version":"0.0.1"}}}`)
 	got := c.until(5*time.Second, func(m msg) bool { return m["method"] == "remoteControl/status/changed" })
-	want := msg{"id": 1.0, "result": msg{"userAgent": userAgent("probe", "0.169.0", "probe", "0.0.1"), "codexHome": c.home, "platformFamily": "unix", "platformOs": "linux"}}
+	want := msg{"id": 1.0, "result": msg{"userAgent": userAgent("probe", appVersion, "probe", "0.0.1"), "codexHome": c.home, "platformFamily": "unix", "platformOs": "linux"}}
 	if diff := cmp.Diff(want, got[0]); diff != "" {
 		t.Errorf("initialize (-want +got):\n%s", diff)
 	}

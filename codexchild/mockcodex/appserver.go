@@ -13,7 +13,8 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
-// appServer speaks codex app-server 0.169.0: no "jsonrpc" member, errors
+// appServer speaks codex app-server 0.171.0 (as 0.169.0, where it reads and
+// writes; recorded.go holds 0.171.0's method list): no "jsonrpc" member, errors
 // with -32600, turn/start answered at once and ended by turn/completed,
 // threads persisted in rollouts and resumable by a new process.
 //

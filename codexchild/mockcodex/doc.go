@@ -1,9 +1,12 @@
 // Package mockcodex is a program that stands in for the real Codex CLI in
 // tests. It speaks `codex mcp-server` as 0.153.4 does and `codex app-server`
-// as 0.169.0 does (docs/codex-wire.md), byte-for-byte where recordings of
-// the real Codex gave the bytes, and its "model" answers prompts exactly as package
-// modelmock answers the real Codex, so one test can run against both (the
-// contract tests in package codexchild do).
+// as 0.171.0 does (docs/codex-wire.md: recorded from 0.169.0, whose wire
+// 0.171.0 keeps wherever the mock speaks, plus 0.171.0's method list),
+// byte-for-byte where recordings of the real Codex gave the bytes, and its
+// "model" answers prompts exactly as package modelmock answers the real
+// Codex, so one test can run against both (the contract tests in package
+// codexchild do). TestRecordedAsReal compares recorded.go with the pinned
+// real CLIs.
 //
 // [Main] is the whole program. The command codexchild/cmd/mockcodex (make
 // build: bin/mockcodex) only calls it; test binaries run it as a command
@@ -99,7 +102,8 @@
 //     version), rules/default.rules (approved_execpolicy_amendment), and
 //     config.toml. Default ~/.codex.
 //   - MOCKCODEX_VERSION: the version reported (--version, serverInfo,
-//     rollouts); default 0.153.4, and 0.169.0 for app-server.
+//     rollouts); default 0.153.4, and 0.171.0 for app-server (the tested
+//     versions, codexchild/internal/codexversion).
 //   - MOCKCODEX_LOG=<file>: append one JSON line {"argv":[…]} at start and
 //     {"msg":<message>} for every message received (or {"raw":…} for a line
 //     that was not one), each with "pid" and "t".
@@ -165,7 +169,7 @@
 // required MCP servers failed to initialize: <name>: <error>"). Servers get
 // stdin EOF and SIGTERM when mockcodex exits.
 //
-// # app-server (0.169.0)
+// # app-server (0.171.0)
 //
 // No "jsonrpc" member is ever sent (the client may omit it); notifications
 // carry "emittedAtMs"; errors are -32600 ("Not initialized", "Already

@@ -13,13 +13,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/internal/codexversion"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
-// Default versions reported when MOCKCODEX_VERSION is not set.
+// Default versions reported when MOCKCODEX_VERSION is not set: the tested
+// versions of each protocol.
 const (
-	mcpVersion = "0.153.4"
-	appVersion = "0.169.0"
+	mcpVersion = codexversion.TestedMCPServer
+	appVersion = codexversion.TestedAppServer
 )
 
 // Main runs mockcodex as a program: the command line of os.Args, the
@@ -179,7 +181,7 @@ func usage(sub string) string {
 	case "app-server":
 		return "[experimental] Run the app server or related tooling [mock]\n\nUsage: mockcodex app-server [OPTIONS]\n\nOptions:\n  -c, --config <key=value>  Override a configuration value\n      --listen <URL>        Transport endpoint URL (only stdio://)\n  -h, --help                Print help\n"
 	}
-	return "Codex CLI (mock)\n\nUsage: mockcodex [OPTIONS] <COMMAND>\n\nCommands:\n  mcp-server  Start Codex as an MCP server (stdio), like codex 0.153.4\n  app-server  Run the app server (stdio), like codex 0.169.0\n\nOptions:\n  -c, --config <key=value>  Override a configuration value\n  -m, --model <MODEL>       Model the agent should use\n  -h, --help                Print help\n  -V, --version             Print version\n"
+	return "Codex CLI (mock)\n\nUsage: mockcodex [OPTIONS] <COMMAND>\n\nCommands:\n  mcp-server  Start Codex as an MCP server (stdio), like codex " + mcpVersion + "\n  app-server  Run the app server (stdio), like codex " + appVersion + "\n\nOptions:\n  -c, --config <key=value>  Override a configuration value\n  -m, --model <MODEL>       Model the agent should use\n  -h, --help                Print help\n  -V, --version             Print version\n"
 }
 
 func (o *options) addOverride(kv string) error {

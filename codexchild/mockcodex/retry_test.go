@@ -37,7 +37,7 @@ func TestRetryNotices(t *testing.T) {
 		}
 	})
 	t.Run("app-server", func(t *testing.T) {
-		c := start(t, testEnv(t, "MOCKCODEX_VERSION", "0.169.0"), "app-server")
+		c := start(t, testEnv(t), "app-server")
 		c.appInit()
 		thread := c.threadStart(2, msg{"cwd": t.TempDir()})
 		c.turn(3, thread, "RETRY=2 hello")

@@ -14,7 +14,7 @@ import (
 // rollout appends a thread's history to
 // $CODEX_HOME/sessions/YYYY/MM/DD/rollout-<local time>-<id>.jsonl in the
 // format of the Codex version being mocked (0.153.4 mcp-server: no ordinal;
-// 0.169.0 app-server: "ordinal" on every line).
+// 0.169.0 and 0.171.0 app-server: "ordinal" on every line).
 type rollout struct {
 	path    string
 	app     bool

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/internal/codexversion"
 )
 
 // Which names one of the pinned Codex CLIs.
@@ -16,8 +18,8 @@ const (
 	// MCPServer is the CLI with `codex mcp-server` (0.153.4), from
 	// $ATM_CODEX_MCP_BIN.
 	MCPServer Which = iota
-	// AppServer is the CLI with `codex app-server` (0.169.0), from
-	// $ATM_CODEX_APP_BIN.
+	// AppServer is the CLI with `codex app-server` (the pinned version,
+	// [Which.Pinned]), from $ATM_CODEX_APP_BIN.
 	AppServer
 )
 
@@ -31,6 +33,16 @@ func (w Which) EnvVar() string {
 		return "ATM_CODEX_APP_BIN"
 	}
 	return "ATM_CODEX_MCP_BIN"
+}
+
+// Pinned returns the version make test installs for this CLI (the
+// Makefile's CODEX_MCP_VERSION or CODEX_APP_VERSION, kept equal to
+// codexchild's TestedMCPServerCodex and TestedAppServerCodex by a test).
+func (w Which) Pinned() string {
+	if w == AppServer {
+		return codexversion.TestedAppServer
+	}
+	return codexversion.TestedMCPServer
 }
 
 // Subcommand returns the codex subcommand that serves the protocol:

@@ -23,7 +23,7 @@ const TagEnv = "ATM_REALCODEX_HOME"
 // HomeOptions adjusts [NewHome]. A nil *HomeOptions means all defaults.
 type HomeOptions struct {
 	// ApprovalPolicy is config.toml's approval_policy; "" means "on-request".
-	// ("untrusted" makes 0.153.4 and 0.169 exit at start.)
+	// ("untrusted" makes 0.153.4, 0.169 and 0.171 exit at start.)
 	ApprovalPolicy string
 	// SandboxMode is config.toml's sandbox_mode; "" means "workspace-write".
 	SandboxMode string
@@ -268,6 +268,12 @@ func homesDirFor(wd, home string) (string, error) {
 		if err := os.MkdirAll(c, 0o700); err != nil {
 			tried = append(tried, fmt.Sprintf("%s (%v)", c, err))
 			continue
+		}
+		// Codex reports its home with symbolic links resolved (a .cache
+		// that links to another checkout's): the tests compare it with
+		// Home.Dir, so resolve them here, and check the real place.
+		if resolved, err := filepath.EvalSymlinks(c); err == nil && !underTemp(resolved) {
+			return resolved, nil
 		}
 		return c, nil
 	}

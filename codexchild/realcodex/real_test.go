@@ -37,8 +37,9 @@ func stepCtx(t *testing.T) context.Context {
 }
 
 // checkVersion fails the test when the binary is not the pinned version.
-func checkVersion(t *testing.T, which realcodex.Which, want string) {
+func checkVersion(t *testing.T, which realcodex.Which) {
 	t.Helper()
+	want := which.Pinned()
 	got, err := realcodex.Version(stepCtx(t), realcodex.Bin(t, which))
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +176,7 @@ func mcpTurn(t *testing.T, c *conn, args msg) (text, threadID string, elicitatio
 func TestRealMCPServer(t *testing.T) {
 	t.Parallel()
 	realcodex.Bin(t, realcodex.MCPServer)
-	checkVersion(t, realcodex.MCPServer, "0.153.4")
+	checkVersion(t, realcodex.MCPServer)
 	mock := startMock(t)
 	h := realcodex.NewHome(t, mock.URL(), nil)
 
@@ -319,7 +320,7 @@ func lastStr(v any) any {
 	return arr[len(arr)-1]
 }
 
-// ---- codex app-server (0.169.0) ----
+// ---- codex app-server (the pinned version) ----
 
 func appSession(t *testing.T, h *realcodex.Home) *conn {
 	t.Helper()
@@ -384,7 +385,7 @@ func appTurn(t *testing.T, c *conn, tid, text string) (reply string, approvals [
 func TestRealAppServer(t *testing.T) {
 	t.Parallel()
 	realcodex.Bin(t, realcodex.AppServer)
-	checkVersion(t, realcodex.AppServer, "0.169.0")
+	checkVersion(t, realcodex.AppServer)
 	mock := startMock(t)
 	h := realcodex.NewHome(t, mock.URL(), nil)
 

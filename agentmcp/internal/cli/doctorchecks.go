@@ -18,6 +18,7 @@ import (
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/config"
 	"github.com/atm-agent-mcp/atm-agent-mcp/atmclient"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
@@ -25,8 +26,8 @@ import (
 const probeTimeout = 15 * time.Second
 
 // Codex versions that matter to serve (measured; see docs/codex-wire.md).
+// The supported floor and the tested range are codexchild's.
 const (
-	minCodexMinor   = 104 // the oldest Codex serve drives
 	appServerMinor  = 154 // mcp-server was removed in 0.154.0: app-server from here
 	providerNameMin = 169 // 0.169 refuses a model provider without name
 )
@@ -43,7 +44,7 @@ type doctor struct {
 	pluginVersion string
 
 	codexPath    string // set by the codex check when found
-	codexVersion string // "0.169.0"; "" when unknown
+	codexVersion string // "0.171.0"; "" when unknown
 }
 
 // run runs every check in order.
@@ -185,10 +186,11 @@ func (d *doctor) codex(ctx context.Context) check {
 	if minor < appServerMinor {
 		kind = "mcp-server"
 	}
+	support := codexchild.SupportOf(d.codexVersion)
 	switch {
-	case minor < minCodexMinor:
-		c.Status, c.Detail = statusMissing, fmt.Sprintf("%s is Codex %s: too old, serve drives 0.%d and later", path, d.codexVersion, minCodexMinor)
-		c.Fix = "npm install -g @openai/codex@latest"
+	case support == codexchild.CodexTooOld:
+		c.Status, c.Detail = statusMissing, fmt.Sprintf("%s is Codex %s: too old, serve drives %s and later", path, d.codexVersion, codexchild.OldestCodex)
+		c.Fix = "npm install -g @openai/codex@" + codexchild.TestedAppServerCodex + " (the newest version tested with serve)"
 		return c
 	case d.cfg.Backend == "mcp-server" && minor >= appServerMinor:
 		c.Status = statusMissing
@@ -199,6 +201,17 @@ func (d *doctor) codex(ctx context.Context) check {
 		kind, how = d.cfg.Backend, "backend from "+d.cfg.Sources["backend"].String()
 	}
 	c.Status, c.Detail = statusOK, fmt.Sprintf("%s, Codex %s, driven as %s (%s)", path, d.codexVersion, kind, how)
+	tested := fmt.Sprintf("%s to %s", codexchild.TestedMCPServerCodex, codexchild.TestedAppServerCodex)
+	switch support {
+	case codexchild.CodexOlderThanTested:
+		c.Status = statusWarn
+		c.Detail += fmt.Sprintf("; older than the versions tested (%s): serve still drives it (from %s), but no test runs it any more, so a fault of this version may go unnoticed", tested, codexchild.OldestCodex)
+		c.Fix = "npm install -g @openai/codex@" + codexchild.TestedAppServerCodex + " (the newest version tested with serve)"
+	case codexchild.CodexNewerThanTested:
+		c.Status = statusWarn
+		c.Detail += fmt.Sprintf("; newer than the versions tested (%s): serve drives it as it drives %s, but a change in its protocol since then is untested", tested, codexchild.TestedAppServerCodex)
+		c.Fix = "if an agent misbehaves, go back to the newest version tested: npm install -g @openai/codex@" + codexchild.TestedAppServerCodex
+	}
 	return c
 }
 

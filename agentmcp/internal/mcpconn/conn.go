@@ -101,9 +101,10 @@ type Conn struct {
 	stopAll context.CancelFunc
 	wg      sync.WaitGroup // requests being handled
 
-	mu       sync.Mutex // guards inflight, refuse and pool; never held with the outbox's locks
+	mu       sync.Mutex // guards inflight, refuse, listens and pool; never held with the outbox's locks
 	inflight map[jsonrpcframe.ID]*inflight
-	refuse   error // set by Refuse: new requests get it
+	refuse   error                       // set by Refuse: new requests get it
+	listens  map[jsonrpcframe.ID]*listen // open subscriptions/listen streams (listchanged.go)
 
 	elicitation     atomic.Bool
 	protocolVersion atomic.Value // string

@@ -75,6 +75,9 @@ func (c *Conn) request(m *jsonrpcframe.Message, rd *reader) error {
 		c.log.Debug("server/discover", "client", meta.client, "protocol", meta.version)
 		c.discover(m)
 		return nil
+	case meta.modern && m.Method == "subscriptions/listen":
+		c.listen(m, params)
+		return nil
 	case meta.modern && modernMethodGone(m.Method):
 		c.replyErrorFor(m.ID, proxyerr.New(proxyerr.ErrMethodNotFound, map[string]any{"method": m.Method},
 			"%s is not part of MCP %s (stateless: no handshake, ping, log level or subscriptions)", m.Method, meta.version), true)
@@ -92,9 +95,23 @@ func (c *Conn) request(m *jsonrpcframe.Message, rd *reader) error {
 		c.taskRequest(m, params, meta)
 		return nil
 	}
+	if rh, ok := c.cfg.Handler.(ResourceHandler); ok && resourceMethod(m.Method) {
+		c.resourceRequest(m, params, meta, rh)
+		return nil
+	}
 	reply := c.out.reply
 	if meta.modern {
 		reply = c.replyModern
+	}
+	// emptyList answers a list method of what this server does not have.
+	emptyList := func(key string) {
+		result := map[string]any{key: []any{}}
+		if meta.modern {
+			for k, v := range cacheHints {
+				result[k] = v
+			}
+		}
+		reply(m.ID, result)
 	}
 	switch m.Method {
 	case "initialize":
@@ -111,16 +128,19 @@ func (c *Conn) request(m *jsonrpcframe.Message, rd *reader) error {
 		}
 		return nil
 	case "resources/list":
-		reply(m.ID, map[string]any{"resources": []any{}})
+		emptyList("resources")
 		return nil
 	case "resources/templates/list":
-		reply(m.ID, map[string]any{"resourceTemplates": []any{}})
+		emptyList("resourceTemplates")
 		return nil
 	case "prompts/list":
-		reply(m.ID, map[string]any{"prompts": []any{}})
+		emptyList("prompts")
 		return nil
-	case "resources/read", "prompts/get":
-		c.replyErrorFor(m.ID, proxyerr.New(proxyerr.ErrInvalidParams, nil, "%s: this server has no resources or prompts", m.Method), meta.modern)
+	case "resources/read":
+		c.replyErrorFor(m.ID, proxyerr.New(proxyerr.ErrInvalidParams, nil, "resources/read: this server has no resources"), meta.modern)
+		return nil
+	case "prompts/get":
+		c.replyErrorFor(m.ID, proxyerr.New(proxyerr.ErrInvalidParams, nil, "prompts/get: this server has no prompts"), meta.modern)
 		return nil
 	}
 	ctx, e, err := c.track(m.ID)
@@ -250,7 +270,7 @@ func (c *Conn) initialize(m *jsonrpcframe.Message) {
 		"protocol", version, "elicitation", el)
 	result := map[string]any{
 		"protocolVersion": version,
-		"capabilities":    map[string]any{"tools": map[string]any{"listChanged": false}, "logging": map[string]any{}},
+		"capabilities":    c.capabilities(false),
 		"serverInfo":      c.cfg.ServerInfo,
 	}
 	if c.cfg.Instructions != "" {

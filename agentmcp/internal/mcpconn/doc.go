@@ -3,7 +3,11 @@
 // tools do. It frames messages (newline-delimited JSON or Content-Length,
 // whichever the client's first message uses), answers initialize, ping,
 // logging/setLevel and the list methods itself, hands tools/call to a
-// Handler and whatever else to an optional Forwarder, tracks requests for
+// Handler, the resource methods to an optional ResourceHandler (the
+// resources capability is declared only with one; resources.go; list
+// changes go to legacy clients unsolicited and to modern ones on their
+// subscriptions/listen streams, listchanged.go), and
+// whatever else to an optional Forwarder, tracks requests for
 // cancellation and shutdown (Refuse, CancelAll, Wait), sends server→client
 // requests (elicitation) and progress, and writes the events the server
 // sends on its own without ever waiting for a slow client.
@@ -68,7 +72,8 @@
 //
 // # Locks
 //
-// Three: Conn.mu (requests in flight, the refusal, the reader pool), and
+// Three: Conn.mu (requests in flight, the refusal, the subscriptions/listen
+// streams, the reader pool), and
 // the outbox's omu then emu. omu orders the writes that take held events
 // along (responses, server→client requests, progress, and the pump's
 // batches that carry progress), so that no response overtakes events held
@@ -90,7 +95,8 @@
 // # Goroutines
 //
 // The reading goroutine (one at a time, handed on by Release), goroutines
-// parked in the pool, one per forwarded request, and the event pump, which
+// parked in the pool, one per forwarded request (and per tasks/* and
+// resource request that reaches its handler), and the event pump, which
 // writes queued events while the client is behind. Close stops the pump and
 // the pool.
 package mcpconn

@@ -183,7 +183,7 @@ func (c *Conn) replyErrorFor(id jsonrpcframe.ID, err error, modern bool) {
 func (c *Conn) discover(m *jsonrpcframe.Message) {
 	result := map[string]any{
 		"supportedVersions": supportedVersions(),
-		"capabilities":      c.capabilities(),
+		"capabilities":      c.capabilities(true),
 		"ttlMs":             0,
 		"cacheScope":        "public",
 	}
@@ -193,11 +193,16 @@ func (c *Conn) discover(m *jsonrpcframe.Message) {
 	c.replyModern(m.ID, result)
 }
 
-// capabilities are the server's capabilities, in either revision: with a
-// TaskHandler, server/discover lists the tasks extension too.
-func (c *Conn) capabilities() map[string]any {
+// capabilities are the server's capabilities: tools and logging, resources
+// with a ResourceHandler (listChanged, not subscribe), and, in the
+// modern revision's server/discover, the tasks extension with a
+// TaskHandler.
+func (c *Conn) capabilities(modern bool) map[string]any {
 	caps := map[string]any{"tools": map[string]any{"listChanged": false}, "logging": map[string]any{}}
-	if _, ok := c.cfg.Handler.(TaskHandler); ok {
+	if _, ok := c.cfg.Handler.(ResourceHandler); ok {
+		caps["resources"] = map[string]any{"listChanged": true} // listchanged.go
+	}
+	if _, ok := c.cfg.Handler.(TaskHandler); ok && modern {
 		caps["extensions"] = map[string]any{TasksExtension: map[string]any{}}
 	}
 	return caps

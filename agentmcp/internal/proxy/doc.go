@@ -27,11 +27,15 @@
 // own identity pushed into the Claude Code session through ccmsg),
 // teamStamp (the registry view of a Claude Code session team), the
 // handler that passes what the connection does not answer itself to the
-// Codex child (codexchild.Passthrough), configWarned (configwarn.go:
-// the configuration's warnings carried by the first tool error, once; an
-// atomic flag, no lock) and noticed (notice.go: Options.Notices, such as
-// an identity that moved to team-lead-2, carried by the first tool result,
-// once, and by the instructions; an atomic flag, no lock).
+// Codex child (codexchild.Passthrough) and serves the sessions as MCP
+// resources (resources.go, through tools), resourceNotes (resources.go: a
+// goroutine, kicked by the session manager's Changed through a 1-buffered
+// channel, that tells the client when the resources' URIs change; no
+// lock), configWarned (configwarn.go: the configuration's warnings carried
+// by the first tool error, once; an atomic flag, no lock) and noticed
+// (notice.go: Options.Notices, such as an identity that moved to
+// team-lead-2, carried by the first tool result, once, and by the
+// instructions; an atomic flag, no lock).
 //
 // RunStandby (standby.go) is the other server serve may run: a connection
 // that claims nothing and starts nothing, lists the tools or none, and
@@ -113,7 +117,8 @@
 // Run hands the live sessions over to that background session and shuts
 // down, as it does when the client is gone (serve reparented); another
 // takes up the sessions handed over to this serve's own Claude Code
-// session. Both end before the shutdown begins.
+// session. Both end before the shutdown begins; resourceNotes's goroutine
+// ends when Run returns.
 //
 // # Shutdown
 //

@@ -40,10 +40,11 @@ type Server struct {
 	sessions *session.Manager
 	tools    *tools.Env
 	mail     mailHooks
-	frames   *frames    // Claude Code's protocol frames and idle notifications (frames.go)
-	team     teamHooks  // the sessions' mail hooks: membership around mail (team.go)
-	lead     *leadPush  // mail for the client's own identity (leadpush.go)
-	feed     *feed.Feed // what the serve publishes for a live view (nil for a team that may be a typo)
+	frames   *frames        // Claude Code's protocol frames and idle notifications (frames.go)
+	team     teamHooks      // the sessions' mail hooks: membership around mail (team.go)
+	lead     *leadPush      // mail for the client's own identity (leadpush.go)
+	feed     *feed.Feed     // what the serve publishes for a live view (nil for a team that may be a typo)
+	notes    *resourceNotes // tells the client when the sessions' resources change (resources.go)
 
 	// configWarned says the configuration's warnings once (configwarn.go).
 	configWarned configWarned
@@ -85,6 +86,7 @@ func New(opts Options) (*Server, error) {
 	s.backend = newCodex(opts.Backend, opts, log, s.auditor)
 	s.frames = newFrames(s)
 	s.lead = newLeadPush(opts, atm, log)
+	s.notes = newResourceNotes()
 	s.team = teamHooks{mail: &s.mail, lead: s.lead, atm: atm, team: opts.Team, cwd: s.sessionCwd, kind: s.sessionKind, log: log, now: opts.Now, added: map[string]bool{}}
 	s.conn = mcpconn.New(mcpconn.Config{
 		Handler:      handler{s},
@@ -129,7 +131,7 @@ func New(opts Options) (*Server, error) {
 		RequestTimeout: opts.RequestTimeout, MaxSessions: opts.MaxSessions, ElicitationTimeout: opts.ElicitationTimeout,
 		ApprovalFallback: opts.ApprovalFallback, SummaryTimeout: opts.SummaryTimeout, AutoMail: opts.AutoMail, AutoMailFor: opts.AutoMailFor,
 		PersistThreads: opts.PersistThreads, EventRing: opts.EventRing, MaxResultChars: opts.MaxResultChars, Cwd: opts.Cwd,
-		Logger: log, Now: opts.Now,
+		Changed: s.notes.changed, Logger: log, Now: opts.Now,
 	})
 	if err != nil {
 		s.git.Close()
@@ -159,6 +161,10 @@ func (s *Server) Run(ctx context.Context, r io.Reader, w io.Writer) error {
 	// only once the connection runs: their mail turns send events to it.
 	mailCtx, stopMail := context.WithCancel(context.Background())
 	defer stopMail()
+	notesCtx, stopNotes := context.WithCancel(context.Background())
+	var noting sync.WaitGroup
+	defer func() { stopNotes(); noting.Wait() }()
+	noting.Go(func() { s.notes.run(notesCtx, s.tools.ResourceURIs, s.conn.ResourcesChanged) })
 	s.team.pruneStale(s.identityFree)
 	mailErr := s.startMail(mailCtx)
 	if mailErr != nil {

@@ -30,8 +30,11 @@ const (
 	CodeIdentityRequired     = -32009
 )
 
-// The MCP specification's own codes (2026-07-28, -32020 to -32099).
+// The MCP specification's own codes (2026-07-28, -32020 to -32099), and
+// resource not found as the revisions before it had it (the same number
+// as SESSION_NOT_FOUND).
 const (
+	CodeResourceNotFound           = -32002
 	CodeMissingClientCapability    = -32021
 	CodeUnsupportedProtocolVersion = -32022
 )
@@ -72,6 +75,11 @@ var (
 	// task this server does not know, or no longer (expired): INVALID_PARAMS,
 	// as the tasks extension (SEP-2663) requires.
 	ErrTaskNotFound = &Kind{jsonrpcframe.CodeInvalidParams, "TASK_NOT_FOUND"}
+
+	// ErrResourceNotFound is a resources/read of a URI the server does not
+	// have: -32002 up to MCP 2025-11-25, INVALID_PARAMS on 2026-07-28
+	// (SEP-2164; the connection maps the code by the request's revision).
+	ErrResourceNotFound = &Kind{CodeResourceNotFound, "RESOURCE_NOT_FOUND"}
 )
 
 // Error is an error of one Kind with its message and data; it wraps the

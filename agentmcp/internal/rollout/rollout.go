@@ -2,7 +2,7 @@
 // ($CODEX_HOME/sessions/YYYY/MM/DD/rollout-<local time>-<thread id>.jsonl)
 // for session discovery: every Codex session on the machine, also the ones a
 // person started in a terminal, in the formats of Codex 0.104, 0.153 and
-// 0.169.
+// 0.169 (0.171 writes the same records).
 package rollout
 
 import (

@@ -263,6 +263,7 @@ func (m *Manager) Discard(ctx context.Context, s *Session, why error) bool {
 	}
 	m.discarded.add(discardedSession{agentID: rec.AgentID, identity: rec.Identity, reason: why.Error(), at: m.now().UTC()})
 	m.mu.Unlock()
+	m.changed()
 	m.cfg.Audit.Session("session_discarded", rec, "its first turn failed: "+why.Error())
 	m.log.Info("session discarded: its first turn failed", "agent_id", rec.AgentID, "identity", rec.Identity, "err", why)
 	return true

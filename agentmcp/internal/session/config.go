@@ -190,6 +190,12 @@ type Config struct {
 	// Observer is told of every change of a session (observe.go).
 	// optional: nil tells nobody.
 	Observer Observer
+	// Changed is told when what the sessions have to show may have
+	// changed: a session was added or dropped, a turn ended, or a session's
+	// agent sent its first message (Session.Content). It is called with no
+	// lock held, also on the backend's reader goroutine, and must not
+	// block. optional: nil tells nobody.
+	Changed func()
 
 	// Defaults are the thread settings before a role preset or the
 	// caller's arguments.

@@ -104,11 +104,13 @@ func (m *Manager) handOver(ctx context.Context, s *Session, to string) (registry
 // binds it); for an agent_id it holds already, it returns that session.
 func (m *Manager) Take(rec registry.Session) *Session {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if s := m.byID[rec.AgentID]; s != nil {
+		m.mu.Unlock()
 		return s
 	}
 	s := m.newSession(rec)
 	m.byID[rec.AgentID] = s
+	m.mu.Unlock()
+	m.changed()
 	return s
 }

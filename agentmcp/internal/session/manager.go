@@ -138,6 +138,7 @@ func (m *Manager) Create(ctx context.Context, r CreateRequest) (*Session, error)
 	m.bindMail(s)
 	m.log.Info("session started", "agent_id", rec.AgentID, "identity", r.Identity, "agent", kind, "cwd", r.Cwd)
 	s.changed()
+	m.changed()
 	return s, nil
 }
 
@@ -401,6 +402,13 @@ func (m *Manager) Live() map[string]*Session {
 		live[id] = s
 	}
 	return live
+}
+
+// changed tells Config.Changed, if any.
+func (m *Manager) changed() {
+	if m.cfg.Changed != nil {
+		m.cfg.Changed()
+	}
 }
 
 // Closing reports whether Shutdown has begun.

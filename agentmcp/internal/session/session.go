@@ -513,6 +513,7 @@ func (s *Session) recordOutcome(o *outcome, full string) {
 	s.mu.Unlock()
 	close(done)
 	s.changed()
+	s.m.changed()
 }
 
 // Interrupt interrupts the session's running turn (agent_interrupt): its
@@ -599,11 +600,17 @@ func (s *Session) Wait(ctx context.Context, max time.Duration, progress func(msg
 // it on.
 func (s *Session) recordEvent(typ, thread string, act codexchild.Activity) IDs {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	had := len(s.act.messages)
 	s.act.record(typ, thread, act, s.m.now())
+	first := had == 0 && len(s.act.messages) > 0
 	if s.ids.AgentID == nil || s.idsFor != [2]string{s.rec.AgentID, s.rec.Identity} {
 		s.idsFor = [2]string{s.rec.AgentID, s.rec.Identity}
 		s.ids = IDs{jsonrpcframe.AppendString(nil, s.rec.AgentID), jsonrpcframe.AppendString(nil, s.rec.Identity)}
 	}
-	return s.ids
+	ids := s.ids
+	s.mu.Unlock()
+	if first {
+		s.m.changed() // its first message: a transcript to show
+	}
+	return ids
 }

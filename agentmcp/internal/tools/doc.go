@@ -34,6 +34,15 @@
 // connection's (a stdio connection is one client), with unguessable ids,
 // kept an hour after they end.
 //
+// # Resources
+//
+// Env is also the connection's mcpconn.ResourceHandler (through the
+// proxy's handler): every session this serve knows, live or ended, has
+// MCP resources under atm://<team>/<agent_id>/ — summary (its facts, the
+// summary the registry keeps, the start of its last result), result (the
+// last result, whole) and transcript (the recent agent messages) — so that
+// a client can attach them to its conversation (resources.go).
+//
 // # Policy
 //
 // Every enumerated argument that tools.json declares is checked before a

@@ -2,7 +2,8 @@ package tools
 
 // Instructions are the server's instructions to the client (the initialize
 // and server/discover results): how to lead Codex agents with these tools —
-// one identity each, in parallel, mail, approvals, closing.
+// one identity each, in parallel, mail, approvals, closing, the sessions'
+// resources.
 const Instructions = "Runs OpenAI Codex agents as named members of an ATM team, many at once over one Codex process.\n\n" +
 	"Agents: start one with `codex` {identity, prompt} (one identity per agent; the result carries its agent_id) " +
 	"and continue it with `codex-reply` {agent_id, prompt}. Each agent has its own thread and queue: replies to one " +
@@ -22,6 +23,9 @@ const Instructions = "Runs OpenAI Codex agents as named members of an ATM team, 
 	"that same thread (a result whose thread could not be continued says so). `agent_sessions` lists this server's live sessions (`all: true` adds ended ones and other servers'); `agent_list_codex_sessions` finds Codex sessions to adopt (`codex` " +
 	"{thread_id}). If Codex itself stops, the errors say how to get it back (`agent_restart_codex`). When the " +
 	"operator holds sessions read-only, ask for no other sandbox.\n\n" +
+	"Resources: every session's summary, last result and agent messages are MCP resources, " +
+	"atm://<team>/<agent_id>/summary, .../result and .../transcript (resources/read; in Claude Code the " +
+	"ReadMcpResourceTool with this server's name, or an @-mention of one).\n\n" +
 	"Other agents: `agent_start` {agent: \"claude\" | \"gemini\" | \"opencode\" | a configured name, identity, prompt} " +
 	"runs another coding agent (one that speaks the Agent Client Protocol) as a team member the same way: its own " +
 	"team-mail tools, auto_mail, approvals, background and every agent_* tool; continue it with `agent_reply` " +
