@@ -21,7 +21,7 @@ var layers = []struct {
 	{"internal/gitctx", []string{"internal/mcpconn", "internal/session", "internal/tools", "internal/proxy", "codexchild", "registry", "atmclient", "mailbridge"}},
 	{"internal/ccmsg", []string{"internal/mcpconn", "internal/session", "internal/tools", "internal/proxy", "internal/config", "codexchild", "registry", "atmclient", "mailbridge"}},
 	{"internal/mcpconn", []string{"internal/session", "internal/tools", "internal/proxy", "internal/gitctx", "codexchild", "registry", "atmclient", "mailbridge"}},
-	{"internal/session", []string{"internal/mcpconn", "internal/tools", "internal/proxy", "atmclient", "mailbridge"}},
+	{"internal/session", []string{"internal/mcpconn", "internal/tools", "internal/proxy", "internal/workspace", "atmclient", "mailbridge"}},
 	{"internal/tools", []string{"internal/proxy", "mailbridge"}},
 }
 

@@ -26,6 +26,10 @@ type CloseOutcome struct {
 	// Already: the session was closed before (closing it again does
 	// nothing).
 	Already bool
+	// Released says what became of the session's own place (isolation
+	// worktree): removed, or kept with its work; nil without one, and at
+	// a shutdown (the place is kept for a resume).
+	Released *Released
 }
 
 // Close closes a session (FR-17.3, FR-17.4, FR-17.10). The registry
@@ -88,6 +92,7 @@ func (m *Manager) Close(ctx context.Context, s *Session, summarize bool) CloseOu
 	if summarize && !unused {
 		saved = m.summarize(ctx, s)
 	}
+	released := m.releasePlace(ctx, s, m.Closing()) // a shutdown keeps it for a resume
 	s.mu.Lock()
 	s.closing = nil
 	s.mu.Unlock()
@@ -95,9 +100,12 @@ func (m *Manager) Close(ctx context.Context, s *Session, summarize bool) CloseOu
 	if unused {
 		how = "resumed and closed without a turn: status " + string(rec.Status) + " and summary kept"
 	}
+	if released != nil {
+		how += "; " + released.String()
+	}
 	m.cfg.Audit.Session("session_closed", rec, how)
 	m.log.Info("session closed", "agent_id", rec.AgentID, "identity", rec.Identity, "status", rec.Status, "summary", saved, "unused", unused)
-	return CloseOutcome{Record: s.Record(), SummarySaved: saved}
+	return CloseOutcome{Record: s.Record(), SummarySaved: saved, Released: released}
 }
 
 // closeRecord writes the closed record of s (closeUnused for a resumed

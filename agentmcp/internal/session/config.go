@@ -187,6 +187,9 @@ type Config struct {
 	Asker Asker
 	// Mail is the mail layer. optional: nil has none.
 	Mail Mail
+	// Places gives the sessions started with isolation "worktree" a place
+	// of their own (place.go). optional: nil refuses such a start.
+	Places Places
 
 	// Defaults are the thread settings before a role preset or the
 	// caller's arguments.

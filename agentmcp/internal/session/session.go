@@ -133,7 +133,12 @@ type Session struct {
 	savedThread string
 	// final is the session's final record when Manager.finishAll wrote it
 	// (a shutdown), for its Close to take.
-	final      *registry.Session
+	final *registry.Session
+	// place is the session's own place while it is live (isolation
+	// worktree: place.go), nil otherwise; released is what its close did
+	// with it.
+	place      *Place
+	released   *Released
 	idleCh     chan struct{}
 	approvals  map[string]*pending
 	act        activity
@@ -436,6 +441,9 @@ func (s *Session) startLocked(j *job) (run func()) {
 			s.m.cfg.Mail.Idle(s.Record().Identity) // the post-turn mail check (FR-8.1)
 		}
 		j.done(res, err)
+		if p := s.Place(); p != nil && s.m.cfg.Places != nil {
+			s.m.cfg.Places.TurnEnded(p) // the conflict radar, off this goroutine
+		}
 	}
 }
 
