@@ -2,6 +2,7 @@ package session
 
 import (
 	_ "embed"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -69,7 +70,9 @@ func (c sessionContext) contextBlock() string {
 	b.WriteString("<session-context>\n")
 	b.WriteString("Identity:  " + c.Identity + "\n")
 	b.WriteString("Team:      " + c.Team + "\n")
-	if c.Repo.Root != nil {
+	if p := c.Place; p != nil {
+		b.WriteString("Repo:      " + filepath.Base(p.Source) + " (" + p.Source + ")\n")
+	} else if c.Repo.Root != nil {
 		b.WriteString("Repo:      " + orNull(c.Repo.Name) + " (" + *c.Repo.Root + ")\n")
 	} else {
 		b.WriteString("Repo:      null (not a git repository)\n")

@@ -84,6 +84,9 @@ type TurnResult struct {
 	// for the first turn after a resume and for a turn on a new thread in
 	// place of the session's; nil otherwise.
 	Thread *ThreadNote
+	// Place is the session's own place (isolation worktree), where the
+	// turn ran; nil for a session without one.
+	Place *Place
 }
 
 // job is one queued turn. run executes it with the session marked busy;
@@ -265,7 +268,7 @@ func (s *Session) RunBackgroundThen(t Turn, then func(*TurnResult, error)) (*Tur
 		return nil, err
 	}
 	rec := s.Record()
-	return &TurnResult{AgentID: rec.AgentID, ThreadID: rec.BackendID, Identity: rec.Identity, Status: "busy"}, nil
+	return &TurnResult{AgentID: rec.AgentID, ThreadID: rec.BackendID, Identity: rec.Identity, Status: "busy", Place: s.Place()}, nil
 }
 
 // Handle is a turn started with Start: its caller may stop waiting for it

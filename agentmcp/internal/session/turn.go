@@ -157,7 +157,7 @@ func (s *Session) turn(ctx context.Context, j *job, t Turn, replyNow bool) (*Tur
 			"thread", res.ThreadID, "reason", n.Reason, "given", firstNonEmpty(n.Given, "nothing"))
 	}
 	rec = s.recordTurn(t.Source, res, text, n)
-	return turnResult(rec, res, text, n), nil
+	return turnResult(rec, res, text, n, place), nil
 }
 
 // newThread records the thread a turn runs on as soon as the backend names
@@ -182,13 +182,13 @@ func (s *Session) newThread(threadID string) {
 // turn and moving the session on just before the answer is written.
 func (s *Session) replyFromReader(j *job, t Turn, res *codexchild.Result, n *ThreadNote) {
 	s.mu.Lock()
-	rec, saved := s.rec, s.savedThread
+	rec, saved, place := s.rec, s.savedThread, s.place
 	s.mu.Unlock()
 	if res.ThreadID != "" && res.ThreadID != saved {
 		return // a thread the registry does not have yet: written first
 	}
 	text := capResult(s.m.cfg.MaxResultChars, rec.AgentID, res.Text)
-	t.Call.TryReplyNow(turnResult(rec, res, text, n), func() {
+	t.Call.TryReplyNow(turnResult(rec, res, text, n, place), func() {
 		s.recordTurn(t.Source, res, text, n)
 		j.idle = s.finish(j)
 		if j.stopCancel != nil {
@@ -225,9 +225,15 @@ func (s *Session) recordTurn(src Source, res *codexchild.Result, text string, n 
 	return rec
 }
 
-func turnResult(rec registry.Session, res *codexchild.Result, text string, n *ThreadNote) *TurnResult {
+// turnResult is a turn's result; place is the session's place the turn ran
+// in (nil for none), copied.
+func turnResult(rec registry.Session, res *codexchild.Result, text string, n *ThreadNote, place *Place) *TurnResult {
+	if place != nil {
+		c := *place
+		place = &c
+	}
 	return &TurnResult{AgentID: rec.AgentID, ThreadID: rec.BackendID, Identity: rec.Identity, Text: text,
-		Status: firstNonEmpty(res.Status, "completed"), IsError: res.IsError, Thread: n}
+		Status: firstNonEmpty(res.Status, "completed"), IsError: res.IsError, Thread: n, Place: place}
 }
 
 // The environment of the per-thread tool server that names the session it
