@@ -154,23 +154,23 @@ func how(k workspace.OverlapKind) string {
 	case workspace.SameLines:
 		return "on the same lines (merging one after the other will conflict)"
 	case workspace.Rename:
-		return "and one of you renames it"
+		return "and one of them renames it"
 	}
 	return "on other lines (git can merge both, but check they fit)"
 }
 
-// ranges is a side's changed lines: "lines 3-5, 9", "the whole file".
+// ranges is what a side changes: "lines 3-5, 9", "renamed to b.txt".
 func ranges(s workspace.Side) string {
 	switch s.Status {
 	case "A":
-		return "adds it"
+		return "added"
 	case "D":
-		return "deletes it"
+		return "deleted"
 	case "R":
-		return "renames it to " + s.Path
+		return "renamed to " + s.Path
 	}
 	if len(s.Ranges) == 0 {
-		return "changes it"
+		return "changed"
 	}
 	var rs []string
 	for _, r := range s.Ranges {
@@ -181,13 +181,13 @@ func ranges(s workspace.Side) string {
 
 // agentText is the mail to the agent of side me about the other side.
 func agentText(file string, k workspace.OverlapKind, me workspace.Side, mi agentInfo, other workspace.Side, oi agentInfo) string {
-	return fmt.Sprintf("[conflict radar] %s (branch %s) is changing %s too, %s: you %s, %s %s. "+
+	return fmt.Sprintf("[conflict radar] %s (branch %s) is changing %s too, %s: yours %s, %s's %s. "+
 		"Agree with %s (atm_send) who changes what before you go on, so that one of you does not have to redo it; the lead has a copy of this.",
 		oi.identity, oi.branch, file, how(k), ranges(me), oi.identity, ranges(other), oi.identity)
 }
 
 // leadText is the lead's copy.
 func leadText(o workspace.Overlap, a, b agentInfo) string {
-	return fmt.Sprintf("[conflict radar] %s (branch %s) and %s (branch %s) both change %s, %s: %s %s, %s %s. Both were told.",
+	return fmt.Sprintf("[conflict radar] %s (branch %s) and %s (branch %s) both change %s, %s: %s's %s, %s's %s. Both were told.",
 		a.identity, a.branch, b.identity, b.branch, o.File, how(o.Kind), a.identity, ranges(o.A), b.identity, ranges(o.B))
 }
