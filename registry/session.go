@@ -265,8 +265,9 @@ type Worktree struct {
 	BaseRef string `json:"base_ref,omitempty"`
 	// Source is the checkout it was made from: the lead's.
 	Source string `json:"source"`
-	// PortBase and PortCount are the session's block of ports while it is
-	// live (0 when it has none).
+	// PortBase and PortCount are the block of ports the session was given
+	// when it last took the worktree (0 when it has none, and once its
+	// close released it); a resume reserves a block anew.
 	PortBase  int `json:"port_base,omitempty"`
 	PortCount int `json:"port_count,omitempty"`
 	// Released says what became of the worktree when its session was
