@@ -125,6 +125,9 @@ func TestPlaceLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	asked, released, _ := fp.snapshot()
+	if len(released) != 1 {
+		t.Errorf("the resume released %v: nothing but the close's", released)
+	}
 	if len(asked) != 2 || asked[1].Resume == nil || asked[1].Resume.Path != wantWT.Path || asked[1].AgentID != rec.AgentID {
 		t.Errorf("the resume asked %+v, want the recorded worktree", asked)
 	}
