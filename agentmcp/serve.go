@@ -108,7 +108,9 @@ func proxyOptions(cfg *config.Config, logger *slog.Logger) (proxy.Options, error
 		return proxy.Options{}, err
 	}
 	roles := map[string]proxy.ThreadDefaults{}
+	roleIsolation := map[string]string{}
 	for name := range cfg.Roles {
+		roleIsolation[name] = cfg.IsolationFor(name)
 		ts, err := cfg.ThreadDefaults(name)
 		if err != nil {
 			return proxy.Options{}, err
@@ -156,6 +158,8 @@ func proxyOptions(cfg *config.Config, logger *slog.Logger) (proxy.Options, error
 		Defaults:         proxy.ThreadDefaults{Model: defaults.Model, ReasoningEffort: defaults.ReasoningEffort, Sandbox: defaults.Sandbox, ApprovalPolicy: defaults.ApprovalPolicy},
 		Roles:            roles,
 		BaseInstructions: base, ExtraInstructions: extra,
+		Isolation: cfg.IsolationFor(""), RoleIsolation: roleIsolation, WorktreeBase: cfg.WorktreeBase,
+		WorktreeSetup: cfg.WorktreeSetup, WorktreePorts: cfg.WorktreePorts,
 		RequestTimeout: cfg.RequestTimeout, MaxSessions: cfg.MaxConcurrentThreads,
 		ElicitationTimeout: cfg.ElicitationTimeout, ApprovalFallback: cfg.ApprovalFallback, MCPProtocol: cfg.MCPProtocol,
 		NewBackend: func() (codexchild.Backend, error) { return newBackend(cfg, logger) }, CodexRestart: cfg.CodexRestart,

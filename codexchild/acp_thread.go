@@ -141,7 +141,8 @@ func (th *acpThread) ready(ctx context.Context, req TurnRequest) (text, replaced
 	if err != nil {
 		return "", "", err
 	}
-	c, err = th.start(ctx)
+	env := processEnv(req.Params.Env)
+	c, err = th.start(ctx, env)
 	if err != nil {
 		return "", "", err
 	}
@@ -154,7 +155,7 @@ func (th *acpThread) ready(ctx context.Context, req TurnRequest) (text, replaced
 		}
 		if s == nil && c.Status().State == acp.StateDead {
 			_ = c.Close(ctx)
-			if c, err = th.start(ctx); err != nil {
+			if c, err = th.start(ctx, env); err != nil {
 				return "", "", err
 			}
 		}
@@ -194,12 +195,13 @@ func (th *acpThread) ready(ctx context.Context, req TurnRequest) (text, replaced
 	return text, replaced, nil
 }
 
-// start starts the thread's agent.
-func (th *acpThread) start(ctx context.Context) (*acp.Client, error) {
+// start starts the thread's agent, its environment the backend's with the
+// thread's own (ThreadParams.Env) over it.
+func (th *acpThread) start(ctx context.Context, env []string) (*acp.Client, error) {
 	b := th.b
 	cfg := b.cfg
 	c, err := acp.Start(ctx, acp.Config{
-		Command: cfg.Command, Name: cfg.Name, Args: cfg.Args, Env: cfg.Env, Dir: cfg.Dir, Guard: cfg.Guard,
+		Command: cfg.Command, Name: cfg.Name, Args: cfg.Args, Env: append(slices.Clone(cfg.Env), env...), Dir: cfg.Dir, Guard: cfg.Guard,
 		Asker:   acp.AskerFunc(th.ask),
 		OnEvent: th.onEvent, OnIdle: th.onIdle,
 		InitTimeout: cfg.InitTimeout, CallTimeout: cfg.CallTimeout, CancelTimeout: cfg.CancelTimeout, StopGrace: cfg.StopGrace,

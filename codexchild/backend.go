@@ -196,6 +196,13 @@ type ThreadParams struct {
 	// them as Config["mcp_servers"] entries (tools approved, server
 	// required); an ACP backend passes them to session/new.
 	ToolServers []ToolServer
+	// Env are environment variables the agent's commands see (a session's
+	// ATM_WORKTREE, ATM_BRANCH, ATM_PORT_BASE, ATM_PORT_COUNT): the Codex
+	// backends set them in the thread's shell environment (config
+	// shell_environment_policy.set, threadenv.go); an ACP backend starts
+	// the thread's agent process with them (one process per thread).
+	// optional.
+	Env map[string]string
 	CodexParams
 }
 
@@ -208,6 +215,12 @@ type CodexParams struct {
 	// Config holds config overrides (the codex tool's "config" argument,
 	// app-server thread/start "config"), e.g. per-thread mcp_servers.
 	Config map[string]any
+	// WritableRoots are directories besides the thread's cwd that Codex's
+	// workspace-write sandbox lets the thread's commands write (what git
+	// needs to commit in a worktree): config
+	// sandbox_workspace_write.writable_roots (threadenv.go). They are
+	// never given when Sandbox is read-only. optional.
+	WritableRoots []string
 }
 
 // ToolServer is a stdio MCP server given to a thread's agent.

@@ -5,16 +5,24 @@ import "maps"
 // codexConfig returns the config overrides a Codex thread is started
 // with: p.Config, with each of p.ToolServers as an mcp_servers entry
 // whose tools are approved and which the thread requires (Codex fails the
-// thread rather than run it without the team-mail tools). An mcp_servers
+// thread rather than run it without the team-mail tools), and with the
+// thread's environment and writable roots (threadenv.go). An mcp_servers
 // map in p.Config keeps its other servers; a tool server replaces one of
 // the same name. The result is a new map (nil when empty); p.Config is
 // never changed.
 func codexConfig(p ThreadParams) map[string]any {
-	if len(p.Config) == 0 && len(p.ToolServers) == 0 {
+	cfg := maps.Clone(p.Config)
+	cfg = withToolServers(cfg, p.ToolServers)
+	cfg = withThreadEnv(cfg, p)
+	if len(cfg) == 0 {
 		return nil
 	}
-	cfg := maps.Clone(p.Config)
-	if len(p.ToolServers) == 0 {
+	return cfg
+}
+
+// withToolServers adds the tool servers to cfg (a copy of the caller's).
+func withToolServers(cfg map[string]any, tss []ToolServer) map[string]any {
+	if len(tss) == 0 {
 		return cfg
 	}
 	if cfg == nil {
@@ -24,7 +32,7 @@ func codexConfig(p ThreadParams) map[string]any {
 	if existing, ok := cfg["mcp_servers"].(map[string]any); ok {
 		maps.Copy(servers, existing)
 	}
-	for _, ts := range p.ToolServers {
+	for _, ts := range tss {
 		env := make(map[string]any, len(ts.Env))
 		for k, v := range ts.Env {
 			env[k] = v

@@ -79,6 +79,10 @@ type Session struct {
 	// conversation moved there; the proxy serving that Claude Code
 	// session takes it up live. "" otherwise (written only when set).
 	HandedTo string `json:"handed_to,omitempty"`
+	// Worktree is the session's own git worktree, for a session started
+	// with isolation "worktree"; nil otherwise (written only when set).
+	// A resume re-enters it.
+	Worktree *Worktree `json:"worktree,omitempty"`
 
 	// Extra holds the fields this version does not know, so that they
 	// survive a rewrite. Keys that collide with a known field are ignored
@@ -108,6 +112,7 @@ type sessionWire struct {
 	Turns       int         `json:"turns"`
 	LastResult  *string     `json:"last_result"`
 	HandedTo    string      `json:"handed_to,omitempty"`
+	Worktree    *Worktree   `json:"worktree,omitempty"`
 }
 
 // knownFields are the JSON keys of sessionWire.
@@ -116,7 +121,7 @@ var knownFields = map[string]bool{
 	"team": true, "repo_root": true, "repo_name": true, "branch": true,
 	"cwd": true, "started_at": true, "last_active": true, "status": true,
 	"thread_state": true, "tag": true, "role": true, "agent_source": true,
-	"turns": true, "last_result": true, "handed_to": true,
+	"turns": true, "last_result": true, "handed_to": true, "worktree": true,
 }
 
 func nullable(s string) *string {
@@ -155,6 +160,7 @@ func (s Session) MarshalJSON() ([]byte, error) {
 		Turns:       s.Turns,
 		LastResult:  nullable(s.LastResult),
 		HandedTo:    s.HandedTo,
+		Worktree:    s.Worktree,
 	})
 	if err != nil || len(s.Extra) == 0 {
 		return b, err
@@ -224,13 +230,52 @@ func (s *Session) UnmarshalJSON(data []byte) error {
 		Turns:       w.Turns,
 		LastResult:  deref(w.LastResult),
 		HandedTo:    w.HandedTo,
+		Worktree:    w.Worktree,
 		Extra:       extra,
 	}
 	return nil
 }
 
-// clone returns a copy of s whose Extra map is its own.
+// clone returns a copy of s whose Extra map and Worktree are its own.
 func (s Session) clone() Session {
 	s.Extra = maps.Clone(s.Extra)
+	if s.Worktree != nil {
+		w := *s.Worktree
+		s.Worktree = &w
+	}
 	return s
+}
+
+// Worktree is where an isolated session works: a git worktree of its own,
+// on a branch of its own, made from the checkout that held its cwd, with a
+// block of ports. Its directory, branch and lock are git's (see the
+// worktrees command); the record says which one is the session's, so
+// that a resume re-enters it.
+type Worktree struct {
+	// Name is the worktree's name: its directory and its branch end with
+	// it.
+	Name string `json:"name"`
+	// Path is the worktree's root.
+	Path string `json:"path"`
+	// Branch is its branch ("atm/alice").
+	Branch string `json:"branch"`
+	// Base is the commit the branch started at.
+	Base string `json:"base"`
+	// BaseRef is what the base was asked as ("HEAD", "main").
+	BaseRef string `json:"base_ref,omitempty"`
+	// Source is the checkout it was made from: the lead's.
+	Source string `json:"source"`
+	// PortBase and PortCount are the block of ports the session was given
+	// when it last took the worktree (0 when it has none, and once its
+	// close released it); a resume reserves a block anew.
+	PortBase  int `json:"port_base,omitempty"`
+	PortCount int `json:"port_count,omitempty"`
+	// Released says what became of the worktree when its session was
+	// closed: "removed" (it held no change: the worktree and its branch
+	// are gone) or "kept" (it holds work, unlocked); "" while the session
+	// holds it, and after a serve that stopped left it for a resume.
+	Released string `json:"released,omitempty"`
+	// Stat is the kept worktree's change against its base, as git says
+	// it ("2 files changed, 5 insertions(+), 1 deletions(-)").
+	Stat string `json:"stat,omitempty"`
 }

@@ -36,6 +36,18 @@ func TestSessionJSON(t *testing.T) {
 				`"last_active":"2026-02-17T10:00:00Z","status":"idle","thread_state":"idle","tag":"x","role":"dev","agent_source":"a.md",` +
 				`"turns":3,"last_result":"done: tests pass","handed_to":"141a23ea","future":{"a":true},"zz":[1,2]}`,
 		},
+		{
+			name: "an isolated session's worktree",
+			s: Session{AgentID: "codex-3", Backend: "codex", Identity: "alice", Team: "t", Cwd: "/r/.atm/worktrees/alice/src",
+				StartedAt: start, LastActive: start, Status: StatusClosed, ThreadState: ThreadClosed,
+				Worktree: &Worktree{Name: "alice", Path: "/r/.atm/worktrees/alice", Branch: "atm/alice", Base: "5e1c0a2", BaseRef: "HEAD",
+					Source: "/r", PortBase: 20010, PortCount: 10, Released: "kept", Stat: "1 files changed, 2 insertions(+), 0 deletions(-)"}},
+			want: `{"agent_id":"codex-3","backend":"codex","backend_id":null,"identity":"alice","team":"t",` +
+				`"repo_root":null,"repo_name":null,"branch":null,"cwd":"/r/.atm/worktrees/alice/src","started_at":"2026-02-17T10:00:00Z",` +
+				`"last_active":"2026-02-17T10:00:00Z","status":"closed","thread_state":"closed","tag":null,"role":null,"agent_source":null,` +
+				`"turns":0,"last_result":null,"worktree":{"name":"alice","path":"/r/.atm/worktrees/alice","branch":"atm/alice","base":"5e1c0a2",` +
+				`"base_ref":"HEAD","source":"/r","port_base":20010,"port_count":10,"released":"kept","stat":"1 files changed, 2 insertions(+), 0 deletions(-)"}}`,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -115,9 +115,10 @@ func TestMixedTeams(t *testing.T) {
 // .cache/acp. The agents run under their presets, found on PATH; the
 // scenario's conditions [claude] and [opencode] say which one runs, and
 // its command model-hung waits until the model mock holds a request for a
-// prompt with HANG (a turn to interrupt). Then
-// acp_mixed_team.txtar: a Codex agent (mockcodex) and a Claude agent mail
-// each other.
+// prompt with HANG (a turn to interrupt). Then acp_mixed_*.txtar with
+// claude: a Codex agent (mockcodex) and a Claude agent mail each other
+// (acp_mixed_team), and work at once in worktrees of their own, each
+// committing on its own branch (acp_mixed_worktree).
 func TestRealAgents(t *testing.T) {
 	claude := realacp.Install(t, "claude-agent-acp", "node_modules/.bin/claude-agent-acp")
 	opencode := realacp.Install(t, "opencode", filepath.Join("node_modules", "opencode-linux-x64", "bin", "opencode"))

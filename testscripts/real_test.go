@@ -16,8 +16,9 @@ import (
 // against the real Codex CLI (pinned versions, installed by make test) and
 // the loopback model: per backend, a turn, a reply, a Codex agent's own
 // atm_send through its per-thread tool server, an approval bridged to the
-// client, and the shutdown summary. Without the binaries it skips loudly
-// (fails under ATM_REQUIRE_REAL_CODEX=1).
+// client, the shutdown summary, and two agents committing at once in
+// worktrees of their own under workspace-write (real_worktree). Without
+// the binaries it skips loudly (fails under ATM_REQUIRE_REAL_CODEX=1).
 // sawTogether reports whether one request of the model had both texts in
 // its input.
 func sawTogether(mock *modelmock.Server, a, b string) bool {

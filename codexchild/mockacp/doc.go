@@ -29,6 +29,10 @@
 //	think TEXT        an agent_thought_chunk
 //	echo              say the whole prompt text back, as one message
 //	status            say "mode=M model=X cwd=DIR mcp=NAME,NAME"
+//	run COMMAND       run COMMAND with sh -c in the session's cwd, with the
+//	                  agent's environment (a coding agent's shell tool, as
+//	                  a tool_call of kind execute), then say its output
+//	                  (stdout and stderr, trimmed) or "run failed: …"
 //	tool ID TITLE     tool_call (kind execute, pending), then
 //	                  tool_call_update (completed)
 //	update-only ID    a tool_call_update of a call never announced (as

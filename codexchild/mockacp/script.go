@@ -22,6 +22,7 @@ type turn struct {
 	late   []string
 	msgN   int
 	lastID string
+	runs   int // run commands so far (their tool call ids)
 }
 
 // say sends one message (or thought) as two chunks of one messageId.
@@ -114,6 +115,8 @@ func (t *turn) run(cmd, arg, prompt string) (done bool) {
 		line := fmt.Sprintf("mode=%s model=%s cwd=%s mcp=%s", t.s.mode, t.s.model, t.s.cwd, strings.Join(names, ","))
 		a.mu.Unlock()
 		t.say("agent_message_chunk", line)
+	case "run":
+		t.shell(arg)
 	case "tool":
 		tid, title, _ := strings.Cut(arg, " ")
 		a.update(sid, map[string]any{"sessionUpdate": "tool_call", "toolCallId": tid, "title": title, "kind": "execute", "status": "pending", "rawInput": map[string]any{"command": title}})
@@ -256,4 +259,25 @@ func orEmpty(s string) string {
 		return "{}"
 	}
 	return s
+}
+
+// shell runs a command in the session's cwd with the agent's environment,
+// reported as an execute tool call, and says its output.
+func (t *turn) shell(command string) {
+	a, sid := t.a, t.s.id
+	a.mu.Lock()
+	cwd := t.s.cwd
+	a.mu.Unlock()
+	t.runs++
+	tid := "run-" + strconv.Itoa(t.runs)
+	a.update(sid, map[string]any{"sessionUpdate": "tool_call", "toolCallId": tid, "title": command, "kind": "execute", "status": "in_progress", "rawInput": map[string]any{"command": command}})
+	c := exec.Command("sh", "-c", command)
+	c.Dir = cwd
+	out, err := c.CombinedOutput()
+	a.update(sid, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": tid, "status": "completed", "rawOutput": string(out)})
+	text := strings.TrimSpace(string(out))
+	if err != nil {
+		text = "run failed: " + err.Error() + ": " + text
+	}
+	t.say("agent_message_chunk", text)
 }

@@ -356,6 +356,7 @@ func (s *appServer) threadStart(id jsonrpcframe.ID, p map[string]json.RawMessage
 		return
 	}
 	core := newThreadCore(newUUIDv7(), cwd, policy, sandbox, model)
+	core.env = shellEnv(cfg)
 	if err := s.startServersFor(core, cfg); err != nil {
 		s.fail(id, jsonrpcframe.CodeInternalError, "error creating thread: "+err.Error())
 		return
@@ -415,6 +416,7 @@ func (s *appServer) threadResume(id jsonrpcframe.ID, p map[string]json.RawMessag
 			return
 		}
 		core := newThreadCore(canon, st.cwd, policy, sandbox, model)
+		core.env = shellEnv(cfg)
 		core.usage = st.responses
 		if err := s.startServersFor(core, cfg); err != nil {
 			s.fail(id, jsonrpcframe.CodeInternalError, "error resuming thread: "+err.Error())

@@ -158,6 +158,10 @@
 // Server request ids count from 0 per process. elicitation/create is sent
 // whether or not the client declared the capability.
 //
+// A thread's config may hold shell_environment_policy.set.<NAME> =
+// "value" (nested or dotted keys): RUN_SHELL's command gets those
+// variables in its environment, as the real Codex's commands do.
+//
 // A thread's config may hold mcp_servers.<name> = {command, args, env,
 // env_vars, cwd, default_tools_approval_mode, tools.<t>.approval_mode,
 // required, startup_timeout_sec} (nested or dotted keys). Each server is

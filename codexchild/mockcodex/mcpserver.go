@@ -340,6 +340,7 @@ func (s *mcpServer) codexTool(id jsonrpcframe.ID, raw json.RawMessage) {
 		pick(a.approvalPolicy, "approval_policy", s.p.cfg.approvalPolicy),
 		pick(a.sandbox, "sandbox_mode", s.p.cfg.sandboxMode),
 		pick(a.model, "model", s.p.cfg.model))
+	core.env = shellEnv(cfg)
 	th := &mcpThread{core: core, jobs: make(chan *mcpCall, 256), config: cfg}
 	s.mu.Lock()
 	s.threads[core.id] = th

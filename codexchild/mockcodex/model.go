@@ -71,6 +71,7 @@ type execCall struct {
 	callID   string
 	cmd      string
 	cwd      string
+	env      []string // added to the command's environment (shell_environment_policy.set)
 	escalate bool
 	reason   string // justification, "" when not escalated
 	started  int64  // ms
@@ -303,7 +304,7 @@ func (t *turnEnv) shell(ctx context.Context, callID, fcID, respID, cmd string, e
 		pc.callID = callID
 		return t.patch(ctx, pc)
 	}
-	e := &execCall{callID: callID, cmd: cmd, cwd: t.th.cwd, escalate: escalate, started: nowMs()}
+	e := &execCall{callID: callID, cmd: cmd, cwd: t.th.cwd, env: t.th.env, escalate: escalate, started: nowMs()}
 	if escalate {
 		e.reason = justification
 	}
@@ -348,7 +349,7 @@ func (t *turnEnv) shell(ctx context.Context, callID, fcID, respID, cmd string, e
 	}
 	e.pid = strconv.Itoa(10000 + t.p.nextModelN()%50000)
 	t.sink.execBegin(e)
-	r, err := runShell(ctx, e.cwd, e.cmd)
+	r, err := runShell(ctx, e.cwd, e.cmd, e.env)
 	if err != nil {
 		return &errInterrupted{pendingCall: callID}
 	}

@@ -17,13 +17,17 @@ import (
 	"time"
 )
 
-// runShell runs cmd with /bin/bash -lc in cwd and formats the output the way
+// runShell runs cmd with /bin/bash -lc in cwd, env added to the mock's
+// own environment, and formats the output the way
 // Codex's exec_command reports it to the model. It returns an error only when
 // ctx ended the command.
-func runShell(ctx context.Context, cwd, cmd string) (execResult, error) {
+func runShell(ctx context.Context, cwd, cmd string, env []string) (execResult, error) {
 	start := time.Now()
 	c := exec.CommandContext(ctx, "/bin/bash", "-lc", cmd)
 	c.Dir = cwd
+	if len(env) > 0 {
+		c.Env = append(os.Environ(), env...)
+	}
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
 	c.WaitDelay = 2 * time.Second

@@ -15,6 +15,9 @@ type threadCore struct {
 	sandbox        string // read-only | workspace-write | danger-full-access
 	model          string
 	rollout        *rollout
+	// env is what the thread's config shell_environment_policy.set adds
+	// to the environment of its commands (NAME=value).
+	env []string
 
 	mu          sync.Mutex
 	allowedCmds map[string]bool // commands approved for the session
@@ -106,4 +109,19 @@ func (t *threadCore) stopServers() {
 	for _, s := range servers {
 		s.stop()
 	}
+}
+
+// shellEnv returns the variables of an expanded thread config's
+// shell_environment_policy.set as NAME=value, sorted: the real Codex sets
+// them in the environment of every command the thread runs.
+func shellEnv(cfg map[string]any) []string {
+	pol, _ := cfg["shell_environment_policy"].(map[string]any)
+	set, _ := pol["set"].(map[string]any)
+	var env []string
+	for _, k := range sortedKeys(set) {
+		if v, ok := set[k].(string); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
 }

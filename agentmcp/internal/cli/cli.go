@@ -35,14 +35,15 @@ Configuration comes from flags, then ATM_AGENT_MCP_* variables, then [plugins.at
 type app struct {
 	Version kong.VersionFlag `help:"Print the version and exit."`
 
-	Serve    serveCmd    `cmd:"" help:"Run the MCP proxy on stdin/stdout (what Claude starts)."`
-	Tools    toolsCmd    `cmd:"" help:"Run the tools-only MCP server of one Codex thread (Codex starts it; not for people)." hidden:""`
-	Config   configCmd   `cmd:"" help:"Show the resolved configuration and where every value came from."`
-	Sessions sessionsCmd `cmd:"" help:"List (or prune) the sessions of every proxy instance of the team."`
-	Summary  summaryCmd  `cmd:"" help:"Print the saved summary of a session."`
-	Doctor   doctorCmd   `cmd:"" help:"Check what serve needs (team, identity, Codex, its login, bubblewrap, configuration) and how to fix what is missing."`
-	View     viewCmd     `cmd:"" help:"Serve a live page of every agent of the team on 127.0.0.1 (approve or deny their requests there)."`
-	Status   statusCmd   `cmd:"" help:"Print every agent of the team: state, what it does now, tokens, cost, mail, approvals (--watch to follow)."`
+	Serve     serveCmd     `cmd:"" help:"Run the MCP proxy on stdin/stdout (what Claude starts)."`
+	Tools     toolsCmd     `cmd:"" help:"Run the tools-only MCP server of one Codex thread (Codex starts it; not for people)." hidden:""`
+	Config    configCmd    `cmd:"" help:"Show the resolved configuration and where every value came from."`
+	Sessions  sessionsCmd  `cmd:"" help:"List (or prune) the sessions of every proxy instance of the team."`
+	Summary   summaryCmd   `cmd:"" help:"Print the saved summary of a session."`
+	Worktrees worktreesCmd `cmd:"" help:"List (or prune) the git worktrees of the team's isolated agents."`
+	Doctor    doctorCmd    `cmd:"" help:"Check what serve needs (team, identity, Codex, its login, bubblewrap, configuration) and how to fix what is missing."`
+	View      viewCmd      `cmd:"" help:"Serve a live page of every agent of the team on 127.0.0.1 (approve or deny their requests there)."`
+	Status    statusCmd    `cmd:"" help:"Print every agent of the team: state, what it does now, tokens, cost, mail, approvals (--watch to follow)."`
 
 	PluginVersion pluginVersionCmd `cmd:"" name:"plugin-version" help:"Print the version of the Claude Code plugin this binary was built with (the plugin's launcher compares it with its own)." hidden:""`
 }

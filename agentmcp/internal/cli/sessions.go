@@ -303,10 +303,31 @@ func noSummary(s registry.Session) error {
 	if s.BackendID != "" {
 		msg += fmt.Sprintf("; its thread %s is kept: codex (or agent_start) with agent_id %s continues it", s.BackendID, s.AgentID)
 	}
+	if w := worktreeLine(s.Worktree); w != "" {
+		msg += "; " + w
+	}
 	if s.LastResult != "" {
 		msg += fmt.Sprintf("\nits last result (turn %d):\n%s", s.Turns, s.LastResult)
 	}
 	return errors.New(msg)
+}
+
+// worktreeLine says where an isolated session's work is ("" for a session
+// without a worktree).
+func worktreeLine(w *registry.Worktree) string {
+	switch {
+	case w == nil:
+		return ""
+	case w.Released == "removed":
+		return fmt.Sprintf("its worktree %s was removed with its branch %s (it held no change)", w.Path, w.Branch)
+	case w.Released == "kept":
+		s := fmt.Sprintf("its work is kept in its worktree: branch %s at %s", w.Branch, w.Path)
+		if w.Stat != "" {
+			s += " (" + w.Stat + ")"
+		}
+		return s
+	}
+	return fmt.Sprintf("its worktree: branch %s at %s (a resume re-enters it)", w.Branch, w.Path)
 }
 
 func (c *summaryCmd) Run(env *runEnv) error {
@@ -349,6 +370,9 @@ func (c *summaryCmd) Run(env *runEnv) error {
 	}
 	if !strings.HasSuffix(text, "\n") {
 		text += "\n"
+	}
+	if w := worktreeLine(s.Worktree); w != "" {
+		text += "\n[" + w + "]\n"
 	}
 	_, err = io.WriteString(env.stdout, text)
 	return err

@@ -37,6 +37,9 @@ var (
 	CodexRestarts = []string{"manual", "on_demand"}
 	// LogLevels are the accepted log levels.
 	LogLevels = []string{"debug", "info", "warn", "error"}
+	// Isolations say where an agent works: in a git worktree and branch of
+	// its own, or in its cwd with everyone else.
+	Isolations = []string{"worktree", "none"}
 )
 
 // Defaults of the keys that have one.
@@ -67,6 +70,10 @@ const (
 	// DefaultEventBufferSize is the per-session event ring of agent_status.
 	DefaultEventBufferSize = 500
 	DefaultLogLevel        = "info"
+	// DefaultIsolation: agents work in their cwd unless isolation is set.
+	DefaultIsolation = "none"
+	// DefaultWorktreePorts is the block of ports an isolated agent gets.
+	DefaultWorktreePorts = 10
 	// DefaultProgressInterval is how long a call waiting for a turn goes
 	// without progress before it is told what the agent is doing.
 	DefaultProgressInterval = time.Minute
@@ -147,6 +154,9 @@ type Role struct {
 	ReasoningEffort string `json:"reasoning_effort,omitempty"`
 	Sandbox         string `json:"sandbox,omitempty"`
 	ApprovalPolicy  string `json:"approval_policy,omitempty"`
+	// Isolation is the isolation of the role's agents (one of Isolations,
+	// of every agent kind); "" leaves the configured one.
+	Isolation string `json:"isolation,omitempty"`
 }
 
 // Resume is the --resume request of `serve`.
@@ -212,8 +222,23 @@ type Config struct {
 	// a progress token); 0 sends none.
 	ProgressInterval time.Duration
 
-	MaxConcurrentThreads int  // live sessions per instance (FR-3.3)
-	AutoMail             bool // inject incoming mail as turns (FR-8.8)
+	MaxConcurrentThreads int // live sessions per instance (FR-3.3)
+
+	// Isolation is where an agent started without one works (one of
+	// Isolations): in a worktree of its own, or in its cwd. A role preset's
+	// isolation overrides it for the role's agents (see IsolationFor).
+	Isolation string
+	// WorktreeBase is where an isolated agent's branch starts when the
+	// call gives no base; "" means the HEAD of the checkout of its cwd.
+	WorktreeBase string
+	// WorktreeSetup is a command run with sh -c in each new worktree before
+	// the agent's first turn; when it fails, the start fails and nothing is
+	// kept. "" runs none.
+	WorktreeSetup string
+	// WorktreePorts is how many ports each isolated agent gets (0: none).
+	WorktreePorts int
+
+	AutoMail bool // inject incoming mail as turns (FR-8.8)
 	// PerThreadAutoMail overrides AutoMail for the sessions bound to an
 	// identity; see AutoMailFor.
 	PerThreadAutoMail    map[string]bool
@@ -379,6 +404,20 @@ func (c *Config) CodexArgs() []string {
 		args = append(args, "-c", fmt.Sprintf("%s=%t", SubagentsFeature, *c.Subagents))
 	}
 	return args
+}
+
+// IsolationFor returns the isolation of an agent started with role ("":
+// the instance's Role, which may be empty): a role preset's own, unless
+// isolation comes from a flag or the environment, else Isolation. The
+// session layer's caller gives it per role (RoleIsolations).
+func (c *Config) IsolationFor(role string) string {
+	if role == "" {
+		role = c.Role
+	}
+	if r, ok := c.Roles[role]; ok && r.Isolation != "" && !c.Sources["isolation"].Explicit() {
+		return r.Isolation
+	}
+	return c.Isolation
 }
 
 // AutoMailFor reports whether incoming mail for identity is injected as

@@ -74,6 +74,10 @@ func (c *Config) Entries() []Entry {
 		{Key: "request_timeout_secs", Value: secs(c.RequestTimeout)},
 		{Key: "progress_interval_ms", Value: ms(c.ProgressInterval)},
 		{Key: "max_concurrent_threads", Value: c.MaxConcurrentThreads},
+		{Key: "isolation", Value: c.Isolation},
+		{Key: "worktree_base", Value: none(c.WorktreeBase)},
+		{Key: "worktree_setup", Value: none(c.WorktreeSetup)},
+		{Key: "worktree_ports", Value: c.WorktreePorts},
 		{Key: "auto_mail", Value: c.AutoMail},
 		{Key: "max_mail_messages", Value: c.MaxMailMessages},
 		{Key: "max_mail_message_length", Value: c.MaxMailMessageLength},
@@ -102,7 +106,7 @@ func (c *Config) Entries() []Entry {
 		r := c.Roles[name]
 		for _, f := range []struct{ k, v string }{
 			{"model", r.Model}, {"reasoning_effort", r.ReasoningEffort},
-			{"sandbox", r.Sandbox}, {"approval_policy", r.ApprovalPolicy},
+			{"sandbox", r.Sandbox}, {"approval_policy", r.ApprovalPolicy}, {"isolation", r.Isolation},
 		} {
 			if f.v == "" {
 				continue

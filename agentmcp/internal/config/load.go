@@ -70,11 +70,12 @@ var pluginKeys = []string{
 	"auto_mail", "per_thread_auto_mail", "max_mail_messages", "max_mail_message_length",
 	"elicitation_timeout_secs", "handshake_timeout_secs", "codex_restart", "approval_fallback", "mcp_protocol", "log_level", "log_file",
 	"max_result_chars", "event_buffer_size", "lead_push",
+	"isolation", "worktree_base", "worktree_setup", "worktree_ports",
 	"roles", "agents",
 }
 
 // roleKeys are the keys of a role preset.
-var roleKeys = []string{"model", "reasoning_effort", "sandbox", "approval_policy"}
+var roleKeys = []string{"model", "reasoning_effort", "sandbox", "approval_policy", "isolation"}
 
 // Load resolves the configuration as the package documentation describes.
 // It fails on a malformed or unreadable file and on any bad value, naming
@@ -231,6 +232,10 @@ func (r *resolver) resolveAll(cfg *Config, opts LoadOptions) {
 	cfg.RequestTimeout = r.seconds("request_timeout_secs", DefaultRequestTimeout, std("request_timeout_secs", "--timeout"))
 	cfg.ProgressInterval = r.millis("progress_interval_ms", DefaultProgressInterval, 0, std("progress_interval_ms", ""))
 	cfg.MaxConcurrentThreads = r.integer("max_concurrent_threads", DefaultMaxConcurrentThreads, 1, std("max_concurrent_threads", ""))
+	cfg.Isolation = r.enum("isolation", DefaultIsolation, Isolations, std("isolation", ""))
+	cfg.WorktreeBase = r.str("worktree_base", "", std("worktree_base", ""))
+	cfg.WorktreeSetup = r.str("worktree_setup", "", std("worktree_setup", ""))
+	cfg.WorktreePorts = r.integer("worktree_ports", DefaultWorktreePorts, 0, std("worktree_ports", ""))
 	cfg.AutoMail = r.boolean("auto_mail", true, std("auto_mail", ""))
 	cfg.PerThreadAutoMail = r.perThreadAutoMail()
 	cfg.MaxMailMessages = r.integer("max_mail_messages", DefaultMaxMailMessages, 1, std("max_mail_messages", ""))
@@ -323,7 +328,7 @@ func (r *resolver) roles() map[string]Role {
 		for name, rv := range t {
 			if _, ok := rv.(map[string]any); !ok {
 				src.Key = pluginKeyPrefix + "roles." + name
-				r.errs = append(r.errs, &Error{Key: "roles." + name, Source: src, Value: tomlText(rv), Expected: "a table of model, reasoning_effort, sandbox, approval_policy"})
+				r.errs = append(r.errs, &Error{Key: "roles." + name, Source: src, Value: tomlText(rv), Expected: "a table of model, reasoning_effort, sandbox, approval_policy, isolation"})
 				continue
 			}
 			names[name] = true
@@ -338,6 +343,7 @@ func (r *resolver) roles() map[string]Role {
 			ReasoningEffort: r.enum(key("reasoning_effort"), "", ReasoningEfforts, at("reasoning_effort")),
 			Sandbox:         r.enum(key("sandbox"), "", Sandboxes, at("sandbox")),
 			ApprovalPolicy:  r.enum(key("approval_policy"), "", ApprovalPolicies, at("approval_policy")),
+			Isolation:       r.enum(key("isolation"), "", Isolations, at("isolation")),
 		}
 		for _, k := range roleKeys {
 			if r.sources[key(k)].Kind == SourceDefault {

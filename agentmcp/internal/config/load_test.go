@@ -86,7 +86,7 @@ func TestDefaults(t *testing.T) {
 		MaxMailMessages: 10, MaxMailMessageLength: 4096, ElicitationTimeout: 300 * time.Second,
 		MaxResultChars: 80000, EventBufferSize: 500, ProgressInterval: time.Minute,
 		ApprovalFallback: "deny", HandshakeTimeout: 60 * time.Second, CodexRestart: "manual", MCPProtocol: "auto", LogLevel: "info", Roles: map[string]Role{},
-		LeadPush: true,
+		LeadPush: true, Isolation: "none", WorktreePorts: 10,
 	}
 	if diff := cmp.Diff(want, c, cmpIgnoreSources); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
@@ -213,6 +213,10 @@ event_buffer_size = 50
 lead_push = false
 log_level = "debug"
 log_file = "logs/proxy.log"
+isolation = "worktree"
+worktree_base = "main"
+worktree_setup = "make deps"
+worktree_ports = 0
 
 [plugins.atm-agent-mcp.per_thread_auto_mail]
 codex-reviewer = true
@@ -222,6 +226,7 @@ model = "gpt-5.3-codex"
 reasoning_effort = "low"
 sandbox = "workspace-write"
 approval_policy = "on-request"
+isolation = "none"
 `)
 	c := f.load(t, Flags{})
 	want := &Config{
@@ -236,7 +241,8 @@ approval_policy = "on-request"
 		MaxMailMessages:   4, MaxMailMessageLength: 100, ElicitationTimeout: 7 * time.Second,
 		MaxResultChars: 5000, EventBufferSize: 50, ProgressInterval: 0,
 		ApprovalFallback: "queue", HandshakeTimeout: 7 * time.Second, CodexRestart: "on_demand", MCPProtocol: "2025-11-25", LogLevel: "debug", LogFile: filepath.Join(f.repo, "logs", "proxy.log"),
-		Roles: map[string]Role{"worker": {Model: "gpt-5.3-codex", ReasoningEffort: "low", Sandbox: "workspace-write", ApprovalPolicy: "on-request"}},
+		Isolation: "worktree", WorktreeBase: "main", WorktreeSetup: "make deps", WorktreePorts: 0,
+		Roles: map[string]Role{"worker": {Model: "gpt-5.3-codex", ReasoningEffort: "low", Sandbox: "workspace-write", ApprovalPolicy: "on-request", Isolation: "none"}},
 	}
 	if diff := cmp.Diff(want, c, cmpIgnoreSources); diff != "" {
 		t.Errorf("from file (-want +got):\n%s", diff)
@@ -249,6 +255,9 @@ approval_policy = "on-request"
 	}
 	if c.AutoMailFor("codex-reviewer") != true || c.AutoMailFor("codex-architect") != false {
 		t.Errorf("AutoMailFor: per-thread override not applied")
+	}
+	if c.IsolationFor("worker") != "none" || c.IsolationFor("") != "worktree" {
+		t.Errorf("IsolationFor: worker %q, no role %q; want the preset's none, else worktree", c.IsolationFor("worker"), c.IsolationFor(""))
 	}
 
 	// The same through the environment, over the file.
@@ -268,7 +277,9 @@ approval_policy = "on-request"
 		"ATM_AGENT_MCP_MAX_RESULT_CHARS": "3000", "ATM_AGENT_MCP_EVENT_BUFFER_SIZE": "20",
 		"ATM_AGENT_MCP_LEAD_PUSH": "true", "CLAUDE_CODE_MESSAGING_SOCKET": "/tmp/cc.sock", "CLAUDE_CODE_MESSAGING_TOKEN": "tok",
 		"ATM_AGENT_MCP_LOG_LEVEL": "warn", "ATM_AGENT_MCP_LOG_FILE": "/var/log/x.log",
-		"ATM_AGENT_MCP_ROLE": "worker",
+		"ATM_AGENT_MCP_ROLE":      "worker",
+		"ATM_AGENT_MCP_ISOLATION": "worktree", "ATM_AGENT_MCP_WORKTREE_BASE": "origin/main", "ATM_AGENT_MCP_WORKTREE_SETUP": "npm ci",
+		"ATM_AGENT_MCP_WORKTREE_PORTS": "5",
 	}
 	for k, v := range env {
 		f.env[k] = v
@@ -289,7 +300,8 @@ approval_policy = "on-request"
 		MaxResultChars: 3000, EventBufferSize: 20, ProgressInterval: 1500 * time.Millisecond,
 		ApprovalFallback: "approve", HandshakeTimeout: 8 * time.Second, CodexRestart: "manual", MCPProtocol: "auto", LogLevel: "warn", LogFile: "/var/log/x.log", Role: "worker",
 		LeadPush: true, MessagingSocket: "/tmp/cc.sock", MessagingToken: "tok",
-		Roles: map[string]Role{"worker": {Model: "gpt-5.3-codex", ReasoningEffort: "low", Sandbox: "workspace-write", ApprovalPolicy: "on-request"}},
+		Isolation: "worktree", WorktreeBase: "origin/main", WorktreeSetup: "npm ci", WorktreePorts: 5,
+		Roles: map[string]Role{"worker": {Model: "gpt-5.3-codex", ReasoningEffort: "low", Sandbox: "workspace-write", ApprovalPolicy: "on-request", Isolation: "none"}},
 	}
 	if diff := cmp.Diff(want, c, cmpIgnoreSources); diff != "" {
 		t.Errorf("from env (-want +got):\n%s", diff)
@@ -304,6 +316,9 @@ approval_policy = "on-request"
 	}
 	if got, want := c.CodexArgs(), []string{"-c", `model_reasoning_effort="minimal"`, "-c", "features.multi_agent=false"}; !cmp.Equal(got, want) {
 		t.Errorf("CodexArgs = %q, want %q", got, want)
+	}
+	if c.IsolationFor("worker") != "worktree" {
+		t.Errorf("IsolationFor(worker) = %q: isolation from the environment outranks the preset", c.IsolationFor("worker"))
 	}
 }
 

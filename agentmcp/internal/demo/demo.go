@@ -1,8 +1,11 @@
 // Package demo plays a scripted MCP conversation through the atm-agent-mcp
 // binary against mockcodex and prints a readable transcript: two Codex agents
-// with identities start, one mails the other through its own team tools, the
+// with identities start, each in a git worktree and on a branch of its own
+// (isolation "worktree"), each commits there while the project's own
+// checkout stays clean; one mails the other through its own team tools, the
 // mail arrives as a turn of the other, agent_sessions lists both, and the
-// shutdown writes their summaries. `make demo` runs it.
+// shutdown writes their summaries and keeps their worktrees for a resume
+// (atm-agent-mcp worktrees lists them). `make demo` runs it; it needs git.
 package demo
 
 import (
@@ -84,13 +87,24 @@ func (d *demo) run(ctx context.Context, cfg Config) error {
 	if err := os.MkdirAll(work, 0o700); err != nil {
 		return err
 	}
+	env := append(os.Environ(), "ATM_HOME="+d.home, "CODEX_HOME="+filepath.Join(d.home, ".codex"),
+		"GIT_AUTHOR_NAME=demo", "GIT_AUTHOR_EMAIL=demo@example.com", "GIT_COMMITTER_NAME=demo", "GIT_COMMITTER_EMAIL=demo@example.com")
+	if err := os.WriteFile(filepath.Join(work, "auth.go"), []byte("package auth\n"), 0o644); err != nil {
+		return err
+	}
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-q", "-m", "the project"}} {
+		if _, err := git(ctx, work, env, args...); err != nil {
+			return err
+		}
+	}
 	d.say("== atm-agent-mcp demo: a scripted MCP conversation against a mock Codex")
 	d.say("   ATM_HOME=%s (team \"demo\": team-lead, arch, dev-1)", d.home)
+	d.say("   project: a git repository with one commit (the agents get worktrees of it)")
 	d.say("   $ atm-agent-mcp serve --team demo --identity team-lead --codex-bin mockcodex")
 	cmd := exec.CommandContext(ctx, cfg.Bin, "serve", "--team", "demo", "--identity", "team-lead", "--codex-bin", cfg.Codex,
 		"--log-file", filepath.Join(d.home, "proxy.log"))
 	cmd.Dir = work
-	cmd.Env = append(os.Environ(), "ATM_HOME="+d.home, "CODEX_HOME="+filepath.Join(d.home, ".codex"))
+	cmd.Env = env
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return err
@@ -134,15 +148,34 @@ func (d *demo) run(ctx context.Context, cfg Config) error {
 	}
 	d.say("<- %d tools: %s", len(names), strings.Join(names, ", "))
 
-	arch, err := d.tool(ctx, "codex", map[string]any{"identity": "arch", "prompt": "Design the auth module."})
+	d.say("")
+	d.say("== two agents, each in a worktree and on a branch of its own (isolation \"worktree\"), each commits there")
+	arch, err := d.tool(ctx, "codex", map[string]any{"identity": "arch", "isolation": "worktree",
+		"prompt": "RUN_SHELL CMD=echo '// design: tokens expire after 15 min' >> auth.go && git commit -qam 'auth: design' && echo committed on $ATM_BRANCH, ports from $ATM_PORT_BASE"})
 	if err != nil {
 		return err
 	}
-	dev, err := d.tool(ctx, "codex", map[string]any{"identity": "dev-1", "prompt": "Implement the token refresh."})
+	dev, err := d.tool(ctx, "codex", map[string]any{"identity": "dev-1", "isolation": "worktree",
+		"prompt": "RUN_SHELL CMD=echo 'func Refresh() {}' >> auth.go && git commit -qam 'auth: token refresh' && echo committed on $ATM_BRANCH, ports from $ATM_PORT_BASE"})
 	if err != nil {
 		return err
 	}
 	archID, devID := str(arch["agent_id"]), str(dev["agent_id"])
+	for _, who := range []string{"atm/arch", "atm/dev-1", "main"} {
+		out, err := git(ctx, work, env, "log", "-1", "--format=%s", who)
+		if err != nil {
+			return err
+		}
+		d.say("   $ git log -1 --format=%%s %-9s -> %s", who, out)
+	}
+	st, err := git(ctx, work, env, "status", "--porcelain")
+	if err != nil {
+		return err
+	}
+	if st == "" {
+		st = "(clean: the agents never touched the project's own checkout)"
+	}
+	d.say("   $ git status --porcelain      -> %s", st)
 
 	d.say("")
 	d.say("== arch's Codex agent mails dev-1 with its own atm_send tool (it can only send as arch)")
@@ -191,8 +224,30 @@ func (d *demo) run(ctx context.Context, cfg Config) error {
 		d.say("   %s/summary.md: %q", who.identity, clip(strings.TrimSpace(string(b)), 70))
 	}
 	d.say("")
-	d.say("== done: the demo's team and sessions lived in a temporary directory, removed now; with your own team, resume a session later with `atm-agent-mcp serve --resume <agent_id>`")
+	d.say("   $ atm-agent-mcp worktrees --team demo   (serve's exit only unlocked them: a resume re-enters each)")
+	list := exec.CommandContext(ctx, cfg.Bin, "worktrees", "--team", "demo")
+	list.Dir, list.Env = work, env
+	out, err := list.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("worktrees: %w: %s", err, out)
+	}
+	for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+		d.say("     %s", line)
+	}
+	d.say("")
+	d.say("== done: the demo's team, sessions and project lived in a temporary directory, removed now; with your own team, resume a session later with `atm-agent-mcp serve --resume <agent_id>`")
 	return nil
+}
+
+// git runs git in dir and returns its output, trimmed.
+func git(ctx context.Context, dir string, env []string, args ...string) (string, error) {
+	c := exec.CommandContext(ctx, "git", args...)
+	c.Dir, c.Env = dir, env
+	out, err := c.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out)), nil
 }
 
 func (d *demo) read(r io.Reader) {
@@ -281,7 +336,10 @@ func (d *demo) tool(ctx context.Context, name string, args map[string]any) (map[
 	switch name {
 	case "codex", "codex-reply":
 		d.say("<- agent_id=%s identity=%s threadId=%s", str(sc["agent_id"]), str(sc["identity"]), str(sc["threadId"]))
-		d.say("   %q", clip(str(sc["content"]), 100))
+		if w, ok := sc["worktree"].(map[string]any); ok && name == "codex" {
+			d.say("   worktree=%s branch=%s", str(w["path"]), str(w["branch"]))
+		}
+		d.say("   %q", clip(lastLine(str(sc["content"])), 100))
 	case "agent_sessions":
 		d.say("<- %-32s %-8s %-6s %s", "agent_id", "identity", "state", "thread")
 		if list, ok := sc["sessions"].([]any); ok {
@@ -326,6 +384,12 @@ func (d *demo) waitEvent(ctx context.Context, agentID, text string) (string, err
 			return "", fmt.Errorf("waiting for the mail turn: %w", ctx.Err())
 		}
 	}
+}
+
+// lastLine is the last non-empty line of s.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return lines[len(lines)-1]
 }
 
 func str(v any) string {

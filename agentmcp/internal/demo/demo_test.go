@@ -21,8 +21,10 @@ func TestMain(m *testing.M) {
 }
 
 // TestDemo builds the binary, links mockcodex to this test binary and
-// plays the demo: the transcript shows both sessions, the mail delivered as
-// a turn and the summaries.
+// plays the demo: the transcript shows both sessions in their own
+// worktrees, their commits on their own branches and the project's
+// checkout clean, the mail delivered as a turn, the summaries and the
+// worktrees kept.
 func TestDemo(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "atm-agent-mcp")
@@ -41,7 +43,9 @@ func TestDemo(t *testing.T) {
 	if err := Run(Config{Bin: bin, Codex: codex, Out: &out, Home: t.TempDir()}); err != nil {
 		t.Fatalf("demo: %v\n%s", err, out.String())
 	}
-	for _, want := range []string{"identity=arch", "identity=dev-1", "Please add rate limiting to /token.", "<team-mail", "arch/summary.md", "dev-1/summary.md", "proxy exited with code 0"} {
+	for _, want := range []string{"identity=arch", "identity=dev-1", "branch=atm/arch", "branch=atm/dev-1",
+		"atm/arch  -> auth: design", "atm/dev-1 -> auth: token refresh", "main      -> the project", "(clean: the agents never touched",
+		"Please add rate limiting to /token.", "<team-mail", "arch/summary.md", "dev-1/summary.md", "proxy exited with code 0", " kept "} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("transcript lacks %q:\n%s", want, out.String())
 		}

@@ -16,7 +16,11 @@
 //     first); none for a team that may be a typo (nothing is written
 //     under ATM_HOME for it);
 //   - gitctx, registry, atmclient: git facts, the session registry and audit
-//     log, the ATM inboxes.
+//     log, the ATM inboxes;
+//   - places over workspace: the worktrees, ports and conflict radar of the
+//     agents started with isolation "worktree" (places.go builds it over
+//     the user's git; the session manager gets it as its session.Places,
+//     the tools for agent_status's overlaps).
 //
 // The adapters between them live here: eventSink (session.Sink onto the
 // connection's events and progress), asker (session.Asker onto elicitation),
@@ -79,7 +83,7 @@
 //
 // # Locks
 //
-// The proxy's own packages have fifteen locks, each documented where it
+// The proxy's own packages have eighteen locks, each documented where it
 // is declared:
 //
 //   - mcpconn (3): Conn.mu (its reader pool shares it), and the outbox's
@@ -95,7 +99,11 @@
 //     (leadpush.go: its binding and counters), each a leaf that guards its
 //     own fields and is held around nothing else;
 //   - gitctx (2): its facts cache and its watcher, leaves taken by nobody
-//     else.
+//     else;
+//   - places (1) and workspace (2): Places.mu (the live places and the
+//     radar's queue), workspace.Ports.mu (taken before the flock of the
+//     machine-wide ports.lock) and workspace.Radar.mu (held while it
+//     compares in memory), leaves; git's own locks are git's.
 //
 // The groups are never nested: a session reaches the connection (events,
 // answers, questions) only with none of its locks held, and the
@@ -123,9 +131,11 @@
 // # Shutdown
 //
 // Run ends when the client's stream ends or ctx does, in this order: new
-// requests are refused, sessions are summarised and closed, shutdown
-// requests being answered finish (bounded), the mail bridge stops,
-// requests still running are cancelled, the sessions' goroutines end, the
+// requests are refused, sessions are summarised and closed (the isolated
+// agents' worktrees let go of, not removed: a resume re-enters them), the
+// conflict radar's goroutine ends, shutdown requests being answered finish
+// (bounded), the mail bridge stops, requests still running are cancelled,
+// the sessions' goroutines end, the
 // Codex child is stopped (after a restart in progress, so that no child it
 // started outlives the proxy), and the connection's writing ends.
 package proxy

@@ -3,6 +3,7 @@ package proxy
 import (
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
@@ -116,6 +117,27 @@ type Options struct {
 	ExtraInstructions string
 	// CodexConfig are config overrides sent with every new thread. optional.
 	CodexConfig map[string]any
+
+	// Isolation is where an agent started without one, and without a role
+	// preset that sets one, works: "worktree" (a git worktree of its own)
+	// or "none". optional: "" means none.
+	Isolation string
+	// RoleIsolation is the isolation of each role preset's agents.
+	// optional.
+	RoleIsolation map[string]string
+	// WorktreeBase is where an isolated agent's branch starts when the
+	// call names no base. optional: "" means the HEAD of its cwd's checkout.
+	WorktreeBase string
+	// WorktreeSetup is a command run in each new worktree before the
+	// agent's first turn (sh -c); when it fails, the start fails and
+	// nothing is kept. optional.
+	WorktreeSetup string
+	// WorktreePorts is how many ports each isolated agent gets. optional:
+	// 0 gives none.
+	WorktreePorts int
+	// PortsDir holds the machine-wide port reservations of every serve
+	// (ports.json, ports.lock). optional: "" means Home/.config/atm/ports.
+	PortsDir string
 
 	// RequestTimeout bounds each codex/codex-reply turn. optional: 0 means 300 s.
 	RequestTimeout time.Duration
@@ -235,5 +257,8 @@ func (o *Options) setDefaults() {
 	}
 	if o.TakeOverWait == 0 {
 		o.TakeOverWait = 60 * time.Second
+	}
+	if o.PortsDir == "" && o.Home != "" {
+		o.PortsDir = filepath.Join(o.Home, ".config", "atm", "ports")
 	}
 }

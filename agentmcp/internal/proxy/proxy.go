@@ -14,6 +14,7 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/feed"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/gitctx"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/mcpconn"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/places"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/tools"
@@ -45,6 +46,9 @@ type Server struct {
 	lead     *leadPush      // mail for the client's own identity (leadpush.go)
 	feed     *feed.Feed     // what the serve publishes for a live view (nil for a team that may be a typo)
 	notes    *resourceNotes // tells the client when the sessions' resources change (resources.go)
+	// places are the isolated agents' worktrees and the conflict radar
+	// (places.go); nil when git is missing.
+	places *places.Places
 
 	// configWarned says the configuration's warnings once (configwarn.go).
 	configWarned configWarned
@@ -97,6 +101,11 @@ func New(opts Options) (*Server, error) {
 		Protocol:     opts.MCPProtocol,
 		Logger:       log,
 	})
+	s.places = s.newPlaces()
+	var placesView session.Places
+	if s.places != nil {
+		placesView = s.places
+	}
 	agents := make(map[string]session.Backend, len(opts.Agents))
 	for kind, b := range opts.Agents {
 		agents[kind] = b
@@ -125,7 +134,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.sessions, err = session.NewManager(session.Config{
 		Home: opts.Home, Team: opts.Team, Backend: s.backend, Agents: agents, Registry: registryView, Audit: s.auditor, Git: s.git,
-		Sink: eventSink{s.conn}, Asker: asker{s.conn, log}, Mail: &s.team, Observer: observer,
+		Sink: eventSink{s.conn}, Asker: asker{s.conn, log}, Mail: &s.team, Observer: observer, Places: placesView,
 		Defaults: opts.Defaults, Roles: opts.Roles, BaseInstructions: opts.BaseInstructions, ExtraInstructions: opts.ExtraInstructions,
 		CodexConfig: opts.CodexConfig, ToolServer: opts.ToolServer, ToolServerEnv: opts.ToolServerEnv,
 		RequestTimeout: opts.RequestTimeout, MaxSessions: opts.MaxSessions, ElicitationTimeout: opts.ElicitationTimeout,
@@ -154,7 +163,11 @@ func (s *Server) Run(ctx context.Context, r io.Reader, w io.Writer) error {
 		DefaultIdentity: s.opts.DefaultIdentity, Audit: s.auditor, CodexHome: s.opts.CodexHome, Cwd: s.opts.Cwd,
 		Started: s.opts.Now(), Logger: s.log, Now: s.opts.Now, ProgressInterval: s.opts.ProgressInterval, LeadMail: s.leadMail,
 		ConfigWarnings: s.opts.ConfigWarnings, Notices: s.opts.Notices, TeamProblem: s.opts.TeamProblem, AgentCheck: s.opts.AgentCheck, Agents: agentStatuses(s.opts.Agents),
+		Places: s.places, Isolation: s.opts.Isolation, RoleIsolation: s.opts.RoleIsolation, WorktreeBase: s.opts.WorktreeBase,
 	})
+	if s.places != nil {
+		s.places.Start() // the conflict radar, joined at shutdown
+	}
 	// The bridge runs and the lead's mail path is settled before the first
 	// request is read, so that agent_status right after initialize shows
 	// the path as it stays. Sessions resumed at start (--resume) are bound
@@ -228,6 +241,9 @@ func agentStatuses(agents map[string]codexchild.Backend) map[string]interface{ S
 func (s *Server) shutdown() {
 	s.conn.Refuse(proxyerr.New(proxyerr.ErrInvalidSessionParams, nil, "the proxy is shutting down"))
 	s.sessions.Shutdown()
+	if s.places != nil {
+		s.places.Close() // the radar's goroutine: the worktrees were let go of above
+	}
 	if !s.frames.wait(5 * time.Second) {
 		s.log.Warn("a shutdown request was still being answered at shutdown")
 	}

@@ -30,6 +30,10 @@ type CloseOutcome struct {
 	// Usage is the session's token usage over its life (nil when its
 	// agent reported none).
 	Usage *codexchild.Usage
+	// Released says what became of the session's own place (isolation
+	// worktree): removed, or kept with its work; nil without one, and at
+	// a shutdown (the place is kept for a resume).
+	Released *Released
 }
 
 // Close closes a session (FR-17.3, FR-17.4, FR-17.10). The registry
@@ -92,12 +96,16 @@ func (m *Manager) Close(ctx context.Context, s *Session, summarize bool) CloseOu
 	if summarize && !unused {
 		saved = m.summarize(ctx, s)
 	}
+	released := m.releasePlace(ctx, s, m.Closing()) // a shutdown keeps it for a resume
 	s.mu.Lock()
 	s.closing = nil
 	s.mu.Unlock()
 	how := map[bool]string{true: "summary saved", false: "no summary"}[saved]
 	if unused {
 		how = "resumed and closed without a turn: status " + string(rec.Status) + " and summary kept"
+	}
+	if released != nil {
+		how += "; " + released.String()
 	}
 	// The session's token usage over its life goes into the entry's
 	// summary (a close has no prompt), its outcome stays as it was.
@@ -109,7 +117,7 @@ func (m *Manager) Close(ctx context.Context, s *Session, summarize bool) CloseOu
 	m.cfg.Audit.Append(entry)
 	s.changed()
 	m.log.Info("session closed", "agent_id", rec.AgentID, "identity", rec.Identity, "status", rec.Status, "summary", saved, "unused", unused)
-	return CloseOutcome{Record: s.Record(), SummarySaved: saved, Usage: usage}
+	return CloseOutcome{Record: s.Record(), SummarySaved: saved, Usage: usage, Released: released}
 }
 
 // closeRecord writes the closed record of s (closeUnused for a resumed

@@ -196,6 +196,9 @@ type Config struct {
 	// lock held, also on the backend's reader goroutine, and must not
 	// block. optional: nil tells nobody.
 	Changed func()
+	// Places gives the sessions started with isolation "worktree" a place
+	// of their own (place.go). optional: nil refuses such a start.
+	Places Places
 
 	// Defaults are the thread settings before a role preset or the
 	// caller's arguments.

@@ -2,6 +2,8 @@ package session
 
 import (
 	_ "embed"
+	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/gitctx"
@@ -24,11 +26,17 @@ type sessionContext struct {
 	// Tools reports whether the thread has its own ATM tool server.
 	Tools bool
 	Extra string
+	// Place is the session's own worktree, nil when it has none.
+	Place *Place
 }
 
 // key is what the rendered context depends on.
-func (c sessionContext) key() [7]string {
-	return [...]string{c.AgentID, c.Identity, c.Team, c.Cwd, orNull(c.Repo.Root), orNull(c.Repo.Name), orNull(c.Repo.Branch)}
+func (c sessionContext) key() [9]string {
+	var path, ports string
+	if c.Place != nil {
+		path, ports = c.Place.Path+"\x00"+c.Place.Branch, c.Place.Ports()
+	}
+	return [...]string{c.AgentID, c.Identity, c.Team, c.Cwd, orNull(c.Repo.Root), orNull(c.Repo.Name), orNull(c.Repo.Branch), path, ports}
 }
 
 // render is the full injected text: the session context, the team note and
@@ -62,16 +70,34 @@ func (c sessionContext) contextBlock() string {
 	b.WriteString("<session-context>\n")
 	b.WriteString("Identity:  " + c.Identity + "\n")
 	b.WriteString("Team:      " + c.Team + "\n")
-	if c.Repo.Root != nil {
+	if p := c.Place; p != nil {
+		b.WriteString("Repo:      " + filepath.Base(p.Source) + " (" + p.Source + ")\n")
+	} else if c.Repo.Root != nil {
 		b.WriteString("Repo:      " + orNull(c.Repo.Name) + " (" + *c.Repo.Root + ")\n")
 	} else {
 		b.WriteString("Repo:      null (not a git repository)\n")
 	}
 	b.WriteString("Branch:    " + orNull(c.Repo.Branch) + "\n")
 	b.WriteString("Cwd:       " + c.Cwd + "\n")
+	if p := c.Place; p != nil {
+		b.WriteString("Worktree:  " + p.Path + " (your own checkout of " + p.Source + ", on branch " + p.Branch +
+			" from " + shortID(p.Base) + "; edit and commit here, never in " + p.Source + ")\n")
+		if ports := p.Ports(); ports != "" {
+			b.WriteString("Ports:     " + ports + " are yours (ATM_PORT_BASE=" + strconv.Itoa(p.PortBase) +
+				", ATM_PORT_COUNT=" + strconv.Itoa(p.PortCount) + " in your commands' environment)\n")
+		}
+	}
 	b.WriteString("Agent ID:  " + c.AgentID + "\n")
 	b.WriteString("</session-context>\n")
 	return b.String()
+}
+
+// shortID is a commit id's first 12 characters.
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
 }
 
 // ContextBlock is the <session-context> block that precedes every prompt

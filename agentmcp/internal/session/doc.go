@@ -36,6 +36,21 @@
 // after the session has moved on (idle, or its next turn started), so a
 // client never sees an answer before the state it implies.
 //
+// # Places
+//
+// A session started with isolation "worktree" works in a place of its own
+// (place.go): a git worktree with its own branch and ports, made by
+// Config.Places (package workspace, through the composition root's
+// adapter: this package never imports it) before anything is recorded,
+// named in the registry record so that a resume re-enters it, let go of
+// at a shutdown or a hand-over, and released at agent_close (removed only
+// when it holds no change). Every turn of such a session runs in it: the
+// thread's cwd, its environment (ThreadParams.Env), the writable roots a
+// sandboxed Codex needs to commit (never for a read-only thread), and the
+// <session-context> block that names the worktree, branch and ports. Each
+// ended turn is told to Places (TurnEnded, the conflict radar), after the
+// turn's answer and without waiting.
+//
 // # The fast path, from this side
 //
 // A turn that a client request started may run on the goroutine that read

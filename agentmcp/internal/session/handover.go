@@ -67,6 +67,7 @@ func (m *Manager) handOver(ctx context.Context, s *Session, to string) (registry
 		}
 	}
 	s.denyApprovals("the session is being handed over")
+	m.releasePlace(ctx, s, true) // unlocked: the next proxy re-enters it
 	facts := s.Record()
 	rec, err := m.cfg.Registry.Update(agentID, func(x *registry.Session) {
 		turns := max(x.Turns, facts.Turns) // the last turn's count may still be on its way to the file

@@ -88,6 +88,13 @@ type CreateRequest struct {
 	Settings ThreadSettings
 	// AutoMail overrides the configured auto-mail switch. optional.
 	AutoMail *bool
+	// Isolation is IsolationWorktree for a session of its own place
+	// (Config.Places, made before anything is recorded), else
+	// IsolationNone (or ""): the session works in Cwd. optional.
+	Isolation string
+	// Base is the revision an isolated session's place starts from.
+	// optional: "" means the HEAD of Cwd's checkout.
+	Base string
 }
 
 // Create binds r.Identity to a new session of agent kind r.Agent: the
@@ -113,18 +120,41 @@ func (m *Manager) Create(ctx context.Context, r CreateRequest) (*Session, error)
 	if err := m.reserve(r.Identity, nil); err != nil {
 		return nil, err
 	}
-	facts := m.cfg.Git.Facts(ctx, r.Cwd)
-	rec, err := m.cfg.Registry.Add(registry.Session{
-		Backend: kind, Identity: r.Identity, Cwd: r.Cwd, RepoRoot: deref(facts.Root), RepoName: deref(facts.Name), Branch: deref(facts.Branch),
-		Status: registry.StatusBusy, ThreadState: registry.ThreadBusy, Tag: r.Tag, Role: r.Role, AgentSource: r.AgentFile,
-	})
-	if err != nil {
+	unclaim := func() {
 		m.mu.Lock()
 		delete(m.claiming, r.Identity)
 		m.mu.Unlock()
+	}
+	var agentID string
+	if r.Isolation == IsolationWorktree {
+		agentID = registry.NewAgentIDFor(kind) // the place's owner, before the record
+	}
+	place, err := m.takePlace(ctx, r, agentID) // place.go: nothing recorded before it
+	if err != nil {
+		unclaim()
+		return nil, err
+	}
+	cwd := r.Cwd
+	var wt *registry.Worktree
+	if place != nil {
+		cwd, wt = place.Cwd, place.record()
+	}
+	facts := m.cfg.Git.Facts(ctx, cwd)
+	rec, err := m.cfg.Registry.Add(registry.Session{
+		AgentID: agentID, Backend: kind, Identity: r.Identity, Cwd: cwd, RepoRoot: deref(facts.Root), RepoName: deref(facts.Name), Branch: deref(facts.Branch),
+		Status: registry.StatusBusy, ThreadState: registry.ThreadBusy, Tag: r.Tag, Role: r.Role, AgentSource: r.AgentFile, Worktree: wt,
+	})
+	if err != nil {
+		if place != nil {
+			if _, rerr := m.cfg.Places.Release(context.WithoutCancel(ctx), place, false); rerr != nil {
+				m.log.Warn("cannot release the worktree of a session that was not recorded", "path", place.Path, "err", rerr)
+			}
+		}
+		unclaim()
 		return nil, claimError(r.Identity, err)
 	}
 	s := m.newSession(rec)
+	s.place = place
 	s.params = r.Settings
 	s.autoMail = autoMailFor(&m.cfg, r.Identity)
 	if r.AutoMail != nil {
@@ -136,7 +166,7 @@ func (m *Manager) Create(ctx context.Context, r CreateRequest) (*Session, error)
 	m.byIdentity[r.Identity] = s
 	m.mu.Unlock()
 	m.bindMail(s)
-	m.log.Info("session started", "agent_id", rec.AgentID, "identity", r.Identity, "agent", kind, "cwd", r.Cwd)
+	m.log.Info("session started", "agent_id", rec.AgentID, "identity", r.Identity, "agent", kind, "cwd", cwd)
 	s.changed()
 	m.changed()
 	return s, nil
@@ -213,15 +243,31 @@ func (m *Manager) Rebind(s *Session, src Source) error {
 	if err := m.reserve(rec.Identity, s); err != nil {
 		return err
 	}
+	unclaim := func() {
+		m.mu.Lock()
+		delete(m.claiming, rec.Identity)
+		m.mu.Unlock()
+	}
+	place, err := m.reenterPlace(m.ctx, s, rec) // its own worktree again (place.go)
+	if err != nil {
+		unclaim()
+		return err
+	}
 	updated, err := m.cfg.Registry.Update(rec.AgentID, func(x *registry.Session) {
 		x.Status = registry.StatusIdle
 		x.ThreadState = registry.ThreadIdle
 		x.HandedTo = "" // taken up: the hand-over is done
+		if place != nil {
+			x.Worktree, x.Cwd = place.record(), place.Cwd
+		}
 	})
 	if err != nil {
-		m.mu.Lock()
-		delete(m.claiming, rec.Identity)
-		m.mu.Unlock()
+		if place != nil {
+			if _, rerr := m.cfg.Places.Release(m.ctx, place, true); rerr != nil {
+				m.log.Warn("cannot let go of the worktree of a session that was not resumed", "path", place.Path, "err", rerr)
+			}
+		}
+		unclaim()
 		return claimError(rec.Identity, err)
 	}
 	seed, seedWhat := resumeSeed(m.cfg.Registry, m.log, updated)
@@ -233,6 +279,10 @@ func (m *Manager) Rebind(s *Session, src Source) error {
 		s.seed, s.seedWhat = seed, seedWhat
 	}
 	s.resumed = &resumeMark{}
+	if place != nil {
+		s.place, s.released = place, nil
+		s.cache = turnCache{} // its context and parameters name the place
+	}
 	if isCodex(updated) && s.params.Model == "" && s.params.Sandbox == "" && s.params.ApprovalPolicy == "" {
 		// the defaults and role presets are Codex's
 		s.params = settings

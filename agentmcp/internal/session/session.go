@@ -84,6 +84,9 @@ type TurnResult struct {
 	// for the first turn after a resume and for a turn on a new thread in
 	// place of the session's; nil otherwise.
 	Thread *ThreadNote
+	// Place is the session's own place (isolation worktree), where the
+	// turn ran; nil for a session without one.
+	Place *Place
 }
 
 // job is one queued turn. run executes it with the session marked busy;
@@ -133,7 +136,12 @@ type Session struct {
 	savedThread string
 	// final is the session's final record when Manager.finishAll wrote it
 	// (a shutdown), for its Close to take.
-	final       *registry.Session
+	final *registry.Session
+	// place is the session's own place while it is live (isolation
+	// worktree: place.go), nil otherwise; released is what its close did
+	// with it.
+	place       *Place
+	released    *Released
 	idleCh      chan struct{}
 	turnStarted time.Time // when the running turn started (State)
 	approvals   map[string]*pending
@@ -261,7 +269,7 @@ func (s *Session) RunBackgroundThen(t Turn, then func(*TurnResult, error)) (*Tur
 		return nil, err
 	}
 	rec := s.Record()
-	return &TurnResult{AgentID: rec.AgentID, ThreadID: rec.BackendID, Identity: rec.Identity, Status: "busy"}, nil
+	return &TurnResult{AgentID: rec.AgentID, ThreadID: rec.BackendID, Identity: rec.Identity, Status: "busy", Place: s.Place()}, nil
 }
 
 // Handle is a turn started with Start: its caller may stop waiting for it
@@ -439,6 +447,9 @@ func (s *Session) startLocked(j *job) (run func()) {
 			s.m.cfg.Mail.Idle(s.Record().Identity) // the post-turn mail check (FR-8.1)
 		}
 		j.done(res, err)
+		if p := s.Place(); p != nil && s.m.cfg.Places != nil {
+			s.m.cfg.Places.TurnEnded(p) // the conflict radar, off this goroutine
+		}
 	}
 }
 

@@ -34,7 +34,7 @@ type ThreadSettings struct {
 // <session-context> block and the thread parameters, rebuilt only when
 // something they are made of changed.
 type turnCache struct {
-	key     [7]string
+	key     [9]string
 	gen     int
 	block   string
 	preface string // block and a newline: the preamble
@@ -75,7 +75,7 @@ func (s *Session) turn(ctx context.Context, j *job, t Turn, replyNow bool) (*Tur
 		m.ranTurn(s) // a resumed session is used now: its close is a real one
 	}
 	s.mu.Lock()
-	rec := s.rec
+	rec, place := s.rec, s.place
 	seed, seedWhat := s.seed, s.seedWhat
 	s.seed, s.seedWhat = "", ""
 	resumed := s.resumed
@@ -95,7 +95,7 @@ func (s *Session) turn(ctx context.Context, j *job, t Turn, replyNow bool) (*Tur
 	m.persist.async(s)
 
 	sc := sessionContext{AgentID: rec.AgentID, Identity: rec.Identity, Team: m.cfg.Team, Cwd: rec.Cwd, Repo: facts,
-		Tools: len(m.cfg.ToolServer) > 0, Extra: m.cfg.ExtraInstructions}
+		Tools: len(m.cfg.ToolServer) > 0, Extra: m.cfg.ExtraInstructions, Place: place}
 	preamble, params := s.turnContext(sc)
 	if rec.BackendID == "" {
 		release() // a new thread: not the common case, no need to hurry
@@ -157,7 +157,7 @@ func (s *Session) turn(ctx context.Context, j *job, t Turn, replyNow bool) (*Tur
 			"thread", res.ThreadID, "reason", n.Reason, "given", firstNonEmpty(n.Given, "nothing"))
 	}
 	rec = s.recordTurn(t.Source, res, text, n)
-	return turnResult(rec, res, text, n), nil
+	return turnResult(rec, res, text, n, place), nil
 }
 
 // newThread records the thread a turn runs on as soon as the backend names
@@ -182,13 +182,13 @@ func (s *Session) newThread(threadID string) {
 // turn and moving the session on just before the answer is written.
 func (s *Session) replyFromReader(j *job, t Turn, res *codexchild.Result, n *ThreadNote) {
 	s.mu.Lock()
-	rec, saved := s.rec, s.savedThread
+	rec, saved, place := s.rec, s.savedThread, s.place
 	s.mu.Unlock()
 	if res.ThreadID != "" && res.ThreadID != saved {
 		return // a thread the registry does not have yet: written first
 	}
 	text := capResult(s.m.cfg.MaxResultChars, rec.AgentID, res.Text)
-	t.Call.TryReplyNow(turnResult(rec, res, text, n), func() {
+	t.Call.TryReplyNow(turnResult(rec, res, text, n, place), func() {
 		s.recordTurn(t.Source, res, text, n)
 		j.idle = s.finish(j)
 		if j.stopCancel != nil {
@@ -225,9 +225,15 @@ func (s *Session) recordTurn(src Source, res *codexchild.Result, text string, n 
 	return rec
 }
 
-func turnResult(rec registry.Session, res *codexchild.Result, text string, n *ThreadNote) *TurnResult {
+// turnResult is a turn's result; place is the session's place the turn ran
+// in (nil for none), copied.
+func turnResult(rec registry.Session, res *codexchild.Result, text string, n *ThreadNote, place *Place) *TurnResult {
+	if place != nil {
+		c := *place
+		place = &c
+	}
 	return &TurnResult{AgentID: rec.AgentID, ThreadID: rec.BackendID, Identity: rec.Identity, Text: text,
-		Status: firstNonEmpty(res.Status, "completed"), IsError: res.IsError, Thread: n}
+		Status: firstNonEmpty(res.Status, "completed"), IsError: res.IsError, Thread: n, Place: place}
 }
 
 // The environment of the per-thread tool server that names the session it
@@ -246,16 +252,19 @@ const (
 // context appended to the caller's developer instructions (FR-2.2), the
 // per-thread ATM tool server (ToolServers:
 // each backend gives it to its agent in its own way; Codex's as an
-// mcp_servers entry, with the user's own kept). The Codex parameters
-// (CodexParams: sandbox, config, …) are a Codex thread's alone (kind
-// codex); another agent's thread gets the neutral ones only.
+// mcp_servers entry, with the user's own kept) and the environment of the
+// session's place (Env: each backend gives it to its agent's commands).
+// The Codex parameters (CodexParams: sandbox, config, the place's writable
+// roots unless the thread is read-only, …) are a Codex thread's alone
+// (kind codex); another agent's thread gets the neutral ones only.
 func threadParams(c *Config, sc sessionContext, st ThreadSettings, kind string) codexchild.ThreadParams {
 	codex := kind == KindCodex
 	if codex {
 		st = c.holdPolicy(st) // the operator's sandbox policy (policy.go)
 	}
 	dev := appendInstructions(st.DeveloperInstructions, sc.render())
-	p := codexchild.ThreadParams{Cwd: sc.Cwd, Model: st.Model, BaseInstructions: st.BaseInstructions, DeveloperInstructions: dev}
+	p := codexchild.ThreadParams{Cwd: sc.Cwd, Model: st.Model, BaseInstructions: st.BaseInstructions, DeveloperInstructions: dev,
+		Env: placeEnv(sc.Place)}
 	if len(c.ToolServer) > 0 {
 		env := map[string]string{"ATM_HOME": c.Home, EnvSessionKind: kind, EnvSessionAgentID: sc.AgentID}
 		for k, v := range c.ToolServerEnv {
@@ -282,6 +291,11 @@ func threadParams(c *Config, sc sessionContext, st ThreadSettings, kind string) 
 	}
 	p.CodexParams = codexchild.CodexParams{ApprovalPolicy: st.ApprovalPolicy, Sandbox: st.Sandbox,
 		CompactPrompt: st.CompactPrompt, Profile: st.Profile, Config: cfg}
+	if sc.Place != nil && st.Sandbox != ReadOnly {
+		// What git needs to commit on the worktree's branch; never for a
+		// read-only thread (the operator's policy held above).
+		p.WritableRoots = sc.Place.WritableRoots
+	}
 	return p
 }
 

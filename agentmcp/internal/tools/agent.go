@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/mcpconn"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/places"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
@@ -28,6 +29,7 @@ func (e *Env) agentSessions(_ context.Context, c *mcpconn.ToolCall) (*mcpconn.To
 	now := e.cfg.Now()
 	rows := []session.View{}
 	hidden := 0
+	worktrees := map[string]*WorktreeView{}
 	for _, s := range e.m.Sessions() {
 		v := s.View()
 		if !all && v.ServePID == nil {
@@ -35,12 +37,13 @@ func (e *Env) agentSessions(_ context.Context, c *mcpconn.ToolCall) (*mcpconn.To
 			continue
 		}
 		rows = append(rows, v)
+		worktrees[v.AgentID] = worktreeOf(s)
 	}
 	if all {
 		rows = append(rows, e.m.Elsewhere()...)
 	}
 	for _, sv := range rows {
-		v := SessionRow{View: sv, Tasks: e.tasks.sessionTasks(sv.AgentID, now)}
+		v := SessionRow{View: sv, Tasks: e.tasks.sessionTasks(sv.AgentID, now), Worktree: worktrees[sv.AgentID]}
 		views = append(views, v)
 		thread := "-"
 		if v.BackendID != nil {
@@ -56,6 +59,12 @@ func (e *Env) agentSessions(_ context.Context, c *mcpconn.ToolCall) (*mcpconn.To
 		}
 		for _, tk := range v.Tasks {
 			line += fmt.Sprintf(" task=%s(%s)", tk.TaskID, tk.Status)
+		}
+		if w := v.Worktree; w != nil {
+			line += " worktree=" + w.Path + " branch=" + w.Branch
+			if w.Released != "" {
+				line += " (" + w.Released + ")"
+			}
 		}
 		lines = append(lines, line)
 	}
@@ -87,8 +96,11 @@ type ServerStatus struct {
 	LeadMail             *LeadMail              `json:"lead_mail,omitempty"`
 	MaxConcurrentThreads int                    `json:"max_concurrent_threads"`
 	Notices              []string               `json:"notices,omitempty"`
-	PendingMail          int                    `json:"pending_mail"`
-	Team                 string                 `json:"team"`
+	// Overlaps are the files that two live isolated agents both change
+	// (the conflict radar, as of their last ended turns).
+	Overlaps    []places.Overlap `json:"overlaps,omitempty"`
+	PendingMail int              `json:"pending_mail"`
+	Team        string           `json:"team"`
 	// TokenUsage is the tokens (and cost) of every session of this serve,
 	// live or closed, added up; nil when no agent reported any.
 	TokenUsage *codexchild.Usage `json:"token_usage,omitempty"`
@@ -164,7 +176,7 @@ func (e *Env) agentStatus(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.To
 			}
 			return nil, proxyerr.New(proxyerr.ErrSessionNotFound, map[string]any{"agent_id": agentID}, "no session with agent_id %q", agentID)
 		}
-		d := SessionDetail{Detail: s.Detail(offset), Tasks: e.tasks.sessionTasks(agentID, e.cfg.Now())}
+		d := SessionDetail{Detail: s.Detail(offset), Tasks: e.tasks.sessionTasks(agentID, e.cfg.Now()), Worktree: worktreeOf(s)}
 		return &mcpconn.ToolResult{Text: jsonText(d), Structured: d}, nil
 	}
 	st := e.cfg.Child.Status()
@@ -225,6 +237,9 @@ func (e *Env) agentStatus(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.To
 		lm := e.cfg.LeadMail()
 		v.LeadMail = &lm
 	}
+	if e.cfg.Places != nil {
+		v.Overlaps = e.cfg.Places.Overlaps()
+	}
 	return &mcpconn.ToolResult{Text: jsonText(v), Structured: v}, nil
 }
 
@@ -280,6 +295,14 @@ func (e *Env) agentClose(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.Too
 	}
 	if summary && !out.Already {
 		text += map[bool]string{true: "; its summary is saved", false: "; no summary could be had"}[out.SummarySaved]
+	}
+	if r := out.Released; r != nil {
+		text += "; " + r.String()
+		w := map[string]any{"path": r.Path, "branch": r.Branch, "removed": r.Removed, "ahead": r.Ahead, "dirty": r.Dirty}
+		if r.Stat != "" {
+			w["stat"] = r.Stat
+		}
+		v["worktree"] = w
 	}
 	return &mcpconn.ToolResult{Text: text, Structured: v}, nil
 }

@@ -11,7 +11,7 @@ import (
 
 // agentStartArgNames are the arguments of agent_start: the codex tool's
 // that make sense for every agent kind, and agent.
-var agentStartArgNames = []string{"agent", "prompt", "agent_file", "agent_id", "identity", "role", "tag", "auto_mail", "cwd",
+var agentStartArgNames = []string{"agent", "prompt", "agent_file", "agent_id", "identity", "role", "tag", "auto_mail", "cwd", "isolation", "base",
 	"model", "base-instructions", "developer-instructions", "background"}
 
 // agentReplyArgNames are the arguments of agent_reply.

@@ -17,7 +17,7 @@ import (
 // codexArgNames are the arguments of the codex tool. The proxy-only ones
 // (identity, agent_file, agent_id, role, tag, auto_mail, background,
 // thread_id) are never forwarded: Codex 0.153.4 rejects unknown arguments.
-var codexArgNames = []string{"prompt", "agent_file", "agent_id", "identity", "role", "tag", "auto_mail", "cwd",
+var codexArgNames = []string{"prompt", "agent_file", "agent_id", "identity", "role", "tag", "auto_mail", "cwd", "isolation", "base",
 	"model", "approval-policy", "sandbox", "base-instructions", "developer-instructions", "compact-prompt", "profile", "config",
 	"background", "thread_id"}
 
@@ -40,7 +40,7 @@ func (e *Env) start(ctx context.Context, c *mcpconn.ToolCall, kind string) (*mcp
 	a := c.Args
 	str := map[string]string{}
 	for _, n := range []string{"prompt", "agent_file", "agent_id", "identity", "role", "tag", "cwd", "model",
-		"approval-policy", "sandbox", "base-instructions", "developer-instructions", "compact-prompt", "profile", "thread_id"} {
+		"approval-policy", "sandbox", "base-instructions", "developer-instructions", "compact-prompt", "profile", "thread_id", "isolation", "base"} {
 		v, err := a.Str(n)
 		if err != nil {
 			return nil, err
@@ -69,7 +69,7 @@ func (e *Env) start(ctx context.Context, c *mcpconn.ToolCall, kind string) (*mcp
 				"agent_id (resume) excludes agent_file and thread_id")
 		}
 		asked := session.ThreadSettings{Sandbox: str["sandbox"], Profile: str["profile"], Config: config}
-		return e.resume(ctx, c, agentID, kind, str["identity"], prompt, str["cwd"], asked, background)
+		return e.resume(ctx, c, agentID, kind, str["identity"], prompt, str["cwd"], str["isolation"], str["base"], asked, background)
 	}
 	var seed string
 	if adopt != "" {
@@ -154,7 +154,16 @@ func (e *Env) start(ctx context.Context, c *mcpconn.ToolCall, kind string) (*mcp
 	settings.Profile = str["profile"]
 	settings.Config = config
 
-	req := session.CreateRequest{Identity: identity, Cwd: cwd, Tag: str["tag"], Role: str["role"], AgentFile: agentFile, Settings: settings, Agent: kind}
+	isolation := e.isolation(str["isolation"], str["role"])
+	if str["base"] != "" && isolation != session.IsolationWorktree {
+		return nil, proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "base", "isolation": isolation},
+			"base is where an isolated agent's branch starts: give it with isolation \"worktree\"")
+	}
+	req := session.CreateRequest{Identity: identity, Cwd: cwd, Tag: str["tag"], Role: str["role"], AgentFile: agentFile, Settings: settings, Agent: kind,
+		Isolation: isolation}
+	if isolation == session.IsolationWorktree {
+		req.Base = firstNonEmpty(str["base"], e.cfg.WorktreeBase)
+	}
 	if autoMailSet {
 		req.AutoMail = &autoMail
 	}
@@ -162,11 +171,13 @@ func (e *Env) start(ctx context.Context, c *mcpconn.ToolCall, kind string) (*mcp
 	if err != nil {
 		return nil, err
 	}
+	shared := e.sharedCheckout(s) // a second agent without isolation in one repository
 	if adopt != "" {
 		s.Adopt(adopt, seed)
 	}
 	first := adopt == "" // a new session's first turn: one that fails keeps no session
 	res, err := e.run(ctx, c, s, session.Turn{Prompt: prompt, Source: session.SourceClaude}, background, first)
+	res = warned(withWorktree(res, s), shared)
 	if err == nil && adopt == "" && refusedStart(res, s) {
 		// Codex refused the session outright (an isError result without a
 		// thread: a setting, its config.toml): nothing is kept either.
@@ -319,6 +330,9 @@ func (e *Env) reply(ctx context.Context, c *mcpconn.ToolCall, tool string) (*mcp
 		if err != nil {
 			return nil, err
 		}
+		if cwd, err = placeCwd(s, cwd); err != nil {
+			return nil, err // an isolated agent stays in its worktree
+		}
 		s.SetCwd(cwd)
 	}
 	if background {
@@ -335,8 +349,10 @@ func (e *Env) reply(ctx context.Context, c *mcpconn.ToolCall, tool string) (*mcp
 // seems to widen a read-only session.
 //
 // kind is the agent kind the call asked for: agent_start's agent, when it
-// gives one, must be the session's own.
-func (e *Env) resume(ctx context.Context, c *mcpconn.ToolCall, agentID, kind, identity, prompt, cwdArg string, asked session.ThreadSettings, background bool) (*mcpconn.ToolResult, error) {
+// gives one, must be the session's own. A session keeps its isolation: an
+// isolated one re-enters its worktree (the session manager's Rebind), and
+// the call's isolation, when it gives one, must be the session's.
+func (e *Env) resume(ctx context.Context, c *mcpconn.ToolCall, agentID, kind, identity, prompt, cwdArg, isolation, base string, asked session.ThreadSettings, background bool) (*mcpconn.ToolResult, error) {
 	s := e.m.Get(agentID)
 	if s == nil {
 		return nil, e.m.SessionNotFound(agentID) // names the instance that has it, if one does
@@ -350,6 +366,9 @@ func (e *Env) resume(ctx context.Context, c *mcpconn.ToolCall, agentID, kind, id
 	if err := e.m.CheckSettings(s.Record().Role, asked); err != nil {
 		return nil, err
 	}
+	if err := sameIsolation(s, isolation, base); err != nil {
+		return nil, err
+	}
 	if err := e.m.Rebind(s, session.SourceClaude); err != nil {
 		return nil, err
 	}
@@ -358,12 +377,34 @@ func (e *Env) resume(ctx context.Context, c *mcpconn.ToolCall, agentID, kind, id
 		if err != nil {
 			return nil, err
 		}
+		if cwd, err = placeCwd(s, cwd); err != nil {
+			return nil, err
+		}
 		s.SetCwd(cwd)
 	}
 	if strings.TrimSpace(prompt) == "" {
 		prompt = defaultContinuation
 	}
-	return e.run(ctx, c, s, session.Turn{Prompt: prompt, Source: session.SourceResume}, background, false)
+	res, err := e.run(ctx, c, s, session.Turn{Prompt: prompt, Source: session.SourceResume}, background, false)
+	return withWorktree(res, s), err
+}
+
+// sameIsolation checks a resume's isolation and base against the session:
+// it keeps its own isolation, and an isolated one its worktree and base.
+func sameIsolation(s *session.Session, isolation, base string) error {
+	has := session.IsolationNone
+	if s.Record().Worktree != nil {
+		has = session.IsolationWorktree
+	}
+	if isolation != "" && isolation != has {
+		return proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "isolation", "isolation": isolation, "session_isolation": has},
+			"session %s runs with isolation %q, not %q: a resume keeps it (start a new session for another)", s.Record().AgentID, has, isolation)
+	}
+	if base != "" {
+		return proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "base"},
+			"a resume keeps the session's worktree and its base: base is for a new isolated agent")
+	}
+	return nil
 }
 
 func firstNonEmpty(v ...string) string {

@@ -22,7 +22,8 @@ func TestSchemaEnums(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]map[string][]string{
-		"codex": {"approval-policy": config.ApprovalPolicies, "sandbox": config.Sandboxes},
+		"codex":       {"approval-policy": config.ApprovalPolicies, "sandbox": config.Sandboxes, "isolation": config.Isolations},
+		"agent_start": {"isolation": config.Isolations},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("enums of tools.json (-want +got):\n%s", diff)

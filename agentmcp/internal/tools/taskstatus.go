@@ -24,13 +24,16 @@ type SessionDetail struct {
 	// Tasks are the session's tasks that run now (oldest first), then the
 	// last one that ended, while it is kept; omitted when none.
 	Tasks []TaskView `json:"tasks,omitempty"`
+	// Worktree is an isolated session's own worktree; omitted for others.
+	Worktree *WorktreeView `json:"worktree,omitempty"`
 }
 
 // SessionRow is a row of agent_sessions: the session's view, and its MCP
 // tasks as in SessionDetail.
 type SessionRow struct {
 	session.View
-	Tasks []TaskView `json:"tasks,omitempty"`
+	Tasks    []TaskView    `json:"tasks,omitempty"`
+	Worktree *WorktreeView `json:"worktree,omitempty"`
 }
 
 // sessionTasks returns the tasks of agentID that run now, oldest first,

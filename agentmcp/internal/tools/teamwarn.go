@@ -1,9 +1,6 @@
 package tools
 
 import (
-	"maps"
-	"strings"
-
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/mcpconn"
 )
 
@@ -21,14 +18,5 @@ func (e *Env) teamWarned(res *mcpconn.ToolResult, err error) (*mcpconn.ToolResul
 	if problem == "" {
 		return res, err
 	}
-	w := "team mail will fail: " + problem
-	out := *res
-	out.Text = strings.TrimRight(res.Text, "\n") + "\n\n(warning: " + w + ")"
-	if m, ok := res.Structured.(map[string]any); ok {
-		m = maps.Clone(m)
-		ws, _ := m["warnings"].([]string)
-		m["warnings"] = append(ws[:len(ws):len(ws)], w)
-		out.Structured = m
-	}
-	return &out, nil
+	return warned(res, "team mail will fail: "+problem), nil
 }

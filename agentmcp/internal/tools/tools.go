@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/mcpconn"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/places"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
 	"github.com/atm-agent-mcp/atm-agent-mcp/atmclient"
@@ -116,6 +117,22 @@ type Config struct {
 	// BaseInstructions replace Codex's base instructions when the caller
 	// does not give base-instructions. optional.
 	BaseInstructions string
+	// Isolation is the isolation of a session started without one and
+	// whose role preset sets none (the configured isolation):
+	// session.IsolationNone or session.IsolationWorktree. optional: ""
+	// means none.
+	Isolation string
+	// RoleIsolation is the isolation of each role preset that sets one.
+	// optional.
+	RoleIsolation map[string]string
+	// WorktreeBase is where an isolated session's branch starts when the
+	// call gives no base (worktree_base). optional: "" means the HEAD of
+	// the checkout that holds its cwd.
+	WorktreeBase string
+	// Places are the isolated sessions' places (the same the session
+	// manager was given) and the conflict radar: agent_status lists the
+	// overlaps. optional: nil lists none.
+	Places *places.Places
 	// MaxSessions is max_concurrent_threads, as agent_status reports it.
 	MaxSessions int
 	// DefaultIdentity is the identity of a session started without one.
@@ -264,6 +281,13 @@ func turnResult(t *session.TurnResult) *mcpconn.ToolResult {
 		r.Structured.(map[string]any)["thread"] = t.Thread
 		if note := t.Thread.Text(); note != "" {
 			r.Text = note + "\n\n" + t.Text
+		}
+	}
+	if t.Place != nil {
+		v := worktreeOfPlace(t.Place)
+		r.Structured.(map[string]any)["worktree"] = v
+		if t.Thread != nil && t.Thread.Resumed {
+			r.Text = strings.TrimRight(r.Text, "\n") + "\n\n[" + v.line() + "]" // where a resumed agent works
 		}
 	}
 	return r

@@ -165,10 +165,14 @@
 // # Wiring
 //
 // session does not import this package: it is given, at creation, a small
-// interface its Config declares, which *Manager satisfies through an
-// adapter in the composition root: Place(ctx, Request) (*Place, error)
-// (create, or re-enter on resume) and Release(ctx, *Place, keep bool)
-// (Released, error); Place.Env() is what the agent's commands get, and
-// WritableRoots what a Codex thread's sandbox gets. tools calls Diff,
-// Merge, List and Prune, and gives Changes to a Radar when a turn ends.
+// interface its Config declares (session.Places: Place, Release,
+// TurnEnded), which package places implements over a *Manager (the
+// composition root, proxy, builds it with the user's git and a Ports of
+// Home/.config/atm/ports). Place creates or re-enters (resume) a worktree;
+// Place.Env() is what the agent's commands get, and WritableRoots what a
+// Codex thread's sandbox gets; Release lets go of it or removes it when it
+// holds no change. places gives Changes to a Radar on a goroutine of its
+// own when a turn ends, and mails the overlaps; the worktrees command
+// calls List and Prune. Diff and Merge are for agent_diff and agent_merge
+// (places.Places.Manager gives the Manager).
 package workspace

@@ -27,6 +27,7 @@ var (
 	ErrGitTooOld      = errors.New("git is too old")
 	ErrNotRepository  = errors.New("not inside a git checkout")
 	ErrNoCommits      = errors.New("the repository has no commit yet")
+	ErrBadBase        = errors.New("the base is not a commit of the repository")
 	ErrSymlink        = errors.New("the worktree location is or passes through a symbolic link")
 	ErrNotFound       = errors.New("no worktree of ours for this agent")
 	ErrOwned          = errors.New("the worktree is owned by a live process")

@@ -33,7 +33,8 @@ type PortBlock struct {
 // PortsConfig configures Ports.
 type PortsConfig struct {
 	// Dir is the machine-wide state directory holding ports.json and
-	// ports.lock (made 0700 if missing). required.
+	// ports.lock (made 0700 at the first reservation, so that a serve that
+	// isolates no agent leaves nothing there). required.
 	Dir string
 	// First and Last bound the ports handed out. optional: 0 means 20000
 	// and 29999 (below Linux's ephemeral range, above the usual dev ports).
@@ -88,9 +89,6 @@ func NewPorts(cfg PortsConfig) (*Ports, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
-		return nil, fmt.Errorf("workspace: ports: %w", err)
-	}
 	return &Ports{cfg: cfg, lock: flock.New(filepath.Join(cfg.Dir, "ports.lock"))}, nil
 }
 
@@ -101,6 +99,9 @@ func (p *Ports) path() string { return filepath.Join(p.cfg.Dir, "ports.json") }
 func (p *Ports) withFile(fn func(f *portsFile) (changed bool, err error)) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if err := os.MkdirAll(p.cfg.Dir, 0o700); err != nil {
+		return fmt.Errorf("workspace: ports: %w", err)
+	}
 	if err := p.lock.Lock(); err != nil {
 		return fmt.Errorf("workspace: ports: lock: %w", err)
 	}

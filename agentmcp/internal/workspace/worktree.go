@@ -109,7 +109,7 @@ func (m *Manager) Create(ctx context.Context, req Request) (*Place, error) {
 		if baseRef == "HEAD" {
 			return nil, fmt.Errorf("workspace: create in %s: %w: %w", src.Top, ErrNoCommits, err)
 		}
-		return nil, fmt.Errorf("workspace: create: base %q: %w", baseRef, err)
+		return nil, fmt.Errorf("workspace: create: base %q: %w: %w", baseRef, ErrBadBase, err)
 	}
 	if err := safeDirs(src.Top, WorktreesDir); err != nil {
 		return nil, err

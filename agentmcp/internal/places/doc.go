@@ -1,0 +1,41 @@
+// Package places gives the sessions started with isolation "worktree" their
+// working place: it is session.Places over package workspace (the worktree
+// of an agent: its branch, lock, .worktreeinclude, setup command, ports)
+// and runs the conflict radar, which mails two agents that change one file,
+// and the lead, once per pair and file.
+//
+// session and workspace do not know each other (agentmcp/layers_test.go);
+// this package is the adapter the composition root (proxy) gives the
+// session manager, and what the tools ask about overlaps. It maps
+// workspace's errors to the client's: a cwd outside a git repository, a
+// repository without a commit, an unknown base are the caller's to fix
+// (INVALID_PARAMS); a failed setup command and a worktree held by another
+// live serve are INVALID_SESSION_PARAMS with what happened; nothing is
+// left behind by a refusal (workspace.Create removes what it made).
+//
+// A resume re-enters the session's recorded worktree (workspace.Reenter:
+// a lock whose serve is gone is taken over; one a live serve holds is
+// refused). When the worktree is gone (its close removed it because it
+// held no change, or someone deleted it), a new one is made from the
+// checkout it came from, and the place says so (session.Place.Note).
+//
+// # The radar
+//
+// When a turn of an isolated session ends (session.Places.TurnEnded, on the
+// session's job goroutine, after the turn's answer), the session is queued,
+// never waited for. One goroutine of the radar's own reads the change of
+// each queued worktree (workspace.Manager.Changes: paths and line ranges
+// against its base, committed or not), gives it to a workspace.Radar and
+// mails, for each overlap it has not told yet, both agents and the lead
+// through the ATM client, as atm_send does (audited as atm_send), from the
+// serve's own identity. A worktree re-entered by a resume is read once,
+// quietly: what overlapped before the restart is not told again. The
+// goroutine is started by Start and ended (and joined) by Close; a turn
+// that ends after Close is not looked at.
+//
+// # Locks
+//
+// Places.mu guards the live places' identities and the radar's queue; it
+// is a leaf, held around nothing but map operations. workspace.Radar has
+// its own (held while it compares in memory).
+package places
