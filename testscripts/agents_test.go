@@ -151,6 +151,9 @@ func TestRealAgents(t *testing.T) {
 				if err := setup(env); err != nil {
 					return err
 				}
+				// A real agent starts in tens of seconds on a loaded
+				// machine (opencode: 24 s seen), before its first turn.
+				env.Setenv("MCP_TIMEOUT_SECS", "120")
 				vars := tc.env(env.WorkDir)
 				names := strings.Fields(env.Getenv("MCP_ENV"))
 				for k, v := range vars {

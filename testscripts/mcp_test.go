@@ -22,8 +22,20 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
-// mcpTimeout bounds every wait of the mcp command.
+// mcpTimeout bounds every wait of the mcp command (and of waitfile),
+// unless the scenario's MCP_TIMEOUT_SECS says otherwise (waitLimit): the
+// suites of real agents, which start in tens of seconds on a loaded
+// machine, give more.
 const mcpTimeout = 40 * time.Second
+
+// waitLimit is the bound of a scenario's waits: MCP_TIMEOUT_SECS, else
+// mcpTimeout.
+func waitLimit(ts *testscript.TestScript) time.Duration {
+	if n, err := strconv.Atoi(ts.Getenv("MCP_TIMEOUT_SECS")); err == nil && n > 0 {
+		return time.Duration(n) * time.Second
+	}
+	return mcpTimeout
+}
 
 // mcpEnvKeys are the variables of the scenario passed to a started program
 // (testscript does not expose its whole environment); MCP_ENV may name more.
@@ -218,7 +230,7 @@ func cmdMCP(ts *testscript.TestScript, neg bool, args []string) {
 		if len(rest) != 4 {
 			ts.Fatalf("usage: mcp until NAME METHOD PARAMS PATH VALUE")
 		}
-		deadline := time.Now().Add(mcpTimeout)
+		deadline := time.Now().Add(waitLimit(ts))
 		for {
 			resp := p.waitResponse(ts, p.request(ts, rest[0], rest[1]))
 			var doc any
@@ -238,7 +250,7 @@ func cmdMCP(ts *testscript.TestScript, neg bool, args []string) {
 				break
 			}
 			if time.Now().After(deadline) {
-				ts.Fatalf("mcp until: %s is %q (%v), want %q after %s", rest[2], got, err, rest[3], mcpTimeout)
+				ts.Fatalf("mcp until: %s is %q (%v), want %q after %s", rest[2], got, err, rest[3], waitLimit(ts))
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -452,7 +464,8 @@ func (p *mcpProc) signal() {
 
 // waitFor waits until cond (called with p.mu held) holds.
 func (p *mcpProc) waitFor(ts *testscript.TestScript, what string, cond func() bool) {
-	deadline := time.After(mcpTimeout)
+	limit := waitLimit(ts)
+	deadline := time.After(limit)
 	for {
 		p.mu.Lock()
 		ok := cond()
@@ -472,7 +485,7 @@ func (p *mcpProc) waitFor(ts *testscript.TestScript, what string, cond func() bo
 			}
 			ts.Fatalf("%s exited while waiting for %s: %v\nstderr:\n%s", p.name, what, p.err, tail(p.stderr.Name(), 30))
 		case <-deadline:
-			ts.Fatalf("%s: timed out after %s waiting for %s\nstderr:\n%s", p.name, mcpTimeout, what, tail(p.stderr.Name(), 30))
+			ts.Fatalf("%s: timed out after %s waiting for %s\nstderr:\n%s", p.name, limit, what, tail(p.stderr.Name(), 30))
 		}
 	}
 }
@@ -519,8 +532,8 @@ func (p *mcpProc) print(ts *testscript.TestScript, m *jsonrpcframe.Message) {
 func (p *mcpProc) waitExit(ts *testscript.TestScript, code string) {
 	select {
 	case <-p.done:
-	case <-time.After(mcpTimeout):
-		ts.Fatalf("%s did not exit within %s\nstderr:\n%s", p.name, mcpTimeout, tail(p.stderr.Name(), 30))
+	case <-time.After(waitLimit(ts)):
+		ts.Fatalf("%s did not exit within %s\nstderr:\n%s", p.name, waitLimit(ts), tail(p.stderr.Name(), 30))
 	}
 	got := "0"
 	var ee *exec.ExitError

@@ -25,7 +25,7 @@ import (
 type killMoment struct {
 	name   string
 	prompt string // the turn in flight when serve is killed ("" = none)
-	wait   string // "started" (the turn's first event), "approval" (the elicitation), "random" (0–delay), or "" for none
+	wait   string // "started" (the turn's first event), "approval" (the elicitation), "file:PATH" (PATH exists), "random" (0–delay), or "" for none
 	delay  time.Duration
 }
 
@@ -137,8 +137,14 @@ func killServeWith(t *testing.T, m killMoment, atmHome, cwd string, serveArgs []
 		switch m.wait {
 		case "random":
 			time.Sleep(time.Duration(rand.Int64N(int64(m.delay))))
-		default:
+		case "started", "approval":
 			c.until(m.wait)
+		default:
+			path, ok := strings.CutPrefix(m.wait, "file:")
+			if !ok {
+				t.Fatalf("unknown wait %q", m.wait)
+			}
+			waitForFile(t, path)
 		}
 	}
 	if n := len(survivors(home)); n < 3 {
@@ -291,6 +297,19 @@ func (c *lineClient) until(typ string) {
 	}
 }
 
+// waitForFile waits, at most 30 s, until path exists.
+func waitForFile(t *testing.T, path string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s was not written in 30s", path)
+		}
+	}
+}
+
 // TestNoOrphansWithACPAgents is the same for agents of other kinds, each
 // session's agent started through the guard: mockacp (idle, mid-turn,
 // with an approval pending, and with a child that ignores SIGTERM and the
@@ -303,11 +322,12 @@ func TestNoOrphansWithACPAgents(t *testing.T) {
 			{name: "idle after a turn"},
 			{name: "mid-turn", prompt: `say working\nhang`, wait: "started"},
 			{name: "approval pending", prompt: `ask a1 execute rm -rf build`, wait: "approval"},
-			{name: "a child that ignores SIGTERM", prompt: `spawn KIDPID\nsay spawned\nhang`, wait: "started"},
+			{name: "a child that ignores SIGTERM", prompt: `spawn KIDPID\nsay spawned\nhang`, wait: "file:KIDPID"}, // written once the child runs
 		} {
 			t.Run(m.name, func(t *testing.T) {
 				home := t.TempDir()
 				m.prompt = strings.ReplaceAll(m.prompt, "KIDPID", filepath.Join(home, "kid.pid"))
+				m.wait = strings.ReplaceAll(m.wait, "KIDPID", filepath.Join(home, "kid.pid"))
 				writeAgentConfig(t, home, "[plugins.atm-agent-mcp.agents.mock]\ncommand = \"mockacp\"\nmode = \"default\"\n")
 				killServeWith(t, m, home, home, []string{"--codex-bin", "mockcodex"}, "mock", "HOME="+home)
 				if strings.Contains(m.prompt, "spawn") {

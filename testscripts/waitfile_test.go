@@ -15,7 +15,7 @@ import (
 //
 //	waitfile [-count=N] FILE REGEXP
 //
-// It waits for at least N matches (default 1), at most mcpTimeout, and
+// It waits for at least N matches (default 1), at most waitLimit, and
 // prints the file. A missing file counts as empty.
 func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
 	if neg {
@@ -37,7 +37,7 @@ func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("waitfile: %v", err)
 	}
 	path := ts.MkAbs(args[0])
-	deadline := time.Now().Add(mcpTimeout)
+	deadline := time.Now().Add(waitLimit(ts))
 	for {
 		b, err := os.ReadFile(path)
 		if err != nil && !os.IsNotExist(err) {
@@ -49,7 +49,7 @@ func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		if time.Now().After(deadline) {
 			ts.Fatalf("waitfile: %s has %d matches of %q after %v, want %d:\n%s", args[0],
-				len(re.FindAllIndex(b, -1)), args[1], mcpTimeout, count, b)
+				len(re.FindAllIndex(b, -1)), args[1], waitLimit(ts), count, b)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
