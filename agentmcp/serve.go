@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/cli"
@@ -82,8 +83,12 @@ func nested(ctx context.Context, parent string, stdin io.Reader, stdout io.Write
 // toolsServer runs the per-thread tools-only server. It ends with its
 // stdin, and also when its parent (Codex) is gone: Codex starts it in a
 // process group of its own, where the kill of Codex's group does not reach.
+// The watch on the parent is joined before it returns.
 func toolsServer(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout io.Writer, logger *slog.Logger) error {
-	go exitWithParent(logger)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	var watching sync.WaitGroup
+	defer func() { stopWatch(); watching.Wait() }()
+	watching.Go(func() { exitWithParent(watchCtx, logger) })
 	return tools.ServeTools(ctx, tools.ToolsOptions{Home: cfg.Home, Team: cfg.Team, Identity: cfg.Identity,
 		Agent: os.Getenv(session.EnvSessionKind), AgentID: os.Getenv(session.EnvSessionAgentID), AuditTeam: os.Getenv(session.EnvRegistryTeam),
 		Version: cli.Version(), TeamProblem: teamProblem(cfg), Logger: logger}, stdin, stdout)
@@ -213,10 +218,17 @@ func guardCommandLine(logger *slog.Logger) []string {
 }
 
 // exitWithParent ends the process once its parent has gone (the process
-// was reparented).
-func exitWithParent(logger *slog.Logger) {
+// was reparented), checking every half second; it returns when ctx ends.
+func exitWithParent(ctx context.Context, logger *slog.Logger) {
 	parent := os.Getppid()
-	for range time.Tick(500 * time.Millisecond) {
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
 		if os.Getppid() != parent {
 			logger.Info("the parent process is gone; exiting")
 			os.Exit(0)

@@ -135,7 +135,10 @@ type ACPBackend struct {
 	exit    *ExitStatus // how the last agent that died died
 
 	approvals atomic.Int64
-	stopping  sync.WaitGroup // agents stopped in the background
+	// stopping are the goroutines Close waits for: agents stopped in the
+	// background (retire) and interrupts after an aborted approval
+	// (background). Added to under mu while not closed.
+	stopping sync.WaitGroup
 }
 
 var _ Backend = (*ACPBackend)(nil)
@@ -320,6 +323,19 @@ func (b *ACPBackend) Close(ctx context.Context) error {
 		b.toolHTTP.close(ctx)
 	}
 	return errors.Join(errs...)
+}
+
+// background runs f on a goroutine that Close waits for; once Close has
+// begun it runs nothing (Close stops every agent anyway) and reports
+// false.
+func (b *ACPBackend) background(f func()) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return false
+	}
+	b.stopping.Go(f)
+	return true
 }
 
 // started records a started agent.

@@ -187,11 +187,11 @@ func (th *acpThread) ask(ctx context.Context, req acp.PermissionRequest) acp.Dec
 		case ApproveForSession:
 			return acp.AllowAlways
 		case Abort:
-			go func() {
+			th.b.background(func() {
 				if err := th.interrupt(context.Background()); err != nil {
 					th.b.log.Warn("acp: interrupt after an aborted approval", "err", err)
 				}
-			}()
+			})
 		}
 		return acp.RejectOnce
 	case <-ctx.Done():

@@ -41,7 +41,8 @@ type acpEnv struct {
 }
 
 // newACPEnv makes the links and, at cleanup (after the backends closed:
-// call it first), checks that no process of the test's agents is left.
+// call it first), checks that no goroutine of the backend and no process
+// of the test's agents is left.
 func newACPEnv(t *testing.T) *acpEnv {
 	t.Helper()
 	dir := t.TempDir()
@@ -63,6 +64,7 @@ func newACPEnv(t *testing.T) *acpEnv {
 	rand.Read(m)
 	e.mark = hex.EncodeToString(m)
 	t.Cleanup(func() { noMarkedProcessLeft(t, e.mark) })
+	checkNoLeaks(t, nil) // after the backends are closed, before the processes are looked for
 	return e
 }
 

@@ -53,6 +53,7 @@ type toolHTTP struct {
 
 	mu      sync.Mutex
 	srv     *http.Server
+	served  chan struct{} // closed when srv's Serve has returned
 	url     string
 	byKey   map[string]*toolBridge
 	byToken map[string]*toolBridge
@@ -78,7 +79,12 @@ func (h *toolHTTP) server(ts ToolServer) (acp.MCPServer, error) {
 		}
 		h.srv = &http.Server{Handler: http.HandlerFunc(h.serve), ReadHeaderTimeout: 10 * time.Second}
 		h.url = "http://" + ln.Addr().String() + "/mcp"
-		go func() { _ = h.srv.Serve(ln) }()
+		srv, served := h.srv, make(chan struct{})
+		h.served = served
+		go func() { // joined by close
+			defer close(served)
+			_ = srv.Serve(ln)
+		}()
 		h.log.Info("acp: tool servers served over http", "url", h.url)
 	}
 	key := toolKey(ts)
@@ -167,7 +173,7 @@ func (h *toolHTTP) serve(w http.ResponseWriter, r *http.Request) {
 func (h *toolHTTP) close(ctx context.Context) {
 	h.mu.Lock()
 	h.closed = true
-	srv := h.srv
+	srv, served := h.srv, h.served
 	bridges := make([]*toolBridge, 0, len(h.byKey))
 	for _, b := range h.byKey {
 		bridges = append(bridges, b)
@@ -175,6 +181,7 @@ func (h *toolHTTP) close(ctx context.Context) {
 	h.mu.Unlock()
 	if srv != nil {
 		_ = srv.Shutdown(ctx)
+		<-served // Serve returns as soon as Shutdown has closed the listener
 	}
 	for _, b := range bridges {
 		b.stop()

@@ -321,13 +321,15 @@ func (b *AppServer) answerApproval(a *Approval, pa *appApproval, d Decision) err
 		// The v2 decline has no reason: the turn is steered with it first,
 		// so that the model reads it with the tool's output (the turn
 		// cannot end before the decline). Not on the caller's goroutine,
-		// which may be this backend's reader.
-		go func() {
+		// which may be this backend's reader; Close waits for it.
+		if !b.background(func() {
 			b.tellDenial(a.ThreadID, note)
 			if err := b.write(resp, nil); err != nil {
 				b.log.Warn("codex: the decline could not be written", "approval", a.ID, "err", err)
 			}
-		}()
+		}) {
+			return ErrClosed
+		}
 		return nil
 	}
 	return b.write(resp, nil)

@@ -47,6 +47,9 @@ type core[C pendingCall] struct {
 	closed      bool
 	nextID      int64
 	pending     map[jsonrpcframe.ID]C // the backend's requests waiting for an answer
+	// bg are the backend's goroutines that Close waits for (background);
+	// added to under mu while not closed.
+	bg sync.WaitGroup
 
 	wmu sync.Mutex // serialises writes to the child, so that a write's blocked hook is its own
 
@@ -443,7 +446,20 @@ func (l *core[C]) Close(ctx context.Context) error {
 	if handled != nil {
 		<-handled
 	}
+	l.bg.Wait() // the child is gone: their calls and writes fail at once
 	return err
+}
+
+// background runs f on a goroutine that Close waits for; once Close has
+// begun it runs nothing and reports false.
+func (l *core[C]) background(f func()) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return false
+	}
+	l.bg.Go(f)
+	return true
 }
 
 // Start starts the child and does its handshake now rather than at the

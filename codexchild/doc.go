@@ -119,7 +119,7 @@
 //
 // # Locks
 //
-// The module has fourteen mutexes, each documented where it is declared.
+// The module has fifteen mutexes, each documented where it is declared.
 // Per backend:
 //
 //   - the Codex backends (core.go): core.mu, the core's state and the
@@ -136,9 +136,10 @@
 //     Approval) and OnAccepted: held across whatever I/O the Handler does
 //     (the proxy writes the events to its client), and before core.mu and
 //     wmu (a Handler that answers an approval at once takes both), never
-//     after. threadBook.mu (threads.go), a leaf. autoBackend.mu
-//     (select.go), the probe's outcome, held while asking the chosen
-//     backend for its kind: before core.mu.
+//     after. threadBook.mu (threads.go) and threadNotes.mu (denialnote.go,
+//     the app-server's denial notes waiting for a thread's next prompt),
+//     leaves. autoBackend.mu (select.go), the probe's outcome, held while
+//     asking the chosen backend for its kind: before core.mu.
 //   - the ACP backend: ACPBackend.mu (acp_backend.go), the thread table
 //     and the counters, before acpThread.mu (acp_thread.go), a thread's
 //     agent, session and running turn, which is held while the turn's
@@ -162,6 +163,18 @@
 // client calls the backend (OnEvent, Asker, OnIdle) with none of its own.
 // jsonrpcframe's Pipe and Writer serialise their own reads and writes
 // underneath.
+//
+// # Goroutines
+//
+// Every goroutine has an owner whose Close waits for it: the Codex
+// backends' reader, exit watcher and start (core.go) and their background
+// work (core.background: an app-server decline written after its steer);
+// the ACP backend's agents stopped after a turn and its interrupts after
+// an aborted approval (ACPBackend.background), its http listener and tool
+// servers' readers (acp_toolhttp.go); each agent client's reader, exit
+// watcher, event delivery and answers to the agent (package acp); each
+// process's supervisor (internal/childproc). Work that would start once
+// Close has begun is not started.
 //
 // Subpackages: acp (the ACP v1 client under NewACP), modelmock (a loopback
 // mock of the Responses API for the real Codex, which speaks the Anthropic

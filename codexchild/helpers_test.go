@@ -125,7 +125,8 @@ func checkNoLeaks(t testing.TB, pids func() []int) {
 }
 
 // leakedGoroutines returns the stacks of goroutines that run code of this
-// package's backend or of os/exec.
+// package's backends (the ACP backend's and its agents' clients included)
+// or of os/exec.
 func leakedGoroutines() []string {
 	buf := make([]byte, 1<<20)
 	buf = buf[:runtime.Stack(buf, true)]
@@ -136,7 +137,9 @@ func leakedGoroutines() []string {
 			continue
 		}
 		if strings.Contains(s, "codexchild.(*MCPServer)") || strings.Contains(s, "codexchild.(*AppServer)") ||
-			strings.Contains(s, "codexchild.(*autoBackend)") || strings.Contains(s, "childproc.(*Process)") || strings.Contains(s, "os/exec.") {
+			strings.Contains(s, "codexchild.(*autoBackend)") || strings.Contains(s, "childproc.(*Process)") || strings.Contains(s, "os/exec.") ||
+			strings.Contains(s, "codexchild.(*ACPBackend)") || strings.Contains(s, "codexchild.(*acpThread)") ||
+			strings.Contains(s, "codexchild.(*toolHTTP)") || strings.Contains(s, "codexchild.(*toolBridge)") || strings.Contains(s, "acp.(*Client)") {
 			out = append(out, s)
 		}
 	}

@@ -28,7 +28,8 @@ func (s Status) Live() bool {
 	return s == StatusActive || s == StatusBusy || s == StatusIdle
 }
 
-// ThreadState is the FR-17 lifecycle state of a session's Codex thread.
+// ThreadState is the FR-17 lifecycle state of a session's thread (a
+// Codex thread, or another agent kind's session).
 type ThreadState string
 
 // Thread states.
@@ -38,7 +39,10 @@ const (
 	ThreadClosed ThreadState = "closed"
 )
 
-// BackendCodex is the only backend so far.
+// BackendCodex is Session.Backend for a Codex session, and the kind
+// [Registry.Add] gives a session without one. Sessions of other agent
+// kinds are stored under their kind's name ("claude", "gemini", a
+// configured agent's name).
 const BackendCodex = "codex"
 
 // MaxLastResult bounds Session.LastResult, in characters: a resume's note,
@@ -52,7 +56,7 @@ const MaxLastResult = 4000
 type Session struct {
 	AgentID     string      `json:"agent_id"`
 	Backend     string      `json:"backend"`
-	BackendID   string      `json:"backend_id"` // Codex thread id; "" until known
+	BackendID   string      `json:"backend_id"` // the thread's id (Codex's thread, an ACP session); "" until known
 	Identity    string      `json:"identity"`
 	Team        string      `json:"team"`
 	RepoRoot    string      `json:"repo_root"` // "" outside a git repository

@@ -102,7 +102,10 @@
 // permission request is registered and handed to the Asker on a new
 // goroutine. The reader writes nothing: even what it owes the agent at
 // once (a rejection without an Asker, -32601 for fs/* and terminal/*) is
-// written by a goroutine of its own. A turn
+// written by a goroutine of its own. Those goroutines, the Asker's
+// included, are the Client's: Close waits for them once the reader has
+// ended (the agent's death cancels the Asker's context), as it waits for
+// the OnEvent goroutine and the supervisor. A turn
 // ends on the reader when its answer is read (call.onEnd), so updates read
 // after it belong to no turn, and chunks of an ended turn's messageIds are
 // never folded into the next one (claude-agent-acp#551).

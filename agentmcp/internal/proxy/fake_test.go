@@ -37,6 +37,9 @@ type fakeBackend struct {
 	watchAnswered        bool
 	cancelledAfterAnswer int
 	exit                 *codexchild.ExitStatus
+	// onNotify, when set, is what Notify does (a notification passed on
+	// to the child).
+	onNotify func(context.Context, *jsonrpcframe.Message) error
 }
 
 func newFakeBackend(kind codexchild.Kind) *fakeBackend {
@@ -220,7 +223,15 @@ func (f *fakeBackend) Forward(_ context.Context, req *jsonrpcframe.Message) (*js
 		Error: json.RawMessage(`{"code":-32601,"message":"method not found: ` + req.Method + `"}`)}, nil
 }
 
-func (f *fakeBackend) Notify(context.Context, *jsonrpcframe.Message) error { return nil }
+func (f *fakeBackend) Notify(ctx context.Context, m *jsonrpcframe.Message) error {
+	f.mu.Lock()
+	h := f.onNotify
+	f.mu.Unlock()
+	if h != nil {
+		return h(ctx, m)
+	}
+	return nil
+}
 
 func (f *fakeBackend) Status() codexchild.Status {
 	f.mu.Lock()

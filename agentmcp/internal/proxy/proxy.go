@@ -46,6 +46,9 @@ type Server struct {
 	lead     *leadPush      // mail for the client's own identity (leadpush.go)
 	feed     *feed.Feed     // what the serve publishes for a live view (nil for a team that may be a typo)
 	notes    *resourceNotes // tells the client when the sessions' resources change (resources.go)
+	// notifying are the notifications being passed on to Codex
+	// (handler.Notify), joined by shutdown.
+	notifying *owned
 	// places are the isolated agents' worktrees and the conflict radar
 	// (places.go); nil when git is missing.
 	places *places.Places
@@ -91,6 +94,7 @@ func New(opts Options) (*Server, error) {
 	s.frames = newFrames(s)
 	s.lead = newLeadPush(opts, atm, log)
 	s.notes = newResourceNotes()
+	s.notifying = newOwned()
 	s.team = teamHooks{mail: &s.mail, lead: s.lead, atm: atm, team: opts.Team, cwd: s.sessionCwd, kind: s.sessionKind, log: log, now: opts.Now, added: map[string]bool{}}
 	s.conn = mcpconn.New(mcpconn.Config{
 		Handler:      handler{s},
@@ -234,10 +238,12 @@ func agentStatuses(agents map[string]codexchild.Backend) map[string]interface{ S
 }
 
 // shutdown is FR-7, in this order: no new requests; every live session
-// closed with a summary; mail delivery stopped (before the child, so that
-// batches already written to it are marked read); requests cancelled;
-// sessions' jobs ended and their state written; the child stopped; the
-// connection closed; the audit log and the registry (identities) released.
+// closed with a summary; the lead's pushes ended, then mail delivery
+// stopped (before the child, so that batches already written to it, and
+// pushed to the lead, are marked read); requests cancelled; sessions' jobs
+// ended and their state written; the child stopped, then the notifications
+// still being passed on to it ended; the connection closed; the audit log
+// and the registry (identities) released.
 func (s *Server) shutdown() {
 	s.conn.Refuse(proxyerr.New(proxyerr.ErrInvalidSessionParams, nil, "the proxy is shutting down"))
 	s.sessions.Shutdown()
@@ -247,6 +253,7 @@ func (s *Server) shutdown() {
 	if !s.frames.wait(5 * time.Second) {
 		s.log.Warn("a shutdown request was still being answered at shutdown")
 	}
+	s.lead.close() // its pushes end before the bridge, which marks what they pushed
 	if err := s.mail.close(); err != nil {
 		s.log.Warn("stopping mail delivery", "err", err)
 	}
@@ -268,6 +275,7 @@ func (s *Server) shutdown() {
 		}
 	}
 	stop()
+	s.notifying.stop(0) // the child is stopped: what is still being passed on is dropped
 	if !s.conn.Wait(5*time.Second) || !s.sessions.Wait(time.Second) {
 		s.log.Warn("some requests were still running at shutdown")
 	}
@@ -335,8 +343,11 @@ func (h handler) CallTool(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.To
 	res, err := h.s.tools.CallTool(ctx, c)
 	err = h.s.configWarned.annotate(err, h.s.opts.ConfigWarnings)
 	res, err = h.s.noticed.annotate(res, err, h.s.opts.Notices)
-	if tools.EndsTurn(c.Name) {
-		h.s.lead.flush(ctx) // the lead's mail from the turn goes first (leadpush.go)
+	if tools.EndsTurn(c.Name) && !errors.Is(err, mcpconn.ErrAnswered) {
+		// The lead's mail from the turn goes first (leadpush.go), waited
+		// for off the reader. A call answered already has nothing to
+		// order.
+		h.s.lead.flush(ctx, c.Release)
 	}
 	return res, err
 }
@@ -361,12 +372,13 @@ func (h handler) Forward(ctx context.Context, m *jsonrpcframe.Message) (*jsonrpc
 }
 
 // Notify passes a notification on to the child (mcp-server), on a goroutine
-// of its own: the child's stdin may be full.
+// of its own (the child's stdin may be full) that shutdown joins once the
+// child is stopped; from then on notifications are dropped.
 func (h handler) Notify(m *jsonrpcframe.Message) {
 	pt := h.s.backend
-	go func() {
-		if err := pt.Notify(context.Background(), m); err != nil {
+	h.s.notifying.Go(func(ctx context.Context) {
+		if err := pt.Notify(ctx, m); err != nil {
 			h.s.log.Debug("notification not forwarded to codex", "method", m.Method, "err", err)
 		}
-	}()
+	})
 }

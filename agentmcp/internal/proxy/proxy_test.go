@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -402,6 +403,37 @@ func TestShutdownWritesSummariesAndResume(t *testing.T) {
 	}
 	if th, _ := reply["thread"].(map[string]any); th["continued"] != true || th["resumed"] != true {
 		t.Errorf("first result after resume: thread = %v, want continued and resumed", reply["thread"])
+	}
+}
+
+// TestShutdownJoinsNotify: a notification passed on to Codex whose write
+// waits (the child's stdin full) does not outlive serve: shutdown ends it
+// once the child is stopped, before Run returns.
+func TestShutdownJoinsNotify(t *testing.T) {
+	c := startProxy(t, harnessOpts{})
+	entered := make(chan struct{})
+	var ended atomic.Bool
+	c.fb.mu.Lock()
+	c.fb.onNotify = func(ctx context.Context, m *jsonrpcframe.Message) error {
+		close(entered)
+		<-ctx.Done() // the write waits for room until it is given up
+		ended.Store(true)
+		return ctx.Err()
+	}
+	c.fb.mu.Unlock()
+	c.initialize(false)
+	n, _ := jsonrpcframe.NewNotification("notifications/roots/list_changed", nil)
+	if err := c.w.Write(n); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the notification was not passed on")
+	}
+	c.close()
+	if !ended.Load() {
+		t.Error("Run returned while a notification was still being passed on to the child")
 	}
 }
 
