@@ -66,7 +66,9 @@ func TestDown(t *testing.T) {
 	if err := h.Up(ctx); !errors.Is(err, sshhost.ErrDown) || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "Connection refused") {
 		t.Errorf("Up while down = %v, want ErrDown, the deadline and what ssh said", err)
 	}
-	srv.Restart()
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel = context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	if err := h.Up(ctx); err != nil {

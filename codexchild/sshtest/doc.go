@@ -27,9 +27,9 @@
 //     the host key (a known_hosts of its own, StrictHostKeyChecking yes)
 //     and BatchMode, so a test never prompts.
 //   - Every session carries [TagEnv]=[Server.Dir] in its environment. At
-//     cleanup the server and its connections are killed, and a process
-//     of a session still alive after a grace fails the test and is killed
-//     (Linux): "nothing left running on the host" is checked by every test
+//     cleanup ([Server.Close]) the server and its connections are killed,
+//     and a process of a session still alive after a grace fails the test
+//     and is killed (Linux): "nothing left running on the host" is checked by every test
 //     that uses the server. [Server.Processes] lists them at any time.
 //   - Faults are the test's to make: [Server.DropConnections] kills the
 //     server's side of every connection (the sessions' commands live on,
@@ -39,5 +39,8 @@
 //
 // [Start] skips the test under -short (make check) and, loudly, when
 // sshd, ssh or ssh-keygen is missing; with ATM_REQUIRE_REAL_CODEX=1 (CI) a
-// missing program fails the test instead.
+// missing program fails the test instead. Where there is no testing.TB
+// (a testscript command), [New] and [Server.Close] do the same work in a
+// directory of the caller's, [Missing] says what is not installed, and
+// Close's error names what was left running.
 package sshtest

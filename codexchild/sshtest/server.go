@@ -68,10 +68,24 @@ type Server struct {
 	// Log is sshd's log (-e), appended to by every start.
 	Log string
 
-	t    testing.TB
 	opts Options
 	cmd  *exec.Cmd
 	done chan struct{} // closed when cmd has been waited for
+}
+
+// Missing says what of the programs the server needs is not here ("" when
+// all are): sshd, ssh and ssh-keygen.
+func Missing() string {
+	var problems []string
+	if fi, err := os.Stat(SSHD); err != nil || fi.Mode()&0o111 == 0 {
+		problems = append(problems, SSHD+" is not installed (Debian's openssh-server)")
+	}
+	for _, p := range []string{SSH, Keygen} {
+		if _, err := exec.LookPath(p); err != nil {
+			problems = append(problems, p+" is not on PATH")
+		}
+	}
+	return strings.Join(problems, "; ")
 }
 
 // Available reports whether the programs the server needs are here; when
@@ -82,19 +96,10 @@ func Available(t testing.TB) {
 	if testing.Short() {
 		t.Skip("SKIP ssh: -short (make check) starts no sshd")
 	}
-	var problems []string
-	if fi, err := os.Stat(SSHD); err != nil || fi.Mode()&0o111 == 0 {
-		problems = append(problems, SSHD+" is not installed (Debian's openssh-server)")
-	}
-	for _, p := range []string{SSH, Keygen} {
-		if _, err := exec.LookPath(p); err != nil {
-			problems = append(problems, p+" is not on PATH")
-		}
-	}
-	if len(problems) == 0 {
+	msg := Missing()
+	if msg == "" {
 		return
 	}
-	msg := strings.Join(problems, "; ")
 	if os.Getenv(RequireEnv) == "1" {
 		t.Fatalf("sshd required (%s=1) but unavailable: %s; run `make sshd` as root", RequireEnv, msg)
 	}
@@ -102,12 +107,33 @@ func Available(t testing.TB) {
 }
 
 // Start makes the keys and configs in a temporary directory and starts
-// sshd on a free loopback port. At cleanup it kills the server and every
-// connection, then fails the test if a process of a session is still
-// alive after a grace (and kills it). It skips as [Available] does.
+// sshd on a free loopback port (see New). At cleanup it closes the server:
+// a process of a session still alive after a grace fails the test. It
+// skips as [Available] does.
 func Start(t testing.TB, opts *Options) *Server {
 	t.Helper()
 	Available(t)
+	s, err := New(t.TempDir(), opts)
+	if err != nil {
+		t.Fatalf("sshtest: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("%v", err)
+		}
+		if t.Failed() {
+			if b, err := os.ReadFile(s.Log); err == nil {
+				t.Logf("sshtest: sshd log %s:\n%s", s.Log, tail(b, 40))
+			}
+		}
+	})
+	return s
+}
+
+// New makes the keys and configs in dir (an empty directory that the
+// caller removes) and starts sshd on a free loopback port. Close stops
+// it.
+func New(dir string, opts *Options) (*Server, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -117,14 +143,13 @@ func Start(t testing.TB, opts *Options) *Server {
 	}
 	for _, kv := range o.Env {
 		if !strings.Contains(kv, "=") || strings.ContainsAny(kv, "\"\n") {
-			t.Fatalf("sshtest: Options.Env entry %q: want KEY=VALUE without a double quote or newline", kv)
+			return nil, fmt.Errorf("sshtest: Options.Env entry %q: want KEY=VALUE without a double quote or newline", kv)
 		}
 	}
 	u, err := user.Current()
 	if err != nil {
-		t.Fatalf("sshtest: the current user: %v", err)
+		return nil, fmt.Errorf("sshtest: the current user: %w", err)
 	}
-	dir := t.TempDir()
 	s := &Server{
 		Dir:          dir,
 		Home:         filepath.Join(dir, remoteHomeDir),
@@ -132,24 +157,23 @@ func Start(t testing.TB, opts *Options) *Server {
 		ClientConfig: filepath.Join(dir, clientConfFile),
 		User:         u.Username,
 		Log:          filepath.Join(dir, serverLogFile),
-		t:            t,
 		opts:         o,
 	}
 	if err := os.Mkdir(s.Home, 0o700); err != nil {
-		t.Fatalf("sshtest: %v", err)
+		return nil, fmt.Errorf("sshtest: %w", err)
 	}
 	for _, k := range []string{hostKeyFile, userKeyFile} {
 		out, err := exec.Command(Keygen, "-q", "-t", "ed25519", "-N", "", "-C", "sshtest-"+k, "-f", filepath.Join(dir, k)).CombinedOutput()
 		if err != nil {
-			t.Fatalf("sshtest: ssh-keygen %s: %v: %s", k, err, out)
+			return nil, fmt.Errorf("sshtest: ssh-keygen %s: %w: %s", k, err, out)
 		}
 	}
 	userPub, err := os.ReadFile(filepath.Join(dir, userKeyFile+".pub"))
 	if err != nil {
-		t.Fatalf("sshtest: %v", err)
+		return nil, fmt.Errorf("sshtest: %w", err)
 	}
 	if err := writeFile(filepath.Join(dir, authorizedFile), string(userPub)); err != nil {
-		t.Fatalf("sshtest: %v", err)
+		return nil, fmt.Errorf("sshtest: %w", err)
 	}
 	// The privilege separation directory sshd wants when it runs as root
 	// (Debian's package makes it at boot, not at install).
@@ -158,17 +182,13 @@ func Start(t testing.TB, opts *Options) *Server {
 	for range 5 {
 		port, err := freePort()
 		if err != nil {
-			t.Fatalf("sshtest: %v", err)
+			return nil, fmt.Errorf("sshtest: %w", err)
 		}
 		if lastErr = s.start(port); lastErr == nil {
-			break
+			return s, nil
 		}
 	}
-	if lastErr != nil {
-		t.Fatalf("sshtest: %v", lastErr)
-	}
-	t.Cleanup(s.cleanup)
-	return s
+	return nil, fmt.Errorf("sshtest: %w", lastErr)
 }
 
 // SSHArgs are the ssh arguments that reach the server as s.Alias:
@@ -240,7 +260,6 @@ func (s *Server) logSince(offset int64) string {
 // commands live on, as on a host whose sshd went away). Connecting fails
 // until [Server.Restart].
 func (s *Server) Stop() {
-	s.t.Helper()
 	if s.cmd == nil {
 		return
 	}
@@ -251,27 +270,25 @@ func (s *Server) Stop() {
 }
 
 // Restart starts the server again on the same port after [Server.Stop].
-func (s *Server) Restart() {
-	s.t.Helper()
+func (s *Server) Restart() error {
 	if s.cmd != nil {
-		s.t.Fatalf("sshtest: Restart of a server that is running")
+		return fmt.Errorf("sshtest: Restart of a server that is running")
 	}
 	var err error
 	for range 50 { // the port may linger a moment after the kill
 		if err = s.start(s.Port); err == nil {
-			return
+			return nil
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	s.t.Fatalf("sshtest: restart: %v", err)
+	return fmt.Errorf("sshtest: restart: %w", err)
 }
 
 // DropConnections kills the server's side of every connection it holds
 // (SIGKILL), as a network drop does: the clients see their connection
 // end, the sessions' commands on the host live on without their stdin and
-// stdout. The server keeps listening.
+// stdout. The server keeps listening. (Linux: it finds them in /proc.)
 func (s *Server) DropConnections() {
-	s.t.Helper()
 	if s.cmd == nil {
 		return
 	}
@@ -280,30 +297,25 @@ func (s *Server) DropConnections() {
 	}
 }
 
-// cleanup kills the server and its connections, then checks that nothing
-// of a session outlives the test.
-func (s *Server) cleanup() {
+// Close kills the server and its connections, then waits a grace for the
+// sessions' processes to end: those still alive are killed, and the
+// error names them ("nothing left running on the host").
+func (s *Server) Close() error {
 	s.Stop()
 	deadline := time.Now().Add(leakGrace)
 	for {
 		procs := s.Processes()
 		if len(procs) == 0 {
-			break
+			return nil
 		}
 		if time.Now().After(deadline) {
-			s.t.Errorf("sshtest: %d process(es) still running on the host %s after the test; killing them:\n%s",
-				len(procs), leakGrace, strings.Join(procNames(procs), "\n"))
 			for _, p := range procs {
 				_ = syscall.Kill(p.PID, syscall.SIGKILL)
 			}
-			break
+			return fmt.Errorf("sshtest: %d process(es) still running on the host %s after the test; killed them:\n%s",
+				len(procs), leakGrace, strings.Join(procNames(procs), "\n"))
 		}
 		time.Sleep(50 * time.Millisecond)
-	}
-	if s.t.Failed() {
-		if b, err := os.ReadFile(s.Log); err == nil {
-			s.t.Logf("sshtest: sshd log %s:\n%s", s.Log, tail(b, 40))
-		}
 	}
 }
 

@@ -64,7 +64,9 @@ func TestFaults(t *testing.T) {
 	if out, err := ssh(t, srv, "true"); err == nil {
 		t.Errorf("ssh to a stopped server succeeded: %s", out)
 	}
-	srv.Restart()
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
 	if srv.Port != port {
 		t.Errorf("port after Restart = %d, want %d", srv.Port, port)
 	}
