@@ -8,7 +8,7 @@
 // a control socket in a short local directory, keep-alives,
 // ExitOnForwardFailure, BatchMode so nothing ever prompts), supervised: it
 // is made again with backoff each time it drops, and [Host.Up] waits for
-// it. Everything else rides on it (ssh -S <socket>), so an agent starts
+// it ([Host.Attempt]: for it, or for the next attempt's failure). Everything else rides on it (ssh -S <socket>), so an agent starts
 // without a new handshake and a JSON-RPC round trip pays only the
 // channel:
 //

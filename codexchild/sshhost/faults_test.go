@@ -71,8 +71,8 @@ func TestDown(t *testing.T) {
 	}
 	ctx, cancel = context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	if err := h.Up(ctx); err != nil {
-		t.Fatalf("Up after the restart: %v", err)
+	if err := h.Attempt(ctx); err != nil {
+		t.Fatalf("Attempt after the restart: %v", err)
 	}
 	if out, err := h.Run(t.Context(), "", []string{"echo", "back"}); err != nil || string(out) != "back\n" {
 		t.Errorf("Run after the restart = %q, %v", out, err)
@@ -99,6 +99,16 @@ func TestUnreachable(t *testing.T) {
 			err := h.Up(ctx)
 			if err == nil || !strings.Contains(err.Error(), `host "box": connect: `) || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("Up = %v, want the host, connect and %q", err, tt.want)
+			}
+			// Attempt answers with the next attempt, without waiting out
+			// the reconnects.
+			begin := time.Now()
+			err = h.Attempt(t.Context())
+			if !errors.Is(err, sshhost.ErrDown) || !strings.Contains(err.Error(), `host "box": connect: `) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Attempt = %v, want ErrDown, the host, connect and %q", err, tt.want)
+			}
+			if took := time.Since(begin); took > 5*time.Second {
+				t.Errorf("Attempt took %v", took)
 			}
 		})
 	}

@@ -51,6 +51,7 @@ type Host struct {
 	closed   bool
 	changed  chan struct{} // closed, and replaced, at each change of up or closed
 	lastErr  *Error        // why the last attempt failed or the last connection ended
+	failures int           // attempts failed and connections ended so far
 	forwards map[*Forward]struct{}
 }
 
@@ -115,6 +116,35 @@ func (h *Host) Up(ctx context.Context) error {
 	}
 }
 
+// Attempt waits until the master connection is up, or until an attempt
+// to make it that ends after the call has failed: then it returns that
+// attempt's *Error (wrapping ErrDown, with what ssh said). It is Up for a
+// caller that wants one answer, not to wait out a reconnect (a check).
+// After Close, ErrClosed; when ctx ends first, as Up.
+func (h *Host) Attempt(ctx context.Context) error {
+	h.mu.Lock()
+	seen := h.failures
+	h.mu.Unlock()
+	for {
+		h.mu.Lock()
+		up, closed, changed, last, failures := h.up, h.closed, h.changed, h.lastErr, h.failures
+		h.mu.Unlock()
+		switch {
+		case closed:
+			return h.err("connect", "", ErrClosed)
+		case up:
+			return nil
+		case failures > seen:
+			return h.err(last.Op, last.Stderr, fmt.Errorf("%w: %w", ErrDown, last.Err))
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return h.Up(ctx)
+		}
+	}
+}
+
 // ready returns nil when the connection is up, else the *Error for op.
 func (h *Host) ready(op string) error {
 	h.mu.Lock()
@@ -173,6 +203,7 @@ func (h *Host) setState(up bool, why *Error) {
 	h.up = up
 	if why != nil {
 		h.lastErr = why
+		h.failures++
 	}
 	h.signalLocked()
 }
