@@ -78,6 +78,9 @@ func Start(cfg Config) (*Process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", cfg.Spec.Path, err)
 	}
+	if len(spec.Stdin) > MaxStdinPreamble {
+		return nil, fmt.Errorf("start %s: a stdin preamble of %d bytes, more than %d", cfg.Spec.Path, len(spec.Stdin), MaxStdinPreamble)
+	}
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", cfg.Spec.Path, err)
@@ -131,6 +134,12 @@ func Start(cfg Config) (*Process, error) {
 		done:         make(chan struct{}),
 	}
 	p.log.Info(name+" started", "bin", cfg.Spec.Path, "args", cfg.Spec.Args)
+	if len(spec.Stdin) > 0 {
+		// The pipe is empty and takes MaxStdinPreamble bytes at once.
+		if _, err := p.Write(spec.Stdin); err != nil {
+			p.Kill(Because("its stdin preamble could not be written", err))
+		}
+	}
 	stderrDone := make(chan struct{})
 	go func() {
 		defer close(stderrDone)

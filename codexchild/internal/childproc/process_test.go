@@ -41,7 +41,7 @@ func helperConfig(t *testing.T, mode string, args ...string) Config {
 	}
 	return Config{
 		Name:   "test child",
-		Spec:   Spec{Path: exe, Args: args, Env: append(os.Environ(), helperEnv+"="+mode)},
+		Spec:   Spec{Path: exe, Args: args, Env: append(os.Environ(), helperEnv+"="+mode), AddEnv: []string{helperEnv + "=" + mode}},
 		Grace:  200 * time.Millisecond,
 		Logger: slog.New(slog.DiscardHandler),
 	}
@@ -373,17 +373,20 @@ func TestStderr(t *testing.T) {
 }
 
 // shellLauncher runs a command the way a remote shell would (ssh runs
-// `$SHELL -c <command line>` on the host): the directory and the
-// environment are in the command line, the shell stays the process this
-// machine started, and the command is its child.
+// `$SHELL -c <command line>` on the host): the directory is in the
+// command line, the environment the caller added comes first on stdin
+// (KEY=VALUE lines, then an empty line), the shell stays the process this
+// machine started, and the command is its child. Nothing of this
+// process's environment is passed: the shell starts with none.
 func shellLauncher(s Spec) (Spec, error) {
-	args := []string{"-c", `cd "$1" && shift && env "$@"`, "sh", s.Dir}
-	for _, kv := range s.Env {
-		if strings.HasPrefix(kv, helperEnv+"=") || strings.HasPrefix(kv, "CHILDPROC_WHERE=") {
-			args = append(args, kv)
-		}
+	script := `while IFS= read -r kv && [ -n "$kv" ]; do export "$kv"; done; cd "$1" && shift && "$@"`
+	args := []string{"-c", script, "sh", s.Dir}
+	var pre strings.Builder
+	for _, kv := range s.AddEnv {
+		pre.WriteString(kv + "\n")
 	}
-	return Spec{Path: "/bin/sh", Args: append(append(args, s.Path), s.Args...)}, nil
+	pre.WriteString("\n")
+	return Spec{Path: "/bin/sh", Args: append(append(args, s.Path), s.Args...), Env: []string{}, Stdin: []byte(pre.String())}, nil
 }
 
 // TestLauncher: a child started through a Launcher runs where and as it
@@ -393,6 +396,7 @@ func TestLauncher(t *testing.T) {
 	dir := t.TempDir()
 	cfg := helperConfig(t, "where")
 	cfg.Spec.Env, cfg.Spec.Dir = append(cfg.Spec.Env, "CHILDPROC_WHERE=over there"), dir
+	cfg.Spec.AddEnv = append(cfg.Spec.AddEnv, "CHILDPROC_WHERE=over there")
 	cfg.Launch = shellLauncher
 	p, out := start(t, cfg)
 	ee := waitDone(t, p, 10*time.Second)
@@ -432,5 +436,28 @@ func TestOutput(t *testing.T) {
 	begin := time.Now()
 	if _, err := Output(ctx, helperConfig(t, "sleep")); !errors.Is(err, context.DeadlineExceeded) || time.Since(begin) > 5*time.Second {
 		t.Errorf("Output past its deadline = %v after %s", err, time.Since(begin))
+	}
+}
+
+// TestStdinPreamble: what a launcher puts in Spec.Stdin reaches the child
+// before anything the owner writes; a preamble the empty pipe cannot take
+// at once is refused.
+func TestStdinPreamble(t *testing.T) {
+	cfg := helperConfig(t, "echo")
+	cfg.Launch = func(s Spec) (Spec, error) { s.Stdin = []byte("first\n"); return s, nil }
+	p, out := start(t, cfg)
+	if _, err := p.Write([]byte("then\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Stop(context.Background()); err != nil {
+		t.Errorf("Stop: %v", err)
+	}
+	if diff := cmp.Diff("first\nthen\n", out()); diff != "" {
+		t.Errorf("stdout (-want +got):\n%s", diff)
+	}
+
+	cfg.Launch = func(s Spec) (Spec, error) { s.Stdin = make([]byte, MaxStdinPreamble+1); return s, nil }
+	if _, err := Start(cfg); err == nil || !strings.Contains(err.Error(), "stdin preamble") {
+		t.Errorf("Start with a preamble of %d bytes: %v, want an error", MaxStdinPreamble+1, err)
 	}
 }
