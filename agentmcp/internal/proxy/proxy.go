@@ -19,7 +19,7 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/tools"
 	"github.com/atm-agent-mcp/atm-agent-mcp/atmclient"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
@@ -106,9 +106,11 @@ func New(opts Options) (*Server, error) {
 	if s.places != nil {
 		placesView = s.places
 	}
-	agents := make(map[string]session.Backend, len(opts.Agents))
+	// One backend per agent kind: Codex's supervisor under the default
+	// kind, each configured agent under its own name.
+	backends := map[string]session.Backend{registry.DefaultKind: s.backend}
 	for kind, b := range opts.Agents {
-		agents[kind] = b
+		backends[kind] = b
 	}
 	var registryView session.Registry = session.RegistryOf(reg)
 	if opts.RegistryTeam != opts.Team {
@@ -133,10 +135,10 @@ func New(opts Options) (*Server, error) {
 		observer = s.feed
 	}
 	s.sessions, err = session.NewManager(session.Config{
-		Home: opts.Home, Team: opts.Team, Backend: s.backend, Agents: agents, Registry: registryView, Audit: s.auditor, Git: s.git,
+		Home: opts.Home, Team: opts.Team, Backends: backends, Registry: registryView, Audit: s.auditor, Git: s.git,
 		Sink: eventSink{s.conn}, Asker: asker{s.conn, log}, Mail: &s.team, Observer: observer, Places: placesView,
 		Defaults: opts.Defaults, Roles: opts.Roles, BaseInstructions: opts.BaseInstructions, ExtraInstructions: opts.ExtraInstructions,
-		CodexConfig: opts.CodexConfig, ToolServer: opts.ToolServer, ToolServerEnv: opts.ToolServerEnv,
+		ToolServer: opts.ToolServer, ToolServerEnv: opts.ToolServerEnv,
 		RequestTimeout: opts.RequestTimeout, MaxSessions: opts.MaxSessions, ElicitationTimeout: opts.ElicitationTimeout,
 		ApprovalFallback: opts.ApprovalFallback, SummaryTimeout: opts.SummaryTimeout, AutoMail: opts.AutoMail, AutoMailFor: opts.AutoMailFor,
 		PersistThreads: opts.PersistThreads, EventRing: opts.EventRing, MaxResultChars: opts.MaxResultChars, Cwd: opts.Cwd,
@@ -148,7 +150,7 @@ func New(opts Options) (*Server, error) {
 		reg.Close()
 		return nil, err
 	}
-	s.backend.afterRestart = s.sessions.AfterRestart
+	s.backend.afterRestart = func() int { return s.sessions.AfterRestart(s.backend) }
 	s.backend.restarted = s.resumeMail
 	return s, nil
 }
@@ -225,8 +227,8 @@ func (s *Server) Run(ctx context.Context, r io.Reader, w io.Writer) error {
 
 // agentStatuses are the other agent kinds' backends as the tools see them
 // (their status).
-func agentStatuses(agents map[string]codexchild.Backend) map[string]interface{ Status() codexchild.Status } {
-	out := make(map[string]interface{ Status() codexchild.Status }, len(agents))
+func agentStatuses(agents map[string]backend.Backend) map[string]interface{ Status() backend.Status } {
+	out := make(map[string]interface{ Status() backend.Status }, len(agents))
 	for kind, b := range agents {
 		out[kind] = b
 	}
@@ -350,10 +352,10 @@ func (h handler) Forward(ctx context.Context, m *jsonrpcframe.Message) (*jsonrpc
 	defer cancel()
 	resp, err := pt.Forward(ctx, m)
 	switch {
-	case errors.Is(err, codexchild.ErrUnsupported):
+	case errors.Is(err, backend.ErrUnsupported):
 		return nil, notFound
 	case err != nil:
-		return nil, session.BackendError(err)
+		return nil, codexError(err)
 	case resp.Error != nil:
 		return nil, &proxyerr.ChildError{Raw: resp.Error}
 	}
