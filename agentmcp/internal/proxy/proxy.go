@@ -238,8 +238,9 @@ func agentStatuses(agents map[string]backend.Backend) map[string]interface{ Stat
 // shutdown is FR-7, in this order: no new requests; every live session
 // closed with a summary; mail delivery stopped (before the child, so that
 // batches already written to it are marked read); requests cancelled;
-// sessions' jobs ended and their state written; the child stopped; the
-// connection closed; the audit log and the registry (identities) released.
+// sessions' jobs ended and their state written; every kind's backend
+// stopped (closeBackends); the connection closed; the audit log and the
+// registry (identities) released.
 func (s *Server) shutdown() {
 	s.conn.Refuse(proxyerr.New(proxyerr.ErrInvalidSessionParams, nil, "the proxy is shutting down"))
 	s.sessions.Shutdown()
@@ -260,16 +261,7 @@ func (s *Server) shutdown() {
 			s.log.Debug("closing the feed", "err", err)
 		}
 	}
-	stopCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
-	if err := s.backend.Close(stopCtx); err != nil {
-		s.log.Warn("stopping the codex child", "err", err)
-	}
-	for kind, b := range s.opts.Agents {
-		if err := b.Close(stopCtx); err != nil {
-			s.log.Warn("stopping the agents", "agent", kind, "err", err)
-		}
-	}
-	stop()
+	s.closeBackends(10 * time.Second)
 	if !s.conn.Wait(5*time.Second) || !s.sessions.Wait(time.Second) {
 		s.log.Warn("some requests were still running at shutdown")
 	}
@@ -284,6 +276,29 @@ func (s *Server) shutdown() {
 		s.log.Warn("releasing identities", "err", err)
 	}
 	s.log.Info("shutdown complete")
+}
+
+// closeBackends stops the backend of every agent kind (the Codex child
+// and each ACP backend's agents) at once, within one budget: a slow one
+// (a child that ignores SIGTERM until its grace runs out) does not hold
+// the others' stop back, and all of them are done, or given up on, when
+// budget has passed.
+func (s *Server) closeBackends(budget time.Duration) {
+	ctx, stop := context.WithTimeout(context.Background(), budget)
+	defer stop()
+	closers := map[string]interface{ Close(context.Context) error }{registry.DefaultKind: s.backend}
+	for kind, b := range s.opts.Agents {
+		closers[kind] = b
+	}
+	var wg sync.WaitGroup
+	for kind, b := range closers {
+		wg.Go(func() {
+			if err := b.Close(ctx); err != nil {
+				s.log.Warn("stopping an agent kind's backend", "agent", kind, "err", err)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // Resume binds a previous session at start-up (serve --resume, FR-6):
