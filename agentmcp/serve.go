@@ -20,6 +20,7 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/stdio"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/tools"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 )
 
 // serveProcs is how many processors serve runs Go code on (0: leave the
@@ -145,7 +146,10 @@ func proxyOptions(cfg *config.Config, logger *slog.Logger) (proxy.Options, error
 	} else {
 		logger.Warn("per-thread ATM tools disabled: cannot find this executable", "err", err)
 	}
-	backend, err := newBackend(cfg, logger)
+	// One backend per agent kind: the Codex child (registry.DefaultKind,
+	// under the proxy's supervisor, which restarts it with NewBackend) and
+	// one ACP backend per configured agent (agents.go).
+	codex, err := newBackend(cfg, logger)
 	if err != nil {
 		return proxy.Options{}, err
 	}
@@ -159,7 +163,7 @@ func proxyOptions(cfg *config.Config, logger *slog.Logger) (proxy.Options, error
 		ClaudeSessionID:  os.Getenv(config.EnvClaudeSessionID),
 		ConfigWarnings:   configWarnings(cfg),
 		TeamProblem:      teamProblem(cfg),
-		Backend:          backend,
+		Backend:          codex,
 		Defaults:         proxy.ThreadDefaults{Model: defaults.Model, ReasoningEffort: defaults.ReasoningEffort, Sandbox: defaults.Sandbox, ApprovalPolicy: defaults.ApprovalPolicy},
 		Roles:            roles,
 		BaseInstructions: base, ExtraInstructions: extra,
@@ -167,7 +171,7 @@ func proxyOptions(cfg *config.Config, logger *slog.Logger) (proxy.Options, error
 		WorktreeSetup: cfg.WorktreeSetup, WorktreePorts: cfg.WorktreePorts,
 		RequestTimeout: cfg.RequestTimeout, MaxSessions: cfg.MaxConcurrentThreads,
 		ElicitationTimeout: cfg.ElicitationTimeout, ApprovalFallback: cfg.ApprovalFallback, MCPProtocol: cfg.MCPProtocol,
-		NewBackend: func() (codexchild.Backend, error) { return newBackend(cfg, logger) }, CodexRestart: cfg.CodexRestart,
+		NewBackend: func() (backend.Backend, error) { return newBackend(cfg, logger) }, CodexRestart: cfg.CodexRestart,
 		Agents: agents, AgentCheck: agentCheck(cfg),
 		AutoMail: cfg.AutoMail, AutoMailFor: cfg.AutoMailFor,
 		MailPollInterval: cfg.MailPollInterval, MailIdleTimeout: cfg.IdleTimeout, PersistThreads: cfg.PersistThreads, MaxMailMessages: cfg.MaxMailMessages, MaxMailMessageLength: cfg.MaxMailMessageLength,
@@ -195,7 +199,7 @@ func selfPath() (string, error) {
 //
 // The child is started through this program's codex-guard, so that
 // nothing of Codex outlives serve, however serve ends.
-func newBackend(cfg *config.Config, logger *slog.Logger) (codexchild.Backend, error) {
+func newBackend(cfg *config.Config, logger *slog.Logger) (backend.Backend, error) {
 	return codexchild.New(codexchild.Config{
 		Bin: cfg.CodexBin, Args: cfg.CodexArgs(), Env: []string{parentServeEnv(cfg)},
 		Logger: logger, DefaultTimeout: cfg.RequestTimeout, Guard: guardCommandLine(logger),

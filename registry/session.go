@@ -39,11 +39,14 @@ const (
 	ThreadClosed ThreadState = "closed"
 )
 
-// BackendCodex is Session.Backend for a Codex session, and the kind
-// [Registry.Add] gives a session without one. Sessions of other agent
-// kinds are stored under their kind's name ("claude", "gemini", a
-// configured agent's name).
-const BackendCodex = "codex"
+// DefaultKind is the agent kind of a record that names none (records
+// written before serve ran agents of other kinds were all Codex's), and of
+// a new session whose caller names none: Add records it. Serve's
+// composition root registers its Codex backend under this name, beside
+// one backend per configured ACP agent kind (each under the agent's name);
+// the domain picks a session's backend by the kind its record names
+// (Session.Kind) and knows no kind by name.
+const DefaultKind = "codex"
 
 // MaxLastResult bounds Session.LastResult, in characters: a resume's note,
 // not the whole answer.
@@ -54,7 +57,10 @@ const MaxLastResult = 4000
 // JSON null. Times
 // are stored in UTC.
 type Session struct {
-	AgentID     string      `json:"agent_id"`
+	AgentID string `json:"agent_id"`
+	// Backend is the session's agent kind ("codex", "claude", …): the
+	// backend its turns run on. "" (a record written before kinds) means
+	// DefaultKind: read it with Kind.
 	Backend     string      `json:"backend"`
 	BackendID   string      `json:"backend_id"` // the thread's id (Codex's thread, an ACP session); "" until known
 	Identity    string      `json:"identity"`
@@ -93,6 +99,15 @@ type Session struct {
 	// when writing. The raw values are shared by copies of a Session and
 	// must not be modified in place.
 	Extra map[string]json.RawMessage `json:"-"`
+}
+
+// Kind is the session's agent kind: Backend, or DefaultKind for a record
+// that names none.
+func (s Session) Kind() string {
+	if s.Backend == "" {
+		return DefaultKind
+	}
+	return s.Backend
 }
 
 // sessionWire is the on-disk form of a Session.

@@ -90,3 +90,13 @@ func TestStatusLive(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionKind: a record's agent kind is its Backend, and DefaultKind
+// for a record that names none (written before kinds).
+func TestSessionKind(t *testing.T) {
+	for _, tt := range []struct{ backend, want string }{{"", DefaultKind}, {"codex", "codex"}, {"claude", "claude"}} {
+		if got := (Session{Backend: tt.backend}).Kind(); got != tt.want {
+			t.Errorf("Session{Backend: %q}.Kind() = %q, want %q", tt.backend, got, tt.want)
+		}
+	}
+}

@@ -4,7 +4,7 @@
 // opencode acp, copilot --acp, …) as team members, as package codexchild
 // runs Codex. It lives in the codexchild module because starting and
 // supervising an agent's process is codexchild's concern; it does not
-// import codexchild (a codexchild facade will import it).
+// import codexchild nor the seam (package acpbackend imports it).
 //
 // [Start] runs the agent in its own process group (agents are process
 // trees: Gemini relaunches itself as a child, claude-agent-acp runs Claude
@@ -82,14 +82,15 @@
 //
 // # How it plugs in
 //
-// codexchild's NewACP (acp_backend.go there) is the Backend facade for
-// the proxy (Turn, Interrupt, Status, Close), on one Client and one
+// Package acpbackend (codexchild/acpbackend) is the facade that puts it
+// behind the seam every agent kind shares, backend.Backend (Turn,
+// Interrupt, Status, Close), on one Client and one
 // Session per thread (team member): Turn is Session.Prompt with the
 // events mapped to the proxy's neutral Activity (Config.OnEvent; OnIdle
 // flushes a batching handler; Client.Sync lets the turn's events reach
 // the handler before Turn returns) and the Asker backed by the approval
 // bridge; Interrupt is Session.Interrupt; Close is Client.Close; an
-// ExitStatus converts to codexchild.ExitStatus. Resume is LoadSession or
+// ExitStatus converts to backend.ExitStatus. Resume is LoadSession or
 // ResumeSession where the agent offers it (the replay is swallowed), else
 // a new session seeded from the proxy's transcript. TurnRequest.OnSent
 // tells the mail layer when the prompt was written.

@@ -15,17 +15,17 @@ import (
 // *jsonrpcframe.Error the agent sent), so errors.Is tells them apart.
 var (
 	// ErrAgentExited is wrapped by *ExitError: the agent process is not
-	// running. It is codexchild.ErrChildExited too (one sentinel for
+	// running. It is backend.ErrChildExited too (one sentinel for
 	// every supervised child).
 	ErrAgentExited = childproc.ErrExited
 	// ErrNotJSONRPC is the Cause of an *ExitError when the client killed
 	// the agent because it wrote lines in a row on stdout that are not
 	// JSON-RPC (10000; the message says how many). It is
-	// codexchild.ErrNotJSONRPC too.
+	// backend.ErrNotJSONRPC too.
 	ErrNotJSONRPC = childproc.ErrNotJSONRPC
 	// ErrStdinBlocked is the Cause of an *ExitError when the client killed
 	// the agent because a write to its stdin could not finish in time. It
-	// is codexchild.ErrStdinBlocked too.
+	// is backend.ErrStdinBlocked too.
 	ErrStdinBlocked = childproc.ErrStdinBlocked
 	// ErrTimeout is wrapped by *TimeoutError: the agent did not answer a
 	// call within its deadline.
@@ -60,10 +60,10 @@ var (
 	ErrMethodNotFound error = &jsonrpcframe.Error{Code: jsonrpcframe.CodeMethodNotFound, Message: "method not found"}
 )
 
-// ExitStatus says how the agent process died. It has the shape of
-// codexchild.ExitStatus, so a codexchild facade converts it with a plain
-// conversion (codexchild.ExitStatus(s)); this package does not import
-// codexchild, which imports it.
+// ExitStatus says how the agent process died. It has the shape of the
+// seam's backend.ExitStatus, so the ACP backend converts it with a plain
+// conversion (backend.ExitStatus(s)); this package does not import the
+// seam.
 type ExitStatus struct {
 	Code   int    // exit code, -1 when killed by a signal
 	Signal string // signal name ("killed", "terminated"), "" when it exited

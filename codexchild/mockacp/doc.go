@@ -1,6 +1,6 @@
 // Package mockacp is a program that stands in for a coding agent speaking
 // the Agent Client Protocol, version 1 (JSON-RPC over stdio, one object per
-// line), in tests: the proxy's ACP backend (codexchild's NewACP) and the
+// line), in tests: the proxy's ACP backend (package acpbackend) and the
 // testscripts run it where they would run claude-agent-acp or gemini
 // --acp. It has no model: each prompt is a script, one command a line, and
 // it does what the script says, in order.

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/acpbackend"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
@@ -49,13 +51,13 @@ func startDirectACP(tb testing.TB, bin, dir string) (*rawClient, string) {
 }
 
 // startProxiedACP runs a proxy in this process whose agent kind "mock" is
-// mockacp (codexchild.NewACP, as serve configures an agent), with a raw
+// mockacp (acpbackend.New, as serve configures an agent), with a raw
 // client on OS pipes. Its Codex backend is never used.
 func startProxiedACP(tb testing.TB, acpBin, codexBin, home string) *rawClient {
 	writeTeam(tb, home, "dev", "arch")
-	backend := codexchild.NewMCPServer(codexchild.Config{Bin: codexBin, Dir: home, Env: []string{"CODEX_HOME=" + filepath.Join(home, ".codex")}})
-	agent := codexchild.NewACP(codexchild.ACPConfig{Name: "mock", Command: acpBin, Dir: home})
-	srv, err := New(Options{Home: home, Team: "dev", Identity: "proxy", Backend: backend, Agents: map[string]codexchild.Backend{"mock": agent},
+	codex := codexchild.NewMCPServer(codexchild.Config{Bin: codexBin, Dir: home, Env: []string{"CODEX_HOME=" + filepath.Join(home, ".codex")}})
+	agent := acpbackend.New(acpbackend.Config{Name: "mock", Command: acpBin, Dir: home})
+	srv, err := New(Options{Home: home, Team: "dev", Identity: "proxy", Backend: codex, Agents: map[string]backend.Backend{"mock": agent},
 		Cwd: home, SummaryTimeout: time.Second, PersistThreads: true})
 	if err != nil {
 		tb.Fatal(err)

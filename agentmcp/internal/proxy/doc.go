@@ -5,9 +5,18 @@
 //     path, server→client requests, events);
 //   - tools: the 16 tools, over the session manager, the ATM client and the
 //     connection;
-//   - session: the Codex agent sessions, their turns, persistence and
-//     approvals;
-//   - codexchild: the Codex child process, behind a Backend;
+//   - session: the agent sessions of every kind, their turns, persistence
+//     and approvals;
+//   - the agent kinds' backends, behind the seam codexchild/backend: one
+//     per kind, in the map by kind New gives the session manager
+//     (session.Config.Backends). The Codex child (codexchild, Options.Backend)
+//     is the default kind's (registry.DefaultKind), under this package's
+//     supervisor (child.go: restarts, crash loops, its errors in Codex's
+//     words, codexerrors.go); each configured ACP agent
+//     (codexchild/acpbackend, Options.Agents) is its own kind's, under its
+//     name. serve (agentmcp's serve.go and agents.go) builds them from the
+//     configuration; a new kind is a new entry, and the sessions ask each
+//     backend what it can do;
 //   - mailbridge: team mail turned into turns of idle sessions;
 //   - feed: what the serve publishes for a live view of its team (the
 //     sessions' states, the team's mail, approvals answered back), the
@@ -165,7 +174,8 @@
 // agents' worktrees let go of, not removed: a resume re-enters them), the
 // conflict radar's goroutine ends, shutdown requests being answered finish
 // (bounded), the mail bridge stops, requests still running are cancelled,
-// the sessions' goroutines end, the
-// Codex child is stopped (after a restart in progress, so that no child it
-// started outlives the proxy), and the connection's writing ends.
+// the sessions' goroutines end, every kind's backend is stopped at once
+// within one budget (closeBackends: the Codex child after a restart in
+// progress, so that no child it started outlives the proxy, and each ACP
+// backend's agents), and the connection's writing ends.
 package proxy

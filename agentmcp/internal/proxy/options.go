@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 )
 
 // ThreadDefaults are the Codex settings a new thread gets unless the caller
@@ -87,19 +87,19 @@ type Options struct {
 	Notices []string
 
 	// Backend is the Codex child. required.
-	Backend codexchild.Backend
+	Backend backend.Backend
 	// NewBackend makes a fresh Codex child for a restart (agent_restart_codex,
 	// CodexRestart on_demand). optional: nil means Codex cannot be
 	// restarted without restarting the proxy.
-	NewBackend func() (codexchild.Backend, error)
+	NewBackend func() (backend.Backend, error)
 	// CodexRestart is RestartManual or RestartOnDemand. optional: ""
 	// means manual.
 	CodexRestart string
 	// Agents are the backends of the other agent kinds by kind ("claude",
-	// "gemini", a configured agent's name: codexchild.NewACP), for
+	// "gemini", a configured agent's name: acpbackend.New), for
 	// agent_start; the proxy closes them at shutdown. optional: nil runs
 	// Codex sessions only.
-	Agents map[string]codexchild.Backend
+	Agents map[string]backend.Backend
 	// AgentCheck checks an agent kind before agent_start starts a session
 	// of it (tools.Config.AgentCheck): switched on, installed. optional.
 	AgentCheck func(kind string) error
@@ -115,8 +115,6 @@ type Options struct {
 	// ExtraInstructions are appended to the injected developer instructions
 	// (the multi-agent prompt). optional.
 	ExtraInstructions string
-	// CodexConfig are config overrides sent with every new thread. optional.
-	CodexConfig map[string]any
 
 	// Isolation is where an agent started without one, and without a role
 	// preset that sets one, works: "worktree" (a git worktree of its own)

@@ -19,7 +19,7 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/tools"
 	"github.com/atm-agent-mcp/atm-agent-mcp/atmclient"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
@@ -110,9 +110,11 @@ func New(opts Options) (*Server, error) {
 	if s.places != nil {
 		placesView = s.places
 	}
-	agents := make(map[string]session.Backend, len(opts.Agents))
+	// One backend per agent kind: Codex's supervisor under the default
+	// kind, each configured agent under its own name.
+	backends := map[string]session.Backend{registry.DefaultKind: s.backend}
 	for kind, b := range opts.Agents {
-		agents[kind] = b
+		backends[kind] = b
 	}
 	var registryView session.Registry = session.RegistryOf(reg)
 	if opts.RegistryTeam != opts.Team {
@@ -137,10 +139,10 @@ func New(opts Options) (*Server, error) {
 		observer = s.feed
 	}
 	s.sessions, err = session.NewManager(session.Config{
-		Home: opts.Home, Team: opts.Team, Backend: s.backend, Agents: agents, Registry: registryView, Audit: s.auditor, Git: s.git,
+		Home: opts.Home, Team: opts.Team, Backends: backends, Registry: registryView, Audit: s.auditor, Git: s.git,
 		Sink: eventSink{s.conn}, Asker: asker{s.conn, log}, Mail: &s.team, Observer: observer, Places: placesView,
 		Defaults: opts.Defaults, Roles: opts.Roles, BaseInstructions: opts.BaseInstructions, ExtraInstructions: opts.ExtraInstructions,
-		CodexConfig: opts.CodexConfig, ToolServer: opts.ToolServer, ToolServerEnv: opts.ToolServerEnv,
+		ToolServer: opts.ToolServer, ToolServerEnv: opts.ToolServerEnv,
 		RequestTimeout: opts.RequestTimeout, MaxSessions: opts.MaxSessions, ElicitationTimeout: opts.ElicitationTimeout,
 		ApprovalFallback: opts.ApprovalFallback, SummaryTimeout: opts.SummaryTimeout, AutoMail: opts.AutoMail, AutoMailFor: opts.AutoMailFor,
 		PersistThreads: opts.PersistThreads, EventRing: opts.EventRing, MaxResultChars: opts.MaxResultChars, Cwd: opts.Cwd,
@@ -152,7 +154,7 @@ func New(opts Options) (*Server, error) {
 		reg.Close()
 		return nil, err
 	}
-	s.backend.afterRestart = s.sessions.AfterRestart
+	s.backend.afterRestart = func() int { return s.sessions.AfterRestart(s.backend) }
 	s.backend.restarted = s.resumeMail
 	return s, nil
 }
@@ -229,8 +231,8 @@ func (s *Server) Run(ctx context.Context, r io.Reader, w io.Writer) error {
 
 // agentStatuses are the other agent kinds' backends as the tools see them
 // (their status).
-func agentStatuses(agents map[string]codexchild.Backend) map[string]interface{ Status() codexchild.Status } {
-	out := make(map[string]interface{ Status() codexchild.Status }, len(agents))
+func agentStatuses(agents map[string]backend.Backend) map[string]interface{ Status() backend.Status } {
+	out := make(map[string]interface{ Status() backend.Status }, len(agents))
 	for kind, b := range agents {
 		out[kind] = b
 	}
@@ -241,9 +243,10 @@ func agentStatuses(agents map[string]codexchild.Backend) map[string]interface{ S
 // closed with a summary; the lead's pushes ended, then mail delivery
 // stopped (before the child, so that batches already written to it, and
 // pushed to the lead, are marked read); requests cancelled; sessions' jobs
-// ended and their state written; the child stopped, then the notifications
-// still being passed on to it ended; the connection closed; the audit log
-// and the registry (identities) released.
+// ended and their state written; every kind's backend stopped
+// (closeBackends), then the notifications still being passed on to a child
+// ended; the connection closed; the audit log and the registry
+// (identities) released.
 func (s *Server) shutdown() {
 	s.conn.Refuse(proxyerr.New(proxyerr.ErrInvalidSessionParams, nil, "the proxy is shutting down"))
 	s.sessions.Shutdown()
@@ -265,17 +268,8 @@ func (s *Server) shutdown() {
 			s.log.Debug("closing the feed", "err", err)
 		}
 	}
-	stopCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
-	if err := s.backend.Close(stopCtx); err != nil {
-		s.log.Warn("stopping the codex child", "err", err)
-	}
-	for kind, b := range s.opts.Agents {
-		if err := b.Close(stopCtx); err != nil {
-			s.log.Warn("stopping the agents", "agent", kind, "err", err)
-		}
-	}
-	stop()
-	s.notifying.stop(0) // the child is stopped: what is still being passed on is dropped
+	s.closeBackends(10 * time.Second)
+	s.notifying.stop(0) // the children are stopped: what is still being passed on is dropped
 	if !s.conn.Wait(5*time.Second) || !s.sessions.Wait(time.Second) {
 		s.log.Warn("some requests were still running at shutdown")
 	}
@@ -290,6 +284,29 @@ func (s *Server) shutdown() {
 		s.log.Warn("releasing identities", "err", err)
 	}
 	s.log.Info("shutdown complete")
+}
+
+// closeBackends stops the backend of every agent kind (the Codex child
+// and each ACP backend's agents) at once, within one budget: a slow one
+// (a child that ignores SIGTERM until its grace runs out) does not hold
+// the others' stop back, and all of them are done, or given up on, when
+// budget has passed.
+func (s *Server) closeBackends(budget time.Duration) {
+	ctx, stop := context.WithTimeout(context.Background(), budget)
+	defer stop()
+	closers := map[string]interface{ Close(context.Context) error }{registry.DefaultKind: s.backend}
+	for kind, b := range s.opts.Agents {
+		closers[kind] = b
+	}
+	var wg sync.WaitGroup
+	for kind, b := range closers {
+		wg.Go(func() {
+			if err := b.Close(ctx); err != nil {
+				s.log.Warn("stopping an agent kind's backend", "agent", kind, "err", err)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // Resume binds a previous session at start-up (serve --resume, FR-6):
@@ -361,10 +378,10 @@ func (h handler) Forward(ctx context.Context, m *jsonrpcframe.Message) (*jsonrpc
 	defer cancel()
 	resp, err := pt.Forward(ctx, m)
 	switch {
-	case errors.Is(err, codexchild.ErrUnsupported):
+	case errors.Is(err, backend.ErrUnsupported):
 		return nil, notFound
 	case err != nil:
-		return nil, session.BackendError(err)
+		return nil, codexError(err)
 	case resp.Error != nil:
 		return nil, &proxyerr.ChildError{Raw: resp.Error}
 	}

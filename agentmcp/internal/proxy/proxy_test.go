@@ -15,6 +15,7 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/mcpconn"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 	"github.com/google/go-cmp/cmp"
 )
@@ -441,7 +442,7 @@ func TestChildDeathReported(t *testing.T) {
 	c := startProxy(t, harnessOpts{})
 	c.initialize(false)
 	c.fb.mu.Lock()
-	c.fb.exit = &codexchild.ExitStatus{Code: -1, Signal: "killed"}
+	c.fb.exit = &backend.ExitStatus{Code: -1, Signal: "killed"}
 	c.fb.mu.Unlock()
 	code, data := c.rpcErr(c.tool("codex", map[string]any{"prompt": "x", "identity": "arch"}))
 	if code != proxyerr.CodeChildProcessDead || data["signal"] != "killed" {

@@ -14,7 +14,7 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
 	"github.com/atm-agent-mcp/atm-agent-mcp/atmclient"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 )
 
 // Definitions is the JSON array of the tools' definitions (name,
@@ -86,10 +86,10 @@ type Config struct {
 	// Identity is the proxy instance's own identity. required.
 	Identity string
 	// Child reports the Codex child's state (agent_status). required.
-	Child interface{ Status() codexchild.Status }
+	Child interface{ Status() backend.Status }
 	// Agents report the state of the other agent kinds' backends by kind
 	// (agent_status). optional.
-	Agents map[string]interface{ Status() codexchild.Status }
+	Agents map[string]interface{ Status() backend.Status }
 	// LeadMail reports the path of mail for the client's own identity
 	// (agent_status lead_mail). optional: nil leaves lead_mail out.
 	LeadMail func() LeadMail

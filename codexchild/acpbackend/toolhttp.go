@@ -1,4 +1,4 @@
-package codexchild
+package acpbackend
 
 import (
 	"context"
@@ -21,11 +21,12 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/acp"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/internal/childproc"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
-// Tool transports of ACPConfig.ToolTransport: how the thread's tool
+// Tool transports of Config.ToolTransport: how the thread's tool
 // servers (ThreadParams.ToolServers) reach the agent.
 const (
 	// ToolsStdio gives each as a stdio MCP server that the agent starts
@@ -66,11 +67,11 @@ func newToolHTTP(log *slog.Logger) *toolHTTP {
 
 // server returns the http MCP server entry for ts, starting the listener
 // when it is not running.
-func (h *toolHTTP) server(ts ToolServer) (acp.MCPServer, error) {
+func (h *toolHTTP) server(ts backend.ToolServer) (acp.MCPServer, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
-		return acp.MCPServer{}, ErrClosed
+		return acp.MCPServer{}, backend.ErrClosed
 	}
 	if h.srv == nil {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -100,7 +101,7 @@ func (h *toolHTTP) server(ts ToolServer) (acp.MCPServer, error) {
 }
 
 // toolKey identifies a tool server by everything that starts it.
-func toolKey(ts ToolServer) string {
+func toolKey(ts backend.ToolServer) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%q %q %q\n", ts.Name, ts.Command, ts.Args)
 	for _, k := range slices.Sorted(maps.Keys(ts.Env)) {
@@ -192,7 +193,7 @@ func (h *toolHTTP) close(ctx context.Context) {
 // process, and the requests waiting for its answers (renumbered, so that
 // requests of several HTTP clients cannot collide).
 type toolBridge struct {
-	spec  ToolServer
+	spec  backend.ToolServer
 	token string
 	log   *slog.Logger
 

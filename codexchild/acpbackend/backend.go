@@ -1,4 +1,4 @@
-package codexchild
+package acpbackend
 
 import (
 	"context"
@@ -11,12 +11,13 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/acp"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 )
 
-// KindACP is the kind of the ACP backend (NewACP).
-const KindACP Kind = "acp"
+// Protocol is the protocol of the ACP backend (backend.Status.Protocol).
+const Protocol = "acp"
 
-// The resume policies of ACPConfig.Resume.
+// The resume policies of Config.Resume.
 const (
 	// ResumeAuto reopens a thread the backend has no live agent for with
 	// session/load when the agent advertises it, else session/resume;
@@ -32,8 +33,8 @@ const (
 	ResumeNone = "none"
 )
 
-// ACPConfig configures an ACP backend (NewACP). Only Command is required.
-type ACPConfig struct {
+// Config configures an ACP backend (New). Only Command is required.
+type Config struct {
 	// Name is the agent kind ("claude", "gemini", "opencode", or a
 	// configured name); it is logged. optional.
 	Name string
@@ -92,27 +93,27 @@ type ACPConfig struct {
 	Logger *slog.Logger
 }
 
-func (c *ACPConfig) resume() string {
+func (c *Config) resume() string {
 	if c.Resume == "" {
 		return ResumeAuto
 	}
 	return c.Resume
 }
 
-func (c *ACPConfig) turnTimeout(d time.Duration) time.Duration {
+func (c *Config) turnTimeout(d time.Duration) time.Duration {
 	if d == 0 {
 		d = c.TurnTimeout
 	}
 	if d == 0 {
-		d = DefaultTimeout
+		d = acp.DefaultTurnTimeout
 	}
 	return d
 }
 
-// ACPBackend runs coding agents that speak the Agent Client Protocol (ACP
+// Backend runs coding agents that speak the Agent Client Protocol (ACP
 // v1) behind the Backend interface: one agent process and one ACP session
 // per thread (a team member), the ACP session id being the thread id. See
-// NewACP.
+// New.
 //
 // Design notes: b.mu guards the thread table and the counters; a thread's
 // own mu guards its running turn, and the turn's handler is called with it
@@ -121,8 +122,8 @@ func (c *ACPConfig) turnTimeout(d time.Duration) time.Duration {
 // its Turn has returned. A thread is busy (one Turn at a time) from the
 // moment a Turn picks it until that Turn returns; while busy, only that
 // Turn starts, reopens or replaces its agent.
-type ACPBackend struct {
-	cfg      ACPConfig
+type Backend struct {
+	cfg      Config
 	log      *slog.Logger
 	toolHTTP *toolHTTP // the tool servers over http (ToolsHTTP), or nil
 
@@ -132,7 +133,7 @@ type ACPBackend struct {
 	started bool
 	lastPID int
 	version string
-	exit    *ExitStatus // how the last agent that died died
+	exit    *backend.ExitStatus // how the last agent that died died
 
 	approvals atomic.Int64
 	// stopping are the goroutines Close waits for: agents stopped in the
@@ -141,16 +142,17 @@ type ACPBackend struct {
 	stopping sync.WaitGroup
 }
 
-var _ Backend = (*ACPBackend)(nil)
+var _ backend.Backend = (*Backend)(nil)
 
-// NewACP returns a backend that runs cfg's agent over ACP. No process is
+// New returns a backend that runs cfg's agent over ACP. No process is
 // started until the first turn.
 //
 // A turn with an empty ThreadID starts the agent (initialize), opens a
 // session (session/new with the thread's cwd and ToolServers as stdio MCP
 // servers), sets Mode and ConfigOptions, and the thread's model through
 // the config option "model" when the agent offers one (else the model is
-// ignored: it is the agent's own business); CodexParams are ignored. ACP
+// ignored: it is the agent's own business); Options and WritableRoots are
+// ignored (the agent runs with the rights of serve: nothing to open). ACP
 // has no instructions parameter, so the first prompt is the thread's
 // instructions (BaseInstructions, then DeveloperInstructions, each followed
 // by a blank line) followed by Prompt; later turns send Preamble+Prompt.
@@ -168,7 +170,7 @@ var _ Backend = (*ACPBackend)(nil)
 // update of the turn's own output (a message, thought, tool call, plan,
 // usage or permission request), or when the agent answers the prompt,
 // whichever comes first. OnResult is not used.
-func NewACP(cfg ACPConfig) *ACPBackend {
+func New(cfg Config) *Backend {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -177,15 +179,15 @@ func NewACP(cfg ACPConfig) *ACPBackend {
 	if name == "" {
 		name = cfg.Command
 	}
-	b := &ACPBackend{cfg: cfg, log: log.With("backend", "acp", "agent", name), threads: make(map[string]*acpThread)}
+	b := &Backend{cfg: cfg, log: log.With("backend", "acp", "agent", name), threads: make(map[string]*acpThread)}
 	if cfg.ToolTransport == ToolsHTTP {
 		b.toolHTTP = newToolHTTP(b.log)
 	}
 	return b
 }
 
-// Turn runs one turn on the thread's agent; see NewACP and Backend.Turn.
-func (b *ACPBackend) Turn(ctx context.Context, req TurnRequest) (*Result, error) {
+// Turn runs one turn on the thread's agent; see New and Backend.Turn.
+func (b *Backend) Turn(ctx context.Context, req backend.TurnRequest) (*backend.Result, error) {
 	if req.Release != nil {
 		req.Release()
 	}
@@ -208,16 +210,16 @@ func (b *ACPBackend) Turn(ctx context.Context, req TurnRequest) (*Result, error)
 // acquire returns the thread a turn runs on, marked busy: the live or dead
 // thread of id, or a new one (not yet in the table) for "" and for an id
 // the backend does not know.
-func (b *ACPBackend) acquire(id string) (*acpThread, error) {
+func (b *Backend) acquire(id string) (*acpThread, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
-		return nil, ErrClosed
+		return nil, backend.ErrClosed
 	}
 	if id != "" {
 		if th := b.threads[id]; th != nil {
 			if th.busy {
-				return nil, fmt.Errorf("thread %s: %w", id, ErrThreadBusy)
+				return nil, fmt.Errorf("thread %s: %w", id, backend.ErrThreadBusy)
 			}
 			th.busy = true
 			return th, nil
@@ -232,7 +234,7 @@ func (b *ACPBackend) acquire(id string) (*acpThread, error) {
 
 // release ends a turn's hold on its thread; a thread that never got a
 // session is forgotten.
-func (b *ACPBackend) release(th *acpThread) {
+func (b *Backend) release(th *acpThread) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	th.busy = false
@@ -245,11 +247,11 @@ func (b *ACPBackend) release(th *acpThread) {
 
 // rekey records that th's session is now id (a new session in place of
 // the one the turn asked for).
-func (b *ACPBackend) rekey(th *acpThread, id string) error {
+func (b *Backend) rekey(th *acpThread, id string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
-		return ErrClosed
+		return backend.ErrClosed
 	}
 	if th.id != "" && b.threads[th.id] == th {
 		delete(b.threads, th.id)
@@ -263,7 +265,7 @@ func (b *ACPBackend) rekey(th *acpThread, id string) error {
 // agent's process group is killed when the turn has not ended within
 // CancelTimeout). The pending Turn returns the interrupted Result. It is a
 // no-op when the thread has no running turn.
-func (b *ACPBackend) Interrupt(ctx context.Context, threadID string) error {
+func (b *Backend) Interrupt(ctx context.Context, threadID string) error {
 	b.mu.Lock()
 	th := b.threads[threadID]
 	b.mu.Unlock()
@@ -277,13 +279,13 @@ func (b *ACPBackend) Interrupt(ctx context.Context, threadID string) error {
 // while any agent process lives (PID and Version are of the last one
 // started); Exit only when every agent has exited, saying how the last
 // one that died died.
-func (b *ACPBackend) Status() Status {
+func (b *Backend) Status() backend.Status {
 	b.mu.Lock()
 	threads := make([]*acpThread, 0, len(b.threads))
 	for _, th := range b.threads {
 		threads = append(threads, th)
 	}
-	st := Status{Kind: KindACP, Started: b.started, PID: b.lastPID, Version: b.version}
+	st := backend.Status{Protocol: Protocol, Started: b.started, PID: b.lastPID, Version: b.version}
 	exit := b.exit
 	b.mu.Unlock()
 	for _, th := range threads {
@@ -302,7 +304,7 @@ func (b *ACPBackend) Status() Status {
 // SIGTERM and SIGKILL to each process group); pending turns fail with an
 // *ExitError, later ones with ErrClosed. The tool servers served over http
 // (ToolsHTTP) are stopped after the agents.
-func (b *ACPBackend) Close(ctx context.Context) error {
+func (b *Backend) Close(ctx context.Context) error {
 	b.mu.Lock()
 	b.closed = true
 	var clients []*acp.Client
@@ -328,7 +330,7 @@ func (b *ACPBackend) Close(ctx context.Context) error {
 // background runs f on a goroutine that Close waits for; once Close has
 // begun it runs nothing (Close stops every agent anyway) and reports
 // false.
-func (b *ACPBackend) background(f func()) bool {
+func (b *Backend) background(f func()) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -339,7 +341,7 @@ func (b *ACPBackend) background(f func()) bool {
 }
 
 // started records a started agent.
-func (b *ACPBackend) noteStarted(c *acp.Client) {
+func (b *Backend) noteStarted(c *acp.Client) {
 	st := c.Status()
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -349,21 +351,21 @@ func (b *ACPBackend) noteStarted(c *acp.Client) {
 }
 
 // noteExit records how an agent died.
-func (b *ACPBackend) noteExit(s *acp.ExitStatus) {
+func (b *Backend) noteExit(s *acp.ExitStatus) {
 	if s == nil {
 		return
 	}
-	e := ExitStatus(*s)
+	e := backend.ExitStatus(*s)
 	b.mu.Lock()
 	b.exit = &e
 	b.mu.Unlock()
 }
 
-func (b *ACPBackend) nextApproval() string {
+func (b *Backend) nextApproval() string {
 	return "approval-" + strconv.FormatInt(b.approvals.Add(1), 10)
 }
 
 // acpExitError converts acp's *ExitError.
-func acpExitError(ee *acp.ExitError) *ExitError {
-	return &ExitError{Child: ee.Child, Status: ExitStatus(ee.Status), Stderr: ee.Stderr, Reason: ee.Reason, Cause: ee.Cause}
+func acpExitError(ee *acp.ExitError) *backend.ExitError {
+	return &backend.ExitError{Child: ee.Child, Status: backend.ExitStatus(ee.Status), Stderr: ee.Stderr, Reason: ee.Reason, Cause: ee.Cause}
 }

@@ -1,4 +1,4 @@
-package codexchild
+package acpbackend
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 )
 
 // TestACPToolsOverHTTP: an agent that refuses stdio MCP servers (mockacp
@@ -20,18 +22,18 @@ func TestACPToolsOverHTTP(t *testing.T) {
 	prompt := "mcp atm atm_send {\"to\":\"arch\",\"message\":\"over http\"}"
 
 	stdio := e.backend(t, e.config(t, "MOCKACP_MCP=http-only"))
-	if _, err := stdio.Turn(context.Background(), TurnRequest{Prompt: prompt, Params: p}); err == nil || !strings.Contains(err.Error(), "stdio MCP servers are not supported") {
+	if _, err := stdio.Turn(context.Background(), backend.TurnRequest{Prompt: prompt, Params: p}); err == nil || !strings.Contains(err.Error(), "stdio MCP servers are not supported") {
 		t.Errorf("stdio tools to an http-only agent: %v, want the agent's refusal", err)
 	}
 
 	cfg := e.config(t, "MOCKACP_MCP=http-only")
 	cfg.ToolTransport = ToolsHTTP
 	b := e.backend(t, cfg)
-	res := acpTurnOK(t, b, TurnRequest{Prompt: prompt, Params: p})
+	res := acpTurnOK(t, b, backend.TurnRequest{Prompt: prompt, Params: p})
 	if res.Text != `sent as m1: {"to":"arch","message":"over http"}` {
 		t.Errorf("turn: %q, want the tool's answer", res.Text)
 	}
-	res = acpTurnOK(t, b, TurnRequest{ThreadID: res.ThreadID, Prompt: "mcp atm atm_send {\"to\":\"dev\",\"message\":\"again\"}", Params: p})
+	res = acpTurnOK(t, b, backend.TurnRequest{ThreadID: res.ThreadID, Prompt: "mcp atm atm_send {\"to\":\"dev\",\"message\":\"again\"}", Params: p})
 	if !strings.Contains(res.Text, "sent as m1") {
 		t.Errorf("second turn: %q", res.Text)
 	}

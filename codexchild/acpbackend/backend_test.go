@@ -1,4 +1,4 @@
-package codexchild
+package acpbackend
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -26,7 +27,7 @@ func TestACPTwoTurns(t *testing.T) {
 	p := e.params(t)
 	rec := newACPRecorder()
 	var sent, accepted atomic.Int32
-	res := acpTurnOK(t, b, TurnRequest{Prompt: "echo\ntool t1 ls -l\nplan\nusage 10 100", Params: p, Handler: rec,
+	res := acpTurnOK(t, b, backend.TurnRequest{Prompt: "echo\ntool t1 ls -l\nplan\nusage 10 100", Params: p, Handler: rec,
 		OnSent: func() { sent.Add(1) }, OnAccepted: func() { accepted.Add(1) }})
 	want := "BASE INSTRUCTIONS\n\nDEVELOPER INSTRUCTIONS\n\necho\ntool t1 ls -l\nplan\nusage 10 100"
 	if res.Text != want || res.Status != "completed" || res.IsError || res.ThreadID == "" || res.TurnID != "1" {
@@ -51,7 +52,7 @@ func TestACPTwoTurns(t *testing.T) {
 	}
 
 	rec2 := newACPRecorder()
-	res2 := acpTurnOK(t, b, TurnRequest{ThreadID: res.ThreadID, Preamble: "[mail from arch]\n", Prompt: "echo\nstatus\nmcp atm atm_send {\"to\":\"arch\",\"message\":\"hi\"}",
+	res2 := acpTurnOK(t, b, backend.TurnRequest{ThreadID: res.ThreadID, Preamble: "[mail from arch]\n", Prompt: "echo\nstatus\nmcp atm atm_send {\"to\":\"arch\",\"message\":\"hi\"}",
 		Params: p, Handler: rec2})
 	if res2.ThreadID != res.ThreadID || res2.TurnID != "2" || res2.Status != "completed" {
 		t.Errorf("turn 2: %+v, want the same thread", res2)
@@ -73,7 +74,7 @@ func TestACPTwoTurns(t *testing.T) {
 		t.Errorf("the MCP server got %q", got)
 	}
 	st := b.Status()
-	if st.Kind != KindACP || !st.Started || !st.Running || st.PID == 0 || st.Version != "1.0.0" || st.Exit != nil {
+	if st.Protocol != Protocol || !st.Started || !st.Running || st.PID == 0 || st.Version != "1.0.0" || st.Exit != nil {
 		t.Errorf("status %+v", st)
 	}
 }
@@ -84,7 +85,7 @@ func messages(r *acpRecorder) []string {
 	defer r.mu.Unlock()
 	var out []string
 	for _, e := range r.events {
-		if e.Neutral != nil && e.Neutral.Kind == ActivityMessage {
+		if e.Neutral != nil && e.Neutral.Kind == backend.ActivityMessage {
 			out = append(out, e.Neutral.Text)
 		}
 	}
@@ -99,27 +100,27 @@ func TestACPApprovals(t *testing.T) {
 	e := newACPEnv(t)
 	b := e.backend(t, e.config(t))
 	p := e.params(t)
-	res := acpTurnOK(t, b, TurnRequest{Prompt: "say ready", Params: p})
+	res := acpTurnOK(t, b, backend.TurnRequest{Prompt: "say ready", Params: p})
 	tests := []struct {
 		name     string
 		script   string
-		decision Decision
+		decision backend.Decision
 		nilH     bool
 		want     string // the turn's text
 		status   string
-		kind     ApprovalKind
+		kind     backend.ApprovalKind
 		command  string
 	}{
-		{name: "approve", script: "ask c1 execute touch x", decision: Decision{Kind: Approve}, want: "selected allow-once", status: "completed", kind: ApprovalExec, command: "touch x"},
-		{name: "approve for session", script: "ask c2 edit edit a.go", decision: Decision{Kind: ApproveForSession}, want: "selected allow-with-updates", status: "completed", kind: ApprovalPatch},
-		{name: "deny", script: "ask c3 fetch get url", decision: Decision{Kind: Deny, Reason: "no"}, want: "selected reject", status: "completed", kind: ApprovalTool},
+		{name: "approve", script: "ask c1 execute touch x", decision: backend.Decision{Kind: backend.Approve}, want: "selected allow-once", status: "completed", kind: backend.ApprovalExec, command: "touch x"},
+		{name: "approve for session", script: "ask c2 edit edit a.go", decision: backend.Decision{Kind: backend.ApproveForSession}, want: "selected allow-with-updates", status: "completed", kind: backend.ApprovalPatch},
+		{name: "deny", script: "ask c3 fetch get url", decision: backend.Decision{Kind: backend.Deny, Reason: "no"}, want: "selected reject", status: "completed", kind: backend.ApprovalTool},
 		{name: "no handler", script: "ask c4", nilH: true, want: "selected reject", status: "completed"},
-		{name: "abort", script: "say before\nask c5", decision: Decision{Kind: Abort}, status: "interrupted", kind: ApprovalExec, command: "run c5"},
+		{name: "abort", script: "say before\nask c5", decision: backend.Decision{Kind: backend.Abort}, status: "interrupted", kind: backend.ApprovalExec, command: "run c5"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := newACPRecorder(tt.decision)
-			req := TurnRequest{ThreadID: res.ThreadID, Prompt: tt.script, Params: p, Handler: rec}
+			req := backend.TurnRequest{ThreadID: res.ThreadID, Prompt: tt.script, Params: p, Handler: rec}
 			if tt.nilH {
 				req.Handler = nil
 			}
@@ -137,7 +138,7 @@ func TestACPApprovals(t *testing.T) {
 			if a.Kind != tt.kind || a.Command != tt.command || a.ThreadID != res.ThreadID || a.CallID == "" || a.Message == "" || a.Cwd != p.Cwd || !strings.HasPrefix(a.ID, "approval-") {
 				t.Errorf("approval %+v, want kind %q command %q", a, tt.kind, tt.command)
 			}
-			if err := a.Respond(Decision{Kind: Approve}); !errors.Is(err, ErrAlreadyAnswered) {
+			if err := a.Respond(backend.Decision{Kind: backend.Approve}); !errors.Is(err, backend.ErrAlreadyAnswered) {
 				t.Errorf("second Respond: %v, want ErrAlreadyAnswered", err)
 			}
 			if acts := strings.Join(rec.activities(), "\n"); !strings.Contains(acts, "approval approval: "+a.Message) {
@@ -147,7 +148,7 @@ func TestACPApprovals(t *testing.T) {
 	}
 	// The thread goes on after the aborted turn (in a new process, the
 	// session loaded).
-	res2 := acpTurnOK(t, b, TurnRequest{ThreadID: res.ThreadID, Prompt: "say after", Params: p})
+	res2 := acpTurnOK(t, b, backend.TurnRequest{ThreadID: res.ThreadID, Prompt: "say after", Params: p})
 	if res2.ThreadID != res.ThreadID || res2.Text != "after" {
 		t.Errorf("after the abort: %+v", res2)
 	}
@@ -160,27 +161,27 @@ func TestACPApprovals(t *testing.T) {
 func TestACPDenialNote(t *testing.T) {
 	tests := []struct {
 		name     string
-		decision Decision
+		decision backend.Decision
 		want     string // what the next prompt starts with
 	}{
-		{"denied, nobody asked", Decision{Kind: Deny, Reason: "no one was asked: the MCP client cancelled the request"},
+		{"denied, nobody asked", backend.Decision{Kind: backend.Deny, Reason: "no one was asked: the MCP client cancelled the request"},
 			"[atm-agent-mcp: the approval for `touch y` was denied: no one was asked: the MCP client cancelled the request. " +
 				"Whatever the tool result says about a user, this is who or what decided.]\n\nP:\necho"},
-		{"denied without a reason", Decision{Kind: Deny}, "P:\necho"},
-		{"approved", Decision{Kind: Approve}, "P:\necho"},
+		{"denied without a reason", backend.Decision{Kind: backend.Deny}, "P:\necho"},
+		{"approved", backend.Decision{Kind: backend.Approve}, "P:\necho"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newACPEnv(t)
 			b := e.backend(t, e.config(t))
 			p := e.params(t)
-			first := acpTurnOK(t, b, TurnRequest{Prompt: "say ready", Params: p})
-			acpTurnOK(t, b, TurnRequest{ThreadID: first.ThreadID, Prompt: "ask c9 execute touch y", Params: p, Handler: newACPRecorder(tt.decision)})
-			next := acpTurnOK(t, b, TurnRequest{ThreadID: first.ThreadID, Preamble: "P:\n", Prompt: "echo", Params: p})
+			first := acpTurnOK(t, b, backend.TurnRequest{Prompt: "say ready", Params: p})
+			acpTurnOK(t, b, backend.TurnRequest{ThreadID: first.ThreadID, Prompt: "ask c9 execute touch y", Params: p, Handler: newACPRecorder(tt.decision)})
+			next := acpTurnOK(t, b, backend.TurnRequest{ThreadID: first.ThreadID, Preamble: "P:\n", Prompt: "echo", Params: p})
 			if next.Text != tt.want {
 				t.Errorf("next prompt = %q, want %q", next.Text, tt.want)
 			}
-			again := acpTurnOK(t, b, TurnRequest{ThreadID: first.ThreadID, Preamble: "P:\n", Prompt: "echo", Params: p})
+			again := acpTurnOK(t, b, backend.TurnRequest{ThreadID: first.ThreadID, Preamble: "P:\n", Prompt: "echo", Params: p})
 			if again.Text != "P:\necho" {
 				t.Errorf("the prompt after = %q, want the note once only", again.Text)
 			}
@@ -195,13 +196,13 @@ func TestACPInterrupt(t *testing.T) {
 	e := newACPEnv(t)
 	b := e.backend(t, e.config(t))
 	p := e.params(t)
-	first := acpTurnOK(t, b, TurnRequest{Prompt: "say one", Params: p})
+	first := acpTurnOK(t, b, backend.TurnRequest{Prompt: "say one", Params: p})
 	pid := b.Status().PID
 
 	rec := newACPRecorder()
-	done := make(chan *Result, 1)
+	done := make(chan *backend.Result, 1)
 	go func() {
-		res, err := b.Turn(context.Background(), TurnRequest{ThreadID: first.ThreadID, Prompt: "say before\nwait", Params: p, Handler: rec})
+		res, err := b.Turn(context.Background(), backend.TurnRequest{ThreadID: first.ThreadID, Prompt: "say before\nwait", Params: p, Handler: rec})
 		if err != nil {
 			t.Errorf("Turn: %v", err)
 		}
@@ -222,12 +223,12 @@ func TestACPInterrupt(t *testing.T) {
 		waitText(t, rec2, "again")
 		cancel()
 	}()
-	res, err := b.Turn(ctx, TurnRequest{ThreadID: first.ThreadID, Prompt: "say again\nwait", Params: p, Handler: rec2})
+	res, err := b.Turn(ctx, backend.TurnRequest{ThreadID: first.ThreadID, Prompt: "say again\nwait", Params: p, Handler: rec2})
 	if !errors.Is(err, context.Canceled) || res == nil || res.Status != "interrupted" || res.Partial != "again" {
 		t.Errorf("turn with ctx cancelled: %+v, %v", res, err)
 	}
 
-	res = acpTurnOK(t, b, TurnRequest{ThreadID: first.ThreadID, Preamble: "P:\n", Prompt: "echo", Params: p})
+	res = acpTurnOK(t, b, backend.TurnRequest{ThreadID: first.ThreadID, Preamble: "P:\n", Prompt: "echo", Params: p})
 	if res.ThreadID != first.ThreadID || res.Text != "P:\necho" || res.TurnID != "1" {
 		t.Errorf("turn after the interrupts: %+v, want the loaded session's first turn", res)
 	}
@@ -285,17 +286,17 @@ func TestACPResume(t *testing.T) {
 			cfg.Resume = tt.policy
 			p := e.params(t)
 			b1 := e.backend(t, cfg)
-			first := acpTurnOK(t, b1, TurnRequest{Prompt: "say one", Params: p})
+			first := acpTurnOK(t, b1, backend.TurnRequest{Prompt: "say one", Params: p})
 			if err := b1.Close(context.Background()); err != nil {
 				t.Fatalf("Close: %v", err)
 			}
-			if _, err := b1.Turn(context.Background(), TurnRequest{ThreadID: first.ThreadID, Prompt: "say no"}); !errors.Is(err, ErrClosed) {
+			if _, err := b1.Turn(context.Background(), backend.TurnRequest{ThreadID: first.ThreadID, Prompt: "say no"}); !errors.Is(err, backend.ErrClosed) {
 				t.Errorf("Turn after Close: %v, want ErrClosed", err)
 			}
 			b2 := e.backend(t, cfg)
 			rec := newACPRecorder()
 			var told []string
-			res := acpTurnOK(t, b2, TurnRequest{ThreadID: first.ThreadID, Preamble: "P:\n", Prompt: "echo", Seed: "SEED", Params: p, Handler: rec,
+			res := acpTurnOK(t, b2, backend.TurnRequest{ThreadID: first.ThreadID, Preamble: "P:\n", Prompt: "echo", Seed: "SEED", Params: p, Handler: rec,
 				OnThread: func(id string) { told = append(told, id) }})
 			if tt.resumed {
 				if res.ThreadID != first.ThreadID || res.Text != "P:\necho" || res.Replaced != "" || told != nil {
@@ -313,7 +314,7 @@ func TestACPResume(t *testing.T) {
 			if d := cmp.Diff([]string{res.ThreadID}, told); d != "" {
 				t.Errorf("OnThread (-want +got):\n%s", d)
 			}
-			res2 := acpTurnOK(t, b2, TurnRequest{ThreadID: res.ThreadID, Preamble: "P:\n", Prompt: "echo", Seed: "SEED", Params: p})
+			res2 := acpTurnOK(t, b2, backend.TurnRequest{ThreadID: res.ThreadID, Preamble: "P:\n", Prompt: "echo", Seed: "SEED", Params: p})
 			if res2.ThreadID != res.ThreadID || res2.Text != "P:\necho" {
 				t.Errorf("the turn after the fallback: %+v", res2)
 			}
@@ -331,41 +332,41 @@ func TestACPFaults(t *testing.T) {
 	cfg.CancelTimeout = time.Second
 	b := e.backend(t, cfg)
 	p := e.params(t)
-	first := acpTurnOK(t, b, TurnRequest{Prompt: "say one", Params: p})
+	first := acpTurnOK(t, b, backend.TurnRequest{Prompt: "say one", Params: p})
 	id := first.ThreadID
 
-	_, err := b.Turn(context.Background(), TurnRequest{ThreadID: id, Prompt: "say partial\nhang", Params: p, Timeout: time.Second})
-	var te *TimeoutError
+	_, err := b.Turn(context.Background(), backend.TurnRequest{ThreadID: id, Prompt: "say partial\nhang", Params: p, Timeout: time.Second})
+	var te *backend.TimeoutError
 	if !errors.As(err, &te) || te.Partial != "partial" || te.ThreadID != id || te.After != time.Second {
 		t.Errorf("hung turn: %v (%+v), want a *TimeoutError with the partial text", err, te)
 	}
-	if res := acpTurnOK(t, b, TurnRequest{ThreadID: id, Prompt: "say alive", Params: p}); res.Text != "alive" || res.ThreadID != id {
+	if res := acpTurnOK(t, b, backend.TurnRequest{ThreadID: id, Prompt: "say alive", Params: p}); res.Text != "alive" || res.ThreadID != id {
 		t.Errorf("after the hang: %+v", res)
 	}
 
-	_, err = b.Turn(context.Background(), TurnRequest{ThreadID: id, Prompt: "say going\ncrash 3", Params: p, Timeout: 30 * time.Second})
-	var ee *ExitError
-	if !errors.As(err, &ee) || ee.Status != (ExitStatus{Code: 3}) || !strings.Contains(ee.Stderr, "crashing as told") || !errors.Is(err, ErrChildExited) {
+	_, err = b.Turn(context.Background(), backend.TurnRequest{ThreadID: id, Prompt: "say going\ncrash 3", Params: p, Timeout: 30 * time.Second})
+	var ee *backend.ExitError
+	if !errors.As(err, &ee) || ee.Status != (backend.ExitStatus{Code: 3}) || !strings.Contains(ee.Stderr, "crashing as told") || !errors.Is(err, backend.ErrChildExited) {
 		t.Errorf("crashed turn: %v, want an *ExitError with code 3 and its stderr", err)
 	}
 	if got, want := err.Error(), "mock agent process exited with code 3"; got != want {
 		t.Errorf("crashed turn: %q, want %q (the agent's kind, never codex)", got, want)
 	}
-	if st := b.Status(); st.Running || st.Exit == nil || *st.Exit != (ExitStatus{Code: 3}) {
+	if st := b.Status(); st.Running || st.Exit == nil || *st.Exit != (backend.ExitStatus{Code: 3}) {
 		t.Errorf("status after the crash: %+v", st)
 	}
-	if res := acpTurnOK(t, b, TurnRequest{ThreadID: id, Prompt: "garbage 3\nsay through", Params: p}); res.Text != "through" || res.ThreadID != id {
+	if res := acpTurnOK(t, b, backend.TurnRequest{ThreadID: id, Prompt: "garbage 3\nsay through", Params: p}); res.Text != "through" || res.ThreadID != id {
 		t.Errorf("garbage: %+v", res)
 	}
-	_, err = b.Turn(context.Background(), TurnRequest{ThreadID: id, Prompt: "garbage 20000\nwait", Params: p, Timeout: 30 * time.Second})
+	_, err = b.Turn(context.Background(), backend.TurnRequest{ThreadID: id, Prompt: "garbage 20000\nwait", Params: p, Timeout: 30 * time.Second})
 	const flooded = "killed by signal killed because it wrote 10000 lines in a row that are not JSON-RPC on stdout"
-	if !errors.As(err, &ee) || err.Error() != "mock agent process "+flooded || !errors.Is(err, ErrNotJSONRPC) || !errors.Is(err, ErrChildExited) {
+	if !errors.As(err, &ee) || err.Error() != "mock agent process "+flooded || !errors.Is(err, backend.ErrNotJSONRPC) || !errors.Is(err, backend.ErrChildExited) {
 		t.Errorf("a flood of garbage: %v, want an *ExitError saying why it was killed, wrapping ErrNotJSONRPC", err)
 	}
 	if st := b.Status(); st.Running || st.Exit == nil || st.Exit.String() != flooded {
 		t.Errorf("status after the flood: %+v, want its exit to say why", st)
 	}
-	if res := acpTurnOK(t, b, TurnRequest{ThreadID: id, Prompt: "say last", Params: p}); res.Text != "last" {
+	if res := acpTurnOK(t, b, backend.TurnRequest{ThreadID: id, Prompt: "say last", Params: p}); res.Text != "last" {
 		t.Errorf("after the flood: %+v", res)
 	}
 }
@@ -388,8 +389,8 @@ func testACPClose(t *testing.T, guarded bool) {
 	b := e.backend(t, cfg)
 	p := e.params(t)
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	res := acpTurnOK(t, b, TurnRequest{Prompt: "spawn " + pidFile + "\nsay spawned", Params: p})
-	acpTurnOK(t, b, TurnRequest{Prompt: "say a second thread", Params: p})
+	res := acpTurnOK(t, b, backend.TurnRequest{Prompt: "spawn " + pidFile + "\nsay spawned", Params: p})
+	acpTurnOK(t, b, backend.TurnRequest{Prompt: "say a second thread", Params: p})
 	if cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", b.Status().PID)); guarded != strings.Contains(string(cmdline), guardArg) {
 		t.Errorf("the agent process runs %q; guarded %v", cmdline, guarded)
 	}
@@ -407,7 +408,7 @@ func testACPClose(t *testing.T, guarded bool) {
 	if st := b.Status(); st.Running {
 		t.Errorf("status after Close: %+v", st)
 	}
-	if _, err := b.Turn(context.Background(), TurnRequest{ThreadID: res.ThreadID, Prompt: "say no", Params: p}); !errors.Is(err, ErrClosed) {
+	if _, err := b.Turn(context.Background(), backend.TurnRequest{ThreadID: res.ThreadID, Prompt: "say no", Params: p}); !errors.Is(err, backend.ErrClosed) {
 		t.Errorf("Turn after Close: %v, want ErrClosed", err)
 	}
 	// noMarkedProcessLeft (newACPEnv) checks the spawned child is gone.
@@ -419,15 +420,15 @@ func TestACPBusy(t *testing.T) {
 	e := newACPEnv(t)
 	b := e.backend(t, e.config(t))
 	p := e.params(t)
-	first := acpTurnOK(t, b, TurnRequest{Prompt: "say one", Params: p})
+	first := acpTurnOK(t, b, backend.TurnRequest{Prompt: "say one", Params: p})
 	rec := newACPRecorder()
 	done := make(chan error, 1)
 	go func() {
-		_, err := b.Turn(context.Background(), TurnRequest{ThreadID: first.ThreadID, Prompt: "say busy\nwait", Params: p, Handler: rec})
+		_, err := b.Turn(context.Background(), backend.TurnRequest{ThreadID: first.ThreadID, Prompt: "say busy\nwait", Params: p, Handler: rec})
 		done <- err
 	}()
 	waitText(t, rec, "busy")
-	if _, err := b.Turn(context.Background(), TurnRequest{ThreadID: first.ThreadID, Prompt: "say two", Params: p}); !errors.Is(err, ErrThreadBusy) {
+	if _, err := b.Turn(context.Background(), backend.TurnRequest{ThreadID: first.ThreadID, Prompt: "say two", Params: p}); !errors.Is(err, backend.ErrThreadBusy) {
 		t.Errorf("second turn: %v, want ErrThreadBusy", err)
 	}
 	if err := b.Interrupt(context.Background(), first.ThreadID); err != nil {
@@ -437,9 +438,9 @@ func TestACPBusy(t *testing.T) {
 		t.Errorf("interrupted turn: %v", err)
 	}
 
-	bad := NewACP(ACPConfig{Command: filepath.Join(t.TempDir(), "no-such-agent")})
+	bad := New(Config{Command: filepath.Join(t.TempDir(), "no-such-agent")})
 	defer bad.Close(context.Background())
-	if _, err := bad.Turn(context.Background(), TurnRequest{Prompt: "hi", Params: p}); !errors.Is(err, ErrNotFound) {
+	if _, err := bad.Turn(context.Background(), backend.TurnRequest{Prompt: "hi", Params: p}); !errors.Is(err, backend.ErrNotFound) {
 		t.Errorf("missing agent: %v, want ErrNotFound", err)
 	}
 }

@@ -1,4 +1,4 @@
-package codexchild
+package backend
 
 // ActivityKind says what an event means for the session that runs the
 // turn, whatever the backend's dialect called it.
@@ -48,21 +48,37 @@ type Activity struct {
 	// Usage is the thread's token usage so far (ActivityTokens), in the
 	// one shape of every kind (usage.go).
 	Usage *Usage
-	// SubAgents are the agents a Codex agent runs of its own (the collab
-	// tools: spawn_agent and the like), as a collab item tells of them:
-	// each one's thread and state. They are not members of the team.
+	// SubAgents are the agents an agent runs of its own (Codex's collab
+	// tools: spawn_agent and the like), as an item tells of them: each
+	// one's thread and state. They are not members of the team.
 	SubAgents []SubAgent
 }
 
-// SubAgent is an agent that a Codex agent started of its own (a collab
+// Activity returns the event in backend-neutral terms: *e.Neutral when the
+// backend translated it as it read it (ACP), else what e.Translate makes of
+// it (Codex translates on demand: only the events worth a summary are
+// read, and deltas and the like cost a switch on their type), else
+// nothing.
+func (e Event) Activity() Activity {
+	switch {
+	case e.Neutral != nil:
+		return *e.Neutral
+	case e.Translate != nil:
+		return e.Translate(e)
+	}
+	return Activity{}
+}
+
+// SubAgent is an agent that an agent started of its own (a Codex collab
 // spawn_agent), nested under it.
 type SubAgent struct {
 	// ThreadID is the sub-agent's own thread.
 	ThreadID string `json:"thread_id"`
-	// Status is its state as Codex last said ("pendingInit", "running",
-	// "completed", "errored", "shutdown", …).
+	// Status is its state as its parent last said ("pendingInit",
+	// "running", "completed", "errored", "shutdown", …).
 	Status string `json:"status"`
-	// Message is what it last said of itself, when Codex passed it on.
+	// Message is what it last said of itself, when its parent passed it
+	// on.
 	Message string `json:"message,omitempty"`
 }
 

@@ -1,4 +1,4 @@
-package codexchild
+package acpbackend
 
 import (
 	"context"
@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/acp"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/internal/childproc"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
@@ -28,7 +30,7 @@ const syncWait = 5 * time.Second
 
 // acpThread is one thread: an agent process and its one ACP session.
 type acpThread struct {
-	b *ACPBackend
+	b *Backend
 
 	// Guarded by b.mu:
 	id     string // the session id; "" until a new thread's session opened
@@ -43,7 +45,7 @@ type acpThread struct {
 	turn     *acpTurn      // the running turn, or nil
 	stopping chan struct{} // closed when the agent stopped after a turn has been closed
 	notes    []string      // denial notes for the next prompt (denialnote.go)
-	usage    Usage         // the thread's usage so far (acp_usage.go)
+	usage    backend.Usage // the thread's usage so far (acp_usage.go)
 }
 
 // takeNotes returns the thread's denial notes, each followed by a blank
@@ -114,7 +116,7 @@ func (th *acpThread) retire(why string) {
 // ready makes sure the thread has a live agent and session for the turn
 // and returns the prompt text to send, and why the thread the turn asked
 // for was replaced by a new session ("" when it was not).
-func (th *acpThread) ready(ctx context.Context, req TurnRequest) (text, replaced string, err error) {
+func (th *acpThread) ready(ctx context.Context, req backend.TurnRequest) (text, replaced string, err error) {
 	b := th.b
 	th.mu.Lock()
 	c, s, stopping := th.client, th.sess, th.stopping
@@ -213,15 +215,15 @@ func (th *acpThread) start(ctx context.Context, env []string) (*acp.Client, erro
 		if errors.As(err, &ee) {
 			if ee.Status.Code == 127 {
 				nf := acpExitError(ee)
-				nf.NotFound = &NotFoundError{Bin: cfg.Command, Program: "command", Path: os.Getenv("PATH"), Detail: lastLine(ee.Stderr)}
-				return nil, fmt.Errorf("%w: %w", ErrHandshake, nf)
+				nf.NotFound = &backend.NotFoundError{Bin: cfg.Command, Program: "command", Path: os.Getenv("PATH"), Detail: lastLine(ee.Stderr)}
+				return nil, fmt.Errorf("%w: %w", backend.ErrHandshake, nf)
 			}
-			return nil, fmt.Errorf("%w: %w", ErrHandshake, acpExitError(ee))
+			return nil, fmt.Errorf("%w: %w", backend.ErrHandshake, acpExitError(ee))
 		}
-		if execFailed(err) {
-			return nil, &NotFoundError{Bin: cfg.Command, Program: "command", Path: os.Getenv("PATH"), Detail: execDetail(err)}
+		if childproc.ExecFailed(err) {
+			return nil, &backend.NotFoundError{Bin: cfg.Command, Program: "command", Path: os.Getenv("PATH"), Detail: childproc.ExecDetail(err)}
 		}
-		return nil, fmt.Errorf("%w: %w", ErrHandshake, err)
+		return nil, fmt.Errorf("%w: %w", backend.ErrHandshake, err)
 	}
 	b.noteStarted(c)
 	return c, nil
@@ -299,7 +301,7 @@ func (th *acpThread) setModel(ctx context.Context, s *acp.Session, model string)
 }
 
 // sessionParams are the session's cwd, MCP servers, mode and options.
-func (th *acpThread) sessionParams(p ThreadParams) (acp.SessionParams, error) {
+func (th *acpThread) sessionParams(p backend.ThreadParams) (acp.SessionParams, error) {
 	cfg := th.b.cfg
 	cwd := p.Cwd
 	if cwd == "" {
@@ -343,7 +345,7 @@ func (th *acpThread) sessionParams(p ThreadParams) (acp.SessionParams, error) {
 // firstPrompt is the first prompt of a session: the instructions (and the
 // seed in front of the developer instructions), each followed by a blank
 // line, then the prompt.
-func firstPrompt(p ThreadParams, seed, prompt string) string {
+func firstPrompt(p backend.ThreadParams, seed, prompt string) string {
 	var parts []string
 	for _, s := range []string{p.BaseInstructions, seed, p.DeveloperInstructions} {
 		if s != "" {
@@ -354,13 +356,13 @@ func firstPrompt(p ThreadParams, seed, prompt string) string {
 }
 
 // run sends the turn's prompt and waits for its end.
-func (th *acpThread) run(ctx context.Context, req TurnRequest, text string) (*Result, error) {
+func (th *acpThread) run(ctx context.Context, req backend.TurnRequest, text string) (*backend.Result, error) {
 	b := th.b
 	t := &acpTurn{handler: req.Handler, onAccepted: req.OnAccepted, kinds: make(map[string]string)}
 	th.mu.Lock()
 	c, s := th.client, th.sess
 	th.turn = t
-	t.deliver(Event{ThreadID: s.ID(), Method: "session/prompt", Type: "turn_started", Neutral: &Activity{Kind: ActivityTurnStarted}})
+	t.deliver(backend.Event{ThreadID: s.ID(), Method: "session/prompt", Type: "turn_started", Neutral: &backend.Activity{Kind: backend.ActivityTurnStarted}})
 	th.mu.Unlock()
 
 	timeout := b.cfg.turnTimeout(req.Timeout)
@@ -385,14 +387,14 @@ func (th *acpThread) run(ctx context.Context, req TurnRequest, text string) (*Re
 	}
 	if res != nil {
 		for _, m := range res.Messages {
-			t.deliver(Event{ThreadID: s.ID(), TurnID: turnID(res.Turn), Method: "session/prompt", Type: "agent_message",
-				Neutral: &Activity{Kind: ActivityMessage, Text: m}})
+			t.deliver(backend.Event{ThreadID: s.ID(), TurnID: turnID(res.Turn), Method: "session/prompt", Type: "agent_message",
+				Neutral: &backend.Activity{Kind: backend.ActivityMessage, Text: m}})
 		}
 		if res.Tokens != nil {
-			th.usage = th.usage.withTurn(res.Tokens)
+			th.usage = withTurn(th.usage, res.Tokens)
 			u := th.usage
-			t.deliver(Event{ThreadID: s.ID(), TurnID: turnID(res.Turn), Method: "session/prompt", Type: "usage",
-				Neutral: &Activity{Kind: ActivityTokens, Usage: &u}})
+			t.deliver(backend.Event{ThreadID: s.ID(), TurnID: turnID(res.Turn), Method: "session/prompt", Type: "usage",
+				Neutral: &backend.Activity{Kind: backend.ActivityTokens, Usage: &u}})
 		}
 	}
 	t.flush()
@@ -407,12 +409,12 @@ func (th *acpThread) run(ctx context.Context, req TurnRequest, text string) (*Re
 		_ = c.Close(context.WithoutCancel(ctx)) // dead: reaps it
 		switch {
 		case timedOut:
-			return nil, &TimeoutError{After: timeout, ThreadID: s.ID(), Partial: t.partial.String()}
+			return nil, &backend.TimeoutError{After: timeout, ThreadID: s.ID(), Partial: t.partial.String()}
 		case ctx.Err() != nil:
-			return &Result{ThreadID: s.ID(), IsError: true, Status: "interrupted", Text: "interrupted", Partial: t.partial.String()}, ctx.Err()
+			return &backend.Result{ThreadID: s.ID(), IsError: true, Status: "interrupted", Text: "interrupted", Partial: t.partial.String()}, ctx.Err()
 		case t.interrupting && errors.Is(ee, acp.ErrCancelIgnored):
 			// Killed because it did not stop after session/cancel.
-			return &Result{ThreadID: s.ID(), IsError: true, Status: "interrupted", Text: "interrupted", Partial: t.partial.String()}, nil
+			return &backend.Result{ThreadID: s.ID(), IsError: true, Status: "interrupted", Text: "interrupted", Partial: t.partial.String()}, nil
 		}
 		return nil, acpExitError(ee)
 	}
@@ -421,14 +423,14 @@ func (th *acpThread) run(ctx context.Context, req TurnRequest, text string) (*Re
 	}
 	if res == nil {
 		if errors.As(err, &rpcErr) {
-			return &Result{ThreadID: s.ID(), IsError: true, Status: "failed", Text: err.Error()}, nil
+			return &backend.Result{ThreadID: s.ID(), IsError: true, Status: "failed", Text: err.Error()}, nil
 		}
 		return nil, err
 	}
 	r := result(s.ID(), res)
 	switch {
 	case timedOut:
-		return nil, &TimeoutError{After: timeout, ThreadID: s.ID(), Partial: r.Partial}
+		return nil, &backend.TimeoutError{After: timeout, ThreadID: s.ID(), Partial: r.Partial}
 	case ctx.Err() != nil:
 		return r, ctx.Err()
 	}
@@ -436,8 +438,8 @@ func (th *acpThread) run(ctx context.Context, req TurnRequest, text string) (*Re
 }
 
 // result converts acp's TurnResult.
-func result(sid string, res *acp.TurnResult) *Result {
-	r := &Result{ThreadID: sid, TurnID: turnID(res.Turn), Text: res.Text, Raw: res.Raw}
+func result(sid string, res *acp.TurnResult) *backend.Result {
+	r := &backend.Result{ThreadID: sid, TurnID: turnID(res.Turn), Text: res.Text, Raw: res.Raw}
 	switch {
 	case res.Cancelled || res.StopReason == acp.StopCancelled:
 		r.Status, r.IsError = "interrupted", true
@@ -479,4 +481,15 @@ func (th *acpThread) interrupt(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// processEnv is a thread's Env as NAME=value entries, sorted: the thread's agent
+// process gets them.
+func processEnv(env map[string]string) []string {
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	slices.Sort(out)
+	return out
 }

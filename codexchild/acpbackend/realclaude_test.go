@@ -1,4 +1,4 @@
-package codexchild
+package acpbackend
 
 import (
 	"context"
@@ -8,11 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realacp"
 )
 
 // TestACPRealClaude runs the real claude-agent-acp (pinned in
-// realacp) through NewACP, offline against the loopback Anthropic
+// realacp) through New, offline against the loopback Anthropic
 // mock: a first turn with the thread's instructions, a mail sent through
 // the thread's own MCP server (mockmcp as "atm"), a Bash call approved
 // through the Handler and one denied, a hung turn interrupted, the next
@@ -38,7 +39,7 @@ func TestACPRealClaude(t *testing.T) {
 	if os.Geteuid() == 0 {
 		env = append(env, "IS_SANDBOX=1") // else session/new fails: bypass_root
 	}
-	cfg := ACPConfig{Name: "claude", Command: bin, Env: env, Dir: work, Mode: "default", Logger: acpLogger(t), TurnTimeout: 120 * time.Second}
+	cfg := Config{Name: "claude", Command: bin, Env: env, Dir: work, Mode: "default", Logger: acpLogger(t), TurnTimeout: 120 * time.Second}
 	p := e.params(t)
 	p.Cwd = work
 	p.Model = "" // claude-agent-acp's model option lists real model ids only
@@ -46,11 +47,11 @@ func TestACPRealClaude(t *testing.T) {
 	p.ToolServers[0].Env[realacp.TagEnv] = tag
 
 	begin := time.Now()
-	run := func(b *ACPBackend, id, prompt string, d ...Decision) (*Result, *acpRecorder) {
+	run := func(b *Backend, id, prompt string, d ...backend.Decision) (*backend.Result, *acpRecorder) {
 		t.Helper()
 		rec := newACPRecorder(d...)
 		start := time.Now()
-		res, err := b.Turn(context.Background(), TurnRequest{ThreadID: id, Prompt: prompt, Params: p, Handler: rec})
+		res, err := b.Turn(context.Background(), backend.TurnRequest{ThreadID: id, Prompt: prompt, Params: p, Handler: rec})
 		if err != nil {
 			t.Fatalf("Turn %q: %v", prompt, err)
 		}
@@ -67,12 +68,12 @@ func TestACPRealClaude(t *testing.T) {
 		t.Errorf("turn 1 messages %q, want the result's text last", msgs)
 	}
 
-	res2, rec2 := run(b, id, `TURN TWO: CALL-TOOL atm_send {"to":"arch","message":"hi"}`, Decision{Kind: Approve})
+	res2, rec2 := run(b, id, `TURN TWO: CALL-TOOL atm_send {"to":"arch","message":"hi"}`, backend.Decision{Kind: backend.Approve})
 	if !strings.Contains(res2.Text, `TOOL RESULT: sent as m1:`) {
 		t.Errorf("turn 2: %q, want the mail tool's result", res2.Text)
 	}
 	// Claude Code asks before an MCP tool in mode default: a tool approval.
-	if len(rec2.approvals) != 1 || rec2.approvals[0].Kind != ApprovalTool || !strings.Contains(rec2.approvals[0].Message, "atm_send") {
+	if len(rec2.approvals) != 1 || rec2.approvals[0].Kind != backend.ApprovalTool || !strings.Contains(rec2.approvals[0].Message, "atm_send") {
 		for _, a := range rec2.approvals {
 			t.Logf("approval %+v raw %s", a, a.Raw)
 		}
@@ -83,28 +84,28 @@ func TestACPRealClaude(t *testing.T) {
 	}
 
 	ran := filepath.Join(work, "ran.txt")
-	res3, rec3 := run(b, id, "TURN THREE: RUN-TOOL", Decision{Kind: Approve})
+	res3, rec3 := run(b, id, "TURN THREE: RUN-TOOL", backend.Decision{Kind: backend.Approve})
 	if !strings.Contains(res3.Text, "acp-approved") {
 		t.Errorf("turn 3: %q, want the approved command's output", res3.Text)
 	}
 	if _, err := os.Stat(ran); err != nil {
 		t.Errorf("the approved command did not run: %v", err)
 	}
-	if len(rec3.approvals) != 1 || rec3.approvals[0].Kind != ApprovalExec || !strings.Contains(rec3.approvals[0].Command, "touch ran.txt") {
+	if len(rec3.approvals) != 1 || rec3.approvals[0].Kind != backend.ApprovalExec || !strings.Contains(rec3.approvals[0].Command, "touch ran.txt") {
 		for _, a := range rec3.approvals {
 			t.Logf("approval %+v raw %s", a, a.Raw)
 		}
 		t.Errorf("turn 3: %d approvals, want one exec approval of the command", len(rec3.approvals))
 	}
 	os.Remove(ran)
-	res4, rec4 := run(b, id, "TURN FOUR: RUN-TOOL", Decision{Kind: Deny})
+	res4, rec4 := run(b, id, "TURN FOUR: RUN-TOOL", backend.Decision{Kind: backend.Deny})
 	if _, err := os.Stat(ran); err == nil || len(rec4.approvals) != 1 || strings.Contains(res4.Text, "acp-approved") {
 		t.Errorf("turn 4: %q, %d approvals; the denied command must not run", res4.Text, len(rec4.approvals))
 	}
 
-	done := make(chan *Result, 1)
+	done := make(chan *backend.Result, 1)
 	go func() {
-		res, err := b.Turn(context.Background(), TurnRequest{ThreadID: id, Prompt: "TURN FIVE: HANG", Params: p})
+		res, err := b.Turn(context.Background(), backend.TurnRequest{ThreadID: id, Prompt: "TURN FIVE: HANG", Params: p})
 		if err != nil {
 			t.Errorf("turn 5: %v", err)
 		}

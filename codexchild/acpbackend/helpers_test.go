@@ -1,4 +1,4 @@
-package codexchild
+package acpbackend
 
 import (
 	"bufio"
@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/mockacp"
 )
 
@@ -68,9 +69,9 @@ func newACPEnv(t *testing.T) *acpEnv {
 	return e
 }
 
-// config is an ACPConfig for the mock agent with env added.
-func (e *acpEnv) config(t *testing.T, env ...string) ACPConfig {
-	return ACPConfig{
+// config is an Config for the mock agent with env added.
+func (e *acpEnv) config(t *testing.T, env ...string) Config {
+	return Config{
 		Name:    "mock",
 		Command: e.agent,
 		Env:     append([]string{"MOCKACP_STATE=" + e.state, "ACPTEST_MARK=" + e.mark}, env...),
@@ -83,8 +84,8 @@ func (e *acpEnv) config(t *testing.T, env ...string) ACPConfig {
 }
 
 // backend returns a backend for cfg, closed at the end of the test.
-func (e *acpEnv) backend(t *testing.T, cfg ACPConfig) *ACPBackend {
-	b := NewACP(cfg)
+func (e *acpEnv) backend(t *testing.T, cfg Config) *Backend {
+	b := New(cfg)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -97,13 +98,13 @@ func (e *acpEnv) backend(t *testing.T, cfg ACPConfig) *ACPBackend {
 
 // params are thread parameters with instructions and the mockmcp server
 // as "atm".
-func (e *acpEnv) params(t *testing.T) ThreadParams {
-	return ThreadParams{
+func (e *acpEnv) params(t *testing.T) backend.ThreadParams {
+	return backend.ThreadParams{
 		Cwd:                   t.TempDir(),
 		Model:                 "mock-large",
 		BaseInstructions:      "BASE INSTRUCTIONS",
 		DeveloperInstructions: "DEVELOPER INSTRUCTIONS",
-		ToolServers: []ToolServer{{Name: "atm", Command: e.mcp, Args: []string{"--agent", "m1"},
+		ToolServers: []backend.ToolServer{{Name: "atm", Command: e.mcp, Args: []string{"--agent", "m1"},
 			Env: map[string]string{"MOCKMCP_LOG": e.mcpLog, "ACPTEST_MARK": e.mark}}},
 	}
 }
@@ -112,20 +113,20 @@ func (e *acpEnv) params(t *testing.T) ThreadParams {
 // approvals with the decisions given, in order (the last one repeated).
 type acpRecorder struct {
 	mu        sync.Mutex
-	events    []Event
-	approvals []*Approval
-	decisions []Decision
+	events    []backend.Event
+	approvals []*backend.Approval
+	decisions []backend.Decision
 	flushes   int
 	// seen receives each message text as it arrives (buffered; dropped
 	// when full).
 	seen chan string
 }
 
-func newACPRecorder(decisions ...Decision) *acpRecorder {
+func newACPRecorder(decisions ...backend.Decision) *acpRecorder {
 	return &acpRecorder{decisions: decisions, seen: make(chan string, 64)}
 }
 
-func (r *acpRecorder) Event(e Event) {
+func (r *acpRecorder) Event(e backend.Event) {
 	r.mu.Lock()
 	r.events = append(r.events, e)
 	r.mu.Unlock()
@@ -143,11 +144,11 @@ func (r *acpRecorder) Event(e Event) {
 	}
 }
 
-func (r *acpRecorder) Approval(a *Approval) {
+func (r *acpRecorder) Approval(a *backend.Approval) {
 	r.mu.Lock()
 	r.approvals = append(r.approvals, a)
 	n := len(r.approvals)
-	var d Decision
+	var d backend.Decision
 	if len(r.decisions) > 0 {
 		d = r.decisions[min(n, len(r.decisions))-1]
 	}
@@ -175,10 +176,10 @@ func (r *acpRecorder) activities() []string {
 			continue
 		}
 		switch a := e.Neutral; a.Kind {
-		case ActivityNone:
-		case ActivityItem:
+		case backend.ActivityNone:
+		case backend.ActivityItem:
 			out = append(out, fmt.Sprintf("item %s %s %s %q started=%v", a.Item.ID, a.Item.Type, a.Item.Status, a.Item.Summary, a.Item.Started))
-		case ActivityMessage:
+		case backend.ActivityMessage:
 			out = append(out, "message "+a.Text)
 		default:
 			out = append(out, string(a.Kind)+" "+a.Summary)
@@ -188,7 +189,7 @@ func (r *acpRecorder) activities() []string {
 }
 
 // turn runs a turn that must not fail.
-func acpTurnOK(t *testing.T, b *ACPBackend, req TurnRequest) *Result {
+func acpTurnOK(t *testing.T, b *Backend, req backend.TurnRequest) *backend.Result {
 	t.Helper()
 	if req.Timeout == 0 {
 		req.Timeout = 60 * time.Second

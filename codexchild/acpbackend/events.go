@@ -1,4 +1,4 @@
-package codexchild
+package acpbackend
 
 import (
 	"context"
@@ -7,12 +7,13 @@ import (
 	"sync/atomic"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/acp"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 )
 
 // acpTurn is the state of a running turn of an acpThread; guarded by the
 // thread's mu.
 type acpTurn struct {
-	handler    Handler // nil drops events and denies approvals
+	handler    backend.Handler // nil drops events and denies approvals
 	onAccepted func()
 	accepted   bool
 	dirty      bool              // the handler had events since its last Flush
@@ -24,7 +25,7 @@ type acpTurn struct {
 }
 
 // deliver passes an event to the turn's handler; the thread's mu is held.
-func (t *acpTurn) deliver(e Event) {
+func (t *acpTurn) deliver(e backend.Event) {
 	if t.handler == nil {
 		return
 	}
@@ -50,7 +51,7 @@ func (t *acpTurn) flush() {
 		return
 	}
 	t.dirty = false
-	if f, ok := t.handler.(Flusher); ok {
+	if f, ok := t.handler.(backend.Flusher); ok {
 		f.Flush()
 	}
 }
@@ -62,7 +63,7 @@ func (th *acpThread) onEvent(ev acp.Event) {
 	th.mu.Lock()
 	defer th.mu.Unlock()
 	if ev.Kind == acp.EventUsage && !ev.Replay {
-		th.usage = th.usage.withUpdate(ev.Usage) // kept even when no turn runs
+		th.usage = withUpdate(th.usage, ev.Usage) // kept even when no turn runs
 	}
 	t := th.turn
 	if t == nil || ev.Replay {
@@ -99,28 +100,28 @@ func (th *acpThread) onIdle() {
 }
 
 // translate maps an ACP event to the backend's Event and its Activity.
-func (t *acpTurn) translate(ev acp.Event) Event {
-	e := Event{ThreadID: ev.SessionID, TurnID: turnID(ev.Turn), Method: "session/update", Type: ev.Update, Params: ev.Raw}
-	a := &Activity{Kind: ActivityNone}
+func (t *acpTurn) translate(ev acp.Event) backend.Event {
+	e := backend.Event{ThreadID: ev.SessionID, TurnID: turnID(ev.Turn), Method: "session/update", Type: ev.Update, Params: ev.Raw}
+	a := &backend.Activity{Kind: backend.ActivityNone}
 	switch ev.Kind {
 	case acp.EventToolCall:
 		tc := ev.Tool
 		if tc.Kind != "" {
 			t.kinds[tc.ID] = tc.Kind
 		}
-		a.Kind = ActivityItem
-		a.Item = &Item{ID: tc.ID, Type: itemType(t.kinds[tc.ID]), Status: itemStatus(tc.Status), Summary: tc.Title, Started: tc.Created}
+		a.Kind = backend.ActivityItem
+		a.Item = &backend.Item{ID: tc.ID, Type: itemType(t.kinds[tc.ID]), Status: itemStatus(tc.Status), Summary: tc.Title, Started: tc.Created}
 	case acp.EventUsage:
-		a.Kind = ActivityTokens // its Usage is the thread's, set by onEvent
+		a.Kind = backend.ActivityTokens // its Usage is the thread's, set by onEvent
 	case acp.EventPlan:
 		var steps []string
 		for _, p := range ev.Plan {
 			steps = append(steps, p.Content+" ("+p.Status+")")
 		}
-		a.Kind, a.Summary = ActivityNote, "plan: "+strings.Join(steps, "; ")
+		a.Kind, a.Summary = backend.ActivityNote, "plan: "+strings.Join(steps, "; ")
 	case acp.EventPermission:
 		e.Method, e.Type = "session/request_permission", "request_permission"
-		a.Kind, a.Summary = ActivityApproval, "approval: "+ev.Permission.Tool.Title
+		a.Kind, a.Summary = backend.ActivityApproval, "approval: "+ev.Permission.Tool.Title
 	case acp.EventPermissionDone:
 		e.Method, e.Type = "session/request_permission", "permission_done"
 		a.Summary = "approval answered: " + string(ev.Decision)
@@ -159,11 +160,11 @@ func (th *acpThread) ask(ctx context.Context, req acp.PermissionRequest) acp.Dec
 		th.mu.Unlock()
 		return acp.RejectOnce
 	}
-	answer := make(chan Decision, 1)
+	answer := make(chan backend.Decision, 1)
 	var answered atomic.Bool
-	a := NewApproval(approvalOf(th.b.nextApproval(), th.cwd, req), func(d Decision) error {
+	a := backend.NewApproval(approvalOf(th.b.nextApproval(), th.cwd, req), func(d backend.Decision) error {
 		if !answered.CompareAndSwap(false, true) {
-			return ErrAlreadyAnswered
+			return backend.ErrAlreadyAnswered
 		}
 		answer <- d
 		return nil
@@ -173,7 +174,7 @@ func (th *acpThread) ask(ctx context.Context, req acp.PermissionRequest) acp.Dec
 	th.mu.Unlock()
 	select {
 	case d := <-answer:
-		if note := denialNote(a, d); note != "" {
+		if note := backend.DenialNote(a, d); note != "" {
 			// The agent reads its own words for any denial (claude-agent-acp:
 			// "User refused permission to run tool"): the reason opens the
 			// thread's next prompt.
@@ -182,11 +183,11 @@ func (th *acpThread) ask(ctx context.Context, req acp.PermissionRequest) acp.Dec
 			th.mu.Unlock()
 		}
 		switch d.Kind {
-		case Approve:
+		case backend.Approve:
 			return acp.AllowOnce
-		case ApproveForSession:
+		case backend.ApproveForSession:
 			return acp.AllowAlways
-		case Abort:
+		case backend.Abort:
 			th.b.background(func() {
 				if err := th.interrupt(context.Background()); err != nil {
 					th.b.log.Warn("acp: interrupt after an aborted approval", "err", err)
@@ -201,15 +202,15 @@ func (th *acpThread) ask(ctx context.Context, req acp.PermissionRequest) acp.Dec
 
 // approvalOf is the Approval of a permission request: exec for a tool of
 // kind execute, patch for edit, delete and move, "tool" for the others.
-func approvalOf(id, cwd string, req acp.PermissionRequest) Approval {
-	a := Approval{ID: id, Kind: ApprovalTool, ThreadID: req.SessionID, TurnID: turnID(req.Turn), CallID: req.Tool.ID,
+func approvalOf(id, cwd string, req acp.PermissionRequest) backend.Approval {
+	a := backend.Approval{ID: id, Kind: backend.ApprovalTool, ThreadID: req.SessionID, TurnID: turnID(req.Turn), CallID: req.Tool.ID,
 		Message: req.Tool.Title, Cwd: cwd, Raw: req.Raw}
 	switch req.Tool.Kind {
 	case "execute":
-		a.Kind = ApprovalExec
+		a.Kind = backend.ApprovalExec
 		a.Command = commandOf(req.Tool.RawInput)
 	case "edit", "delete", "move":
-		a.Kind = ApprovalPatch
+		a.Kind = backend.ApprovalPatch
 	}
 	return a
 }

@@ -1,4 +1,4 @@
-package codexchild
+package backend
 
 import (
 	"context"
@@ -11,23 +11,24 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
-// Backend is one Codex child process at the level the proxy thinks in:
-// threads, turns, events, approvals. The mcp-server backend (codex
-// mcp-server, Codex ≤ 0.153.4) and the app-server backend (codex app-server,
-// Codex ≥ 0.154) both implement it; what only one protocol has is an
-// optional interface (Passthrough, Steerer). A Backend starts its child
-// lazily on the first call that needs it; every method is safe for
+// Backend runs the agents of one kind at the level the proxy thinks in:
+// threads, turns, events, approvals. The Codex backends (package
+// codexchild: codex mcp-server, Codex ≤ 0.153.4, and codex app-server,
+// Codex ≥ 0.154) and the ACP backend (package acpbackend: one agent
+// process per thread) implement it; what only some have is an optional
+// interface (capabilities.go), asked of the backend. A Backend starts its
+// child lazily on the first call that needs it; every method is safe for
 // concurrent use, and turns on different threads run concurrently.
 type Backend interface {
 	// Turn runs one turn: a new thread when req.ThreadID is empty, else a
 	// continuation of that thread (see TurnRequest for when a backend
 	// continues it on a fresh thread or resumes it first). It blocks until the turn ends, the turn's
 	// timeout expires (a *TimeoutError), ctx is cancelled (the turn is
-	// interrupted in Codex first, and Turn returns the interrupted Result
-	// together with ctx's error) or the child dies (an *ExitError). Events
-	// and approvals of the turn are delivered to req.Handler while it runs. A
-	// Codex-side failure of the turn (unknown thread, model error, aborted
-	// turn) is a Result with IsError set, not an error.
+	// interrupted in the agent first, and Turn returns the interrupted
+	// Result together with ctx's error) or the child dies (an *ExitError).
+	// Events and approvals of the turn are delivered to req.Handler while
+	// it runs. An agent-side failure of the turn (unknown thread, model
+	// error, aborted turn) is a Result with IsError set, not an error.
 	Turn(ctx context.Context, req TurnRequest) (*Result, error)
 
 	// Interrupt interrupts the running turn of a thread; the pending Turn
@@ -45,53 +46,18 @@ type Backend interface {
 	Close(ctx context.Context) error
 }
 
-// Starter is what a backend that can start its child before the first
-// call offers (every backend of this package).
-type Starter interface {
-	// Start starts the child and does its handshake now; it returns the
-	// start's error, or nil when the child had started already.
-	Start(ctx context.Context) error
-}
-
-// Passthrough is what a backend whose child is itself an MCP server
-// (mcp-server) offers besides turns. A backend that has it only for some
-// children (the auto backend) returns ErrUnsupported for the others.
-type Passthrough interface {
-	// Forward sends any other request to the child verbatim (its id is
-	// replaced by the backend's own and restored on the reply) and returns
-	// the child's reply verbatim.
-	Forward(ctx context.Context, req *jsonrpcframe.Message) (*jsonrpcframe.Message, error)
-	// Notify sends a notification to the child verbatim.
-	Notify(ctx context.Context, n *jsonrpcframe.Message) error
-}
-
-// Steerer is what a backend that can add input to a running turn offers
-// (app-server's turn/steer). A backend that has it only for some children
-// (the auto backend) returns ErrUnsupported for the others.
-type Steerer interface {
-	// Steer adds input to the running turn of a thread.
-	Steer(ctx context.Context, threadID, text string) error
-}
-
-// Kind names a backend protocol.
-type Kind string
-
-// The backend kinds.
-const (
-	KindMCPServer Kind = "mcp-server"
-	KindAppServer Kind = "app-server"
-)
-
 // TurnRequest is one turn.
 //
 // A turn on a thread this child process has never run continues it where
-// Codex can: app-server resumes it from Codex's storage (thread/resume with
-// Params) first; mcp-server, which cannot, starts a fresh thread in its
-// place, seeded with Seed. On mcp-server a thread whose last turn was
-// interrupted is also left for a fresh thread (Codex may still deliver that
-// turn's results under a later request: docs/codex-wire.md#stale-listener), seeded with
-// the agent's last messages there, unless SameThread is set. The Result's
-// ThreadID names the thread the turn ran on.
+// the agent can: Codex app-server resumes it from Codex's storage
+// (thread/resume with Params) first, an ACP agent reopens its session
+// (session/load or session/resume); Codex mcp-server, which cannot,
+// starts a fresh thread in its place, seeded with Seed. On mcp-server a
+// thread whose last turn was interrupted is also left for a fresh thread
+// (Codex may still deliver that turn's results under a later request:
+// docs/codex-wire.md#stale-listener), seeded with the agent's last
+// messages there, unless SameThread is set. The Result's ThreadID names
+// the thread the turn ran on.
 type TurnRequest struct {
 	// ThreadID continues an existing thread; "" starts a new one.
 	ThreadID string
@@ -102,9 +68,9 @@ type TurnRequest struct {
 	// Prompt alone (its context belongs in Params.DeveloperInstructions).
 	// optional.
 	Preamble string
-	// Params are the thread's Codex parameters, given on every turn: they
-	// start a thread (a new one, or a fresh one in place of ThreadID) and go
-	// with app-server's thread/resume.
+	// Params are the thread's parameters, given on every turn: they start
+	// a thread (a new one, or a fresh one in place of ThreadID) and go with
+	// a resume (app-server's thread/resume, an ACP session/load).
 	Params ThreadParams
 	// Seed is put in front of the developer instructions (followed by a
 	// blank line) when the backend starts a fresh thread in place of a
@@ -116,7 +82,7 @@ type TurnRequest struct {
 	Seed string
 	// SameThread sends the turn to ThreadID as it is: no fresh thread in
 	// its place and no resume first (a session's summary must come from its
-	// own thread; a reply to a thread no session knows goes to Codex as
+	// own thread; a reply to a thread no session knows goes to the agent as
 	// given).
 	SameThread bool
 	// Timeout bounds the turn. optional: 0 means 300 s; negative means none.
@@ -153,7 +119,7 @@ type TurnRequest struct {
 	// Turn returns: OnAccepted is called if it comes, and Turn fails with
 	// the *ExitError if the child dies first; after that Turn returns as
 	// usual, unacknowledged. The mail layer marks mail read here, not at
-	// OnSent, so that mail a dying Codex never took is offered again
+	// OnSent, so that mail a dying child never took is offered again
 	// (FR-8.12). It is called at most once, on the backend's reader
 	// goroutine, and never after Turn has returned; it may run before
 	// OnSent does (the reader does not wait for the writer) and it must
@@ -165,16 +131,16 @@ type TurnRequest struct {
 	// OnSent) the turn's result. A caller that starts a turn where it must
 	// not wait, such as the goroutine reading its own client, gives that
 	// role to another goroutine there and keeps the turn; the turn's
-	// request then reaches Codex without a hand-off between goroutines.
+	// request then reaches the child without a hand-off between goroutines.
 	// It is called even when Turn fails before it would wait. optional;
 	// the app-server backend calls it before anything else.
 	Release func()
 	// OnResult is an optimisation hook. When set, it is called with the
-	// result Codex sent for the turn (an IsError one included) on the
+	// result the child sent for the turn (an IsError one included) on the
 	// backend's reader goroutine as soon as it arrives, before Turn returns
 	// that same result: a caller can answer its own client at once,
 	// without waiting for the goroutine blocked in Turn to be scheduled. It
-	// must not block (Codex's output waits meanwhile). It is not called for
+	// must not block (the child's output waits meanwhile). It is not called for
 	// a turn that ends otherwise (timeout, interrupt, the child's death, a
 	// JSON-RPC error). optional; the mcp-server backend calls it, app-server
 	// does not.
@@ -182,10 +148,11 @@ type TurnRequest struct {
 }
 
 // ThreadParams are the parameters of a thread (a session, in an agent's
-// terms), named as the codex tool's arguments. The fields of ThreadParams
-// itself mean the same to every backend; what only Codex understands is in
-// the embedded CodexParams, which other backends ignore. Empty fields are
-// not sent.
+// terms), named as the codex tool's arguments. The fields mean the same
+// to every backend; what only one kind understands (Codex's sandbox,
+// approval policy, config overrides) is in Options, opaque to the caller:
+// the kind's backend made it (Configurable.Options) and reads it, and
+// every other backend ignores it. Empty fields are not sent.
 type ThreadParams struct {
 	Cwd                   string
 	Model                 string
@@ -193,34 +160,28 @@ type ThreadParams struct {
 	DeveloperInstructions string
 	// ToolServers are stdio MCP servers the thread's agent gets besides its
 	// own tools (the per-agent team-mail server). The Codex backends send
-	// them as Config["mcp_servers"] entries (tools approved, server
+	// them as config mcp_servers entries (tools approved, server
 	// required); an ACP backend passes them to session/new.
 	ToolServers []ToolServer
 	// Env are environment variables the agent's commands see (a session's
 	// ATM_WORKTREE, ATM_BRANCH, ATM_PORT_BASE, ATM_PORT_COUNT): the Codex
 	// backends set them in the thread's shell environment (config
-	// shell_environment_policy.set, threadenv.go); an ACP backend starts
-	// the thread's agent process with them (one process per thread).
-	// optional.
+	// shell_environment_policy.set); an ACP backend starts the thread's
+	// agent process with them (one process per thread). optional.
 	Env map[string]string
-	CodexParams
-}
-
-// CodexParams are the thread parameters only Codex understands.
-type CodexParams struct {
-	ApprovalPolicy string // untrusted | on-failure | on-request | never
-	Sandbox        string // read-only | workspace-write | danger-full-access
-	CompactPrompt  string
-	Profile        string
-	// Config holds config overrides (the codex tool's "config" argument,
-	// app-server thread/start "config"), e.g. per-thread mcp_servers.
-	Config map[string]any
-	// WritableRoots are directories besides the thread's cwd that Codex's
-	// workspace-write sandbox lets the thread's commands write (what git
-	// needs to commit in a worktree): config
-	// sandbox_workspace_write.writable_roots (threadenv.go). They are
-	// never given when Sandbox is read-only. optional.
+	// WritableRoots are directories besides the thread's cwd that its
+	// commands must be able to write (what git needs to commit in a
+	// worktree). A backend that holds its agents in a sandbox lets them
+	// through it (Codex's workspace-write sandbox:
+	// sandbox_workspace_write.writable_roots), never for a read-only
+	// thread; a backend without a sandbox needs nothing. The caller gives
+	// none to a thread it holds read-only. optional.
 	WritableRoots []string
+	// Options are the settings only the thread's own kind understands, as
+	// its backend made them from the session's settings
+	// (Configurable.Options); a backend that finds anything else here
+	// (nil, another kind's) sends none of its own. optional.
+	Options any
 }
 
 // ToolServer is a stdio MCP server given to a thread's agent.
@@ -235,30 +196,49 @@ type ToolServer struct {
 // Handler receives a turn's events and approvals. Its methods are called
 // from the backend's reader goroutine: they must not block.
 type Handler interface {
-	// Event delivers one Codex event of the turn.
+	// Event delivers one event of the turn.
 	Event(Event)
 	// Approval delivers an approval request. The handler must eventually
 	// call a.Respond, from any goroutine; until then the turn waits.
 	Approval(a *Approval)
 }
 
-// Event is one Codex event.
+// A Flusher is a [Handler] that passes a turn's events on in batches, say
+// one write to its own client for several events. The backend calls Flush
+// on its reader goroutine once it has delivered everything the child has
+// written so far, before it waits for more of the child's output, and when
+// that output ends: an event is never held back while the reader has
+// nothing else to do. Every Flusher that has had an event since the
+// reader's last wait gets one call; it may come after the turn's Turn call
+// has returned. Like the other Handler methods, Flush must not block.
+type Flusher interface {
+	Flush()
+}
+
+// Event is one event of an agent, in its protocol's own words.
 type Event struct {
-	// ThreadID and TurnID associate the event; either may be "" when Codex
-	// did not say.
+	// ThreadID and TurnID associate the event; either may be "" when the
+	// agent did not say.
 	ThreadID string
 	TurnID   string
-	// Method is the notification method: "codex/event" on mcp-server, the
-	// app-server method (e.g. "item/completed") otherwise.
+	// Method is the notification method: "codex/event" on Codex
+	// mcp-server, the app-server method (e.g. "item/completed"),
+	// "session/update" for an ACP agent.
 	Method string
-	// Type is msg.type on mcp-server and the method on app-server.
+	// Type is msg.type on mcp-server, the method on app-server, the
+	// update's kind on ACP.
 	Type string
 	// Params are the notification params exactly as the child sent them.
 	Params json.RawMessage
 	// Neutral is the event in backend-neutral terms, set by a backend that
-	// translates as it reads (ACP); nil lets [Event.Activity] translate a
-	// Codex event on demand.
+	// translates as it reads (ACP); nil lets [Event.Activity] translate it
+	// on demand with Translate.
 	Neutral *Activity
+	// Translate translates the event on demand when Neutral is nil: set by
+	// a backend that translates only what somebody reads (Codex, whose
+	// deltas would cost a decode each). optional: nil (and no Neutral)
+	// means the event says nothing in neutral terms.
+	Translate func(Event) Activity
 	// RequestID is, for an event of a request sent with Forward (delivered to
 	// Config.OnEvent), that request's id as the caller sent it; the child's
 	// params still carry the backend's own id. Zero otherwise.
@@ -278,7 +258,7 @@ const (
 	ApprovalTool ApprovalKind = "tool"
 )
 
-// Approval is a typed approval request from Codex.
+// Approval is a typed approval request from an agent.
 type Approval struct {
 	// ID is the backend's own name for the approval, unique for the
 	// backend's life ("approval-1", ...). The child's request ids (from 0)
@@ -288,13 +268,15 @@ type Approval struct {
 	ThreadID string
 	TurnID   string
 	CallID   string
-	// Message is Codex's own question, when it sent one.
+	// Message is the agent's own question (or, for an ACP tool call, its
+	// title), when it sent one.
 	Message string
 	// Command is the command line of an exec approval.
 	Command string
 	Cwd     string
 	Reason  string
-	// Changes are the file changes of a patch approval, as Codex sent them.
+	// Changes are the file changes of a patch approval, as the agent sent
+	// them.
 	Changes json.RawMessage
 	// Raw are the request params exactly as the child sent them.
 	Raw json.RawMessage
@@ -303,11 +285,11 @@ type Approval struct {
 }
 
 // Respond answers the approval. Only the first answer counts; later calls
-// return ErrAlreadyAnswered. The answer always reaches Codex as a decision
-// it understands, never as a JSON-RPC error.
+// return ErrAlreadyAnswered. The answer always reaches the agent as a
+// decision it understands, never as a JSON-RPC error.
 func (a *Approval) Respond(d Decision) error {
 	if a.respond == nil {
-		return errors.New("codexchild: approval has no responder")
+		return errors.New("backend: approval has no responder")
 	}
 	return a.respond(d)
 }
@@ -327,7 +309,8 @@ const (
 	Approve           DecisionKind = "approve"
 	ApproveForSession DecisionKind = "approve_for_session"
 	Deny              DecisionKind = "deny"
-	// Abort ends the turn (mcp-server "abort", app-server "cancel").
+	// Abort ends the turn (mcp-server "abort", app-server "cancel", an ACP
+	// agent's cancelled permission and session/cancel).
 	Abort DecisionKind = "abort"
 )
 
@@ -347,9 +330,10 @@ type Decision struct {
 type Result struct {
 	ThreadID string
 	TurnID   string
-	// Text is the final agent message (or Codex's error text when IsError).
+	// Text is the final agent message (or the agent's error text when
+	// IsError).
 	Text string
-	// IsError reports a Codex-side failure (the tool result's isError, a
+	// IsError reports an agent-side failure (the tool result's isError, a
 	// failed or interrupted turn).
 	IsError bool
 	// Status is "completed", "failed" or "interrupted".
@@ -357,8 +341,8 @@ type Result struct {
 	// Partial is the agent text seen in events before an interrupted turn
 	// ended; "" otherwise.
 	Partial string
-	// Raw is the child's tools/call result verbatim (mcp-server), or the
-	// turn/completed params (app-server).
+	// Raw is the child's tools/call result verbatim (mcp-server), the
+	// turn/completed params (app-server), or the prompt answer (ACP).
 	Raw json.RawMessage
 	// Replaced says why the turn ran on a new thread (ThreadID) in place
 	// of the TurnRequest's ThreadID, which the child could not continue:
@@ -371,14 +355,15 @@ type Result struct {
 
 // Status reports the child's state.
 type Status struct {
-	// Kind is the protocol: KindAuto while the auto backend has not
+	// Protocol is the protocol the backend speaks ("mcp-server",
+	// "app-server", "acp"); "auto" while Codex's auto backend has not
 	// decided.
-	Kind    Kind
-	Started bool
-	Running bool
-	PID     int
-	Version string // Codex version from the handshake
-	Exit    *ExitStatus
+	Protocol string
+	Started  bool
+	Running  bool
+	PID      int
+	Version  string // the agent's version from the handshake
+	Exit     *ExitStatus
 }
 
 // ExitStatus says how the child died (it has the shape of
@@ -396,7 +381,7 @@ type ExitStatus struct {
 // lines in a row that are not JSON-RPC on stdout".
 func (s ExitStatus) String() string { return childproc.ExitStatus(s).String() }
 
-// Errors.
+// Errors, one set for every backend.
 var (
 	// ErrChildExited is wrapped by *ExitError: the child process (Codex,
 	// or an ACP agent) is not running. It is acp.ErrAgentExited too.
@@ -411,20 +396,20 @@ var (
 	// time. It is acp.ErrStdinBlocked too.
 	ErrStdinBlocked = childproc.ErrStdinBlocked
 	// ErrTimeout is wrapped by *TimeoutError.
-	ErrTimeout = errors.New("codex request timed out")
+	ErrTimeout = errors.New("agent request timed out")
 	// ErrHandshake: the child did not complete its start-up handshake
 	// (no answer within Config.HandshakeTimeout, or a refusal); it was
 	// stopped.
 	ErrHandshake = errors.New("handshake failed")
 	// ErrUnsupported: the backend kind does not support the operation.
-	ErrUnsupported = errors.New("not supported by this codex backend")
+	ErrUnsupported = errors.New("not supported by this backend")
 	// ErrAlreadyAnswered: an approval was answered twice.
 	ErrAlreadyAnswered = errors.New("approval already answered")
 	// ErrThreadBusy: a turn was started on a thread whose previous turn is
 	// still running.
-	ErrThreadBusy = errors.New("codex thread already has a running turn")
+	ErrThreadBusy = errors.New("thread already has a running turn")
 	// ErrClosed: the backend was closed before its child was started.
-	ErrClosed = errors.New("codex backend closed")
+	ErrClosed = errors.New("backend closed")
 )
 
 // ExitError reports a call that failed because the child died, with how it
@@ -445,7 +430,7 @@ type ExitError struct {
 	// (acp.ErrCancelIgnored, ErrHandshake); nil when it did not kill it.
 	Cause error
 	// NotFound is set when the child exited with code 127 before its
-	// handshake: the Codex binary could not be run (notfound.go). nil
+	// handshake: its program could not be run (notfound.go). nil
 	// otherwise.
 	NotFound *NotFoundError
 }
@@ -482,11 +467,6 @@ func (e *ExitError) Unwrap() []error {
 	return errs
 }
 
-// exitError converts the supervisor's *ExitError.
-func exitError(pe *childproc.ExitError) *ExitError {
-	return &ExitError{Child: pe.Child, Status: ExitStatus(pe.Status), Stderr: pe.Stderr, Reason: pe.Status.Reason, Cause: pe.Cause}
-}
-
 // TimeoutError reports a turn that exceeded its timeout; Partial holds the
 // agent text seen in events before it expired.
 type TimeoutError struct {
@@ -496,7 +476,7 @@ type TimeoutError struct {
 }
 
 func (e *TimeoutError) Error() string {
-	return fmt.Sprintf("codex turn timed out after %s", e.After)
+	return fmt.Sprintf("turn timed out after %s", e.After)
 }
 
 // Unwrap returns ErrTimeout.
