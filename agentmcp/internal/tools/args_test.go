@@ -15,7 +15,7 @@ func TestBadArguments(t *testing.T) {
 		tool, args string
 		want       string // "code message"
 	}{
-		{"nope", `{}`, `-32602 unknown tool "nope" (available: codex, codex-reply, atm_send, atm_read, atm_broadcast, atm_pending_count, agent_sessions, agent_status, agent_close, agent_wait, agent_interrupt, agent_respond, agent_list_codex_sessions, agent_restart_codex, agent_start, agent_reply)`},
+		{"nope", `{}`, `-32602 unknown tool "nope" (available: codex, codex-reply, atm_send, atm_read, atm_broadcast, atm_pending_count, agent_sessions, agent_status, agent_close, agent_wait, agent_interrupt, agent_respond, agent_list_codex_sessions, agent_restart_codex, agent_start, agent_reply, agent_diff, agent_merge)`},
 		{"codex", `{}`, `-32602 argument "prompt" is required (or agent_file, or agent_id to resume)`},
 		{"codex", `{"prompt":"  "}`, `-32602 argument "prompt" is required (or agent_file, or agent_id to resume)`},
 		{"codex", `{"prompt":5}`, `-32602 argument "prompt" must be a string`},
