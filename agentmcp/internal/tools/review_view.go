@@ -143,6 +143,10 @@ type MergeView struct {
 	Conflicts  []workspace.Conflict `json:"conflicts,omitempty"`
 	Mailed     bool                 `json:"mailed,omitempty"`
 	Told       []string             `json:"told,omitempty"`
+	// Summary is the text without the hunks: what happened and what comes
+	// next, for a client that shows the model only the structured content
+	// (Claude Code does).
+	Summary string `json:"summary"`
 }
 
 // CheckView is how a merge's check ended.
@@ -170,9 +174,11 @@ func (v *MergeView) fill(m *places.Merged) {
 	}
 }
 
-// fit clips the conflicts' hunks, then leaves hunks out, until the view's
-// JSON fits within limit characters, and returns the text.
+// fit sets the summary, clips the conflicts' hunks, then leaves hunks out,
+// until the view's JSON fits within limit characters, and returns the
+// text.
 func (v *MergeView) fit(limit int, branch, onConflict string) string {
+	v.Summary = v.text(branch, onConflict, false)
 	for _, clip := range []int{2000, 400, 100, 0} {
 		if jsonLen(v) <= limit {
 			break
@@ -189,11 +195,12 @@ func (v *MergeView) fit(limit int, branch, onConflict string) string {
 			}
 		}
 	}
-	return v.text(branch, onConflict)
+	return v.text(branch, onConflict, true)
 }
 
-// text says what happened to the agent's branch, and what comes next.
-func (v *MergeView) text(branch, onConflict string) string {
+// text says what happened to the agent's branch, and what comes next;
+// with hunks, each conflict's hunks too.
+func (v *MergeView) text(branch, onConflict string, hunks bool) string {
 	var b strings.Builder
 	switch {
 	case len(v.Conflicts) > 0:
@@ -206,6 +213,9 @@ func (v *MergeView) text(branch, onConflict string) string {
 			}
 			b.WriteString("\n")
 			for _, h := range c.Hunks {
+				if !hunks {
+					break
+				}
 				fmt.Fprintf(&b, "  at line %d, the lead's:\n%s  the agent's:\n%s", h.Line, indent(h.Lead), indent(h.Agent))
 			}
 		}
