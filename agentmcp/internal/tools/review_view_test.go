@@ -100,3 +100,25 @@ func TestMergeViewFits(t *testing.T) {
 		t.Errorf("text:\n%s", text[:min(len(text), 500)])
 	}
 }
+
+// BenchmarkDiffViewFit is what agent_diff adds to the git work
+// (workspace's BenchmarkDiff10k): fitting a page of a 50-file patch, as
+// workspace cut it at the cap, into max_result_chars (80,000) with its
+// JSON and text.
+func BenchmarkDiffViewFit(b *testing.B) {
+	var patch strings.Builder
+	for i := 0; patch.Len() < 80000; i++ {
+		fmt.Fprintf(&patch, "+\tline %d of a changed file: if a < b && c > \"d\" {\n", i)
+	}
+	files := make([]workspace.FileChange, 50)
+	for i := range files {
+		files[i] = workspace.FileChange{Path: fmt.Sprintf("pkg/file%02d.go", i), Status: "M", Added: 30, Removed: 10}
+	}
+	page := string([]rune(patch.String())[:80000])
+	for b.Loop() {
+		v := &DiffView{AgentID: "codex-1", Identity: "alice", Isolated: true, Files: files, Patch: page, PatchTotal: 200000, PatchMore: true}
+		if text := v.fit(80000); len(text) == 0 || jsonLen(v) > 80000 {
+			b.Fatal("does not fit")
+		}
+	}
+}
