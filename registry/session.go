@@ -93,6 +93,12 @@ type Session struct {
 	// with isolation "worktree"; nil otherwise (written only when set).
 	// A resume re-enters it.
 	Worktree *Worktree `json:"worktree,omitempty"`
+	// StartHead is the commit that the HEAD of its cwd's checkout was at
+	// when a session without isolation started: its change (agent_diff)
+	// is the checkout's against it. "" for an isolated session (its
+	// worktree has its base), outside git, and in a record written before
+	// it existed (written only when set).
+	StartHead string `json:"start_head,omitempty"`
 
 	// Extra holds the fields this version does not know, so that they
 	// survive a rewrite. Keys that collide with a known field are ignored
@@ -132,6 +138,7 @@ type sessionWire struct {
 	LastResult  *string     `json:"last_result"`
 	HandedTo    string      `json:"handed_to,omitempty"`
 	Worktree    *Worktree   `json:"worktree,omitempty"`
+	StartHead   string      `json:"start_head,omitempty"`
 }
 
 // knownFields are the JSON keys of sessionWire.
@@ -140,7 +147,7 @@ var knownFields = map[string]bool{
 	"team": true, "repo_root": true, "repo_name": true, "branch": true,
 	"cwd": true, "started_at": true, "last_active": true, "status": true,
 	"thread_state": true, "tag": true, "role": true, "agent_source": true,
-	"turns": true, "last_result": true, "handed_to": true, "worktree": true,
+	"turns": true, "last_result": true, "handed_to": true, "worktree": true, "start_head": true,
 }
 
 func nullable(s string) *string {
@@ -180,6 +187,7 @@ func (s Session) MarshalJSON() ([]byte, error) {
 		LastResult:  nullable(s.LastResult),
 		HandedTo:    s.HandedTo,
 		Worktree:    s.Worktree,
+		StartHead:   s.StartHead,
 	})
 	if err != nil || len(s.Extra) == 0 {
 		return b, err
@@ -250,6 +258,7 @@ func (s *Session) UnmarshalJSON(data []byte) error {
 		LastResult:  deref(w.LastResult),
 		HandedTo:    w.HandedTo,
 		Worktree:    w.Worktree,
+		StartHead:   w.StartHead,
 		Extra:       extra,
 	}
 	return nil

@@ -246,6 +246,10 @@ type Config struct {
 	WorktreeSetup string
 	// WorktreePorts is how many ports each isolated agent gets (0: none).
 	WorktreePorts int
+	// MergeCheck is the command (sh -c) that agent_merge runs in a
+	// temporary worktree at the merged tree when the call gives no check:
+	// the lead's branch moves only if it exits with 0. "" runs none.
+	MergeCheck string
 
 	AutoMail bool // inject incoming mail as turns (FR-8.8)
 	// PerThreadAutoMail overrides AutoMail for the sessions bound to an

@@ -79,6 +79,7 @@ func (c *Config) Entries() []Entry {
 		{Key: "worktree_base", Value: none(c.WorktreeBase)},
 		{Key: "worktree_setup", Value: none(c.WorktreeSetup)},
 		{Key: "worktree_ports", Value: c.WorktreePorts},
+		{Key: "merge_check", Value: none(c.MergeCheck)},
 		{Key: "auto_mail", Value: c.AutoMail},
 		{Key: "max_mail_messages", Value: c.MaxMailMessages},
 		{Key: "max_mail_message_length", Value: c.MaxMailMessageLength},

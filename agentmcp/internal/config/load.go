@@ -70,7 +70,7 @@ var pluginKeys = []string{
 	"auto_mail", "per_thread_auto_mail", "max_mail_messages", "max_mail_message_length",
 	"elicitation_timeout_secs", "handshake_timeout_secs", "codex_restart", "approval_fallback", "mcp_protocol", "log_level", "log_file",
 	"max_result_chars", "event_buffer_size", "lead_push",
-	"isolation", "worktree_base", "worktree_setup", "worktree_ports",
+	"isolation", "worktree_base", "worktree_setup", "worktree_ports", "merge_check",
 	"roles", "agents", "host", "hosts",
 }
 
@@ -237,6 +237,7 @@ func (r *resolver) resolveAll(cfg *Config, opts LoadOptions) {
 	cfg.WorktreeBase = r.str("worktree_base", "", std("worktree_base", ""))
 	cfg.WorktreeSetup = r.str("worktree_setup", "", std("worktree_setup", ""))
 	cfg.WorktreePorts = r.integer("worktree_ports", DefaultWorktreePorts, 0, std("worktree_ports", ""))
+	cfg.MergeCheck = r.str("merge_check", "", std("merge_check", ""))
 	cfg.AutoMail = r.boolean("auto_mail", true, std("auto_mail", ""))
 	cfg.PerThreadAutoMail = r.perThreadAutoMail()
 	cfg.MaxMailMessages = r.integer("max_mail_messages", DefaultMaxMailMessages, 1, std("max_mail_messages", ""))

@@ -217,6 +217,7 @@ isolation = "worktree"
 worktree_base = "main"
 worktree_setup = "make deps"
 worktree_ports = 0
+merge_check = "make test"
 host = "box"
 
 [plugins.atm-agent-mcp.hosts.box]
@@ -246,7 +247,7 @@ host = "local"
 		MaxMailMessages:   4, MaxMailMessageLength: 100, ElicitationTimeout: 7 * time.Second,
 		MaxResultChars: 5000, EventBufferSize: 50, ProgressInterval: 0,
 		ApprovalFallback: "queue", HandshakeTimeout: 7 * time.Second, CodexRestart: "on_demand", MCPProtocol: "2025-11-25", LogLevel: "debug", LogFile: filepath.Join(f.repo, "logs", "proxy.log"),
-		Isolation: "worktree", WorktreeBase: "main", WorktreeSetup: "make deps", WorktreePorts: 0, Host: "box",
+		Isolation: "worktree", WorktreeBase: "main", WorktreeSetup: "make deps", WorktreePorts: 0, Host: "box", MergeCheck: "make test",
 		Roles: map[string]Role{"worker": {Model: "gpt-5.3-codex", ReasoningEffort: "low", Sandbox: "workspace-write", ApprovalPolicy: "on-request", Isolation: "none", Host: "local"}},
 	}
 	if diff := cmp.Diff(want, c, cmpIgnoreSources); diff != "" {
@@ -284,7 +285,7 @@ host = "local"
 		"ATM_AGENT_MCP_LOG_LEVEL": "warn", "ATM_AGENT_MCP_LOG_FILE": "/var/log/x.log",
 		"ATM_AGENT_MCP_ROLE":      "worker",
 		"ATM_AGENT_MCP_ISOLATION": "worktree", "ATM_AGENT_MCP_WORKTREE_BASE": "origin/main", "ATM_AGENT_MCP_WORKTREE_SETUP": "npm ci",
-		"ATM_AGENT_MCP_WORKTREE_PORTS": "5", "ATM_AGENT_MCP_HOST": "local",
+		"ATM_AGENT_MCP_WORKTREE_PORTS": "5", "ATM_AGENT_MCP_HOST": "local", "ATM_AGENT_MCP_MERGE_CHECK": "go test ./...",
 	}
 	for k, v := range env {
 		f.env[k] = v
@@ -305,7 +306,7 @@ host = "local"
 		MaxResultChars: 3000, EventBufferSize: 20, ProgressInterval: 1500 * time.Millisecond,
 		ApprovalFallback: "approve", HandshakeTimeout: 8 * time.Second, CodexRestart: "manual", MCPProtocol: "auto", LogLevel: "warn", LogFile: "/var/log/x.log", Role: "worker",
 		LeadPush: true, MessagingSocket: "/tmp/cc.sock", MessagingToken: "tok",
-		Isolation: "worktree", WorktreeBase: "origin/main", WorktreeSetup: "npm ci", WorktreePorts: 5, Host: "local",
+		Isolation: "worktree", WorktreeBase: "origin/main", WorktreeSetup: "npm ci", WorktreePorts: 5, Host: "local", MergeCheck: "go test ./...",
 		Roles: map[string]Role{"worker": {Model: "gpt-5.3-codex", ReasoningEffort: "low", Sandbox: "workspace-write", ApprovalPolicy: "on-request", Isolation: "none", Host: "local"}},
 	}
 	if diff := cmp.Diff(want, c, cmpIgnoreSources); diff != "" {

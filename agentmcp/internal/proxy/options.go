@@ -133,6 +133,9 @@ type Options struct {
 	// WorktreePorts is how many ports each isolated agent gets. optional:
 	// 0 gives none.
 	WorktreePorts int
+	// MergeCheck is the check agent_merge runs when the call gives none
+	// (merge_check). optional: "" runs none.
+	MergeCheck string
 	// PortsDir holds the machine-wide port reservations of every serve
 	// (ports.json, ports.lock). optional: "" means Home/.config/atm/ports.
 	PortsDir string

@@ -170,6 +170,7 @@ func (s *Server) Run(ctx context.Context, r io.Reader, w io.Writer) error {
 		Started: s.opts.Now(), Logger: s.log, Now: s.opts.Now, ProgressInterval: s.opts.ProgressInterval, LeadMail: s.leadMail,
 		ConfigWarnings: s.opts.ConfigWarnings, Notices: s.opts.Notices, TeamProblem: s.opts.TeamProblem, AgentCheck: s.opts.AgentCheck, Agents: agentStatuses(s.opts.Agents),
 		Places: s.places, Isolation: s.opts.Isolation, RoleIsolation: s.opts.RoleIsolation, WorktreeBase: s.opts.WorktreeBase,
+		MergeCheck: s.opts.MergeCheck, MaxResultChars: s.opts.MaxResultChars,
 	})
 	if s.places != nil {
 		s.places.Start() // the conflict radar, joined at shutdown

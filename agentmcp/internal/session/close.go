@@ -96,6 +96,8 @@ func (m *Manager) Close(ctx context.Context, s *Session, summarize bool) CloseOu
 	if summarize && !unused {
 		saved = s.summarize(ctx)
 	}
+	// A merge of its work ends before its place is let go of.
+	s.waitUnheld(ctx)
 	released := s.releasePlace(ctx, m.Closing()) // a shutdown keeps it for a resume
 	s.mu.Lock()
 	s.closing = nil

@@ -138,6 +138,10 @@ type CreateRequest struct {
 	// Base is the revision an isolated session's place starts from.
 	// optional: "" means the HEAD of Cwd's checkout.
 	Base string
+	// StartHead is, for a session without isolation, the commit its cwd's
+	// checkout is at now: recorded (registry.Session.StartHead), its
+	// change is read against it. optional.
+	StartHead string
 }
 
 // Create binds r.Identity to a new session of agent kind r.Agent: the
@@ -183,6 +187,7 @@ func (m *Manager) Create(ctx context.Context, r CreateRequest) (*Session, error)
 	rec, err := m.cfg.Registry.Add(registry.Session{
 		AgentID: agentID, Backend: kind, Identity: r.Identity, Cwd: cwd, RepoRoot: deref(facts.Root), RepoName: deref(facts.Name), Branch: deref(facts.Branch),
 		Status: registry.StatusBusy, ThreadState: registry.ThreadBusy, Tag: r.Tag, Role: r.Role, AgentSource: r.AgentFile, Worktree: wt,
+		StartHead: r.StartHead,
 	})
 	if err != nil {
 		if place != nil {

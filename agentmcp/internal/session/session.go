@@ -142,6 +142,7 @@ type Session struct {
 	// with it.
 	place       *Place
 	released    *Released
+	held        chan struct{} // non-nil while a Hold runs (hold.go); closed when it ends
 	idleCh      chan struct{}
 	turnStarted time.Time // when the running turn started (State)
 	approvals   map[string]*pending
@@ -370,7 +371,7 @@ func (s *Session) TryMailThen(prompt string, report func(sent bool), ended func(
 	j.discard = func(error) { rep(false) }
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closing != nil || s.rec.ThreadState != stateIdle || s.running != nil || len(s.queue) > 0 || !s.autoMail {
+	if s.closing != nil || s.rec.ThreadState != stateIdle || s.running != nil || len(s.queue) > 0 || !s.autoMail || s.held != nil {
 		return false
 	}
 	go s.startLocked(j)()
@@ -397,7 +398,7 @@ func (s *Session) submit(j *job, inline bool) (ranInline bool, err error) {
 		s.mu.Unlock()
 		return false, proxyerr.New(proxyerr.ErrSessionClosed, map[string]any{"agent_id": id}, "session %s is closed", id)
 	}
-	if s.running != nil {
+	if s.running != nil || s.held != nil {
 		// Claude's turns keep FIFO order among themselves and go before any
 		// queued auto-mail.
 		i := len(s.queue)

@@ -129,6 +129,13 @@ type Config struct {
 	// call gives no base (worktree_base). optional: "" means the HEAD of
 	// the checkout that holds its cwd.
 	WorktreeBase string
+	// MergeCheck is the command agent_merge runs at the merged result when
+	// the call gives no check (merge_check). optional: "" runs none.
+	MergeCheck string
+	// MaxResultChars caps agent_diff's and agent_merge's results, text and
+	// structured content each (max_result_chars): the patch is paged to
+	// fit. optional: 0 means 80000.
+	MaxResultChars int
 	// Places are the isolated sessions' places (the same the session
 	// manager was given) and the conflict radar: agent_status lists the
 	// overlaps. optional: nil lists none.
@@ -158,7 +165,7 @@ type Config struct {
 	ProgressInterval time.Duration
 }
 
-// Env runs the proxy's 16 tools; it is the MCP connection's Handler.
+// Env runs the proxy's 18 tools; it is the MCP connection's Handler.
 type Env struct {
 	cfg   Config
 	log   *slog.Logger
@@ -175,7 +182,7 @@ type tool func(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, e
 // names lists the tools for error messages, in tools.json's order.
 var names = []string{"codex", "codex-reply", "atm_send", "atm_read", "atm_broadcast", "atm_pending_count",
 	"agent_sessions", "agent_status", "agent_close", "agent_wait", "agent_interrupt", "agent_respond", "agent_list_codex_sessions", "agent_restart_codex",
-	"agent_start", "agent_reply"}
+	"agent_start", "agent_reply", "agent_diff", "agent_merge"}
 
 // New returns the tools over cfg.
 func New(cfg Config) *Env {
@@ -209,6 +216,8 @@ func New(cfg Config) *Env {
 		"agent_respond":             e.agentRespond,
 		"agent_list_codex_sessions": e.listCodexSessions,
 		"agent_restart_codex":       e.restartCodex,
+		"agent_diff":                e.agentDiff,
+		"agent_merge":               e.agentMerge,
 	}
 	return e
 }
