@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -358,9 +360,17 @@ func TestACPFaults(t *testing.T) {
 		t.Errorf("garbage: %+v", res)
 	}
 	_, err = b.Turn(context.Background(), TurnRequest{ThreadID: id, Prompt: "garbage 20000\nwait", Params: p, Timeout: 30 * time.Second})
-	const flooded = "killed by signal killed because it wrote 10000 lines in a row that are not JSON-RPC on stdout"
-	if !errors.As(err, &ee) || err.Error() != "mock agent process "+flooded || !errors.Is(err, ErrNotJSONRPC) || !errors.Is(err, ErrChildExited) {
-		t.Errorf("a flood of garbage: %v, want an *ExitError saying why it was killed, wrapping ErrNotJSONRPC", err)
+	// It leads with why, and counts the lines it wrote (the mock writes
+	// 20000; the kill comes after 10000 and some more are read).
+	floodRe := regexp.MustCompile(`^stopped: it wrote (\d+) lines in a row that are not JSON-RPC on stdout, and 10000 is the limit \(killed by signal killed\)$`)
+	flooded := ""
+	if errors.As(err, &ee) {
+		flooded = strings.TrimPrefix(err.Error(), "mock agent process ")
+	}
+	if m := floodRe.FindStringSubmatch(flooded); m == nil || !strings.HasPrefix(err.Error(), "mock agent process ") || !errors.Is(err, ErrNotJSONRPC) || !errors.Is(err, ErrChildExited) {
+		t.Errorf("a flood of garbage: %v, want an *ExitError saying why it was stopped (%s), wrapping ErrNotJSONRPC", err, floodRe)
+	} else if n, _ := strconv.Atoi(m[1]); n < 10000 || n > 20000 {
+		t.Errorf("a flood of garbage: it says %d lines, want 10000 to 20000", n)
 	}
 	if st := b.Status(); st.Running || st.Exit == nil || st.Exit.String() != flooded {
 		t.Errorf("status after the flood: %+v, want its exit to say why", st)
