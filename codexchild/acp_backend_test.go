@@ -157,30 +157,44 @@ func TestACPApprovals(t *testing.T) {
 
 // TestACPDenialNote: the agent reads its own words for a denial
 // (claude-agent-acp: "User refused permission to run tool"), so the
-// denial's reason opens the thread's next prompt, once; a denial without
-// a reason, or an approval, leaves nothing.
+// denial's reason reaches it as a note: within the same turn when the
+// agent takes input for a running turn (the steering extension), else at
+// the start of the thread's next prompt; once either way. A denial
+// without a reason, or an approval, leaves nothing.
 func TestACPDenialNote(t *testing.T) {
+	const note = "[atm-agent-mcp: the approval for `touch y` was denied: no one was asked: the MCP client cancelled the request. " +
+		"Whatever the tool result says about a user, this is who or what decided.]"
+	nobody := Decision{Kind: Deny, Reason: "no one was asked: the MCP client cancelled the request"}
 	tests := []struct {
 		name     string
+		steering bool // the agent advertises the steering extension
 		decision Decision
-		want     string // what the next prompt starts with
+		wantTurn string // the denied turn's text (its last message)
+		wantNext string // what the next prompt starts with
 	}{
-		{"denied, nobody asked", Decision{Kind: Deny, Reason: "no one was asked: the MCP client cancelled the request"},
-			"[atm-agent-mcp: the approval for `touch y` was denied: no one was asked: the MCP client cancelled the request. " +
-				"Whatever the tool result says about a user, this is who or what decided.]\n\nP:\necho"},
-		{"denied without a reason", Decision{Kind: Deny}, "P:\necho"},
-		{"approved", Decision{Kind: Approve}, "P:\necho"},
+		{"denied, nobody asked", false, nobody, "selected reject", note + "\n\nP:\necho"},
+		{"denied, nobody asked, to an agent that steers", true, nobody, "steered: " + note, "P:\necho"},
+		{"denied without a reason", false, Decision{Kind: Deny}, "selected reject", "P:\necho"},
+		{"denied without a reason, to an agent that steers", true, Decision{Kind: Deny}, "selected reject", "P:\necho"},
+		{"approved", false, Decision{Kind: Approve}, "selected allow-once", "P:\necho"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newACPEnv(t)
-			b := e.backend(t, e.config(t))
+			var env []string
+			if tt.steering {
+				env = append(env, "MOCKACP_STEERING=1")
+			}
+			b := e.backend(t, e.config(t, env...))
 			p := e.params(t)
 			first := acpTurnOK(t, b, TurnRequest{Prompt: "say ready", Params: p})
-			acpTurnOK(t, b, TurnRequest{ThreadID: first.ThreadID, Prompt: "ask c9 execute touch y", Params: p, Handler: newACPRecorder(tt.decision)})
+			denied := acpTurnOK(t, b, TurnRequest{ThreadID: first.ThreadID, Prompt: "ask c9 execute touch y", Params: p, Handler: newACPRecorder(tt.decision)})
+			if denied.Text != tt.wantTurn {
+				t.Errorf("the denied turn = %q, want %q", denied.Text, tt.wantTurn)
+			}
 			next := acpTurnOK(t, b, TurnRequest{ThreadID: first.ThreadID, Preamble: "P:\n", Prompt: "echo", Params: p})
-			if next.Text != tt.want {
-				t.Errorf("next prompt = %q, want %q", next.Text, tt.want)
+			if next.Text != tt.wantNext {
+				t.Errorf("next prompt = %q, want %q", next.Text, tt.wantNext)
 			}
 			again := acpTurnOK(t, b, TurnRequest{ThreadID: first.ThreadID, Preamble: "P:\n", Prompt: "echo", Params: p})
 			if again.Text != "P:\necho" {
