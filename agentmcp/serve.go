@@ -48,6 +48,8 @@ func serve(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout io.W
 	if err != nil {
 		return err
 	}
+	// The signals after the first wait for the sessions' records.
+	opts.RecordsClosed = cli.RecordsWritten(ctx)
 	srv, err := proxy.New(opts)
 	if conflict := instanceConflict(cfg, err); conflict != nil {
 		srv, err = onConflict(cfg, &opts, err, conflict, logger)

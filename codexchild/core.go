@@ -263,8 +263,10 @@ func readLoop(ch *childproc.Process, r jsonrpcframe.Reader, log *slog.Logger, di
 			var me *jsonrpcframe.MessageError
 			if errors.As(err, &me) {
 				if g.Bad(me) {
-					// Nothing it writes after this counts.
+					// Nothing it writes after this counts as a
+					// message; Drain only counts the lines.
 					ch.Kill(g.Err())
+					g.Drain(r)
 					return
 				}
 				continue

@@ -15,8 +15,10 @@ import (
 // cancels every question, approval_fallback deny, a timeout) would read as
 // a person's refusal. So the reason (Decision.Reason, which says who or
 // what denied it) goes to the agent as a note: app-server steers the
-// running turn with it (turn/steer), and what cannot be steered opens the
-// thread's next prompt (threadNotes). The note itself is the seam's
+// running turn with it (turn/steer), an ACP agent that advertises the
+// steering extension (claude-agent-acp: _session/steering) gets it in its
+// running turn too (package acpbackend), and what cannot be steered opens
+// the thread's next prompt (threadNotes). The note itself is the seam's
 // (backend.DenialNote), the same for every kind.
 
 // threadNotes are notes waiting for the next prompt of their thread; mu

@@ -80,11 +80,12 @@
 // kind ("codex child process …", "claude agent process …") whose
 // ExitStatus says how it died and, when the backend killed it, why: a
 // child that writes 10000 lines in a row on stdout that are not JSON-RPC
-// is "killed by signal killed because it wrote 10000 lines in a row that
-// are not JSON-RPC on stdout", in every later call's error and in
-// Status().Exit alike. The causes survive: errors.Is finds
-// backend.ErrChildExited (acp.ErrAgentExited is the same value),
-// backend.ErrNotJSONRPC or backend.ErrStdinBlocked underneath. childproc.Config.Launch is the seam for
+// is "stopped: it wrote 10412 lines in a row that are not JSON-RPC on
+// stdout, and 10000 is the limit (killed by signal killed)", with the count
+// of lines it wrote, in every later call's error and in
+// Status().Exit alike. The causes survive: errors.Is finds backend.ErrChildExited
+// (acp.ErrAgentExited is the same value), backend.ErrNotJSONRPC or
+// backend.ErrStdinBlocked underneath. childproc.Config.Launch is the seam for
 // where a child runs (a command on another machine, over `ssh -T`, would
 // be started and supervised the same way); nothing uses another place
 // yet.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -293,9 +295,15 @@ func TestGarbageFlood(t *testing.T) {
 				start := time.Now()
 				_, err := b.Turn(ctxFor(t, 30*time.Second), backend.TurnRequest{Prompt: fmt.Sprintf("GARBAGE_FLOOD=%d", childproc.MaxGarbageRun+5000), Params: backend.ThreadParams{Cwd: cwd}})
 				var ee *backend.ExitError
-				const want = "codex child process killed by signal killed because it wrote 10000 lines in a row that are not JSON-RPC on stdout"
-				if !errors.As(err, &ee) || ee.Error() != want || !errors.Is(err, backend.ErrNotJSONRPC) || !errors.Is(err, backend.ErrChildExited) {
-					t.Fatalf("Turn = %v; want an *ExitError that says the child was killed for its garbage (%q), wrapping ErrNotJSONRPC", err, want)
+				// It says how many lines it wrote (at least the limit, at
+				// most what the mock writes), not the limit alone.
+				flooded := regexp.MustCompile(`^codex child process stopped: it wrote (\d+) lines in a row that are not JSON-RPC on stdout, and 10000 is the limit \(killed by signal killed\)$`)
+				if !errors.As(err, &ee) || !flooded.MatchString(ee.Error()) || !errors.Is(err, backend.ErrNotJSONRPC) || !errors.Is(err, backend.ErrChildExited) {
+					t.Fatalf("Turn = %v; want an *backend.ExitError that says the child was stopped for its garbage (%s), wrapping backend.ErrNotJSONRPC", err, flooded)
+				}
+				want := ee.Error()
+				if n, _ := strconv.Atoi(flooded.FindStringSubmatch(want)[1]); n < childproc.MaxGarbageRun || n > childproc.MaxGarbageRun+5000 {
+					t.Errorf("it says %d lines, want %d to %d", n, childproc.MaxGarbageRun, childproc.MaxGarbageRun+5000)
 				}
 				// How it died says so too: agent_status and the crash
 				// records read it from Status.

@@ -157,6 +157,7 @@ func (c *Client) handshake(ctx context.Context) error {
 		return fmt.Errorf("the agent speaks protocol version %d, this client %d", res.ProtocolVersion, ProtocolVersion)
 	}
 	c.info = AgentInfo{ProtocolVersion: res.ProtocolVersion, Capabilities: parseCapabilities(res.AgentCapabilities), AuthMethods: res.AuthMethods}
+	c.info.Capabilities.Steering = steeringOf(res.Meta)
 	if res.AgentInfo != nil {
 		c.info.Name, c.info.Version = res.AgentInfo.Name, res.AgentInfo.Version
 	}

@@ -25,7 +25,10 @@
 // messageId; thoughts; tool calls, an update of an unknown id creating
 // one; usage) and returns the stopReason. [Session.Interrupt] sends
 // session/cancel, answers every pending permission request cancelled and
-// waits for the turn's end, then kills the process group. [Client.Status]
+// waits for the turn's end, then kills the process group.
+// [Session.Steer] hands the running turn more input, where the agent
+// advertises the steering extension (claude-agent-acp's
+// _session/steering). [Client.Status]
 // says idle, running, awaiting-approval or dead, and how the agent died.
 // [Client.Close] closes the sessions the agent can close, then stops it:
 // stdin closed, SIGTERM to the group, SIGKILL; nothing of the group
@@ -122,6 +125,7 @@
 //
 // The files: client.go is Start, the calls and Close; read.go the reader
 // and routing; session.go the sessions; turn.go the turns and Interrupt;
+// steer.go the steering extension;
 // approvals.go and permission.go the permission requests and the option
 // selection; update.go the session/update parser (the process
 // supervision, the start through the guard and the bad-line limiter are

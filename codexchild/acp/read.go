@@ -32,6 +32,7 @@ func (c *Client) read() {
 				c.garbage.Add(1)
 				if g.Bad(me) {
 					c.proc.Kill(g.Err())
+					g.Drain(r) // counted, not dispatched
 					return
 				}
 				continue

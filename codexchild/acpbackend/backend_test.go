@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -156,30 +158,44 @@ func TestACPApprovals(t *testing.T) {
 
 // TestACPDenialNote: the agent reads its own words for a denial
 // (claude-agent-acp: "User refused permission to run tool"), so the
-// denial's reason opens the thread's next prompt, once; a denial without
-// a reason, or an approval, leaves nothing.
+// denial's reason reaches it as a note: within the same turn when the
+// agent takes input for a running turn (the steering extension), else at
+// the start of the thread's next prompt; once either way. A denial
+// without a reason, or an approval, leaves nothing.
 func TestACPDenialNote(t *testing.T) {
+	const note = "[atm-agent-mcp: the approval for `touch y` was denied: no one was asked: the MCP client cancelled the request. " +
+		"Whatever the tool result says about a user, this is who or what decided.]"
+	nobody := backend.Decision{Kind: backend.Deny, Reason: "no one was asked: the MCP client cancelled the request"}
 	tests := []struct {
 		name     string
+		steering bool // the agent advertises the steering extension
 		decision backend.Decision
-		want     string // what the next prompt starts with
+		wantTurn string // the denied turn's text (its last message)
+		wantNext string // what the next prompt starts with
 	}{
-		{"denied, nobody asked", backend.Decision{Kind: backend.Deny, Reason: "no one was asked: the MCP client cancelled the request"},
-			"[atm-agent-mcp: the approval for `touch y` was denied: no one was asked: the MCP client cancelled the request. " +
-				"Whatever the tool result says about a user, this is who or what decided.]\n\nP:\necho"},
-		{"denied without a reason", backend.Decision{Kind: backend.Deny}, "P:\necho"},
-		{"approved", backend.Decision{Kind: backend.Approve}, "P:\necho"},
+		{"denied, nobody asked", false, nobody, "selected reject", note + "\n\nP:\necho"},
+		{"denied, nobody asked, to an agent that steers", true, nobody, "steered: " + note, "P:\necho"},
+		{"denied without a reason", false, backend.Decision{Kind: backend.Deny}, "selected reject", "P:\necho"},
+		{"denied without a reason, to an agent that steers", true, backend.Decision{Kind: backend.Deny}, "selected reject", "P:\necho"},
+		{"approved", false, backend.Decision{Kind: backend.Approve}, "selected allow-once", "P:\necho"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newACPEnv(t)
-			b := e.backend(t, e.config(t))
+			var env []string
+			if tt.steering {
+				env = append(env, "MOCKACP_STEERING=1")
+			}
+			b := e.backend(t, e.config(t, env...))
 			p := e.params(t)
 			first := acpTurnOK(t, b, backend.TurnRequest{Prompt: "say ready", Params: p})
-			acpTurnOK(t, b, backend.TurnRequest{ThreadID: first.ThreadID, Prompt: "ask c9 execute touch y", Params: p, Handler: newACPRecorder(tt.decision)})
+			denied := acpTurnOK(t, b, backend.TurnRequest{ThreadID: first.ThreadID, Prompt: "ask c9 execute touch y", Params: p, Handler: newACPRecorder(tt.decision)})
+			if denied.Text != tt.wantTurn {
+				t.Errorf("the denied turn = %q, want %q", denied.Text, tt.wantTurn)
+			}
 			next := acpTurnOK(t, b, backend.TurnRequest{ThreadID: first.ThreadID, Preamble: "P:\n", Prompt: "echo", Params: p})
-			if next.Text != tt.want {
-				t.Errorf("next prompt = %q, want %q", next.Text, tt.want)
+			if next.Text != tt.wantNext {
+				t.Errorf("next prompt = %q, want %q", next.Text, tt.wantNext)
 			}
 			again := acpTurnOK(t, b, backend.TurnRequest{ThreadID: first.ThreadID, Preamble: "P:\n", Prompt: "echo", Params: p})
 			if again.Text != "P:\necho" {
@@ -359,9 +375,17 @@ func TestACPFaults(t *testing.T) {
 		t.Errorf("garbage: %+v", res)
 	}
 	_, err = b.Turn(context.Background(), backend.TurnRequest{ThreadID: id, Prompt: "garbage 20000\nwait", Params: p, Timeout: 30 * time.Second})
-	const flooded = "killed by signal killed because it wrote 10000 lines in a row that are not JSON-RPC on stdout"
-	if !errors.As(err, &ee) || err.Error() != "mock agent process "+flooded || !errors.Is(err, backend.ErrNotJSONRPC) || !errors.Is(err, backend.ErrChildExited) {
-		t.Errorf("a flood of garbage: %v, want an *ExitError saying why it was killed, wrapping ErrNotJSONRPC", err)
+	// It leads with why, and counts the lines it wrote (the mock writes
+	// 20000; the kill comes after 10000 and some more are read).
+	floodRe := regexp.MustCompile(`^stopped: it wrote (\d+) lines in a row that are not JSON-RPC on stdout, and 10000 is the limit \(killed by signal killed\)$`)
+	flooded := ""
+	if errors.As(err, &ee) {
+		flooded = strings.TrimPrefix(err.Error(), "mock agent process ")
+	}
+	if m := floodRe.FindStringSubmatch(flooded); m == nil || !strings.HasPrefix(err.Error(), "mock agent process ") || !errors.Is(err, backend.ErrNotJSONRPC) || !errors.Is(err, backend.ErrChildExited) {
+		t.Errorf("a flood of garbage: %v, want an *backend.ExitError saying why it was stopped (%s), wrapping backend.ErrNotJSONRPC", err, floodRe)
+	} else if n, _ := strconv.Atoi(m[1]); n < 10000 || n > 20000 {
+		t.Errorf("a flood of garbage: it says %d lines, want 10000 to 20000", n)
 	}
 	if st := b.Status(); st.Running || st.Exit == nil || st.Exit.String() != flooded {
 		t.Errorf("status after the flood: %+v, want its exit to say why", st)

@@ -3,6 +3,7 @@ package acpbackend
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync/atomic"
 
@@ -175,12 +176,7 @@ func (th *acpThread) ask(ctx context.Context, req acp.PermissionRequest) acp.Dec
 	select {
 	case d := <-answer:
 		if note := backend.DenialNote(a, d); note != "" {
-			// The agent reads its own words for any denial (claude-agent-acp:
-			// "User refused permission to run tool"): the reason opens the
-			// thread's next prompt.
-			th.mu.Lock()
-			th.notes = append(th.notes, note)
-			th.mu.Unlock()
+			th.tellDenial(ctx, note)
 		}
 		switch d.Kind {
 		case backend.Approve:
@@ -198,6 +194,32 @@ func (th *acpThread) ask(ctx context.Context, req acp.PermissionRequest) acp.Dec
 	case <-ctx.Done():
 		return acp.Cancelled // the client has answered cancelled already
 	}
+}
+
+// tellDenial gives the agent a denial's note. The agent reads its own
+// words for any denial (claude-agent-acp: "User refused permission to run
+// tool"), and ACP's answer has no room for a reason. An agent that takes
+// input for its running turn (the steering extension, acp.Session.Steer)
+// gets the note there, sent before the answer: claude-agent-acp holds it
+// until the permission is answered, then the model reads it in the same
+// turn, after the denial. Otherwise, or when that fails, the thread's next
+// prompt opens with it.
+func (th *acpThread) tellDenial(ctx context.Context, note string) {
+	th.mu.Lock()
+	s := th.sess
+	th.mu.Unlock()
+	if s != nil {
+		ok, err := s.Steer(ctx, note)
+		if ok {
+			return
+		}
+		if err != nil && !errors.Is(err, acp.ErrUnsupported) {
+			th.b.log.Warn("acp: the denial's note could not steer the turn; the next prompt opens with it", "err", err)
+		}
+	}
+	th.mu.Lock()
+	th.notes = append(th.notes, note)
+	th.mu.Unlock()
 }
 
 // approvalOf is the Approval of a permission request: exec for a tool of

@@ -371,14 +371,16 @@ type Status struct {
 type ExitStatus struct {
 	Code   int    // exit code, -1 when killed by a signal
 	Signal string // signal name ("killed", "terminated"), "" when it exited
-	// Reason says why the backend killed the child ("it wrote 10000 lines
-	// in a row that are not JSON-RPC on stdout"); "" when it did not.
+	// Reason says why the backend killed the child ("it wrote 10412 lines
+	// in a row that are not JSON-RPC on stdout, and 10000 is the limit"); ""
+	// when it did not.
 	Reason string
 }
 
-// String says how the child died, and why when the backend killed it:
-// "exited with code 3", "killed by signal killed because it wrote 10000
-// lines in a row that are not JSON-RPC on stdout".
+// String says how the child died, leading with why when the backend
+// killed it: "exited with code 3", "stopped: it wrote 10412 lines in a row
+// that are not JSON-RPC on stdout, and 10000 is the limit (killed by signal
+// killed)".
 func (s ExitStatus) String() string { return childproc.ExitStatus(s).String() }
 
 // Errors, one set for every backend.
@@ -435,9 +437,10 @@ type ExitError struct {
 	NotFound *NotFoundError
 }
 
-// Error says which child died and how: "codex child process killed by
-// signal killed because it wrote 10000 lines in a row that are not
-// JSON-RPC on stdout", "claude agent process exited with code 3".
+// Error says which child died and how: "codex child process stopped: it
+// wrote 10412 lines in a row that are not JSON-RPC on stdout (the limit is
+// 10000) (killed by signal killed)", "claude agent process exited with
+// code 3".
 func (e *ExitError) Error() string {
 	child := e.Child
 	if child == "" {

@@ -156,6 +156,11 @@ type Options struct {
 	// SummaryTimeout bounds the summary requested on close and shutdown.
 	// optional: 0 means 10 s.
 	SummaryTimeout time.Duration
+	// RecordsClosed is called at shutdown as soon as every session's
+	// final record is written, before the summaries
+	// (session.Config.RecordsClosed): serve holds the signals after the
+	// first until then (cli.RecordsWritten). optional.
+	RecordsClosed func()
 
 	// AutoMail delivers team mail to idle sessions as turns (FR-8); a
 	// session may override it with the codex tool's auto_mail argument.

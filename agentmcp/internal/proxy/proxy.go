@@ -144,7 +144,7 @@ func New(opts Options) (*Server, error) {
 		Defaults: opts.Defaults, Roles: opts.Roles, BaseInstructions: opts.BaseInstructions, ExtraInstructions: opts.ExtraInstructions,
 		ToolServer: opts.ToolServer, ToolServerEnv: opts.ToolServerEnv,
 		RequestTimeout: opts.RequestTimeout, MaxSessions: opts.MaxSessions, ElicitationTimeout: opts.ElicitationTimeout,
-		ApprovalFallback: opts.ApprovalFallback, SummaryTimeout: opts.SummaryTimeout, AutoMail: opts.AutoMail, AutoMailFor: opts.AutoMailFor,
+		ApprovalFallback: opts.ApprovalFallback, SummaryTimeout: opts.SummaryTimeout, RecordsClosed: opts.RecordsClosed, AutoMail: opts.AutoMail, AutoMailFor: opts.AutoMailFor,
 		PersistThreads: opts.PersistThreads, EventRing: opts.EventRing, MaxResultChars: opts.MaxResultChars, Cwd: opts.Cwd,
 		Changed: s.notes.changed, Logger: log, Now: opts.Now,
 	})

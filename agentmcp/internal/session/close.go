@@ -301,16 +301,19 @@ func (s *Session) summarize(ctx context.Context) bool {
 }
 
 // Shutdown closes every live session (FR-7): first their final records,
-// all in one write (finishAll), then in parallel within the summary budget
-// each is closed and, when Config.PersistThreads is set, asked for a
-// summary, saved if it comes in time. No session can be created or resumed
-// afterwards.
+// all in one write (finishAll), which Config.RecordsClosed hears of, then
+// in parallel within the summary budget each is closed and, when
+// Config.PersistThreads is set, asked for a summary, saved if it comes in
+// time. No session can be created or resumed afterwards.
 func (m *Manager) Shutdown() {
 	m.mu.Lock()
 	m.closing = true
 	m.mu.Unlock()
 	live := m.Live()
 	m.finishAll(live)
+	if m.cfg.RecordsClosed != nil {
+		m.cfg.RecordsClosed()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.SummaryTimeout+2*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup

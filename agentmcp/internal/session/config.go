@@ -235,6 +235,11 @@ type Config struct {
 	// SummaryTimeout bounds the summary asked for on close and shutdown.
 	// optional: 0 means 10 s.
 	SummaryTimeout time.Duration
+	// RecordsClosed is called once per Shutdown, as soon as every live
+	// session's final record is written (closed, or interrupted for a
+	// busy one) and before any summary is asked for; also when there was
+	// nothing to write, or the write failed. optional.
+	RecordsClosed func()
 	// AutoMail delivers team mail to idle sessions as turns; a session may
 	// override it when it is created.
 	AutoMail bool

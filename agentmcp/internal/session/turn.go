@@ -431,9 +431,10 @@ func BackendError(kind string, err error) error {
 }
 
 // exitFacts puts how a child died into data (exit_code, signal, stderr,
-// reason) and returns it in words: "exited with code 3", "killed by
-// signal killed because it wrote 10000 lines in a row that are not
-// JSON-RPC on stdout" (ExitStatus.String says why the backend killed it).
+// reason) and returns it in words: "exited with code 3", "stopped: it
+// wrote 10412 lines in a row that are not JSON-RPC on stdout, and 10000
+// is the limit (killed by signal killed)" (ExitStatus.String says why the
+// backend killed it).
 func exitFacts(ee *backend.ExitError, data map[string]any) string {
 	data["exit_code"] = ee.Status.Code
 	if ee.Status.Signal != "" {

@@ -188,12 +188,7 @@ func (p *Process) supervise(stderr *os.File, stderrDone <-chan struct{}) {
 	exit := exitStatus(p.cmd.ProcessState, err)
 	p.mu.Lock()
 	p.waited = true
-	if p.cause != nil {
-		exit.Reason = p.cause.Error()
-	}
-	p.exit = exit
 	p.mu.Unlock()
-	p.log.Info(p.name+" exited", "status", exit.String())
 	// Nothing of the group may outlive the leader.
 	_ = signalGroup(p.cmd, syscall.SIGKILL)
 	select {
@@ -202,6 +197,15 @@ func (p *Process) supervise(stderr *os.File, stderrDone <-chan struct{}) {
 		p.stdout.Close() // something outside the group holds it open
 		<-p.stdoutDone
 	}
+	// The reason is read once stdout is done: a cause may count what the
+	// owner read after the kill (Garbage.Err).
+	p.mu.Lock()
+	if p.cause != nil {
+		exit.Reason = p.cause.Error()
+	}
+	p.exit = exit
+	p.mu.Unlock()
+	p.log.Info(p.name+" exited", "status", exit.String())
 	select {
 	case <-stderrDone:
 	case <-time.After(drainGrace):

@@ -87,10 +87,10 @@ func TestExitStatus(t *testing.T) {
 		{ExitStatus{Code: 0}, "exited with code 0"},
 		{ExitStatus{Code: 3}, "exited with code 3"},
 		{ExitStatus{Code: -1, Signal: "terminated"}, "killed by signal terminated"},
-		{ExitStatus{Code: -1, Signal: "killed", Reason: "it wrote 10000 lines in a row that are not JSON-RPC on stdout"},
-			"killed by signal killed because it wrote 10000 lines in a row that are not JSON-RPC on stdout"},
+		{ExitStatus{Code: -1, Signal: "killed", Reason: "it wrote 10412 lines in a row that are not JSON-RPC on stdout, and 10000 is the limit"},
+			"stopped: it wrote 10412 lines in a row that are not JSON-RPC on stdout, and 10000 is the limit (killed by signal killed)"},
 		{ExitStatus{Code: 0, Reason: "it did not read its stdin for 30s"},
-			"exited with code 0 while it was being killed because it did not read its stdin for 30s"},
+			"stopped: it did not read its stdin for 30s (it exited with code 0 while it was being killed)"},
 	}
 	for _, tt := range tests {
 		if got := tt.status.String(); got != tt.want {
@@ -204,14 +204,17 @@ func TestExit(t *testing.T) {
 }
 
 // TestKilledForGarbage: a child the owner kills with the limiter's cause
-// says why and how many lines, in its status and its error, and the
-// causes survive: errors.Is finds ErrNotJSONRPC and ErrExited.
+// says why and how many lines it wrote (the lines the owner drained after
+// the kill count too: more than the limit, as the child writes on until
+// the kill lands), in its status and its error, and the causes survive:
+// errors.Is finds ErrNotJSONRPC and ErrExited.
 func TestKilledForGarbage(t *testing.T) {
 	cfg := helperConfig(t, "garbage")
 	p, err := Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	drained := make(chan int, 1)
 	go func() {
 		defer p.StdoutDone()
 		r := jsonrpcframe.NewLineReader(p.Stdout(), nil)
@@ -224,16 +227,22 @@ func TestKilledForGarbage(t *testing.T) {
 			}
 			if g.Bad(me) {
 				p.Kill(g.Err())
+				g.Drain(r)
+				drained <- g.Run()
 				return
 			}
 		}
 	}()
 	ee := waitDone(t, p, 30*time.Second)
-	reason := fmt.Sprintf("it wrote %d lines in a row that are not JSON-RPC on stdout", MaxGarbageRun)
+	n := <-drained
+	if n <= MaxGarbageRun {
+		t.Errorf("counted %d lines; want more than the %d before the kill (the child writes without pause)", n, MaxGarbageRun)
+	}
+	reason := fmt.Sprintf("it wrote %d lines in a row that are not JSON-RPC on stdout, and %d is the limit", n, MaxGarbageRun)
 	if diff := cmp.Diff(ExitStatus{Code: -1, Signal: "killed", Reason: reason}, ee.Status); diff != "" {
 		t.Errorf("status (-want +got):\n%s", diff)
 	}
-	if want := "test child process killed by signal killed because " + reason; ee.Error() != want {
+	if want := "test child process stopped: " + reason + " (killed by signal killed)"; ee.Error() != want {
 		t.Errorf("message %q, want %q", ee.Error(), want)
 	}
 	wrapped := fmt.Errorf("turn: %w", ee)
