@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/internal/childproc"
@@ -45,6 +46,7 @@ type Host struct {
 	closing   <-chan struct{} // closeCtx.Done()
 	done      chan struct{}   // closed when the supervisor has ended
 	closeOnce sync.Once
+	launches  atomic.Int64 // the sessions Launcher has named
 
 	mu       sync.Mutex
 	up       bool

@@ -71,8 +71,8 @@ type Config struct {
 	Name string
 	// Spec is the command to run.
 	Spec Spec
-	// Launch says where it runs. optional: nil runs Spec here. Nothing
-	// sets it yet.
+	// Launch says where it runs (sshhost.Host.Launcher: on a host).
+	// optional: nil runs Spec here.
 	Launch Launcher
 	// Guard is the guard command (codexchild/guard's Main) the command is
 	// started through: its arguments come first, then the program and
