@@ -99,6 +99,12 @@ type Session struct {
 	// worktree has its base), outside git, and in a record written before
 	// it existed (written only when set).
 	StartHead string `json:"start_head,omitempty"`
+	// Host names the host the session's agent runs on, over ssh (a host of
+	// the configuration's [plugins.atm-agent-mcp.hosts.<name>]): Cwd,
+	// RepoRoot and the worktree are paths there, and the agent's own
+	// state (its thread) lives there. "" for this machine (written only
+	// when set).
+	Host string `json:"host,omitempty"`
 
 	// Extra holds the fields this version does not know, so that they
 	// survive a rewrite. Keys that collide with a known field are ignored
@@ -139,6 +145,7 @@ type sessionWire struct {
 	HandedTo    string      `json:"handed_to,omitempty"`
 	Worktree    *Worktree   `json:"worktree,omitempty"`
 	StartHead   string      `json:"start_head,omitempty"`
+	Host        string      `json:"host,omitempty"`
 }
 
 // knownFields are the JSON keys of sessionWire.
@@ -147,7 +154,7 @@ var knownFields = map[string]bool{
 	"team": true, "repo_root": true, "repo_name": true, "branch": true,
 	"cwd": true, "started_at": true, "last_active": true, "status": true,
 	"thread_state": true, "tag": true, "role": true, "agent_source": true,
-	"turns": true, "last_result": true, "handed_to": true, "worktree": true, "start_head": true,
+	"turns": true, "last_result": true, "handed_to": true, "worktree": true, "start_head": true, "host": true,
 }
 
 func nullable(s string) *string {
@@ -188,6 +195,7 @@ func (s Session) MarshalJSON() ([]byte, error) {
 		HandedTo:    s.HandedTo,
 		Worktree:    s.Worktree,
 		StartHead:   s.StartHead,
+		Host:        s.Host,
 	})
 	if err != nil || len(s.Extra) == 0 {
 		return b, err
@@ -258,6 +266,7 @@ func (s *Session) UnmarshalJSON(data []byte) error {
 		LastResult:  deref(w.LastResult),
 		HandedTo:    w.HandedTo,
 		Worktree:    w.Worktree,
+		Host:        w.Host,
 		StartHead:   w.StartHead,
 		Extra:       extra,
 	}

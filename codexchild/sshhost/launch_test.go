@@ -84,3 +84,20 @@ func TestState(t *testing.T) {
 		t.Errorf("State after the reconnect = %v, Err %v; want up", up, h.Err())
 	}
 }
+
+// TestLongTempDir: a $TMPDIR too long for a control socket's path makes
+// the socket's directory under /tmp instead, and the host connects.
+func TestLongTempDir(t *testing.T) {
+	srv := startServer(t)
+	long := t.TempDir() + "/" + strings.Repeat("d", 90)
+	if err := os.MkdirAll(long, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", long)
+	h := hostFor(t, srv, sshhost.Config{})
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	if err := h.Up(ctx); err != nil {
+		t.Fatalf("Up with a long TMPDIR: %v", err)
+	}
+}

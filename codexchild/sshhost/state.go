@@ -12,6 +12,15 @@ func (h *Host) State() (up bool, changed <-chan struct{}, last *Error) {
 }
 
 // Err returns nil while the master connection is up, else the *Error
-// that says why not (wrapping ErrDown, with what ssh said last, or
-// ErrClosed), as a command started now would fail.
-func (h *Host) Err() error { return h.ready("connect") }
+// that says why not: the last attempt's or the lost connection's (its Op,
+// "connect" or "connection lost", wrapping ErrDown, with what ssh said
+// last), or ErrClosed.
+func (h *Host) Err() error {
+	h.mu.Lock()
+	last, up, closed := h.lastErr, h.up, h.closed
+	h.mu.Unlock()
+	if up || closed || last == nil {
+		return h.ready("connect")
+	}
+	return h.err(last.Op, last.Stderr, down(last.Err))
+}

@@ -103,6 +103,13 @@ type Options struct {
 	// AgentCheck checks an agent kind before agent_start starts a session
 	// of it (tools.Config.AgentCheck): switched on, installed. optional.
 	AgentCheck func(kind string) error
+	// Hosts are the machines other than this one where agents run, by
+	// name (hosts.go); serve connects to each when it runs. optional: nil
+	// runs every agent here.
+	Hosts map[string]Host
+	// HostFor is the configured host of a new session of an agent kind and
+	// role ("" for this machine; tools.Config.HostFor). optional.
+	HostFor func(kind, role string) string
 
 	// Defaults are the thread settings before a role preset or the caller's
 	// arguments.

@@ -50,6 +50,9 @@ func (e *Env) agentSessions(_ context.Context, c *mcpconn.ToolCall) (*mcpconn.To
 			thread = *v.BackendID
 		}
 		line := fmt.Sprintf("%s  %-16s %-11s %-6s agent=%s thread=%v", v.AgentID, v.Identity, v.Status, v.ThreadState, v.Backend, thread)
+		if v.Host != "" {
+			line += " host=" + v.Host
+		}
 		if all {
 			line += " instance=" + v.Instance
 			if v.ServePID != nil {
