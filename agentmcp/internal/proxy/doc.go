@@ -29,7 +29,20 @@
 //   - places over workspace: the worktrees, ports and conflict radar of the
 //     agents started with isolation "worktree" (places.go builds it over
 //     the user's git; the session manager gets it as its session.Places,
-//     the tools for agent_status's overlaps).
+//     the tools for agent_status's overlaps);
+//   - the hosts (hosts.go, Options.Hosts): machines other than this one
+//     where agents run, each one supervised ssh master connection
+//     (codexchild/sshhost) that Run makes and shutdown closes after the
+//     agents (which stops what they left there), and per kind a
+//     hostBackend (hostbackend.go) around the kind's own backend started
+//     there: the host's availability (turns and new sessions refused at
+//     once while it is away, its mail paused), a turn cut by a drop in
+//     the host's words (what ssh said), and a new Codex child after one
+//     died; each host is a session.Host (its backends, directories, and
+//     git facts from git there, gitctx.Remote), and a goroutine per host
+//     follows its connection: once it is back, the sessions of a new
+//     child continue on it (AfterRestart) and the mail that waited is
+//     delivered (resumeMail).
 //
 // The adapters between them live here: eventSink (session.Sink onto the
 // connection's events and progress), asker (session.Asker onto elicitation),

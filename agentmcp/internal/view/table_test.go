@@ -22,7 +22,7 @@ func TestWriteTable(t *testing.T) {
 				Item: &feed.Item{Type: "command", Summary: "go test ./...", Since: now.Add(-12 * time.Second)}, Turns: 3,
 				Usage: &backend.Usage{TotalTokens: 396}, Serve: "lead",
 				SubAgents: []backend.SubAgent{{ThreadID: "019a-child-thread-id", Status: "running"}}},
-			{Identity: "rev", Kind: "claude", State: feed.StateApproval, StateSince: now.Add(-4 * time.Second),
+			{Identity: "rev", Kind: "claude", Host: "box", State: feed.StateApproval, StateSince: now.Add(-4 * time.Second),
 				Approvals: []feed.Approval{{ID: "1", Question: "[rev] Allow claude to run `make deploy`?"}}, Turns: 2, UnreadMail: 1,
 				Usage: &backend.Usage{TotalTokens: 12500, Cost: &backend.Cost{Amount: 0.012, Currency: "USD"}}, Serve: "lead"},
 			{Identity: "qa", Kind: "mock", State: feed.StateGone, StateSince: now, Turns: 1, Serve: "old"},
@@ -32,11 +32,11 @@ func TestWriteTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `team dev: 3 agents: 1 waiting for approval, 1 working, 1 gone (serve exited), 1 serve running; 12896 tokens, $0.0120
-AGENT              KIND       MODEL  STATE                 FOR  DOING NOW                                       TURNS  TOKENS  COST     MAIL  APPROVALS  SERVE
-arch               codex      gpt-5  working               12s  command: go test ./...                          3      396     -        0     0          lead
-  └ 019a-child-t…  sub-agent  -      running               -    -
-rev                claude     -      waiting for approval  4s   asks: [rev] Allow claude to run ` + "`make deploy`" + `?  2      12.5k   $0.0120  1     1          lead
-qa                 mock       -      gone (serve exited)   -    -                                               1      -       -        0     0          old
+AGENT              KIND        MODEL  STATE                 FOR  DOING NOW                                       TURNS  TOKENS  COST     MAIL  APPROVALS  SERVE
+arch               codex       gpt-5  working               12s  command: go test ./...                          3      396     -        0     0          lead
+  └ 019a-child-t…  sub-agent   -      running               -    -
+rev                claude@box  -      waiting for approval  4s   asks: [rev] Allow claude to run ` + "`make deploy`" + `?  2      12.5k   $0.0120  1     1          lead
+qa                 mock        -      gone (serve exited)   -    -                                               1      -       -        0     0          old
 `
 	if *update {
 		t.Logf("got:\n%s", b.String())

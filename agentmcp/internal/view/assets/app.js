@@ -137,7 +137,7 @@
     const k = keyOf(a);
     const approvals = (a.approvals || []).length;
     const dir = (a.cwd || "").split("/").filter(Boolean).pop() || a.cwd || "";
-    const where = [dir, a.branch ? "⎇ " + a.branch : ""].filter(Boolean).join("  ");
+    const where = [a.host ? a.host + ":" + dir : dir, a.branch ? "⎇ " + a.branch : ""].filter(Boolean).join("  ");
     const tr = el("tr", { "data-owner": k, "data-key": k, "data-identity": a.identity, "data-state": a.state, class: a.state },
       el("td", null, el("a", { href: "#agent/" + encodeURIComponent(a.serve) + "/" + encodeURIComponent(a.agent_id), text: a.identity }),
         approvals ? el("span", { class: "badge", title: "pending approvals", text: String(approvals) }) : null),
@@ -311,6 +311,7 @@
     fact("tokens", tokensTitle(a.usage));
     fact("cost", a.usage && a.usage.cost ? cost(a.usage) : "");
     fact("unread mail", String(a.unread_mail || 0));
+    fact("host", a.host);
     fact("cwd", a.cwd);
     fact("branch", a.branch);
     fact("serve", a.serve);
