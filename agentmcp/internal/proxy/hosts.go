@@ -15,6 +15,7 @@ import (
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/gitctx"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/tools"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/sshhost"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
@@ -334,4 +335,26 @@ func (s *Server) hostBack(name string, replaced []*hostBackend) {
 		s.log.Info("the sessions on the host continue on its new child", "host", name, "agent", b.kind, "sessions", n)
 	}
 	s.resumeMail()
+}
+
+// statuses are the hosts' connections as agent_status shows them; nil
+// without hosts.
+func (hs *hostSet) statuses() map[string]tools.HostStatus {
+	if hs == nil || len(hs.places) == 0 {
+		return nil
+	}
+	out := make(map[string]tools.HostStatus, len(hs.places))
+	for name, p := range hs.places {
+		st := tools.HostStatus{Error: "serve has not connected to it yet"}
+		if conn := p.conn(); conn != nil {
+			st.Error = ""
+			if err := conn.Err(); err != nil {
+				st.Error = err.Error()
+			} else {
+				st.Up = true
+			}
+		}
+		out[name] = st
+	}
+	return out
 }

@@ -172,7 +172,7 @@ func (s *Server) Run(ctx context.Context, r io.Reader, w io.Writer) error {
 		BaseInstructions: s.opts.BaseInstructions, MaxSessions: s.opts.MaxSessions,
 		DefaultIdentity: s.opts.DefaultIdentity, Audit: s.auditor, CodexHome: s.opts.CodexHome, Cwd: s.opts.Cwd,
 		Started: s.opts.Now(), Logger: s.log, Now: s.opts.Now, ProgressInterval: s.opts.ProgressInterval, LeadMail: s.leadMail,
-		ConfigWarnings: s.opts.ConfigWarnings, Notices: s.opts.Notices, TeamProblem: s.opts.TeamProblem, AgentCheck: s.opts.AgentCheck, HostFor: s.opts.HostFor, Agents: agentStatuses(s.opts.Agents),
+		ConfigWarnings: s.opts.ConfigWarnings, Notices: s.opts.Notices, TeamProblem: s.opts.TeamProblem, AgentCheck: s.opts.AgentCheck, HostFor: s.opts.HostFor, Hosts: s.hosts.statuses, Agents: agentStatuses(s.opts.Agents),
 		Places: s.places, Isolation: s.opts.Isolation, RoleIsolation: s.opts.RoleIsolation, WorktreeBase: s.opts.WorktreeBase,
 		MergeCheck: s.opts.MergeCheck, MaxResultChars: s.opts.MaxResultChars,
 	})

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/gitctx"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
@@ -122,6 +123,32 @@ func (m *Manager) factsOn(ctx context.Context, host, dir string, known gitctx.Fa
 		return known
 	}
 	return f
+}
+
+// refreshHostFacts reads again the git facts of s, a session on a host,
+// once its turn has ended, into its record: a turn on a host takes them
+// from the record, so that it pays no round trip to the host for them
+// (the session's start reads them first). A turn that starts at once
+// after another (queued, or mail the turn's end let in) may see the
+// facts of before the other; the one after sees its changes.
+func (m *Manager) refreshHostFacts(s *Session) {
+	rec := s.Record()
+	if rec.Host == "" || !rec.Status.Live() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(m.ctx, 30*time.Second)
+	defer cancel()
+	f := m.factsOn(ctx, rec.Host, rec.Cwd, recordFacts(rec))
+	s.mu.Lock()
+	changed := deref(f.Root) != s.rec.RepoRoot || deref(f.Name) != s.rec.RepoName || deref(f.Branch) != s.rec.Branch
+	if changed && s.rec.Cwd == rec.Cwd {
+		s.rec.RepoRoot, s.rec.RepoName, s.rec.Branch = deref(f.Root), deref(f.Name), deref(f.Branch)
+	}
+	s.mu.Unlock()
+	if changed {
+		m.persist.async(s)
+		s.changed()
+	}
 }
 
 // recordFacts are the git facts a session's record holds (the last ones

@@ -107,6 +107,24 @@ func TestHosts(t *testing.T) {
 		t.Errorf("the thread's cwd %q, want the host's", reqs[0].Params.Cwd)
 	}
 
+	// The branch changes there: the facts are read again after each turn,
+	// so the turn after the next one's end names the new branch.
+	box.mu.Lock()
+	box.facts.Branch = strp("feature")
+	box.mu.Unlock()
+	for _, p := range []string{"turn two", "turn three"} {
+		if _, err := s.Run(ctx, Turn{Prompt: p, Source: SourceClaude}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs = remote.requests()
+	if got := reqs[len(reqs)-1].Preamble; !strings.Contains(got, "Branch:    feature") {
+		t.Errorf("the third turn's context:\n%s\nwant the branch read there after the second", got)
+	}
+	box.mu.Lock()
+	box.facts.Branch = strp("trunk")
+	box.mu.Unlock()
+
 	// The host cannot tell now: the record keeps the last facts.
 	box.mu.Lock()
 	box.down = true
@@ -114,7 +132,7 @@ func TestHosts(t *testing.T) {
 	if _, err := s.Run(ctx, Turn{Prompt: "again", Source: SourceClaude}); err != nil {
 		t.Fatal(err)
 	}
-	if rec := s.Record(); rec.Branch != "trunk" || rec.RepoRoot != "/srv/repo" {
+	if rec := s.Record(); rec.Branch != "feature" || rec.RepoRoot != "/srv/repo" {
 		t.Errorf("after a turn the host could not tell facts for: root %q branch %q, want the last ones", rec.RepoRoot, rec.Branch)
 	}
 	if v := s.View(); v.Host != "box" {

@@ -110,8 +110,7 @@ func (s *Session) turn(ctx context.Context, j *job, t Turn, replyNow bool) (*Tur
 
 	facts, ok := m.cfg.Git.Cached(rec.Cwd)
 	if rec.Host != "" {
-		release() // the host answers (hosts.go)
-		facts = m.factsOn(ctx, rec.Host, rec.Cwd, recordFacts(rec))
+		facts = recordFacts(rec) // read there after the last turn (hosts.go)
 	} else if !ok {
 		release() // files to read
 		facts = m.cfg.Git.Facts(ctx, rec.Cwd)

@@ -6,6 +6,17 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
 )
 
+// HostStatus is a host in agent_status: its connection and its live
+// sessions.
+type HostStatus struct {
+	// Up: serve's ssh connection to the host is up.
+	Up bool `json:"up"`
+	// Error says why not, with what ssh said. "" while it is up.
+	Error string `json:"error,omitempty"`
+	// Sessions are the live sessions there.
+	Sessions int `json:"sessions"`
+}
+
 // localHost is the host argument's name for this machine.
 const localHost = "local"
 

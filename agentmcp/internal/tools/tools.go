@@ -116,6 +116,9 @@ type Config struct {
 	// machine), when the call names none (hosts.go). optional: nil runs
 	// every session the call does not put on a host here.
 	HostFor func(kind, role string) string
+	// Hosts report the state of each host's connection (agent_status).
+	// optional: nil shows none.
+	Hosts func() map[string]HostStatus
 	// Restarter restarts the child. optional: nil means agent_restart_codex
 	// says the MCP server must be restarted.
 	Restarter Restarter
