@@ -15,6 +15,7 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/acpbackend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/sshhost"
+	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
 // hostOptions are the configured hosts as serve runs agents there
@@ -83,15 +84,54 @@ var notTag = regexp.MustCompile(`[^A-Za-z0-9_@.+-]`)
 // one host never stop each other's agents there.
 func instanceTag(cfg *config.Config) string {
 	team, instance := cfg.RegistryTeam()
-	machine, err := os.Hostname()
-	if err != nil || machine == "" {
-		machine = "localhost"
-	}
-	tag := notTag.ReplaceAllString(team, "_") + "+" + notTag.ReplaceAllString(instance, "_") + "@" + notTag.ReplaceAllString(machine, "_")
+	return tagOf(team, instance)
+}
+
+// tagOf is the tag of instance of team on this machine.
+func tagOf(team, instance string) string {
+	tag := notTag.ReplaceAllString(team, "_") + "+" + notTag.ReplaceAllString(instance, "_") + "@" + machineTag()
 	if len(tag) > 128 {
 		tag = tag[:128]
 	}
 	return tag
+}
+
+// machineTag is this machine's name as a tag holds it.
+func machineTag() string {
+	machine, err := os.Hostname()
+	if err != nil || machine == "" {
+		machine = "localhost"
+	}
+	return notTag.ReplaceAllString(machine, "_")
+}
+
+// staleInstance reports whether the agents a host keeps for tag were left
+// by a serve of this machine and team that is gone: another instance of
+// the team's registry whose claim no live process holds (a serve killed
+// with SIGKILL; its registry says so as `sessions` does). Another
+// machine's or another team's tag is never judged from here, nor this
+// serve's own (its connection stops those).
+func staleInstance(cfg *config.Config) func(tag string) bool {
+	team, self := cfg.RegistryTeam()
+	dir, err := registry.TeamDir(cfg.Home, team)
+	if err != nil {
+		return nil
+	}
+	return func(tag string) bool {
+		if tag == tagOf(team, self) {
+			return false
+		}
+		insts, err := dir.Scan()
+		if err != nil {
+			return false
+		}
+		for _, inst := range insts {
+			if tagOf(team, inst.Identity) == tag {
+				return !inst.Running
+			}
+		}
+		return false // not an instance of this team's registry here
+	}
 }
 
 // hostFor is the configured host of a new session of kind and role: the

@@ -3,10 +3,12 @@ package testscripts
 import (
 	"fmt"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
@@ -33,6 +35,8 @@ var (
 //	sshd resume                     bring it back on the same port
 //	sshd kill-master PID            kill (SIGKILL) the ssh master connection that the process PID
 //	                                (serve) started, as a crash of ssh, or an OOM kill, does
+//	sshd ps                         print the processes that run on the host, one a line
+//	sshd wait-gone REGEXP           wait (at most waitLimit) until no process on the host matches
 //	sshd stop                       stop it, failing if anything still runs on the host
 //
 // Scenarios check [sshd] first: it is false under -short and where sshd
@@ -113,6 +117,35 @@ func cmdSSHD(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("sshd: no ssh master connection under process %d", pid)
 		}
 		ts.Logf("killed the ssh master connection(s) %v", killed)
+	case "ps":
+		if srv == nil {
+			ts.Fatalf("sshd: not started")
+		}
+		for _, p := range srv.Processes() {
+			fmt.Fprintf(ts.Stdout(), "%d %s\n", p.PID, p.Cmdline)
+		}
+	case "wait-gone":
+		if srv == nil || len(args) != 2 {
+			ts.Fatalf("usage: sshd wait-gone REGEXP (after start)")
+		}
+		re, err := regexp.Compile(args[1])
+		ts.Check(err)
+		deadline := time.Now().Add(waitLimit(ts))
+		for {
+			var left []string
+			for _, p := range srv.Processes() {
+				if re.MatchString(p.Cmdline) {
+					left = append(left, p.Cmdline)
+				}
+			}
+			if len(left) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				ts.Fatalf("sshd wait-gone: still on the host after %s: %q", waitLimit(ts), left)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	case "stop":
 		if srv == nil {
 			ts.Fatalf("sshd: not started")

@@ -37,7 +37,10 @@
 //     group; a reused pid is recognised by the wrapper's tag in its
 //     command line and left alone). The supervisor reaps Config.Instance
 //     at each connection, before Up returns (an agent whose connection
-//     dropped is never left orphaned) and at [Host.Close].
+//     dropped is never left orphaned) and at [Host.Close];
+//     [Host.Instances] lists the instances with pid files there, for a
+//     caller that knows which of them are gone (a serve killed with
+//     SIGKILL) and reaps those.
 //
 // [Host.State] and [Host.Err] tell whether the connection is up, and why
 // not, without waiting: what a caller that follows the host (its agents'

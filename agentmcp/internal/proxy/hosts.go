@@ -203,6 +203,7 @@ func (p *hostPlace) Facts(ctx context.Context, dir string) (gitctx.Facts, error)
 // shutdown. A nil *hostSet has none.
 type hostSet struct {
 	places   map[string]*hostPlace
+	stale    func(tag string) bool // Options.StaleInstance, or nil
 	log      *slog.Logger
 	stop     context.CancelFunc
 	watching sync.WaitGroup
@@ -247,6 +248,7 @@ func (hs *hostSet) watch(ctx context.Context, p *hostPlace, back func(string, []
 		up, changed, last := conn.State()
 		switch {
 		case up && !wasUp:
+			hs.reapStale(ctx, p)
 			var replaced []*hostBackend
 			if dropped {
 				for _, kind := range slices.Sorted(maps.Keys(p.backends)) {
@@ -266,6 +268,34 @@ func (hs *hostSet) watch(ctx context.Context, p *hostPlace, back func(string, []
 		case <-changed:
 		case <-ctx.Done():
 			return
+		}
+	}
+}
+
+// reapStale stops on p's host the agents that serves which are gone left
+// there (Options.StaleInstance).
+func (hs *hostSet) reapStale(ctx context.Context, p *hostPlace) {
+	if hs.stale == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	conn := p.conn()
+	tags, err := conn.Instances(ctx)
+	if err != nil {
+		p.log.Warn("could not list the instances with agents on the host", "err", err)
+		return
+	}
+	for _, tag := range tags {
+		if !hs.stale(tag) {
+			continue
+		}
+		stopped, err := conn.Reap(ctx, tag)
+		switch {
+		case err != nil:
+			p.log.Warn("could not stop the agents a gone serve left on the host", "instance", tag, "err", err)
+		case len(stopped) > 0:
+			p.log.Warn("stopped the agents a gone serve left on the host", "instance", tag, "sessions", stopped)
 		}
 	}
 }

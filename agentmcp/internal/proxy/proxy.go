@@ -119,7 +119,7 @@ func New(opts Options) (*Server, error) {
 	for kind, b := range opts.Agents {
 		backends[kind] = b
 	}
-	s.hosts = &hostSet{places: newHostPlaces(opts.Hosts, log), log: log}
+	s.hosts = &hostSet{places: newHostPlaces(opts.Hosts, log), stale: opts.StaleInstance, log: log}
 	var registryView session.Registry = session.RegistryOf(reg)
 	if opts.RegistryTeam != opts.Team {
 		registryView = teamStamp{Registry: registryView, team: opts.Team, reg: reg}
