@@ -44,6 +44,7 @@ type acpThread struct {
 	stopping chan struct{} // closed when the agent stopped after a turn has been closed
 	notes    []string      // denial notes for the next prompt (denialnote.go)
 	usage    Usage         // the thread's usage so far (acp_usage.go)
+	model    string        // the model its session runs, as the agent said (acp.Session.Model)
 }
 
 // takeNotes returns the thread's denial notes, each followed by a blank
@@ -181,8 +182,9 @@ func (th *acpThread) ready(ctx context.Context, req TurnRequest) (text, replaced
 		_ = c.Close(context.WithoutCancel(ctx))
 		return "", "", err
 	}
+	model := s.Model()
 	th.mu.Lock()
-	th.client, th.sess, th.cwd, th.stopping = c, s, p.Cwd, nil
+	th.client, th.sess, th.cwd, th.stopping, th.model = c, s, p.Cwd, nil, model
 	th.mu.Unlock()
 	b.mu.Lock()
 	th.opened = true
@@ -360,7 +362,7 @@ func (th *acpThread) run(ctx context.Context, req TurnRequest, text string) (*Re
 	th.mu.Lock()
 	c, s := th.client, th.sess
 	th.turn = t
-	t.deliver(Event{ThreadID: s.ID(), Method: "session/prompt", Type: "turn_started", Neutral: &Activity{Kind: ActivityTurnStarted}})
+	t.deliver(Event{ThreadID: s.ID(), Method: "session/prompt", Type: "turn_started", Neutral: &Activity{Kind: ActivityTurnStarted, Model: th.model}})
 	th.mu.Unlock()
 
 	timeout := b.cfg.turnTimeout(req.Timeout)

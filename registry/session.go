@@ -83,6 +83,17 @@ type Session struct {
 	// with isolation "worktree"; nil otherwise (written only when set).
 	// A resume re-enters it.
 	Worktree *Worktree `json:"worktree,omitempty"`
+	// Model is the model the agent last said it runs ("" until it said;
+	// written only when set): what prices a closed session's tokens.
+	Model string `json:"model,omitempty"`
+	// Usage is the session's token usage over its life (nil until its
+	// agent reported any; written only when set): a resume counts on
+	// from it.
+	Usage *Usage `json:"usage,omitempty"`
+	// BudgetTokens is the session's token budget as it was raised (or
+	// lowered) at run time; 0 leaves the configured one (written only
+	// when set).
+	BudgetTokens int64 `json:"budget_tokens,omitempty"`
 
 	// Extra holds the fields this version does not know, so that they
 	// survive a rewrite. Keys that collide with a known field are ignored
@@ -113,6 +124,9 @@ type sessionWire struct {
 	LastResult  *string     `json:"last_result"`
 	HandedTo    string      `json:"handed_to,omitempty"`
 	Worktree    *Worktree   `json:"worktree,omitempty"`
+	Model       string      `json:"model,omitempty"`
+	Usage       *Usage      `json:"usage,omitempty"`
+	Budget      int64       `json:"budget_tokens,omitempty"`
 }
 
 // knownFields are the JSON keys of sessionWire.
@@ -122,6 +136,7 @@ var knownFields = map[string]bool{
 	"cwd": true, "started_at": true, "last_active": true, "status": true,
 	"thread_state": true, "tag": true, "role": true, "agent_source": true,
 	"turns": true, "last_result": true, "handed_to": true, "worktree": true,
+	"model": true, "usage": true, "budget_tokens": true,
 }
 
 func nullable(s string) *string {
@@ -161,6 +176,9 @@ func (s Session) MarshalJSON() ([]byte, error) {
 		LastResult:  nullable(s.LastResult),
 		HandedTo:    s.HandedTo,
 		Worktree:    s.Worktree,
+		Model:       s.Model,
+		Usage:       s.Usage,
+		Budget:      s.BudgetTokens,
 	})
 	if err != nil || len(s.Extra) == 0 {
 		return b, err
@@ -211,34 +229,39 @@ func (s *Session) UnmarshalJSON(data []byte) error {
 		extra[k] = c.Bytes()
 	}
 	*s = Session{
-		AgentID:     w.AgentID,
-		Backend:     w.Backend,
-		BackendID:   deref(w.BackendID),
-		Identity:    w.Identity,
-		Team:        w.Team,
-		RepoRoot:    deref(w.RepoRoot),
-		RepoName:    deref(w.RepoName),
-		Branch:      deref(w.Branch),
-		Cwd:         w.Cwd,
-		StartedAt:   w.StartedAt.UTC(),
-		LastActive:  w.LastActive.UTC(),
-		Status:      w.Status,
-		ThreadState: w.ThreadState,
-		Tag:         deref(w.Tag),
-		Role:        deref(w.Role),
-		AgentSource: deref(w.AgentSource),
-		Turns:       w.Turns,
-		LastResult:  deref(w.LastResult),
-		HandedTo:    w.HandedTo,
-		Worktree:    w.Worktree,
-		Extra:       extra,
+		AgentID:      w.AgentID,
+		Backend:      w.Backend,
+		BackendID:    deref(w.BackendID),
+		Identity:     w.Identity,
+		Team:         w.Team,
+		RepoRoot:     deref(w.RepoRoot),
+		RepoName:     deref(w.RepoName),
+		Branch:       deref(w.Branch),
+		Cwd:          w.Cwd,
+		StartedAt:    w.StartedAt.UTC(),
+		LastActive:   w.LastActive.UTC(),
+		Status:       w.Status,
+		ThreadState:  w.ThreadState,
+		Tag:          deref(w.Tag),
+		Role:         deref(w.Role),
+		AgentSource:  deref(w.AgentSource),
+		Turns:        w.Turns,
+		LastResult:   deref(w.LastResult),
+		HandedTo:     w.HandedTo,
+		Worktree:     w.Worktree,
+		Model:        w.Model,
+		Usage:        w.Usage,
+		BudgetTokens: w.Budget,
+		Extra:        extra,
 	}
 	return nil
 }
 
-// clone returns a copy of s whose Extra map and Worktree are its own.
+// clone returns a copy of s whose Extra map, Worktree and Usage are its
+// own.
 func (s Session) clone() Session {
 	s.Extra = maps.Clone(s.Extra)
+	s.Usage = s.Usage.clone()
 	if s.Worktree != nil {
 		w := *s.Worktree
 		s.Worktree = &w
