@@ -83,8 +83,9 @@ type Session struct {
 	// with isolation "worktree"; nil otherwise (written only when set).
 	// A resume re-enters it.
 	Worktree *Worktree `json:"worktree,omitempty"`
-	// Model is the model the agent last said it runs ("" until it said;
-	// written only when set): what prices a closed session's tokens.
+	// Model is the model the agent last said it runs, else the one it was
+	// started with ("" when neither is known; written only when set): what
+	// prices the session's tokens once no serve runs it.
 	Model string `json:"model,omitempty"`
 	// Usage is the session's token usage over its life (nil until its
 	// agent reported any; written only when set): a resume counts on

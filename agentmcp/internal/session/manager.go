@@ -42,6 +42,8 @@ type Manager struct {
 	resumed map[*Session]registry.Session
 	// discarded are the last sessions Discard dropped (discarded.go).
 	discarded discardLog
+
+	budgets *budgetWatch // the token budgets' watcher (budget.go)
 }
 
 // NewManager returns a Manager holding the registry's sessions (dropping
@@ -58,6 +60,9 @@ func NewManager(cfg Config) (*Manager, error) {
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.persist = newPersister(cfg.Registry, cfg.Logger)
+	m.budgets = newBudgetWatch(m)
+	m.wg.Add(1)
+	go m.budgets.run()
 	for _, rec := range cfg.Registry.List(registry.Filter{}) {
 		if !cfg.PersistThreads && !rec.Status.Live() {
 			if err := cfg.Registry.Remove(rec.AgentID); err != nil {
@@ -274,6 +279,7 @@ func (m *Manager) Rebind(s *Session, src Source) error {
 	settings, _ := m.Settings(updated.Role)
 	s.mu.Lock()
 	updated.Turns = max(updated.Turns, s.rec.Turns)
+	s.keepUsageLocked(&updated)
 	s.rec = updated
 	if seed != "" || s.seed == "" {
 		s.seed, s.seedWhat = seed, seedWhat
