@@ -157,6 +157,9 @@ type Role struct {
 	// Isolation is the isolation of the role's agents (one of Isolations,
 	// of every agent kind); "" leaves the configured one.
 	Isolation string `json:"isolation,omitempty"`
+	// BudgetTokens is the token budget of each of the role's sessions; 0
+	// leaves budget_tokens (see BudgetFor).
+	BudgetTokens int `json:"budget_tokens,omitempty"`
 }
 
 // Resume is the --resume request of `serve`.
@@ -237,6 +240,16 @@ type Config struct {
 	WorktreeSetup string
 	// WorktreePorts is how many ports each isolated agent gets (0: none).
 	WorktreePorts int
+
+	// BudgetTokens is each session's token budget when its role sets none
+	// (0: none; see BudgetFor); TeamBudgetTokens the team's, every session
+	// of the team together in every serve (0: none). BudgetInterrupt also
+	// interrupts the running turn that reaches a budget.
+	BudgetTokens     int
+	TeamBudgetTokens int
+	BudgetInterrupt  bool
+	// Prices are the models' prices by model name (budget.go).
+	Prices map[string]Price
 
 	AutoMail bool // inject incoming mail as turns (FR-8.8)
 	// PerThreadAutoMail overrides AutoMail for the sessions bound to an

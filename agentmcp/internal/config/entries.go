@@ -115,7 +115,7 @@ func (c *Config) Entries() []Entry {
 			es = append(es, Entry{Key: k, Value: f.v, Source: c.Sources[k]})
 		}
 	}
-	return append(es, c.agentEntries()...)
+	return append(append(es, c.budgetEntries()...), c.agentEntries()...)
 }
 
 // agentEntries are the agents' values, agent by agent: enabled, command

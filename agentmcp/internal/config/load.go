@@ -72,10 +72,11 @@ var pluginKeys = []string{
 	"max_result_chars", "event_buffer_size", "lead_push",
 	"isolation", "worktree_base", "worktree_setup", "worktree_ports",
 	"roles", "agents",
+	"budget_tokens", "team_budget_tokens", "budget_interrupt", "prices",
 }
 
 // roleKeys are the keys of a role preset.
-var roleKeys = []string{"model", "reasoning_effort", "sandbox", "approval_policy", "isolation"}
+var roleKeys = []string{"model", "reasoning_effort", "sandbox", "approval_policy", "isolation", "budget_tokens"}
 
 // Load resolves the configuration as the package documentation describes.
 // It fails on a malformed or unreadable file and on any bad value, naming
@@ -253,6 +254,7 @@ func (r *resolver) resolveAll(cfg *Config, opts LoadOptions) {
 	cfg.LogLevel = r.enum("log_level", DefaultLogLevel, LogLevels, std("log_level", "--log-level"))
 	cfg.LogFile = r.path("log_file", std("log_file", "--log-file"))
 	cfg.Roles = r.roles()
+	r.resolveBudgets(cfg)
 	cfg.Agents = r.agents()
 	cfg.Warnings = append(cfg.Warnings, r.warnings...)
 	r.resolveSession(cfg)
@@ -328,7 +330,7 @@ func (r *resolver) roles() map[string]Role {
 		for name, rv := range t {
 			if _, ok := rv.(map[string]any); !ok {
 				src.Key = pluginKeyPrefix + "roles." + name
-				r.errs = append(r.errs, &Error{Key: "roles." + name, Source: src, Value: tomlText(rv), Expected: "a table of model, reasoning_effort, sandbox, approval_policy, isolation"})
+				r.errs = append(r.errs, &Error{Key: "roles." + name, Source: src, Value: tomlText(rv), Expected: "a table of model, reasoning_effort, sandbox, approval_policy, isolation, budget_tokens"})
 				continue
 			}
 			names[name] = true
@@ -344,6 +346,7 @@ func (r *resolver) roles() map[string]Role {
 			Sandbox:         r.enum(key("sandbox"), "", Sandboxes, at("sandbox")),
 			ApprovalPolicy:  r.enum(key("approval_policy"), "", ApprovalPolicies, at("approval_policy")),
 			Isolation:       r.enum(key("isolation"), "", Isolations, at("isolation")),
+			BudgetTokens:    r.roleBudget(name),
 		}
 		for _, k := range roleKeys {
 			if r.sources[key(k)].Kind == SourceDefault {
@@ -466,7 +469,7 @@ func unknownKeys(f *fileLayer) []Warning {
 			}
 		}
 	}
-	return ws
+	return append(ws, priceWarnings(f)...)
 }
 
 // suggest returns " (did you mean X?)" for the known key closest to k, if

@@ -15,7 +15,9 @@
 // one shape of every kind (codexchild.Usage); unread mail; pending
 // approvals; recent events and messages; the last result; and Codex's own
 // sub-agents, nested under their parent from the collab items (not team
-// members). Per team: every mail between members ([Mail]: who to whom,
+// members); its token budget and its use; for an isolated agent, its
+// worktree, branch and the diff stat of its change, read off the
+// publisher's path (diff.go), and on a view's request the change itself. Per team: every mail between members ([Mail]: who to whom,
 // when, the summary), read from the team's inboxes as written.
 //
 // # Why it is shaped so

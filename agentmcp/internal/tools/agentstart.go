@@ -15,7 +15,7 @@ var agentStartArgNames = []string{"agent", "prompt", "agent_file", "agent_id", "
 	"model", "base-instructions", "developer-instructions", "background"}
 
 // agentReplyArgNames are the arguments of agent_reply.
-var agentReplyArgNames = []string{"agent_id", "prompt", "cwd", "background"}
+var agentReplyArgNames = []string{"agent_id", "prompt", "cwd", "background", "budget_tokens", "team_budget_tokens"}
 
 // codexOnlyArgs are the codex tool's arguments that agent_start does not
 // take: settings only Codex understands, and the adoption of a Codex
