@@ -1,6 +1,7 @@
 package session
 
 import (
+	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -24,7 +25,8 @@ import (
 // At 80 % of a budget the lead is told once (Config.BudgetNotice); at
 // 100 % it is told again, no new turn starts (BUDGET_EXCEEDED, and its
 // mail waits unread: TryMail refuses it), and with Budgets.Interrupt the
-// running turn is interrupted. A summary asked for at a close is never
+// running turn is interrupted (after budgetGrace, if it has not ended by
+// itself: an ACP agent reports its tokens with its answer). A summary asked for at a close is never
 // held back. Raising the budget lets turns start again and offers the
 // waiting mail at once; a budget raised is told once more at its own 80 %.
 //
@@ -148,13 +150,13 @@ func (w *budgetWatch) run() {
 // budgets and tells what crossed 80 % or 100 % since.
 func (w *budgetWatch) check() {
 	m := w.m
-	var running []*Session
+	var running []turnMark
 	for _, s := range m.Live() {
 		s.mu.Lock()
-		busy := s.running != nil
+		busy, started := s.running != nil, s.turnStarted
 		s.mu.Unlock()
 		if busy {
-			running = append(running, s)
+			running = append(running, turnMark{s, started})
 		}
 		st := s.Budget()
 		if st == nil {
@@ -167,8 +169,7 @@ func (w *budgetWatch) check() {
 		}
 		n := BudgetNotice{AgentID: rec.AgentID, Identity: rec.Identity, BudgetState: *st}
 		if reached && m.cfg.Budgets.Interrupt && busy {
-			n.Interrupted = []string{rec.Identity}
-			go s.interrupt(m.ctx, "by its token budget")
+			n.Interrupted = w.interrupt([]turnMark{{s, started}}, "by its token budget")
 		}
 		w.tell(n)
 	}
@@ -182,12 +183,52 @@ func (w *budgetWatch) check() {
 	}
 	n := BudgetNotice{Team: true, BudgetState: *st}
 	if reached && m.cfg.Budgets.Interrupt {
-		for _, s := range running {
-			n.Interrupted = append(n.Interrupted, s.Record().Identity)
-			go s.interrupt(m.ctx, "by the team's token budget")
-		}
+		n.Interrupted = w.interrupt(running, "by the team's token budget")
 	}
 	w.tell(n)
+}
+
+// turnMark is a session's running turn: when it started.
+type turnMark struct {
+	s       *Session
+	started time.Time
+}
+
+// budgetGrace is how long a turn that reached a budget has to end by
+// itself before it is interrupted: an agent that reports its tokens with
+// its answer (ACP) reports them as its turn ends.
+const budgetGrace = 250 * time.Millisecond
+
+// interrupt interrupts the turns of marks that are still running after
+// budgetGrace (the same turns: a later one is not this budget's doing),
+// all at once, and returns the identities whose turn it interrupted.
+func (w *budgetWatch) interrupt(marks []turnMark, why string) []string {
+	select {
+	case <-time.After(budgetGrace):
+	case <-w.m.ctx.Done():
+		return nil
+	}
+	var mu sync.Mutex
+	var out []string
+	var wg sync.WaitGroup
+	for _, t := range marks {
+		t.s.mu.Lock()
+		same := t.s.running != nil && t.s.turnStarted.Equal(t.started)
+		t.s.mu.Unlock()
+		if !same {
+			continue
+		}
+		wg.Go(func() {
+			if ok, _ := t.s.interrupt(w.m.ctx, why); ok {
+				mu.Lock()
+				out = append(out, t.s.Record().Identity)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	sort.Strings(out)
+	return out
 }
 
 // crossed reports whether st has crossed 80 % (warn) or 100 % (reached)
