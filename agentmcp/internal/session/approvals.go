@@ -108,8 +108,8 @@ func (m *Manager) bridgeApproval(s *Session, call CallRef, asker Asker, a *codex
 		}
 		defer s.pend(&pending{id: id}) // done: unlisted
 	}
-	ctx, cancel := context.WithCancel(m.ctx)
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(m.ctx)
+	defer cancel(nil)
 	if _, queued := asker.(QueueAsker); !queued {
 		q := Question{ApprovalID: id, AgentID: rec.AgentID, Identity: rec.Identity, Message: p.question, Approval: a, Offer: p.offer}
 		if call != nil {
@@ -135,6 +135,7 @@ func (m *Manager) bridgeApproval(s *Session, call CallRef, asker Asker, a *codex
 	defer timer.Stop()
 	select {
 	case an := <-p.decided:
+		cancel(&AnsweredError{Outcome: an.Outcome}) // the asker learns how, before the audit
 		respond(an)
 	case <-timer.C:
 		p.offer(Answer{})
@@ -146,6 +147,14 @@ func (m *Manager) bridgeApproval(s *Session, call CallRef, asker Asker, a *codex
 		respond(Answer{codexchild.Decision{Kind: codexchild.Deny, Reason: "the proxy is shutting down", TurnEnds: true}, "denied: shutdown"})
 	}
 }
+
+// AnsweredError is the cause of an Asker's context (context.Cause) when
+// the approval it asks about was answered: by whom and how ("approve by
+// the view", "deny by agent_respond"), so that an asker answered another
+// way can say so.
+type AnsweredError struct{ Outcome string }
+
+func (e *AnsweredError) Error() string { return "the approval was answered: " + e.Outcome }
 
 // QueueAsker asks nobody: the approval waits in the session's list
 // (agent_status) for agent_respond, or the elicitation timeout.
