@@ -63,11 +63,14 @@
 //
 // # Goroutines and locks
 //
-// A Feed runs one publisher goroutine, one inbox poller, one accept loop
-// and, per client, one reader and one writer. A new client's snapshot is
+// A Feed runs one publisher goroutine, one inbox poller, one accept loop,
+// one reader of the isolated agents' diff stats (diff.go) and, per client,
+// one reader and one writer, and one goroutine per diff a client asks
+// for. A new client's snapshot is
 // taken after a publish of what changed since the last one, so it is
 // never behind the sessions. Feed.mu guards the dirty
-// set, the published agents, the mail ring and the client set; it is
+// set, the published agents, the mail ring, the client set and the diff
+// stats with their queue; it is
 // never held across I/O or a call into a session (Session.State takes the
 // session's lock; the feed takes its own only after). Feed.pubMu makes
 // publishes one at a time (the publisher's, a new client's, the last one
