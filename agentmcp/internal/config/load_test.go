@@ -112,7 +112,7 @@ func TestDefaults(t *testing.T) {
 
 var cmpIgnoreSources = cmp.FilterPath(func(p cmp.Path) bool {
 	s := p.String()
-	return s == "Sources" || s == "Warnings" || s == "Files" || s == "Agents" // see agents_test.go
+	return s == "Sources" || s == "Warnings" || s == "Files" || s == "Agents" || s == "Hosts" // see agents_test.go, hosts_test.go
 }, cmp.Ignore())
 
 // TestLayers sets one key in every layer and removes the layers from the
@@ -220,6 +220,11 @@ worktree_ports = 0
 budget_tokens = 200000
 team_budget_tokens = 1000000
 budget_interrupt = true
+merge_check = "make test"
+host = "box"
+
+[plugins.atm-agent-mcp.hosts.box]
+ssh = "box"
 
 [plugins.atm-agent-mcp.per_thread_auto_mail]
 codex-reviewer = true
@@ -230,6 +235,7 @@ reasoning_effort = "low"
 sandbox = "workspace-write"
 approval_policy = "on-request"
 isolation = "none"
+host = "local"
 budget_tokens = 50000
 
 [plugins.atm-agent-mcp.prices."gpt-5.3-codex"]
@@ -255,8 +261,8 @@ currency = "EUR"
 		MaxMailMessages:   4, MaxMailMessageLength: 100, ElicitationTimeout: 7 * time.Second,
 		MaxResultChars: 5000, EventBufferSize: 50, ProgressInterval: 0,
 		ApprovalFallback: "queue", HandshakeTimeout: 7 * time.Second, CodexRestart: "on_demand", MCPProtocol: "2025-11-25", LogLevel: "debug", LogFile: filepath.Join(f.repo, "logs", "proxy.log"),
-		Isolation: "worktree", WorktreeBase: "main", WorktreeSetup: "make deps", WorktreePorts: 0,
-		Roles:        map[string]Role{"worker": {Model: "gpt-5.3-codex", ReasoningEffort: "low", Sandbox: "workspace-write", ApprovalPolicy: "on-request", Isolation: "none", BudgetTokens: 50000}},
+		Isolation: "worktree", WorktreeBase: "main", WorktreeSetup: "make deps", WorktreePorts: 0, Host: "box", MergeCheck: "make test",
+		Roles:        map[string]Role{"worker": {Model: "gpt-5.3-codex", ReasoningEffort: "low", Sandbox: "workspace-write", ApprovalPolicy: "on-request", Isolation: "none", Host: "local", BudgetTokens: 50000}},
 		BudgetTokens: 200000, TeamBudgetTokens: 1000000, BudgetInterrupt: true,
 		Prices: map[string]Price{"gpt-5.3-codex": {Input: 1.25, CachedInput: 0.125, Output: 10, Currency: "USD"},
 			"o3": {Input: 2, CachedInput: 2, Output: 8, Currency: "EUR"}},
@@ -296,8 +302,8 @@ currency = "EUR"
 		"ATM_AGENT_MCP_LOG_LEVEL": "warn", "ATM_AGENT_MCP_LOG_FILE": "/var/log/x.log",
 		"ATM_AGENT_MCP_ROLE":      "worker",
 		"ATM_AGENT_MCP_ISOLATION": "worktree", "ATM_AGENT_MCP_WORKTREE_BASE": "origin/main", "ATM_AGENT_MCP_WORKTREE_SETUP": "npm ci",
-		"ATM_AGENT_MCP_WORKTREE_PORTS": "5",
-		"ATM_AGENT_MCP_BUDGET_TOKENS":  "7000", "ATM_AGENT_MCP_TEAM_BUDGET_TOKENS": "9000", "ATM_AGENT_MCP_BUDGET_INTERRUPT": "no",
+		"ATM_AGENT_MCP_WORKTREE_PORTS": "5", "ATM_AGENT_MCP_HOST": "local", "ATM_AGENT_MCP_MERGE_CHECK": "go test ./...",
+		"ATM_AGENT_MCP_BUDGET_TOKENS": "7000", "ATM_AGENT_MCP_TEAM_BUDGET_TOKENS": "9000", "ATM_AGENT_MCP_BUDGET_INTERRUPT": "no",
 	}
 	for k, v := range env {
 		f.env[k] = v
@@ -318,8 +324,8 @@ currency = "EUR"
 		MaxResultChars: 3000, EventBufferSize: 20, ProgressInterval: 1500 * time.Millisecond,
 		ApprovalFallback: "approve", HandshakeTimeout: 8 * time.Second, CodexRestart: "manual", MCPProtocol: "auto", LogLevel: "warn", LogFile: "/var/log/x.log", Role: "worker",
 		LeadPush: true, MessagingSocket: "/tmp/cc.sock", MessagingToken: "tok",
-		Isolation: "worktree", WorktreeBase: "origin/main", WorktreeSetup: "npm ci", WorktreePorts: 5,
-		Roles:        map[string]Role{"worker": {Model: "gpt-5.3-codex", ReasoningEffort: "low", Sandbox: "workspace-write", ApprovalPolicy: "on-request", Isolation: "none", BudgetTokens: 50000}},
+		Isolation: "worktree", WorktreeBase: "origin/main", WorktreeSetup: "npm ci", WorktreePorts: 5, Host: "local", MergeCheck: "go test ./...",
+		Roles:        map[string]Role{"worker": {Model: "gpt-5.3-codex", ReasoningEffort: "low", Sandbox: "workspace-write", ApprovalPolicy: "on-request", Isolation: "none", Host: "local", BudgetTokens: 50000}},
 		BudgetTokens: 7000, TeamBudgetTokens: 9000, BudgetInterrupt: false,
 		Prices: map[string]Price{"gpt-5.3-codex": {Input: 1.25, CachedInput: 0.125, Output: 10, Currency: "USD"},
 			"o3": {Input: 2, CachedInput: 2, Output: 8, Currency: "EUR"}},
@@ -330,7 +336,7 @@ currency = "EUR"
 	for _, e := range c.Entries() {
 		switch {
 		case e.Key == "home" || e.Key == "config" || e.Key == "fast" || e.Key == "readonly" || e.Key == "resume" ||
-			e.Key == "base_prompt_file" || strings.HasPrefix(e.Key, "roles.") || strings.HasPrefix(e.Key, "agents.") || strings.HasPrefix(e.Key, "prices."):
+			e.Key == "base_prompt_file" || strings.HasPrefix(e.Key, "roles.") || strings.HasPrefix(e.Key, "agents.") || strings.HasPrefix(e.Key, "hosts.") || strings.HasPrefix(e.Key, "prices."):
 		case e.Source.Kind != SourceEnv:
 			t.Errorf("%s: source %v, want env", e.Key, e.Source)
 		}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
@@ -18,7 +18,7 @@ import (
 // gives one (team_budget_tokens) or it was set at run time
 // (Manager.SetTeamBudget: kept in the team's registry directory, for every
 // serve of the team). A budget counts total tokens as the agents report
-// them (codexchild.Usage.TotalTokens): a session's over its life, the
+// them (backend.Usage.TotalTokens): a session's over its life, the
 // team's over every session of the team, closed ones and other serves'
 // included (from their records).
 //
@@ -382,8 +382,8 @@ func (m *Manager) SetTeamBudget(tokens int64) (*BudgetState, error) {
 // (closed ones included) as it counts them, and every other serve's
 // session of the team as its record says (priced where its model has a
 // price; a session in two records counts once).
-func (m *Manager) TeamUsage() codexchild.Usage {
-	var total codexchild.Usage
+func (m *Manager) TeamUsage() backend.Usage {
+	var total backend.Usage
 	for _, s := range m.all() {
 		if u := s.Usage(); u != nil && s.Record().Team == m.cfg.Team {
 			total = total.Add(*u)
@@ -398,7 +398,7 @@ func (m *Manager) TeamUsage() codexchild.Usage {
 		m.log.Warn("cannot read the other serves' registries for the team's usage", "err", err)
 		return total
 	}
-	others := map[string]codexchild.Usage{}
+	others := map[string]backend.Usage{}
 	for _, in := range insts {
 		if in.Identity == tr.Identity() || in.Err != nil {
 			continue

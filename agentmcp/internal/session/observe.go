@@ -4,7 +4,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
@@ -37,7 +37,7 @@ type State struct {
 	Turns    int
 	Queued   int
 	// Usage is priced where its model has a price (price.go).
-	Usage *codexchild.Usage
+	Usage *backend.Usage
 	// Budget is the session's token budget and its use; nil when it has
 	// none (budget.go).
 	Budget    *BudgetState
@@ -56,7 +56,7 @@ type State struct {
 	// Problem is the running turn's last error or retry notice.
 	Problem *Problem
 	// SubAgents are the agent's own sub-agents (Codex collab), by thread.
-	SubAgents []codexchild.SubAgent
+	SubAgents []backend.SubAgent
 	// UnreadMail is the mail layer's count of unread mail for the
 	// session's identity (0 without a mail layer).
 	UnreadMail int

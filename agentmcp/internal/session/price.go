@@ -1,7 +1,7 @@
 package session
 
 import (
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 )
 
 // Price is what a model's tokens cost, per million tokens, as the
@@ -25,22 +25,22 @@ type Price struct {
 type Prices map[string]Price
 
 // Cost is what u costs at model's price; ok is false when the model has no
-// price. Input tokens include the cached ones (codexchild.Usage), which
+// price. Input tokens include the cached ones (backend.Usage), which
 // are priced apart.
-func (p Prices) Cost(model string, u codexchild.Usage) (c *codexchild.Cost, ok bool) {
+func (p Prices) Cost(model string, u backend.Usage) (c *backend.Cost, ok bool) {
 	pr, ok := p[model]
 	if !ok || model == "" {
 		return nil, false
 	}
 	cached := min(u.CachedInputTokens, u.InputTokens)
 	amount := (float64(u.InputTokens-cached)*pr.Input + float64(cached)*pr.CachedInput + float64(u.OutputTokens)*pr.Output) / 1e6
-	return &codexchild.Cost{Amount: amount, Currency: pr.Currency}, true
+	return &backend.Cost{Amount: amount, Currency: pr.Currency}, true
 }
 
 // Priced returns u with its cost at model's price when the model has one
 // (the price table wins over what the agent says it cost), else u as it
 // is: the agent's own cost, or none. A nil u stays nil.
-func (p Prices) Priced(model string, u *codexchild.Usage) *codexchild.Usage {
+func (p Prices) Priced(model string, u *backend.Usage) *backend.Usage {
 	if u == nil {
 		return nil
 	}
@@ -62,7 +62,7 @@ func (s *Session) modelLocked() string {
 	if s.params.Model != "" {
 		return s.params.Model
 	}
-	if isCodex(s.rec) {
+	if s.m.cat.TakesDefaults(s.rec.Kind()) {
 		return s.m.cfg.Defaults.Model
 	}
 	return s.rec.Model
@@ -70,6 +70,6 @@ func (s *Session) modelLocked() string {
 
 // usageLocked is s's usage so far, priced (Prices.Priced); nil before any
 // report; s.mu is held.
-func (s *Session) usageLocked() *codexchild.Usage {
+func (s *Session) usageLocked() *backend.Usage {
 	return s.m.cfg.Prices.Priced(s.modelLocked(), s.act.usage.total())
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -14,18 +14,18 @@ import (
 // none. Nothing is guessed.
 func TestPrices(t *testing.T) {
 	prices := Prices{"gpt-5.2-codex": {Input: 1.25, CachedInput: 0.125, Output: 10, Currency: "USD"}}
-	own := &codexchild.Cost{Amount: 0.5, Currency: "EUR"}
-	u := codexchild.Usage{InputTokens: 3_000_000, CachedInputTokens: 1_000_000, OutputTokens: 200_000, TotalTokens: 3_200_000}
+	own := &backend.Cost{Amount: 0.5, Currency: "EUR"}
+	u := backend.Usage{InputTokens: 3_000_000, CachedInputTokens: 1_000_000, OutputTokens: 200_000, TotalTokens: 3_200_000}
 	withOwn := u
 	withOwn.Cost = own
 	tests := []struct {
 		name  string
 		model string
-		u     *codexchild.Usage
-		want  *codexchild.Cost
+		u     *backend.Usage
+		want  *backend.Cost
 	}{
-		{"priced", "gpt-5.2-codex", &u, &codexchild.Cost{Amount: 2*1.25 + 1*0.125 + 0.2*10, Currency: "USD"}},
-		{"priced wins over the agent's own", "gpt-5.2-codex", &withOwn, &codexchild.Cost{Amount: 4.625, Currency: "USD"}},
+		{"priced", "gpt-5.2-codex", &u, &backend.Cost{Amount: 2*1.25 + 1*0.125 + 0.2*10, Currency: "USD"}},
+		{"priced wins over the agent's own", "gpt-5.2-codex", &withOwn, &backend.Cost{Amount: 4.625, Currency: "USD"}},
 		{"unpriced keeps the agent's own", "claude-sonnet", &withOwn, own},
 		{"unpriced, none reported", "claude-sonnet", &u, nil},
 		{"no model", "", &u, nil},
@@ -58,12 +58,12 @@ func TestSessionPriced(t *testing.T) {
 	if err := turn(s, "TOKENS 1000"); err != nil {
 		t.Fatal(err)
 	}
-	want := &codexchild.Cost{Amount: (900*10 + 100*100) / 1e6, Currency: "USD"}
+	want := &backend.Cost{Amount: (900*10 + 100*100) / 1e6, Currency: "USD"}
 	if d := s.Detail(0); cmp.Diff(want, d.TokenUsage.Cost) != "" || d.Model != "m-1" {
 		t.Errorf("agent_status cost %+v, model %q; want %+v at m-1's price", d.TokenUsage.Cost, d.Model, want)
 	}
-	s.recordEvent("session_configured", "thread-1", codexchild.Activity{Model: "m-2"})
-	want = &codexchild.Cost{Amount: (900*20 + 100*200) / 1e6, Currency: "USD"}
+	s.recordEvent("session_configured", "thread-1", backend.Activity{Model: "m-2"})
+	want = &backend.Cost{Amount: (900*20 + 100*200) / 1e6, Currency: "USD"}
 	if v := s.View(); cmp.Diff(want, v.TokenUsage.Cost) != "" || v.Model != "m-2" {
 		t.Errorf("agent_sessions cost %+v, model %q; want %+v at the named m-2's price", v.TokenUsage.Cost, v.Model, want)
 	}

@@ -1,7 +1,7 @@
 package session
 
 import (
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
@@ -47,17 +47,17 @@ func (u *usageTotals) saved() *registry.Usage {
 }
 
 // usageOf converts the registry's tokens to the one shape of every kind.
-func usageOf(t registry.Tokens) codexchild.Usage {
-	u := codexchild.Usage{InputTokens: t.InputTokens, CachedInputTokens: t.CachedInputTokens, OutputTokens: t.OutputTokens, TotalTokens: t.TotalTokens}
+func usageOf(t registry.Tokens) backend.Usage {
+	u := backend.Usage{InputTokens: t.InputTokens, CachedInputTokens: t.CachedInputTokens, OutputTokens: t.OutputTokens, TotalTokens: t.TotalTokens}
 	if t.Cost != nil {
-		u.Cost = &codexchild.Cost{Amount: t.Cost.Amount, Currency: t.Cost.Currency}
+		u.Cost = &backend.Cost{Amount: t.Cost.Amount, Currency: t.Cost.Currency}
 	}
 	return u
 }
 
 // tokensOf converts a usage to the registry's tokens (the context fill is
 // not kept: it says how full the model's context is now).
-func tokensOf(u codexchild.Usage) registry.Tokens {
+func tokensOf(u backend.Usage) registry.Tokens {
 	t := registry.Tokens{InputTokens: u.InputTokens, CachedInputTokens: u.CachedInputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.TotalTokens}
 	if u.Cost != nil {
 		t.Cost = &registry.Cost{Amount: u.Cost.Amount, Currency: u.Cost.Currency}
@@ -67,9 +67,9 @@ func tokensOf(u codexchild.Usage) registry.Tokens {
 
 // minus is a minus b, counts never below 0; the cost too when both are in
 // one currency (else a's).
-func minus(a, b codexchild.Usage) codexchild.Usage {
+func minus(a, b backend.Usage) backend.Usage {
 	sub := func(x, y int64) int64 { return max(x-y, 0) }
-	r := codexchild.Usage{InputTokens: sub(a.InputTokens, b.InputTokens), CachedInputTokens: sub(a.CachedInputTokens, b.CachedInputTokens),
+	r := backend.Usage{InputTokens: sub(a.InputTokens, b.InputTokens), CachedInputTokens: sub(a.CachedInputTokens, b.CachedInputTokens),
 		OutputTokens: sub(a.OutputTokens, b.OutputTokens), TotalTokens: sub(a.TotalTokens, b.TotalTokens)}
 	if a.Cost != nil {
 		c := *a.Cost

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 	"github.com/google/go-cmp/cmp"
 )
@@ -20,13 +20,13 @@ func TestUsageSeed(t *testing.T) {
 	tests := []struct {
 		name   string
 		thread string
-		report codexchild.Usage
+		report backend.Usage
 		want   int64 // total tokens
 	}{
-		{"nothing heard yet", "", codexchild.Usage{}, 1000},
-		{"the same thread's totals again", "T2", codexchild.Usage{InputTokens: 630, OutputTokens: 70, TotalTokens: 700}, 1100},
-		{"the same thread counting from 0", "T2", codexchild.Usage{InputTokens: 90, OutputTokens: 10, TotalTokens: 100}, 1100},
-		{"a new thread", "T3", codexchild.Usage{InputTokens: 90, OutputTokens: 10, TotalTokens: 100}, 1100},
+		{"nothing heard yet", "", backend.Usage{}, 1000},
+		{"the same thread's totals again", "T2", backend.Usage{InputTokens: 630, OutputTokens: 70, TotalTokens: 700}, 1100},
+		{"the same thread counting from 0", "T2", backend.Usage{InputTokens: 90, OutputTokens: 10, TotalTokens: 100}, 1100},
+		{"a new thread", "T3", backend.Usage{InputTokens: 90, OutputTokens: 10, TotalTokens: 100}, 1100},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -62,7 +62,7 @@ func TestUsageOverResume(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := NewManager(Config{Home: home, Team: "dev", Backend: fb, Registry: RegistryOf(reg), Cwd: home, PersistThreads: true,
+		m, err := NewManager(Config{Home: home, Team: "dev", Backends: map[string]Backend{registry.DefaultKind: fb}, Registry: RegistryOf(reg), Cwd: home, PersistThreads: true,
 			SummaryTimeout: time.Second, Prices: Prices{"mock-model": {Input: 2, CachedInput: 2, Output: 10, Currency: "USD"}}})
 		if err != nil {
 			t.Fatal(err)
@@ -95,7 +95,7 @@ func TestUsageOverResume(t *testing.T) {
 	if err := m.Rebind(s, SourceClaude); err != nil {
 		t.Fatal(err)
 	}
-	want := &codexchild.Usage{InputTokens: 900, OutputTokens: 100, TotalTokens: 1000, Cost: &codexchild.Cost{Amount: 0.0028, Currency: "USD"}}
+	want := &backend.Usage{InputTokens: 900, OutputTokens: 100, TotalTokens: 1000, Cost: &backend.Cost{Amount: 0.0028, Currency: "USD"}}
 	if diff := cmp.Diff(want, s.Usage()); diff != "" {
 		t.Errorf("usage after the resume (-want +got):\n%s", diff)
 	}
@@ -142,8 +142,8 @@ func TestTeamUsage(t *testing.T) {
 		}
 	}
 	got := h.m.TeamUsage()
-	want := codexchild.Usage{InputTokens: 900 + 180 + 2000, CachedInputTokens: 1000, OutputTokens: 100 + 20 + 500, TotalTokens: 3700,
-		Cost: &codexchild.Cost{Amount: (1000*1 + 1000*0.5 + 500*4) / 1e6, Currency: "USD"}}
+	want := backend.Usage{InputTokens: 900 + 180 + 2000, CachedInputTokens: 1000, OutputTokens: 100 + 20 + 500, TotalTokens: 3700,
+		Cost: &backend.Cost{Amount: (1000*1 + 1000*0.5 + 500*4) / 1e6, Currency: "USD"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("TeamUsage (-want +got):\n%s", diff)
 	}

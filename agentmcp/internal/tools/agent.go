@@ -10,7 +10,7 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/places"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 )
 
 // agentSessions lists this serve's live sessions (FR-10.1); with all,
@@ -106,11 +106,11 @@ type ServerStatus struct {
 	// TeamTokenUsage is the team's: every session of the team in every
 	// serve, closed ones included (the other serves' as their records
 	// say); nil when no agent reported any.
-	TeamTokenUsage *codexchild.Usage `json:"team_token_usage,omitempty"`
+	TeamTokenUsage *backend.Usage `json:"team_token_usage,omitempty"`
 	// TokenUsage is the tokens (and cost) of every session of this serve,
 	// live or closed, added up; nil when no agent reported any.
-	TokenUsage *codexchild.Usage `json:"token_usage,omitempty"`
-	UptimeSecs int               `json:"uptime_secs"`
+	TokenUsage *backend.Usage `json:"token_usage,omitempty"`
+	UptimeSecs int            `json:"uptime_secs"`
 }
 
 // LeadMail is the path that mail for the client's own identity (the lead)
@@ -186,7 +186,7 @@ func (e *Env) agentStatus(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.To
 		return &mcpconn.ToolResult{Text: jsonText(d), Structured: d}, nil
 	}
 	st := e.cfg.Child.Status()
-	child := ChildStatus{Backend: string(st.Kind), Started: st.Started, Alive: st.Running, PID: st.PID, Version: st.Version}
+	child := ChildStatus{Backend: st.Protocol, Started: st.Started, Alive: st.Running, PID: st.PID, Version: st.Version}
 	if e.cfg.Restarter != nil {
 		child.RestartCounts = e.cfg.Restarter.Restarts()
 	}
@@ -382,7 +382,7 @@ func (e *Env) agentInterrupt(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn
 	if !interrupted {
 		return &mcpconn.ToolResult{Text: "nothing to interrupt: the session is " + d.Status, Structured: d}, nil
 	}
-	return &mcpconn.ToolResult{Text: "interrupted; continue with " + replyTool(d.Backend), Structured: d}, nil
+	return &mcpconn.ToolResult{Text: "interrupted; continue with " + e.replyTool(d.Backend), Structured: d}, nil
 }
 
 // agentRespond answers a pending approval (approval_fallback "queue", or

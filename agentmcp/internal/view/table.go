@@ -11,7 +11,7 @@ import (
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/feed"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 )
 
 // stateText is how a state reads in the terminal and on the page.
@@ -176,7 +176,7 @@ func spent(s Snapshot) string {
 	var total int64
 	costs := map[string]float64{}
 	var currencies []string
-	usages := make([]*codexchild.Usage, 0, len(s.Agents)+1)
+	usages := make([]*backend.Usage, 0, len(s.Agents)+1)
 	for _, a := range s.Agents {
 		usages = append(usages, a.Usage)
 	}
@@ -199,7 +199,7 @@ func spent(s Snapshot) string {
 	out := "; " + strconv.FormatInt(total, 10) + " tokens"
 	sort.Strings(currencies)
 	for _, c := range currencies {
-		out += ", " + cost(feed.Agent{Usage: &codexchild.Usage{Cost: &codexchild.Cost{Amount: costs[c], Currency: c}}})
+		out += ", " + cost(feed.Agent{Usage: &backend.Usage{Cost: &backend.Cost{Amount: costs[c], Currency: c}}})
 	}
 	return out
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/feed"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -22,18 +22,18 @@ func TestWriteTable(t *testing.T) {
 		Agents: []feed.Agent{
 			{Identity: "arch", Kind: "codex", Model: "gpt-5", State: feed.StateWorking, StateSince: now.Add(-time.Minute),
 				Item: &feed.Item{Type: "command", Summary: "go test ./...", Since: now.Add(-12 * time.Second)}, Turns: 3,
-				Usage: &codexchild.Usage{TotalTokens: 396}, Serve: "lead", Budget: &session.BudgetState{Tokens: 800, Used: 396, Percent: 49},
+				Usage: &backend.Usage{TotalTokens: 396}, Serve: "lead", Budget: &session.BudgetState{Tokens: 800, Used: 396, Percent: 49},
 				Worktree:  &feed.Worktree{Path: "/r/.atm/worktrees/arch", Branch: "atm/arch", Stat: &feed.DiffStat{Files: 2, Added: 5, Removed: 1}},
-				SubAgents: []codexchild.SubAgent{{ThreadID: "019a-child-thread-id", Status: "running"}}},
+				SubAgents: []backend.SubAgent{{ThreadID: "019a-child-thread-id", Status: "running"}}},
 			{Identity: "rev", Kind: "claude", State: feed.StateApproval, StateSince: now.Add(-4 * time.Second),
 				Approvals: []feed.Approval{{ID: "1", Question: "[rev] Allow claude to run `make deploy`?"}}, Turns: 2, UnreadMail: 1,
-				Usage: &codexchild.Usage{TotalTokens: 12500, Cost: &codexchild.Cost{Amount: 0.012, Currency: "USD"}}, Serve: "lead", Branch: "main",
+				Usage: &backend.Usage{TotalTokens: 12500, Cost: &backend.Cost{Amount: 0.012, Currency: "USD"}}, Serve: "lead", Branch: "main",
 				Budget: &session.BudgetState{Tokens: 12000, Used: 12500, Percent: 104, Exceeded: true}},
 			{Identity: "qa", Kind: "mock", State: feed.StateGone, StateSince: now, Turns: 1, Serve: "old",
 				Worktree: &feed.Worktree{Branch: "atm/qa", Released: "kept", StatText: "1 files changed, 2 insertions(+), 0 deletions(-)"}},
 		},
 		// Two closed sessions no feed shows, and the team's budget.
-		Totals: Totals{Recorded: &codexchild.Usage{TotalTokens: 1104, Cost: &codexchild.Cost{Amount: 0.002, Currency: "USD"}}, RecordedSessions: 2, Budget: 20000}}
+		Totals: Totals{Recorded: &backend.Usage{TotalTokens: 1104, Cost: &backend.Cost{Amount: 0.002, Currency: "USD"}}, RecordedSessions: 2, Budget: 20000}}
 	var b bytes.Buffer
 	if err := WriteTable(&b, s, now); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,7 @@ package view
 
 import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
@@ -20,7 +20,7 @@ type Totals struct {
 	// Recorded is the usage of the team's sessions that no feed shows, as
 	// their records say (priced where their model has a price); nil when
 	// none reported any.
-	Recorded *codexchild.Usage `json:"recorded,omitempty"`
+	Recorded *backend.Usage `json:"recorded,omitempty"`
 	// RecordedSessions is how many sessions Recorded adds up.
 	RecordedSessions int `json:"recorded_sessions"`
 	// Budget is the team's token budget; 0 means none. Raised: set at run
@@ -31,8 +31,8 @@ type Totals struct {
 
 // Spent is the team's usage: every agent of the snapshot (as its feed
 // says) and what the registry adds.
-func (s Snapshot) Spent() codexchild.Usage {
-	var u codexchild.Usage
+func (s Snapshot) Spent() backend.Usage {
+	var u backend.Usage
 	for _, a := range s.Agents {
 		if a.Usage != nil {
 			u = u.Add(*a.Usage)
@@ -49,7 +49,7 @@ func (s Snapshot) Spent() codexchild.Usage {
 // shown (by agent_id) has, and the team's budget.
 func (t *Team) totals(shown map[string]bool) Totals {
 	out := Totals{Budget: t.cfg.Budget}
-	seen := map[string]codexchild.Usage{}
+	seen := map[string]backend.Usage{}
 	for _, d := range t.cfg.Registries {
 		if b, ok, err := d.ReadTeamBudget(); err == nil && ok && b.Tokens > 0 {
 			out.Budget, out.Raised = b.Tokens, true
@@ -73,7 +73,7 @@ func (t *Team) totals(shown map[string]bool) Totals {
 	}
 	for _, u := range seen {
 		if out.Recorded == nil {
-			out.Recorded = &codexchild.Usage{}
+			out.Recorded = &backend.Usage{}
 		}
 		*out.Recorded = out.Recorded.Add(u)
 		out.RecordedSessions++
@@ -82,10 +82,10 @@ func (t *Team) totals(shown map[string]bool) Totals {
 }
 
 // recordUsage is a record's usage in the one shape of every kind.
-func recordUsage(r *registry.Usage) *codexchild.Usage {
-	u := &codexchild.Usage{InputTokens: r.InputTokens, CachedInputTokens: r.CachedInputTokens, OutputTokens: r.OutputTokens, TotalTokens: r.TotalTokens}
+func recordUsage(r *registry.Usage) *backend.Usage {
+	u := &backend.Usage{InputTokens: r.InputTokens, CachedInputTokens: r.CachedInputTokens, OutputTokens: r.OutputTokens, TotalTokens: r.TotalTokens}
 	if r.Cost != nil {
-		u.Cost = &codexchild.Cost{Amount: r.Cost.Amount, Currency: r.Cost.Currency}
+		u.Cost = &backend.Cost{Amount: r.Cost.Amount, Currency: r.Cost.Currency}
 	}
 	return u
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/feed"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 	"github.com/google/go-cmp/cmp"
 )
@@ -23,7 +23,7 @@ func TestTotals(t *testing.T) {
 		t.Fatal(err)
 	}
 	startStandIn(t, dir.Path(), "lead-a", feed.Agent{AgentID: "codex-live", Identity: "arch", Kind: "codex", State: feed.StateWorking,
-		Usage: &codexchild.Usage{TotalTokens: 500}})
+		Usage: &backend.Usage{TotalTokens: 500}})
 	reg, err := registry.Open(registry.Config{Home: home, Team: "dev", Identity: "lead-gone"})
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +51,7 @@ func TestTotals(t *testing.T) {
 	<-tm.Ready()
 	tm.Refresh()
 	s := tm.Snapshot()
-	want := Totals{Recorded: &codexchild.Usage{InputTokens: 1000, OutputTokens: 100, TotalTokens: 1100, Cost: &codexchild.Cost{Amount: 0.002, Currency: "USD"}},
+	want := Totals{Recorded: &backend.Usage{InputTokens: 1000, OutputTokens: 100, TotalTokens: 1100, Cost: &backend.Cost{Amount: 0.002, Currency: "USD"}},
 		RecordedSessions: 1, Budget: 1000}
 	if diff := cmp.Diff(want, s.Totals); diff != "" {
 		t.Errorf("totals (-want +got):\n%s", diff)
