@@ -116,6 +116,13 @@ type Options struct {
 	// (the multi-agent prompt). optional.
 	ExtraInstructions string
 
+	// Budgets are the token budgets (session.Budgets; budget.go tells the
+	// lead). optional: none.
+	Budgets session.Budgets
+	// Prices price the agents' tokens by model. optional: nil prices
+	// nothing.
+	Prices session.Prices
+
 	// Isolation is where an agent started without one, and without a role
 	// preset that sets one, works: "worktree" (a git worktree of its own)
 	// or "none". optional: "" means none.
