@@ -129,8 +129,9 @@
 //
 // # Agents that commit: Codex's sandbox
 //
-// Measured with Codex 0.169.0, sandbox_mode "workspace-write", cwd the
-// worktree: `git add && git commit` fails with "Unable to create
+// Measured with the pinned Codex CLIs, 0.171.0 (app-server) and 0.153.4
+// (mcp-server), each through codex exec (TestCodexCommitsInWorktree; first
+// with 0.169.0), sandbox_mode "workspace-write", cwd the worktree: `git add && git commit` fails with "Unable to create
 // '<common>/worktrees/<name>/index.lock': Read-only file system" (Codex
 // makes read-only the git directory that a writable root's .git file
 // points to). The narrowest sandbox_workspace_write.writable_roots that
@@ -150,8 +151,10 @@
 // directory, which only the whole common directory would allow (hooks
 // included): so a rebase prints "Unable to create packed-refs.lock" for
 // each pseudo-ref it cleans up but completes, and can leave a stale
-// CHERRY_PICK_HEAD or REBASE_HEAD; `git merge` of the new base has no such
-// noise. TestCodexCommitsInWorktree proves the set with the real Codex.
+// CHERRY_PICK_HEAD or REBASE_HEAD (0.171.0 and 0.153.4: CHERRY_PICK_HEAD,
+// after which a `git merge` refuses, "You have not concluded your
+// cherry-pick", until the agent removes the file from its git directory);
+// `git merge` of the new base has no such noise. TestCodexCommitsInWorktree proves the set with the real Codex.
 //
 // # Locks
 //
