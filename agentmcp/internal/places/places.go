@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
@@ -40,6 +41,9 @@ type Config struct {
 	Lead string
 	// Audit records the radar's mail as atm_send does. optional.
 	Audit *session.Auditor
+	// LookTimeout bounds one look of the radar at an ended turn. optional:
+	// 0 means 5s.
+	LookTimeout time.Duration
 	// Logger receives the logs. optional: nil discards them.
 	Logger *slog.Logger
 }
@@ -47,10 +51,11 @@ type Config struct {
 // Places is session.Places over workspace, with the conflict radar. Its
 // methods are safe for concurrent use.
 type Places struct {
-	cfg   Config
-	m     *workspace.Manager
-	log   *slog.Logger
-	radar *workspace.Radar
+	cfg         Config
+	lookTimeout time.Duration
+	m           *workspace.Manager
+	log         *slog.Logger
+	radar       *workspace.Radar
 
 	mu       sync.Mutex                    // guards the fields below; a leaf
 	live     map[string]agentInfo          // the live places, by agent_id
@@ -86,7 +91,11 @@ func New(cfg Config) *Places {
 		log = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Places{cfg: cfg, m: cfg.Manager, log: log.With("component", "places"), radar: workspace.NewSharedRadar(workspace.Owner{}),
+	lt := cfg.LookTimeout
+	if lt <= 0 {
+		lt = lookTimeout
+	}
+	return &Places{cfg: cfg, lookTimeout: lt, m: cfg.Manager, log: log.With("component", "places"), radar: workspace.NewSharedRadar(workspace.Owner{}),
 		live: map[string]agentInfo{}, trackers: map[string]*workspace.Tracker{}, pending: map[string]pendingTurn{}, wake: make(chan struct{}, 1),
 		ctx: ctx, cancel: cancel, done: make(chan struct{})}
 }

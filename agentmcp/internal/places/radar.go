@@ -65,16 +65,22 @@ func (ps *Places) run() {
 			return
 		case <-ps.wake:
 		}
-		ps.mu.Lock()
-		work := ps.pending
-		ps.pending = map[string]pendingTurn{}
-		ps.mu.Unlock()
-		for _, t := range work {
-			if ps.ctx.Err() != nil {
-				return
-			}
-			ps.look(t)
+		ps.pass()
+	}
+}
+
+// pass looks at every queued turn, at once (no batching window): the
+// mail of an overlap a turn made is sent before pass returns.
+func (ps *Places) pass() {
+	ps.mu.Lock()
+	work := ps.pending
+	ps.pending = map[string]pendingTurn{}
+	ps.mu.Unlock()
+	for _, t := range work {
+		if ps.ctx.Err() != nil {
+			return
 		}
+		ps.look(t)
 	}
 }
 
@@ -87,7 +93,7 @@ func (ps *Places) look(t pendingTurn) {
 	if tr == nil {
 		return // released meanwhile
 	}
-	ctx, cancel := context.WithTimeout(ps.ctx, lookTimeout)
+	ctx, cancel := context.WithTimeout(ps.ctx, ps.lookTimeout)
 	defer cancel()
 	files, err := tr.Changes(ctx)
 	ps.mu.Lock()
@@ -121,8 +127,9 @@ type Overlap struct {
 }
 
 // lookTimeout bounds one look of the radar (the git work and the
-// comparison): a turn's overlaps are told within it of the turn's end,
-// or not at all (logged), and the next queued look is not held up.
+// comparison) unless Config.LookTimeout says otherwise: a turn's overlaps
+// are told within it of the turn's end, or not at all (logged), and the
+// next queued look is not held up.
 const lookTimeout = 5 * time.Second
 
 // Overlaps returns every overlap between the live worktrees now, told or
@@ -170,7 +177,11 @@ func (ps *Places) tell(o workspace.Overlap) {
 		}
 	}
 	for _, m := range mails {
-		_, err := ps.cfg.ATM.Send(ps.ctx, atmclient.SendRequest{From: ps.cfg.Lead, Team: m.team, To: m.to, Text: m.text, Summary: subject})
+		to := m.to
+		if m.team != ps.cfg.MailTeam {
+			to += "@" + m.team // another serve's team
+		}
+		_, err := ps.cfg.ATM.Send(ps.ctx, atmclient.SendRequest{From: ps.cfg.Lead, Team: ps.cfg.MailTeam, To: to, Text: m.text, Summary: subject})
 		if ps.cfg.Audit != nil {
 			ps.cfg.Audit.ATM("atm_send", ps.cfg.Lead, m.to, m.text, err)
 		}
