@@ -88,9 +88,12 @@
 // setup command (sh -c, in the new worktree, with ATM_WORKTREE, ATM_BRANCH,
 // ATM_PORT_BASE, ATM_PORT_COUNT and ATM_SOURCE) runs before the worktree is
 // handed out; its output's tail is kept, and when it fails everything made
-// is removed. Ports are machine-wide blocks under an flock in a state
-// directory (ports.go), bind-probed, released at Release, and reclaimed
-// from dead owners.
+// is removed. Ports are machine-wide blocks (ports.go): every serve of
+// every user reserves in one directory made like /tmp (sticky,
+// world-writable), under an flock, each block by a record file of its
+// own (so that a user removes only their own), bind-probed, released at
+// Release, and free again once their owner is gone; nothing there is
+// followed or written through a symbolic link.
 //
 // # Review and merge
 //
@@ -179,7 +182,8 @@
 //
 // A Manager holds no mutex. Ports has one mutex, taken before the flock of
 // ports.lock (an flock excludes other open files, not goroutines sharing
-// one); ports.json is replaced by rename, never locked itself. Reenter
+// one); each reservation's record is made with O_EXCL and removed by its
+// user, never locked itself. Reenter
 // takes the flock of <worktree admin dir>/atm-owner.lock around reading
 // and retaking git's lock. A Radar has one mutex, taken before the flock
 // of a repository's atm/radar.lock (shared), held while it reads, compares
@@ -193,7 +197,7 @@
 // interface its Config declares (session.Places: Place, Release,
 // TurnEnded), which package places implements over a *Manager (the
 // composition root, proxy, builds it with the user's git and a Ports of
-// Home/.config/atm/ports). Place creates or re-enters (resume) a worktree;
+// SharedPortsDir, or of $ATM_PORTS_DIR). Place creates or re-enters (resume) a worktree;
 // Place.Env() is what the agent's commands get, and WritableRoots what a
 // Codex thread's sandbox gets; Release lets go of it or removes it when it
 // holds no change. places keeps a Tracker per live place and a shared
