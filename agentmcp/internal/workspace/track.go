@@ -486,11 +486,13 @@ func (t *Tracker) readRefs() (rs refState, ok bool) {
 // readPackedRefs reads git's packed-refs file: "<oid> <ref>" lines (a
 // "^<oid>" line peels the tag above it; "#" starts the header).
 func readPackedRefs(path string) map[string]string {
+	b, _ := os.ReadFile(path)
+	return parsePackedRefs(b)
+}
+
+// parsePackedRefs reads packed-refs' lines (see readPackedRefs).
+func parsePackedRefs(b []byte) map[string]string {
 	refs := map[string]string{}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return refs
-	}
 	for _, l := range strings.Split(string(b), "\n") {
 		if oid, ref, ok := strings.Cut(l, " "); ok && isOID(oid) {
 			refs[ref] = oid
