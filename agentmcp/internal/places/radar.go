@@ -108,6 +108,13 @@ func (ps *Places) look(t pendingTurn) {
 	}
 	who := workspace.RadarAgent{Identity: info.identity, Branch: info.branch, Team: ps.cfg.MailTeam, Lead: ps.cfg.Lead}
 	news := ps.radar.UpdateAs(t.p.AgentID, t.p.Repo, who, files)
+	ps.mu.Lock()
+	_, live = ps.live[t.p.AgentID]
+	ps.mu.Unlock()
+	if !live { // released while it was compared: its Forget may have come first
+		ps.radar.Forget(t.p.AgentID)
+		return
+	}
 	if t.quiet {
 		return
 	}
