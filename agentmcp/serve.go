@@ -170,7 +170,7 @@ func proxyOptions(cfg *config.Config, logger *slog.Logger) (proxy.Options, error
 		Roles:            roles,
 		BaseInstructions: base, ExtraInstructions: extra,
 		Isolation: cfg.IsolationFor(""), RoleIsolation: roleIsolation, WorktreeBase: cfg.WorktreeBase,
-		WorktreeSetup: cfg.WorktreeSetup, WorktreePorts: cfg.WorktreePorts, MergeCheck: cfg.MergeCheck,
+		WorktreeSetup: cfg.WorktreeSetup, WorktreePorts: cfg.WorktreePorts, MergeCheck: cfg.MergeCheck, PortsDir: os.Getenv("ATM_PORTS_DIR"),
 		RequestTimeout: cfg.RequestTimeout, MaxSessions: cfg.MaxConcurrentThreads,
 		ElicitationTimeout: cfg.ElicitationTimeout, ApprovalFallback: cfg.ApprovalFallback, MCPProtocol: cfg.MCPProtocol,
 		NewBackend: func() (backend.Backend, error) { return newBackend(cfg, logger) }, CodexRestart: cfg.CodexRestart,
