@@ -232,36 +232,30 @@ func (q *queueEstimate) waiting() float64 {
 	return w
 }
 
-// readyAt returns when n more lines fit, from now on (queue lines at most),
-// and false while the lead waits for a call of serve's and they do not fit.
-func (q *queueEstimate) readyAt(now time.Time, n, queue float64, drain time.Duration) (time.Time, bool) {
-	n = min(n, queue)
-	short := q.waiting() + n - queue
-	switch {
-	case short <= 0:
-		return now, true
-	case q.calls > 0:
-		return time.Time{}, false
-	}
-	return now.Add(time.Duration(short * float64(drain))), true
+// fits reports whether n more lines fit (queue lines at most). Room is not
+// waited for: it may come sooner than assumed (a call of the lead's), and
+// the mail that waits for it is offered again at the next check.
+func (q *queueEstimate) fits(n, queue float64) bool {
+	return q.waiting()+min(n, queue) <= queue
 }
 
 // callStarted is told when the lead calls one of serve's tools: the lines
 // pushed before serve's last answer have left the queue, and none leaves
-// while the call lasts.
-func (g *gate) callStarted() {
+// while the call lasts. It reports whether that made room.
+func (g *gate) callStarted() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	q := &g.queue
 	q.settle(g.now(), g.cfg.drain)
+	i := 0
 	if !q.answered.IsZero() {
-		i := 0
 		for i < len(q.lines) && q.lines[i].at.Before(q.answered.Add(-gateReadLag)) {
 			i++
 		}
 		q.lines = q.lines[i:]
 	}
 	q.calls++
+	return i > 0
 }
 
 // callEnded is told when serve has answered a call of the lead's.
@@ -289,8 +283,8 @@ type pushPart struct {
 // a token for each; otherwise a sender's parts go together into one line
 // (mergeBodies), and the lines wait for the tokens they need. A line whose
 // content Claude Code would take for a duplicate carries againMark. When
-// the lines could not go within limit, pace reserves nothing and returns
-// ok false.
+// the lines could not go within limit, or do not fit into the queue's
+// room even merged, pace reserves nothing and returns ok false.
 func (g *gate) pace(parts []pushPart, limit time.Duration) (lines []ccmsg.Message, at time.Time, ok bool) {
 	if len(parts) == 0 {
 		return nil, time.Time{}, false
@@ -342,10 +336,10 @@ func (g *gate) pace(parts []pushPart, limit time.Duration) (lines []ccmsg.Messag
 			total += linesOf(gr)
 		}
 	}
-	at, ok = g.queue.readyAt(now, float64(total), c.queue, c.drain)
-	if !ok {
+	if !g.queue.fits(float64(total), c.queue) {
 		return nil, time.Time{}, false
 	}
+	at = now
 	for _, k := range order {
 		gr := groups[k]
 		if t := gr.s.readyAt(now, float64(linesOf(gr)), c.burst, c.refill); t.After(at) {

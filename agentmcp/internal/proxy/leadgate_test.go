@@ -164,12 +164,16 @@ func TestGatePace(t *testing.T) {
 			// 2 lines of room, 4 messages of two senders: a line each.
 			{parts: append(parts("a", "a 20", "a 21"), parts("c", "c 0", "c 1")...),
 				want: append(bodies("a", "(1/2) a 20\n\n(2/2) a 21"), bodies("c", "(1/2) c 0\n\n(2/2) c 1")...), ok: true},
-			{parts: parts("c", "c 2"), want: bodies("c", "c 2"), wait: gateQueueDrain, ok: true},
-			// While the lead waits for a call of serve's, nothing leaves.
+			// No room: the mail waits for a later check.
+			{parts: parts("c", "c 2"), ok: false},
+			// A line leaves every 10 s while the lead does not wait for serve.
+			{after: gateQueueDrain, parts: parts("c", "c 2"), want: bodies("c", "c 2"), ok: true},
+			// While it waits for a call of serve's, nothing leaves.
 			{call: 1, parts: parts("c", "c 3"), ok: false},
-			{after: time.Minute, call: -1, parts: parts("c", "c 3"), want: bodies("c", "c 3"), wait: 2 * gateQueueDrain, ok: true},
-			// A call after an answer: what was pushed before has left.
-			{call: 1, parts: append(parts("a", numbered("a", 30, 33)...), parts("b", numbered("b", 30, 34)...)...),
+			{after: time.Minute, parts: parts("c", "c 3"), ok: false},
+			{call: -1, parts: parts("c", "c 3"), ok: false},
+			// A call after the answer: what was pushed before it has left.
+			{after: 3 * time.Second, call: 1, parts: append(parts("a", numbered("a", 30, 33)...), parts("b", numbered("b", 30, 34)...)...),
 				want: append(bodies("a", numbered("a", 30, 33)...), bodies("b", numbered("b", 30, 34)...)...), ok: true},
 		}},
 	} {

@@ -165,8 +165,8 @@ func (p *leadPush) resume() {
 // must not block the bridge; close joins it), in the lines gate.pace makes
 // of them and once they may go, and reports the outcome through done. It
 // returns false, and the mail waits for a later check, when the gate's
-// tokens are too far off (maxPace). Once close has begun it pushes
-// nothing.
+// tokens are too far off (maxPace) or Claude Code's queue has no room.
+// Once close has begun it pushes nothing.
 func (p *leadPush) DeliverMessages(identity string, msgs []atmclient.Message, done func(sent bool)) bool {
 	if identity != p.identity || p.client == nil || len(msgs) == 0 {
 		return false
@@ -228,19 +228,23 @@ func (p *leadPush) sendAt(ctx context.Context, at time.Time, lines []ccmsg.Messa
 
 // callStarted and callEnded are told of each tool call of the lead's
 // (handler.CallTool): Claude Code's queue keeps the lines pushed while its
-// model waits for the call (gate's queueEstimate). Once a call is
-// answered, the mail that waited for the queue's room is offered again.
+// model waits for the call, and a call after an answer shows that the
+// model took the queue (gate's queueEstimate). Once that makes room, the
+// mail that waited for it is offered again.
 func (p *leadPush) callStarted() {
-	if p.client != nil {
-		p.gate.callStarted()
+	if p.client != nil && p.gate.callStarted() {
+		p.kick()
 	}
 }
 
 func (p *leadPush) callEnded() {
-	if p.client == nil {
-		return
+	if p.client != nil {
+		p.gate.callEnded()
 	}
-	p.gate.callEnded()
+}
+
+// kick has the bridge check the lead's inbox.
+func (p *leadPush) kick() {
 	p.mu.Lock()
 	b, bound := p.bridge, p.bound
 	p.mu.Unlock()
