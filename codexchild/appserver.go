@@ -53,6 +53,7 @@ type AppServer struct {
 
 	turns       map[string]*appTurn // thread id → its running (or draining) turn
 	loaded      map[string]bool     // threads this process started or resumed
+	models      map[string]string   // the model each loaded thread runs, as thread/start or thread/resume answered
 	approvals   map[*backend.Approval]*appApproval
 	approvalSeq int64
 
@@ -87,6 +88,7 @@ func NewAppServer(cfg Config) *AppServer {
 	b := &AppServer{
 		turns:     map[string]*appTurn{},
 		loaded:    map[string]bool{},
+		models:    map[string]string{},
 		approvals: map[*backend.Approval]*appApproval{},
 	}
 	// The child is answered in kind: without "jsonrpc" until it is seen

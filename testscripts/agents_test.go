@@ -118,7 +118,9 @@ func TestMixedTeams(t *testing.T) {
 // prompt with HANG (a turn to interrupt). Then acp_mixed_*.txtar with
 // claude: a Codex agent (mockcodex) and a Claude agent mail each other
 // (acp_mixed_team), and work at once in worktrees of their own, each
-// committing on its own branch (acp_mixed_worktree). And acp_host with
+// committing on its own branch (acp_mixed_worktree). Then two Claude
+// agents edit one file at once, each in its own worktree, with Claude
+// Code's own Edit and Write tools (acp_real_worktree). And acp_host with
 // claude: claude-agent-acp on a host (the loopback sshd).
 func TestRealAgents(t *testing.T) {
 	claude := realacp.Install(t, "claude-agent-acp", "node_modules/.bin/claude-agent-acp")
@@ -133,6 +135,7 @@ func TestRealAgents(t *testing.T) {
 		{"claude", "acp_real.txtar", func(work string) map[string]string { return claudeAgentEnv(claude, work, anthropic.URL()) }, anthropic.Hung()},
 		{"opencode", "acp_real.txtar", func(work string) map[string]string { return opencodeAgentEnv(opencode, work, chat.URL()+"/v1") }, chat.Hung()},
 		{"claude", "acp_mixed_*.txtar", func(work string) map[string]string { return claudeAgentEnv(claude, work, anthropic.URL()) }, nil},
+		{"claude", "acp_real_worktree.txtar", func(work string) map[string]string { return claudeAgentEnv(claude, work, anthropic.URL()) }, nil},
 		{"claude", "acp_host.txtar", func(work string) map[string]string { return claudeAgentEnv(claude, work, anthropic.URL()) }, nil},
 	} {
 		t.Run(tc.agent+"/"+strings.TrimSuffix(tc.glob, ".txtar"), func(t *testing.T) {

@@ -160,6 +160,9 @@ type Role struct {
 	// Host is the host the role's agents run on (a name of Hosts, or
 	// LocalHost); "" leaves the kind's or the instance's (see HostFor).
 	Host string `json:"host,omitempty"`
+	// BudgetTokens is the token budget of each of the role's sessions; 0
+	// leaves budget_tokens (see BudgetFor).
+	BudgetTokens int `json:"budget_tokens,omitempty"`
 }
 
 // Resume is the --resume request of `serve`.
@@ -250,6 +253,16 @@ type Config struct {
 	// temporary worktree at the merged tree when the call gives no check:
 	// the lead's branch moves only if it exits with 0. "" runs none.
 	MergeCheck string
+
+	// BudgetTokens is each session's token budget when its role sets none
+	// (0: none; see BudgetFor); TeamBudgetTokens the team's, every session
+	// of the team together in every serve (0: none). BudgetInterrupt also
+	// interrupts the running turn that reaches a budget.
+	BudgetTokens     int
+	TeamBudgetTokens int
+	BudgetInterrupt  bool
+	// Prices are the models' prices by model name (budget.go).
+	Prices map[string]Price
 
 	AutoMail bool // inject incoming mail as turns (FR-8.8)
 	// PerThreadAutoMail overrides AutoMail for the sessions bound to an

@@ -72,10 +72,11 @@ var pluginKeys = []string{
 	"max_result_chars", "event_buffer_size", "lead_push",
 	"isolation", "worktree_base", "worktree_setup", "worktree_ports", "merge_check",
 	"roles", "agents", "host", "hosts",
+	"budget_tokens", "team_budget_tokens", "budget_interrupt", "prices",
 }
 
 // roleKeys are the keys of a role preset.
-var roleKeys = []string{"model", "reasoning_effort", "sandbox", "approval_policy", "isolation", "host"}
+var roleKeys = []string{"model", "reasoning_effort", "sandbox", "approval_policy", "isolation", "host", "budget_tokens"}
 
 // Load resolves the configuration as the package documentation describes.
 // It fails on a malformed or unreadable file and on any bad value, naming
@@ -255,6 +256,7 @@ func (r *resolver) resolveAll(cfg *Config, opts LoadOptions) {
 	cfg.LogLevel = r.enum("log_level", DefaultLogLevel, LogLevels, std("log_level", "--log-level"))
 	cfg.LogFile = r.path("log_file", std("log_file", "--log-file"))
 	cfg.Roles = r.roles()
+	r.resolveBudgets(cfg)
 	cfg.Agents = r.agents()
 	cfg.Host = r.str("host", "", std("host", ""))
 	cfg.Hosts = r.hosts(cfg)
@@ -350,6 +352,7 @@ func (r *resolver) roles() map[string]Role {
 			ApprovalPolicy:  r.enum(key("approval_policy"), "", ApprovalPolicies, at("approval_policy")),
 			Isolation:       r.enum(key("isolation"), "", Isolations, at("isolation")),
 			Host:            r.str(key("host"), "", at("host")),
+			BudgetTokens:    r.roleBudget(name),
 		}
 		for _, k := range roleKeys {
 			if r.sources[key(k)].Kind == SourceDefault {
@@ -472,7 +475,7 @@ func unknownKeys(f *fileLayer) []Warning {
 			}
 		}
 	}
-	return ws
+	return append(ws, priceWarnings(f)...)
 }
 
 // suggest returns " (did you mean X?)" for the known key closest to k, if

@@ -217,6 +217,9 @@ isolation = "worktree"
 worktree_base = "main"
 worktree_setup = "make deps"
 worktree_ports = 0
+budget_tokens = 200000
+team_budget_tokens = 1000000
+budget_interrupt = true
 merge_check = "make test"
 host = "box"
 
@@ -233,6 +236,17 @@ sandbox = "workspace-write"
 approval_policy = "on-request"
 isolation = "none"
 host = "local"
+budget_tokens = 50000
+
+[plugins.atm-agent-mcp.prices."gpt-5.3-codex"]
+input = 1.25
+cached_input = 0.125
+output = 10
+
+[plugins.atm-agent-mcp.prices.o3]
+input = 2
+output = 8
+currency = "EUR"
 `)
 	c := f.load(t, Flags{})
 	want := &Config{
@@ -248,7 +262,10 @@ host = "local"
 		MaxResultChars: 5000, EventBufferSize: 50, ProgressInterval: 0,
 		ApprovalFallback: "queue", HandshakeTimeout: 7 * time.Second, CodexRestart: "on_demand", MCPProtocol: "2025-11-25", LogLevel: "debug", LogFile: filepath.Join(f.repo, "logs", "proxy.log"),
 		Isolation: "worktree", WorktreeBase: "main", WorktreeSetup: "make deps", WorktreePorts: 0, Host: "box", MergeCheck: "make test",
-		Roles: map[string]Role{"worker": {Model: "gpt-5.3-codex", ReasoningEffort: "low", Sandbox: "workspace-write", ApprovalPolicy: "on-request", Isolation: "none", Host: "local"}},
+		Roles:        map[string]Role{"worker": {Model: "gpt-5.3-codex", ReasoningEffort: "low", Sandbox: "workspace-write", ApprovalPolicy: "on-request", Isolation: "none", Host: "local", BudgetTokens: 50000}},
+		BudgetTokens: 200000, TeamBudgetTokens: 1000000, BudgetInterrupt: true,
+		Prices: map[string]Price{"gpt-5.3-codex": {Input: 1.25, CachedInput: 0.125, Output: 10, Currency: "USD"},
+			"o3": {Input: 2, CachedInput: 2, Output: 8, Currency: "EUR"}},
 	}
 	if diff := cmp.Diff(want, c, cmpIgnoreSources); diff != "" {
 		t.Errorf("from file (-want +got):\n%s", diff)
@@ -286,6 +303,7 @@ host = "local"
 		"ATM_AGENT_MCP_ROLE":      "worker",
 		"ATM_AGENT_MCP_ISOLATION": "worktree", "ATM_AGENT_MCP_WORKTREE_BASE": "origin/main", "ATM_AGENT_MCP_WORKTREE_SETUP": "npm ci",
 		"ATM_AGENT_MCP_WORKTREE_PORTS": "5", "ATM_AGENT_MCP_HOST": "local", "ATM_AGENT_MCP_MERGE_CHECK": "go test ./...",
+		"ATM_AGENT_MCP_BUDGET_TOKENS": "7000", "ATM_AGENT_MCP_TEAM_BUDGET_TOKENS": "9000", "ATM_AGENT_MCP_BUDGET_INTERRUPT": "no",
 	}
 	for k, v := range env {
 		f.env[k] = v
@@ -307,7 +325,10 @@ host = "local"
 		ApprovalFallback: "approve", HandshakeTimeout: 8 * time.Second, CodexRestart: "manual", MCPProtocol: "auto", LogLevel: "warn", LogFile: "/var/log/x.log", Role: "worker",
 		LeadPush: true, MessagingSocket: "/tmp/cc.sock", MessagingToken: "tok",
 		Isolation: "worktree", WorktreeBase: "origin/main", WorktreeSetup: "npm ci", WorktreePorts: 5, Host: "local", MergeCheck: "go test ./...",
-		Roles: map[string]Role{"worker": {Model: "gpt-5.3-codex", ReasoningEffort: "low", Sandbox: "workspace-write", ApprovalPolicy: "on-request", Isolation: "none", Host: "local"}},
+		Roles:        map[string]Role{"worker": {Model: "gpt-5.3-codex", ReasoningEffort: "low", Sandbox: "workspace-write", ApprovalPolicy: "on-request", Isolation: "none", Host: "local", BudgetTokens: 50000}},
+		BudgetTokens: 7000, TeamBudgetTokens: 9000, BudgetInterrupt: false,
+		Prices: map[string]Price{"gpt-5.3-codex": {Input: 1.25, CachedInput: 0.125, Output: 10, Currency: "USD"},
+			"o3": {Input: 2, CachedInput: 2, Output: 8, Currency: "EUR"}},
 	}
 	if diff := cmp.Diff(want, c, cmpIgnoreSources); diff != "" {
 		t.Errorf("from env (-want +got):\n%s", diff)
@@ -315,7 +336,7 @@ host = "local"
 	for _, e := range c.Entries() {
 		switch {
 		case e.Key == "home" || e.Key == "config" || e.Key == "fast" || e.Key == "readonly" || e.Key == "resume" ||
-			e.Key == "base_prompt_file" || strings.HasPrefix(e.Key, "roles.") || strings.HasPrefix(e.Key, "agents.") || strings.HasPrefix(e.Key, "hosts."):
+			e.Key == "base_prompt_file" || strings.HasPrefix(e.Key, "roles.") || strings.HasPrefix(e.Key, "agents.") || strings.HasPrefix(e.Key, "hosts.") || strings.HasPrefix(e.Key, "prices."):
 		case e.Source.Kind != SourceEnv:
 			t.Errorf("%s: source %v, want env", e.Key, e.Source)
 		}
@@ -628,6 +649,10 @@ func TestBadValues(t *testing.T) {
 		{"per-thread env", "", map[string]string{"ATM_AGENT_MCP_PER_THREAD_AUTO_MAIL": "a:true"}, []string{"identity=true|false pairs"}},
 		{"two at once", "[plugins.atm-agent-mcp]\nsandbox = \"x\"\nbackend = \"y\"\n", nil, []string{"sandbox", "backend"}},
 		{"malformed", "[plugins.atm-agent-mcp]\nmodel = \n", nil, []string{".atm.toml:2: ", "malformed configuration file"}},
+		{"price without output", "[plugins.atm-agent-mcp.prices.m]\ninput = 1\n", nil, []string{"plugins.atm-agent-mcp.prices.m.output = nothing: expected the price of output tokens per million (a number): a price is never guessed"}},
+		{"negative price", "[plugins.atm-agent-mcp.prices.m]\ninput = -1\noutput = 2\n", nil, []string{"prices.m.input = -1: expected a number of 0 or more (per million tokens)"}},
+		{"price not a table", "[plugins.atm-agent-mcp.prices]\nm = 2\n", nil, []string{"expected a table of input, cached_input, output (per million tokens) and currency"}},
+		{"budget", "[plugins.atm-agent-mcp]\nbudget_tokens = -5\n", nil, []string{"budget_tokens = -5: expected an integer of 0 or more"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -694,6 +719,11 @@ frobnicate = 1
 [plugins.atm-agent-mcp.roles.w]
 sandbx = "read-only"
 
+[plugins.atm-agent-mcp.prices."gpt-5"]
+input = 1
+output = 2
+cache_input = 0.1
+
 [plugins.other]
 anything = true
 
@@ -705,6 +735,7 @@ x = "y"
 		{File: f.repoFile(), Key: "plugins.atm-agent-mcp.frobnicate", Message: "unknown key, ignored"},
 		{File: f.repoFile(), Key: "plugins.atm-agent-mcp.modle", Message: "unknown key, ignored (did you mean model?)"},
 		{File: f.repoFile(), Key: "plugins.atm-agent-mcp.roles.w.sandbx", Message: "unknown role key, ignored (did you mean sandbox?)"},
+		{File: f.repoFile(), Key: `plugins.atm-agent-mcp.prices."gpt-5".cache_input`, Message: "unknown price key, ignored (did you mean cached_input?)"},
 	}
 	if diff := cmp.Diff(want, c.Warnings); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)

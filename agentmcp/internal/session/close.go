@@ -181,6 +181,10 @@ func finalRecord(x *registry.Session, facts registry.Session, st registry.Status
 	x.Status, x.ThreadState = st, registry.ThreadClosed
 	x.BackendID, x.Turns, x.LastResult = facts.BackendID, facts.Turns, facts.LastResult
 	x.RepoRoot, x.RepoName, x.Branch, x.Cwd = facts.RepoRoot, facts.RepoName, facts.Branch, facts.Cwd
+	if facts.Usage != nil {
+		x.Usage = facts.Usage
+	}
+	x.Model, x.BudgetTokens = firstNonEmpty(facts.Model, x.Model), facts.BudgetTokens
 }
 
 // finishAll writes the final record of every session in live with one
