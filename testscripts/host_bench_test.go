@@ -30,12 +30,10 @@ import (
 // benchServe is a serve driven over its stdin and stdout, one request at
 // a time.
 type benchServe struct {
-	cmd   *exec.Cmd
-	in    io.WriteCloser
-	out   *bufio.Reader
-	next  int
-	mu    sync.Mutex
-	lines []string
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	out  *bufio.Reader
+	next int
 }
 
 func startBenchServe(tb testing.TB, dir string, env []string, args ...string) *benchServe {
