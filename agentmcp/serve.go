@@ -156,6 +156,7 @@ func proxyOptions(cfg *config.Config, logger *slog.Logger) (proxy.Options, error
 		return proxy.Options{}, err
 	}
 	agents := agentBackends(cfg, guardCommandLine(logger), logger)
+	hosts := hostOptions(cfg, guardCommandLine(logger), logger)
 	regTeam, regInstance := cfg.RegistryTeam()
 	_, teamMissing := cfg.TeamProblem()
 	return proxy.Options{
@@ -174,7 +175,7 @@ func proxyOptions(cfg *config.Config, logger *slog.Logger) (proxy.Options, error
 		RequestTimeout: cfg.RequestTimeout, MaxSessions: cfg.MaxConcurrentThreads,
 		ElicitationTimeout: cfg.ElicitationTimeout, ApprovalFallback: cfg.ApprovalFallback, MCPProtocol: cfg.MCPProtocol,
 		NewBackend: func() (backend.Backend, error) { return newBackend(cfg, logger) }, CodexRestart: cfg.CodexRestart,
-		Agents: agents, AgentCheck: agentCheck(cfg),
+		Agents: agents, AgentCheck: agentCheck(cfg), Hosts: hosts, HostFor: hostFor(cfg), StaleInstance: staleInstance(cfg),
 		AutoMail: cfg.AutoMail, AutoMailFor: cfg.AutoMailFor,
 		MailPollInterval: cfg.MailPollInterval, MailIdleTimeout: cfg.IdleTimeout, PersistThreads: cfg.PersistThreads, MaxMailMessages: cfg.MaxMailMessages, MaxMailMessageLength: cfg.MaxMailMessageLength,
 		ToolServer: toolServer, ToolServerEnv: map[string]string{"ATM_TEAM": cfg.Team, session.EnvRegistryTeam: regTeam},

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/internal/toolhttp"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
@@ -57,6 +58,10 @@ type AppServer struct {
 	approvalSeq int64
 
 	notes threadNotes // denial notes a steer could not deliver: the thread's next prompt opens with them (denialnote.go)
+
+	// tools serves the threads' tool servers over HTTP for Codex on a
+	// host (hosttools.go); nil without Config.Host.
+	tools *toolhttp.Server
 }
 
 var (
@@ -95,6 +100,9 @@ func NewAppServer(cfg Config) *AppServer {
 			subcommand: "app-server", dispatch: b.dispatch, idle: b.flushes.flush, handshake: b.handshake,
 		},
 		exitLocked: b.exitLocked,
+	}
+	if cfg.Host != nil {
+		b.tools = toolhttp.New(toolhttp.Config{Host: cfg.Host, Logger: b.log})
 	}
 	return b
 }

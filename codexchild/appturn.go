@@ -360,6 +360,10 @@ func threadParams(p backend.ThreadParams) map[string]any {
 
 // startThread sends thread/start. A refusal is an IsError Result.
 func (b *AppServer) startThread(ctx context.Context, p backend.ThreadParams) (string, *backend.Result, error) {
+	p, err := b.viaHTTP(ctx, p) // on a host (hosttools.go)
+	if err != nil {
+		return "", nil, err
+	}
 	resp, err := b.roundTrip(ctx, "thread/start", threadParams(p))
 	if err != nil {
 		return "", nil, err
@@ -387,6 +391,10 @@ func (b *AppServer) startThread(ctx context.Context, p backend.ThreadParams) (st
 // resumeThread sends thread/resume (without the history: excludeTurns). A
 // refusal ("no rollout found for thread id ...") is an IsError Result.
 func (b *AppServer) resumeThread(ctx context.Context, threadID string, p backend.ThreadParams) (*backend.Result, error) {
+	p, err := b.viaHTTP(ctx, p) // on a host (hosttools.go)
+	if err != nil {
+		return nil, err
+	}
 	params := threadParams(p)
 	params["threadId"] = threadID
 	params["excludeTurns"] = true

@@ -1,10 +1,12 @@
 package codexchild
 
 import (
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"log/slog"
 	"os"
 	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/sshhost"
 )
 
 // Defaults of Config.
@@ -44,8 +46,20 @@ type Config struct {
 	// ReplaceEnv makes Env the child's whole environment instead of an
 	// addition. optional: false adds.
 	ReplaceEnv bool
-	// Dir is the child's working directory. optional: "" means the proxy's.
+	// Dir is the child's working directory. optional: "" means the proxy's,
+	// or with Host the home directory there.
 	Dir string
+	// Host is the host Codex runs on, over its ssh connection
+	// (sshhost.Host.Launcher, sessions named "codex-<n>"): Bin is a program
+	// there, Dir and the threads' cwd are directories there, only Env
+	// crosses (in the wrapper's stdin), never this machine's environment,
+	// and the Guard stays here, around ssh. On a host Codex runs as
+	// app-server only (New refuses another Kind: the probe of the auto
+	// selection runs here), and the threads' tool servers run here, served
+	// over HTTP on a port of the host's loopback forwarded to this
+	// machine's (toolhttp): each becomes an mcp_servers entry by url with
+	// its bearer token in http_headers. optional: nil runs Codex here.
+	Host *sshhost.Host
 	// Guard is the command that runs package guard's Main (for example
 	// [os.Executable(), "codex-guard"]): the child is started through it,
 	// so that nothing of Codex outlives the proxy however the proxy dies

@@ -169,9 +169,10 @@ func (l *core[C]) start() {
 	defer close(l.startDone)
 	args := append(append([]string(nil), cfg.Args...), h.subcommand)
 	ch, err := childproc.Start(childproc.Config{
-		Name:  childName,
-		Spec:  childproc.Spec{Path: cfg.Bin, Args: args, Env: cfg.env(), Dir: cfg.Dir},
-		Guard: cfg.Guard, Grace: cfg.grace(), WriteTimeout: stdinWriteTimeout,
+		Name:   childName,
+		Spec:   childproc.Spec{Path: cfg.Bin, Args: args, Env: cfg.env(), AddEnv: cfg.Env, Dir: cfg.Dir},
+		Launch: cfg.launcher(),
+		Guard:  cfg.Guard, Grace: cfg.grace(), WriteTimeout: stdinWriteTimeout,
 		StderrLevel: stderrLevel, Logger: log,
 	})
 	if err != nil {

@@ -110,7 +110,11 @@
 // neutral Activity (activity_mcp.go, activity_app.go, activity_event.go);
 // usage_codex.go reads Codex's token usage of both dialects into the
 // seam's backend.Usage; toolservers.go makes a thread's ToolServers the
-// Codex config's mcp_servers entries.
+// Codex config's mcp_servers entries; host.go and hosttools.go run Codex
+// on another host (Config.Host: the child is `ssh … codex app-server`
+// through the host's launcher, package sshhost, and the tool servers stay
+// here, reached by url through the host's reverse forward, package
+// internal/toolhttp).
 //
 // # Locks
 //
@@ -141,11 +145,14 @@
 //     held while the turn's Handler is called (events, approvals,
 //     flushes): across the Handler's I/O, so a Handler must not call back
 //     into the backend (Status takes Backend.mu). Neither is held across
-//     a call to the agent. toolHTTP.mu (toolhttp.go), the http endpoint's
-//     table, is held while its listener starts; toolBridge.mu, a tool
-//     server's process and pending requests, while that process starts
-//     (fork and exec); toolProc.wmu across one write to the tool server.
-//     Each is a leaf.
+//     a call to the agent.
+//   - internal/toolhttp (the tool servers over HTTP of the ACP backend
+//     and of Codex on a host): Server.mu, the listener, its forward and
+//     the endpoints, held while the listener starts and while the forward
+//     is asked of the host's master connection (one `ssh -O forward`);
+//     bridge.mu, a tool server's process and pending requests, while that
+//     process starts (fork and exec); toolProc.wmu across one write to
+//     the tool server. Each is a leaf.
 //   - package acp: Client.mu (the pending calls, sessions and turns,
 //     permission requests, the exit error, the counters, the event
 //     queue's send), never held across I/O, and Client.dmu (the delivered
@@ -165,8 +172,9 @@
 // backends' reader, exit watcher and start (core.go) and their background
 // work (core.background: an app-server decline written after its steer);
 // the ACP backend's agents stopped after a turn and its interrupts after
-// an aborted approval (acpbackend's Backend.background), its http listener
-// and tool servers' readers (acpbackend/toolhttp.go); each agent client's
+// an aborted approval (acpbackend's Backend.background); the http
+// listener and tool servers' readers of internal/toolhttp (the Server's
+// Close); each agent client's
 // reader, exit watcher, event delivery and answers to the agent (package
 // acp); each process's supervisor (internal/childproc). Work that would
 // start once Close has begun is not started.

@@ -14,6 +14,9 @@ const notFoundCode = 127
 // Codex binary could not be run, so no restart helps until it is installed
 // or Config.Bin points at it.
 func notFound(cfg Config, detail string) *backend.NotFoundError {
+	if cfg.Host != nil {
+		return &backend.NotFoundError{Bin: cfg.Bin, Program: "codex binary", Host: cfg.Host.Name(), Detail: detail}
+	}
 	return &backend.NotFoundError{Bin: cfg.Bin, Program: "codex binary", Path: envValue(cfg.env(), "PATH"), Detail: detail}
 }
 

@@ -28,6 +28,9 @@ const probeTimeout = 15 * time.Second
 // chosen backend. Nothing is started by New: a missing binary fails the
 // first call, as it does for the other backends.
 func New(cfg Config) (backend.Backend, error) {
+	if cfg.Host != nil && cfg.Kind != KindAppServer {
+		return nil, fmt.Errorf("codexchild: on host %s Codex runs as app-server only (Kind %q)", cfg.Host.Name(), cfg.Kind)
+	}
 	switch cfg.Kind {
 	case KindMCPServer:
 		return NewMCPServer(cfg), nil
@@ -268,7 +271,7 @@ func probeKind(ctx context.Context, cfg Config) (kind Kind, version, how string)
 // returns its stdout; its process group is killed when ctx ends.
 func probeRun(ctx context.Context, cfg Config, args ...string) ([]byte, error) {
 	out, err := childproc.Output(ctx, childproc.Config{
-		Name: "codex probe", Spec: childproc.Spec{Path: cfg.Bin, Args: args, Env: cfg.env(), Dir: cfg.Dir},
+		Name: "codex probe", Spec: childproc.Spec{Path: cfg.Bin, Args: args, Env: cfg.env(), AddEnv: cfg.Env, Dir: cfg.Dir},
 		Grace: time.Second, Logger: cfg.logger(),
 	})
 	if err != nil {

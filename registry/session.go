@@ -111,6 +111,12 @@ type Session struct {
 	// worktree has its base), outside git, and in a record written before
 	// it existed (written only when set).
 	StartHead string `json:"start_head,omitempty"`
+	// Host names the host the session's agent runs on, over ssh (a host of
+	// the configuration's [plugins.atm-agent-mcp.hosts.<name>]): Cwd,
+	// RepoRoot and the worktree are paths there, and the agent's own
+	// state (its thread) lives there. "" for this machine (written only
+	// when set).
+	Host string `json:"host,omitempty"`
 
 	// Extra holds the fields this version does not know, so that they
 	// survive a rewrite. Keys that collide with a known field are ignored
@@ -154,6 +160,7 @@ type sessionWire struct {
 	Usage       *Usage      `json:"usage,omitempty"`
 	Budget      int64       `json:"budget_tokens,omitempty"`
 	StartHead   string      `json:"start_head,omitempty"`
+	Host        string      `json:"host,omitempty"`
 }
 
 // knownFields are the JSON keys of sessionWire.
@@ -163,7 +170,7 @@ var knownFields = map[string]bool{
 	"cwd": true, "started_at": true, "last_active": true, "status": true,
 	"thread_state": true, "tag": true, "role": true, "agent_source": true,
 	"turns": true, "last_result": true, "handed_to": true, "worktree": true, "start_head": true,
-	"model": true, "usage": true, "budget_tokens": true,
+	"model": true, "usage": true, "budget_tokens": true, "host": true,
 }
 
 func nullable(s string) *string {
@@ -207,6 +214,7 @@ func (s Session) MarshalJSON() ([]byte, error) {
 		Usage:       s.Usage,
 		Budget:      s.BudgetTokens,
 		StartHead:   s.StartHead,
+		Host:        s.Host,
 	})
 	if err != nil || len(s.Extra) == 0 {
 		return b, err
@@ -280,6 +288,7 @@ func (s *Session) UnmarshalJSON(data []byte) error {
 		Model:        w.Model,
 		Usage:        w.Usage,
 		BudgetTokens: w.Budget,
+		Host:         w.Host,
 		StartHead:    w.StartHead,
 		Extra:        extra,
 	}

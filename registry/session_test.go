@@ -46,6 +46,15 @@ func TestSessionJSON(t *testing.T) {
 				`"turns":0,"last_result":null,"start_head":"5e1c0a2d1f3b"}`,
 		},
 		{
+			name: "a session on a host",
+			s: Session{AgentID: "claude-5", Backend: "claude", Identity: "dave", Team: "t", RepoRoot: "/srv/r", RepoName: "r", Branch: "main", Cwd: "/srv/r",
+				StartedAt: start, LastActive: start, Status: StatusIdle, ThreadState: ThreadIdle, Host: "box"},
+			want: `{"agent_id":"claude-5","backend":"claude","backend_id":null,"identity":"dave","team":"t",` +
+				`"repo_root":"/srv/r","repo_name":"r","branch":"main","cwd":"/srv/r","started_at":"2026-02-17T10:00:00Z",` +
+				`"last_active":"2026-02-17T10:00:00Z","status":"idle","thread_state":"idle","tag":null,"role":null,"agent_source":null,` +
+				`"turns":0,"last_result":null,"host":"box"}`,
+		},
+		{
 			name: "an isolated session's worktree",
 			s: Session{AgentID: "codex-3", Backend: "codex", Identity: "alice", Team: "t", Cwd: "/r/.atm/worktrees/alice/src",
 				StartedAt: start, LastActive: start, Status: StatusClosed, ThreadState: ThreadClosed,

@@ -120,7 +120,8 @@ func TestMixedTeams(t *testing.T) {
 // (acp_mixed_team), and work at once in worktrees of their own, each
 // committing on its own branch (acp_mixed_worktree). Then two Claude
 // agents edit one file at once, each in its own worktree, with Claude
-// Code's own Edit and Write tools (acp_real_worktree).
+// Code's own Edit and Write tools (acp_real_worktree). And acp_host with
+// claude: claude-agent-acp on a host (the loopback sshd).
 func TestRealAgents(t *testing.T) {
 	claude := realacp.Install(t, "claude-agent-acp", "node_modules/.bin/claude-agent-acp")
 	opencode := realacp.Install(t, "opencode", filepath.Join("node_modules", "opencode-linux-x64", "bin", "opencode"))
@@ -135,6 +136,7 @@ func TestRealAgents(t *testing.T) {
 		{"opencode", "acp_real.txtar", func(work string) map[string]string { return opencodeAgentEnv(opencode, work, chat.URL()+"/v1") }, chat.Hung()},
 		{"claude", "acp_mixed_*.txtar", func(work string) map[string]string { return claudeAgentEnv(claude, work, anthropic.URL()) }, nil},
 		{"claude", "acp_real_worktree.txtar", func(work string) map[string]string { return claudeAgentEnv(claude, work, anthropic.URL()) }, nil},
+		{"claude", "acp_host.txtar", func(work string) map[string]string { return claudeAgentEnv(claude, work, anthropic.URL()) }, nil},
 	} {
 		t.Run(tc.agent+"/"+strings.TrimSuffix(tc.glob, ".txtar"), func(t *testing.T) {
 			t.Parallel() // they wait on the agents, not on the CPU
@@ -187,6 +189,7 @@ func TestRealAgents(t *testing.T) {
 func claudeAgentEnv(bin, work, url string) map[string]string {
 	return map[string]string{
 		"PATH":               filepath.Dir(bin) + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"AGENT_BIN_DIR":      filepath.Dir(bin), // for a host's PATH (acp_host)
 		"CLAUDE_CONFIG_DIR":  filepath.Join(work, ".claude-agent"),
 		"ANTHROPIC_BASE_URL": url,
 		"ANTHROPIC_API_KEY":  "sk-ant-mock",

@@ -3,6 +3,7 @@ package testscripts
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -31,6 +32,11 @@ func proxyParams(t *testing.T, glob string) testscript.Params {
 			return err
 		}
 		env.Setenv("CODEX_HOME", filepath.Join(env.WorkDir, ".codex"))
+		// The directory of the test binary's commands (atm-agent-mcp,
+		// mockacp, …), for the PATH of a host (sshd start -path $TESTBIN).
+		if p, err := exec.LookPath("mockacp"); err == nil {
+			env.Setenv("TESTBIN", filepath.Dir(p))
+		}
 		env.Setenv("ROLLOUTS", rollouts)
 		env.Values["mcp"] = &mcpState{procs: map[string]*mcpProc{}}
 		env.Values["flocks"] = map[string]*os.File{}
@@ -66,9 +72,9 @@ func TestProxy(t *testing.T) {
 }
 
 // backendCondition gives scenarios the conditions [mcp] and [app]: which
-// Codex protocol backend runs.
+// Codex protocol backend runs; and [sshd] (sshdCondition).
 func backendCondition(backend string) func(string) (bool, error) {
-	return func(cond string) (bool, error) {
+	return sshdCondition(func(cond string) (bool, error) {
 		switch cond {
 		case "mcp":
 			return backend == "mcp-server", nil
@@ -76,5 +82,5 @@ func backendCondition(backend string) func(string) (bool, error) {
 			return backend == "app-server", nil
 		}
 		return false, fmt.Errorf("unknown condition %q", cond)
-	}
+	})
 }

@@ -2,6 +2,8 @@ package testscripts
 
 import (
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -64,6 +66,8 @@ func TestRealCodex(t *testing.T) {
 			t.Cleanup(func() { mock.Close() })
 			home := realcodex.NewHome(t, mock.URL(), nil)
 			p := proxyParams(t, "real_*.txtar")
+			p.Cmds["model-wait"] = modelWait(mock)
+			p.Cmds["model-count"] = modelCount(mock)
 			setup := p.Setup
 			p.Setup = func(env *testscript.Env) error { // runs once per script, in parallel
 				if err := setup(env); err != nil {
@@ -80,6 +84,7 @@ func TestRealCodex(t *testing.T) {
 				}
 				env.Setenv("MCP_ENV", strings.Join(append(names, "MOCK_API_KEY", "RUST_LOG", realcodex.TagEnv), " "))
 				env.Setenv("CODEX_BIN", bin)
+				env.Setenv("CODEX_BIN_DIR", filepath.Dir(bin)) // a host's PATH (real_host)
 				env.Setenv("CODEX_BACKEND", tc.backend)
 				env.Setenv("CODEX_WORK", home.WorkDir)
 				return os.MkdirAll(home.WorkDir, 0o755)
@@ -94,6 +99,19 @@ func TestRealCodex(t *testing.T) {
 				// request carries the turn from before the crash.
 				if tc.backend == "app-server" && !t.Failed() && !sawTogether(mock, "after-restart: what was the word?", "albatross-before-crash") {
 					t.Error("after the restart the model did not see the session's earlier turn")
+				}
+				// real_host: after the ssh connection was killed and
+				// dropped, the thread on the host carries the turn from
+				// before each; the context named the host.
+				if tc.backend == "app-server" && !t.Failed() {
+					for _, q := range [][2]string{{"after-host-kill: what was the word?", "osprey-on-host"}, {"after-host-drop: what was the word?", "osprey-on-host"}} {
+						if !sawTogether(mock, q[0], q[1]) {
+							t.Errorf("the model never saw %q with the turn from before (%q) on the host's thread", q[0], q[1])
+						}
+					}
+					if !mock.SawInput("Host:      box (you run on this host") {
+						t.Error("the model never saw the host in the session context")
+					}
 				}
 				// real_resume: after serve was stopped as Claude Code stops
 				// it, each resumed thread carries its earlier turn, the one
@@ -110,4 +128,52 @@ func TestRealCodex(t *testing.T) {
 			testscript.Run(t, p)
 		})
 	}
+}
+
+// modelWait is the scenario command that waits (at most waitLimit) until
+// the model has had a request whose last user text holds TEXT: a turn
+// that reached Codex and Codex's model request.
+//
+//	model-wait TEXT
+func modelWait(mock *modelmock.Server) func(ts *testscript.TestScript, neg bool, args []string) {
+	return func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 1 {
+			ts.Fatalf("usage: model-wait TEXT")
+		}
+		deadline := time.Now().Add(waitLimit(ts))
+		for modelCountOf(mock, args[0]) == 0 {
+			if time.Now().After(deadline) {
+				ts.Fatalf("model-wait: no request of the model with %q after %s", args[0], waitLimit(ts))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// modelCount is the scenario command that checks how many requests of
+// the model had TEXT in their last user text: mail delivered once is one
+// turn that asks the model about it.
+//
+//	model-count TEXT N
+func modelCount(mock *modelmock.Server) func(ts *testscript.TestScript, neg bool, args []string) {
+	return func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 2 {
+			ts.Fatalf("usage: model-count TEXT N")
+		}
+		want, err := strconv.Atoi(args[1])
+		ts.Check(err)
+		if got := modelCountOf(mock, args[0]); got != want {
+			ts.Fatalf("model-count: %d requests of the model with %q in their last user text, want %d", got, args[0], want)
+		}
+	}
+}
+
+func modelCountOf(mock *modelmock.Server, text string) int {
+	n := 0
+	for _, r := range mock.Requests() {
+		if strings.Contains(r.LastUserText, text) {
+			n++
+		}
+	}
+	return n
 }

@@ -3,9 +3,12 @@ package testscripts
 import (
 	"fmt"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
@@ -21,10 +24,19 @@ var (
 // cmdSSHD plays a host reached over ssh in a scenario, with a private
 // OpenSSH server on loopback (codexchild/sshtest):
 //
-//	sshd start [-path DIR]... DIR   start it: its keys, configs and log in DIR, the host's home in
+//	sshd start [-path DIR]... [-env K=V]... DIR
+//	                                start it: its keys, configs and log in DIR, the host's home in
 //	                                DIR/home ($REMOTE_HOME), the -path directories first on the host's
-//	                                PATH; ssh -F DIR/ssh_config box reaches it ($SSH_CONFIG)
+//	                                PATH, the -env variables in every session there; ssh -F
+//	                                DIR/ssh_config box reaches it ($SSH_CONFIG)
 //	sshd drop                       drop its connections, as a network drop does
+//	sshd pause                      take the host away (the server and its connections killed;
+//	                                connecting fails) until resume
+//	sshd resume                     bring it back on the same port
+//	sshd kill-master PID            kill (SIGKILL) the ssh master connection that the process PID
+//	                                (serve) started, as a crash of ssh, or an OOM kill, does
+//	sshd ps                         print the processes that run on the host, one a line
+//	sshd wait-gone REGEXP           wait (at most waitLimit) until no process on the host matches
 //	sshd stop                       stop it, failing if anything still runs on the host
 //
 // Scenarios check [sshd] first: it is false under -short and where sshd
@@ -35,7 +47,7 @@ func cmdSSHD(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("unsupported: ! sshd")
 	}
 	if len(args) == 0 {
-		ts.Fatalf("usage: sshd start [-path DIR]... DIR | sshd drop | sshd stop")
+		ts.Fatalf("usage: sshd start [-path DIR]... [-env K=V]... DIR | sshd drop | sshd pause | sshd resume | sshd kill-master PID | sshd stop")
 	}
 	sshServersMu.Lock()
 	srv := sshServers[ts]
@@ -45,17 +57,22 @@ func cmdSSHD(ts *testscript.TestScript, neg bool, args []string) {
 		if srv != nil {
 			ts.Fatalf("sshd: already started")
 		}
-		var path []string
+		var path, env []string
 		rest := args[1:]
-		for len(rest) >= 2 && rest[0] == "-path" {
-			path, rest = append(path, ts.MkAbs(rest[1])), rest[2:]
+		for len(rest) >= 2 && (rest[0] == "-path" || rest[0] == "-env") {
+			if rest[0] == "-path" {
+				path = append(path, ts.MkAbs(rest[1]))
+			} else {
+				env = append(env, rest[1])
+			}
+			rest = rest[2:]
 		}
 		if len(rest) != 1 {
-			ts.Fatalf("usage: sshd start [-path DIR]... DIR")
+			ts.Fatalf("usage: sshd start [-path DIR]... [-env K=V]... DIR")
 		}
 		dir := ts.MkAbs(rest[0])
 		ts.Check(os.MkdirAll(dir, 0o700))
-		srv, err := sshtest.New(dir, &sshtest.Options{Path: path})
+		srv, err := sshtest.New(dir, &sshtest.Options{Path: path, Env: env})
 		ts.Check(err)
 		sshServersMu.Lock()
 		sshServers[ts] = srv
@@ -79,6 +96,56 @@ func cmdSSHD(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("sshd: not started")
 		}
 		srv.DropConnections()
+	case "pause":
+		if srv == nil {
+			ts.Fatalf("sshd: not started")
+		}
+		srv.Stop()
+	case "resume":
+		if srv == nil {
+			ts.Fatalf("sshd: not started")
+		}
+		ts.Check(srv.Restart())
+	case "kill-master":
+		if len(args) != 2 {
+			ts.Fatalf("usage: sshd kill-master PID")
+		}
+		pid, err := strconv.Atoi(args[1])
+		ts.Check(err)
+		killed := killMaster(pid)
+		if len(killed) == 0 {
+			ts.Fatalf("sshd: no ssh master connection under process %d", pid)
+		}
+		ts.Logf("killed the ssh master connection(s) %v", killed)
+	case "ps":
+		if srv == nil {
+			ts.Fatalf("sshd: not started")
+		}
+		for _, p := range srv.Processes() {
+			fmt.Fprintf(ts.Stdout(), "%d %s\n", p.PID, p.Cmdline)
+		}
+	case "wait-gone":
+		if srv == nil || len(args) != 2 {
+			ts.Fatalf("usage: sshd wait-gone REGEXP (after start)")
+		}
+		re, err := regexp.Compile(args[1])
+		ts.Check(err)
+		deadline := time.Now().Add(waitLimit(ts))
+		for {
+			var left []string
+			for _, p := range srv.Processes() {
+				if re.MatchString(p.Cmdline) {
+					left = append(left, p.Cmdline)
+				}
+			}
+			if len(left) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				ts.Fatalf("sshd wait-gone: still on the host after %s: %q", waitLimit(ts), left)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	case "stop":
 		if srv == nil {
 			ts.Fatalf("sshd: not started")

@@ -94,9 +94,10 @@ func Start(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	log := cfg.logger().With("agent", cfg.Command)
 	proc, err := childproc.Start(childproc.Config{
-		Name:  cfg.name(),
-		Spec:  childproc.Spec{Path: cfg.Command, Args: cfg.Args, Env: cfg.env(), Dir: cfg.Dir},
-		Guard: cfg.Guard, Grace: cfg.stopGrace(), Logger: log,
+		Name:   cfg.name(),
+		Spec:   childproc.Spec{Path: cfg.Command, Args: cfg.Args, Env: cfg.env(), AddEnv: cfg.Env, Dir: cfg.Dir},
+		Launch: cfg.launcher(),
+		Guard:  cfg.Guard, Grace: cfg.stopGrace(), Logger: log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("acp: %w", err)

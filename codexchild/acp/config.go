@@ -5,6 +5,9 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/internal/childproc"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/sshhost"
 )
 
 // Defaults of Config.
@@ -58,8 +61,16 @@ type Config struct {
 	// SIGKILL leaves it running.
 	Guard []string
 	// Dir is the process's working directory. optional: "" means the
-	// proxy's. (A session's cwd is SessionParams.Cwd.)
+	// proxy's, or with Host the home directory there. (A session's cwd is
+	// SessionParams.Cwd.)
 	Dir string
+	// Host is the host the agent runs on, over its ssh connection
+	// (sshhost.Host.Launcher, a session named after Name): Command is a
+	// program there, Dir a directory there, and only Env crosses (in the
+	// wrapper's stdin, never on a command line), never this machine's
+	// environment. The Guard stays here, around ssh. optional: nil runs
+	// the agent on this machine.
+	Host *sshhost.Host
 	// ClientName and ClientVersion are the clientInfo of initialize.
 	// optional: DefaultClientName and "dev".
 	ClientName, ClientVersion string
@@ -129,6 +140,18 @@ func (c *Config) name() string {
 		return c.Name + " agent"
 	}
 	return c.Command + " agent"
+}
+
+// launcher is where the agent runs: nil (here), or the Host's launcher.
+func (c *Config) launcher() childproc.Launcher {
+	if c.Host == nil {
+		return nil
+	}
+	prefix := c.Name
+	if prefix == "" {
+		prefix = "agent"
+	}
+	return c.Host.Launcher(prefix)
 }
 
 func (c *Config) eventBuffer() int {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/acp"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/internal/toolhttp"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/sshhost"
 )
 
 // Protocol is the protocol of the ACP backend (backend.Status.Protocol).
@@ -49,8 +51,17 @@ type Config struct {
 	// optional.
 	Env []string
 	// Dir is the agent process's working directory, and the session's cwd
-	// when ThreadParams.Cwd is empty. optional: "" means the proxy's.
+	// when ThreadParams.Cwd is empty. optional: "" means the proxy's (with
+	// Host: the home directory there).
 	Dir string
+	// Host is the host the agents run on, over its ssh connection
+	// (acp.Config.Host: one session of the host per agent process, named
+	// after Name): Command is a program there, Dir and the sessions' cwd
+	// are directories there, and the tool servers are served over HTTP
+	// whatever ToolTransport says (ToolsHTTP, on a port of the host's
+	// loopback forwarded to this machine's), so that they run here, where
+	// the team's mail is. optional: nil runs the agents here.
+	Host *sshhost.Host
 	// Mode is set (session/set_mode) on every session the backend opens or
 	// reopens, so that the agent asks for permission rather than deciding
 	// by itself ("default" for claude-agent-acp, whose own "auto" decides).
@@ -75,7 +86,8 @@ type Config struct {
 	// ToolTransport is how the thread's tool servers reach the agent:
 	// ToolsStdio (stdio MCP servers the agent starts) or ToolsHTTP (served
 	// by the backend on a loopback HTTP endpoint, for agents that refuse
-	// stdio servers). optional: "" means ToolsStdio.
+	// stdio servers). optional: "" means ToolsStdio, or ToolsHTTP with a
+	// Host.
 	ToolTransport string
 	// Guard is the command that runs package guard's Main, as for the Codex
 	// backends (Config.Guard): every agent is started through it, so that
@@ -125,7 +137,7 @@ func (c *Config) turnTimeout(d time.Duration) time.Duration {
 type Backend struct {
 	cfg      Config
 	log      *slog.Logger
-	toolHTTP *toolHTTP // the tool servers over http (ToolsHTTP), or nil
+	toolHTTP *toolhttp.Server // the tool servers over http (ToolsHTTP), or nil
 
 	mu      sync.Mutex
 	threads map[string]*acpThread // by session id
@@ -180,8 +192,8 @@ func New(cfg Config) *Backend {
 		name = cfg.Command
 	}
 	b := &Backend{cfg: cfg, log: log.With("backend", "acp", "agent", name), threads: make(map[string]*acpThread)}
-	if cfg.ToolTransport == ToolsHTTP {
-		b.toolHTTP = newToolHTTP(b.log)
+	if cfg.ToolTransport == ToolsHTTP || cfg.Host != nil {
+		b.toolHTTP = toolhttp.New(toolhttp.Config{Host: cfg.Host, Logger: b.log})
 	}
 	return b
 }
@@ -322,7 +334,7 @@ func (b *Backend) Close(ctx context.Context) error {
 	wg.Wait()
 	b.stopping.Wait()
 	if b.toolHTTP != nil {
-		b.toolHTTP.close(ctx)
+		b.toolHTTP.Close(ctx)
 	}
 	return errors.Join(errs...)
 }

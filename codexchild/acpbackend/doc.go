@@ -21,7 +21,10 @@
 // The files: backend.go is the API and Config, thread.go a thread's agent,
 // session and turns, events.go the translation of events and permission
 // requests, usage.go how an agent's turns and usage_update add up into
-// the seam's Usage, toolhttp.go the tool servers served over loopback
-// HTTP for agents that refuse stdio ones (ToolsHTTP). The lock order is in
-// codexchild's doc (Locks).
+// the seam's Usage, tools.go the tool servers served over loopback HTTP
+// (package internal/toolhttp) for agents that refuse stdio ones
+// (ToolsHTTP) and for agents on a host (Config.Host: each agent process
+// is `ssh … <command>` through the host's launcher, package sshhost, and
+// its tool servers stay here, reached through the host's reverse
+// forward). The lock order is in codexchild's doc (Locks).
 package acpbackend

@@ -43,7 +43,7 @@ func leakedGoroutines() []string {
 			continue
 		}
 		if strings.Contains(s, "acpbackend.(*Backend)") || strings.Contains(s, "acpbackend.(*acpThread)") ||
-			strings.Contains(s, "acpbackend.(*toolHTTP)") || strings.Contains(s, "acpbackend.(*toolBridge)") ||
+			strings.Contains(s, "toolhttp.(*Server)") || strings.Contains(s, "toolhttp.(*bridge)") ||
 			strings.Contains(s, "acp.(*Client)") || strings.Contains(s, "childproc.(*Process)") || strings.Contains(s, "os/exec.") {
 			out = append(out, s)
 		}

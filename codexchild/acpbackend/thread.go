@@ -140,7 +140,7 @@ func (th *acpThread) ready(ctx context.Context, req backend.TurnRequest) (text, 
 	b.mu.Lock()
 	id := th.id
 	b.mu.Unlock()
-	p, err := th.sessionParams(req.Params)
+	p, err := th.sessionParams(ctx, req.Params)
 	if err != nil {
 		return "", "", err
 	}
@@ -205,7 +205,7 @@ func (th *acpThread) start(ctx context.Context, env []string) (*acp.Client, erro
 	b := th.b
 	cfg := b.cfg
 	c, err := acp.Start(ctx, acp.Config{
-		Command: cfg.Command, Name: cfg.Name, Args: cfg.Args, Env: append(slices.Clone(cfg.Env), env...), Dir: cfg.Dir, Guard: cfg.Guard,
+		Command: cfg.Command, Name: cfg.Name, Args: cfg.Args, Env: append(slices.Clone(cfg.Env), env...), Dir: cfg.Dir, Guard: cfg.Guard, Host: cfg.Host,
 		Asker:   acp.AskerFunc(th.ask),
 		OnEvent: th.onEvent, OnIdle: th.onIdle,
 		InitTimeout: cfg.InitTimeout, CallTimeout: cfg.CallTimeout, CancelTimeout: cfg.CancelTimeout, StopGrace: cfg.StopGrace,
@@ -217,18 +217,27 @@ func (th *acpThread) start(ctx context.Context, env []string) (*acp.Client, erro
 		if errors.As(err, &ee) {
 			if ee.Status.Code == 127 {
 				nf := acpExitError(ee)
-				nf.NotFound = &backend.NotFoundError{Bin: cfg.Command, Program: "command", Path: os.Getenv("PATH"), Detail: lastLine(ee.Stderr)}
+				nf.NotFound = b.notFound(lastLine(ee.Stderr))
 				return nil, fmt.Errorf("%w: %w", backend.ErrHandshake, nf)
 			}
 			return nil, fmt.Errorf("%w: %w", backend.ErrHandshake, acpExitError(ee))
 		}
 		if childproc.ExecFailed(err) {
-			return nil, &backend.NotFoundError{Bin: cfg.Command, Program: "command", Path: os.Getenv("PATH"), Detail: childproc.ExecDetail(err)}
+			return nil, b.notFound(childproc.ExecDetail(err))
 		}
 		return nil, fmt.Errorf("%w: %w", backend.ErrHandshake, err)
 	}
 	b.noteStarted(c)
 	return c, nil
+}
+
+// notFound is the *backend.NotFoundError of the agent's command, with
+// detail: on a host, on the PATH there.
+func (b *Backend) notFound(detail string) *backend.NotFoundError {
+	if h := b.cfg.Host; h != nil {
+		return &backend.NotFoundError{Bin: b.cfg.Command, Program: "command", Host: h.Name(), Detail: detail}
+	}
+	return &backend.NotFoundError{Bin: b.cfg.Command, Program: "command", Path: os.Getenv("PATH"), Detail: detail}
 }
 
 func lastLine(s string) string {
@@ -303,11 +312,15 @@ func (th *acpThread) setModel(ctx context.Context, s *acp.Session, model string)
 }
 
 // sessionParams are the session's cwd, MCP servers, mode and options.
-func (th *acpThread) sessionParams(p backend.ThreadParams) (acp.SessionParams, error) {
+func (th *acpThread) sessionParams(ctx context.Context, p backend.ThreadParams) (acp.SessionParams, error) {
 	cfg := th.b.cfg
 	cwd := p.Cwd
 	if cwd == "" {
 		cwd = cfg.Dir
+	}
+	if cfg.Host != nil && !filepath.IsAbs(cwd) {
+		// Only the host knows what a relative path there means.
+		return acp.SessionParams{}, fmt.Errorf("acp: a session on host %s needs an absolute cwd there, not %q", cfg.Host.Name(), cwd)
 	}
 	if cwd == "" {
 		cwd = "."
@@ -318,8 +331,8 @@ func (th *acpThread) sessionParams(p backend.ThreadParams) (acp.SessionParams, e
 	}
 	sp := acp.SessionParams{Cwd: abs, Mode: cfg.Mode, ConfigOptions: cfg.ConfigOptions}
 	for _, ts := range p.ToolServers {
-		if h := th.b.toolHTTP; h != nil {
-			srv, err := h.server(ts)
+		if th.b.toolHTTP != nil {
+			srv, err := th.b.httpServer(ctx, ts)
 			if err != nil {
 				return acp.SessionParams{}, err
 			}

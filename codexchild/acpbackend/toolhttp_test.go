@@ -42,7 +42,7 @@ func TestACPToolsOverHTTP(t *testing.T) {
 		t.Errorf("the tool server got %q, want %q", got, want)
 	}
 
-	srv, err := b.toolHTTP.server(p.ToolServers[0])
+	srv, err := b.httpServer(context.Background(), p.ToolServers[0])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,9 @@ type NotFoundError struct {
 	Program string
 	// Path is the PATH the child was started with.
 	Path string
+	// Host is the host the child was started on, over ssh; "" for this
+	// machine. The PATH there is the host's, unknown here.
+	Host string
 	// Detail is what the exec said ("exec: \"codex\": executable file not
 	// found in $PATH"), or the child's last stderr line.
 	Detail string
@@ -36,9 +39,14 @@ func (e *NotFoundError) Error() string {
 		program = "program"
 	}
 	var where string
-	if strings.ContainsRune(e.Bin, '/') {
+	switch {
+	case e.Host != "" && strings.ContainsRune(e.Bin, '/'):
+		where = fmt.Sprintf("%s %q cannot be run on host %s", program, e.Bin, e.Host)
+	case e.Host != "":
+		where = fmt.Sprintf("%s %q was not found on the PATH of host %s", program, e.Bin, e.Host)
+	case strings.ContainsRune(e.Bin, '/'):
 		where = fmt.Sprintf("%s %q cannot be run", program, e.Bin)
-	} else {
+	default:
 		where = fmt.Sprintf("%s %q was not found on PATH (PATH=%s)", program, e.Bin, e.Path)
 	}
 	if e.Detail != "" {

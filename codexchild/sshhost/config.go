@@ -43,7 +43,8 @@ type Config struct {
 	// RunDir is the local directory of the control socket; the socket's
 	// path must stay short (a Unix socket's path holds at most about 100
 	// bytes). optional: "" means a new private directory under the
-	// system's temporary directory, removed by Close.
+	// system's temporary directory (under /tmp when that one's path is
+	// too long for the socket), removed by Close.
 	RunDir string
 	// Instance is the serve instance whose agents this Host starts (Tag):
 	// when set, its agents left running on the host are stopped (Reap)

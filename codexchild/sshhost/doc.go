@@ -24,6 +24,9 @@
 //     changes into the directory (exit 125 when it is missing), writes
 //     the session's pid file ($HOME/.atm-agent-mcp/run/<instance>/<session>.pid
 //     on the host) and runs the agent.
+//   - [Host.Launcher] is that launcher as childproc takes it, for the
+//     backends (codexchild.Config.Host, acpbackend.Config.Host): each
+//     command it launches is a session of Config.Instance of its own.
 //   - [Host.Run] runs a command there to its end (git, sh, --version).
 //   - [Host.Forward] makes a reverse forward (-O forward -R
 //     127.0.0.1:0:<local>): the team-mail tool server on this machine's
@@ -34,7 +37,14 @@
 //     group; a reused pid is recognised by the wrapper's tag in its
 //     command line and left alone). The supervisor reaps Config.Instance
 //     at each connection, before Up returns (an agent whose connection
-//     dropped is never left orphaned) and at [Host.Close].
+//     dropped is never left orphaned) and at [Host.Close];
+//     [Host.Instances] lists the instances with pid files there, for a
+//     caller that knows which of them are gone (a serve killed with
+//     SIGKILL) and reaps those.
+//
+// [Host.State] and [Host.Err] tell whether the connection is up, and why
+// not, without waiting: what a caller that follows the host (its agents'
+// availability, mail waiting for them) watches.
 //
 // Why it is shaped so:
 //

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/internal/childproc"
@@ -45,6 +46,7 @@ type Host struct {
 	closing   <-chan struct{} // closeCtx.Done()
 	done      chan struct{}   // closed when the supervisor has ended
 	closeOnce sync.Once
+	launches  atomic.Int64 // the sessions Launcher has named
 
 	mu       sync.Mutex
 	up       bool
@@ -73,7 +75,7 @@ func New(cfg Config) (*Host, error) {
 	dir := cfg.RunDir
 	if dir == "" {
 		var err error
-		if dir, err = os.MkdirTemp("", "atm-ssh-"); err != nil {
+		if dir, err = ownRunDir(cfg.Name); err != nil {
 			return nil, fmt.Errorf("sshhost: host %q: %w", cfg.Name, err)
 		}
 		h.ownDir = dir
@@ -111,7 +113,7 @@ func (h *Host) Up(ctx context.Context) error {
 			if last == nil {
 				return h.err("connect", "", fmt.Errorf("%w: %w", ErrDown, context.Cause(ctx)))
 			}
-			return h.err("connect", last.Stderr, fmt.Errorf("%w: %w (gave up waiting: %w)", ErrDown, last.Err, context.Cause(ctx)))
+			return h.err("connect", last.Stderr, fmt.Errorf("%w (gave up waiting: %w)", down(last.Err), context.Cause(ctx)))
 		}
 	}
 }
@@ -135,7 +137,7 @@ func (h *Host) Attempt(ctx context.Context) error {
 		case up:
 			return nil
 		case failures > seen:
-			return h.err(last.Op, last.Stderr, fmt.Errorf("%w: %w", ErrDown, last.Err))
+			return h.err(last.Op, last.Stderr, down(last.Err))
 		}
 		select {
 		case <-changed:
@@ -155,9 +157,17 @@ func (h *Host) ready(op string) error {
 	case h.up:
 		return nil
 	case h.lastErr != nil:
-		return h.err(op, h.lastErr.Stderr, fmt.Errorf("%w: %w", ErrDown, h.lastErr.Err))
+		return h.err(op, h.lastErr.Stderr, down(h.lastErr.Err))
 	}
 	return h.err(op, "", fmt.Errorf("%w: not connected yet", ErrDown))
+}
+
+// down is why the connection is down, err, wrapping ErrDown once.
+func down(err error) error {
+	if errors.Is(err, ErrDown) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrDown, err)
 }
 
 // Close stops the supervisor: it stops this instance's agents on the host
@@ -179,6 +189,17 @@ func (h *Host) Close(ctx context.Context) error {
 	}
 	h.removeOwnDir()
 	return nil
+}
+
+// ownRunDir makes a private directory for the control socket of host
+// name: under the system's temporary directory, or under /tmp when the
+// socket's path would be too long there (a long $TMPDIR).
+func ownRunDir(name string) (string, error) {
+	base := os.TempDir()
+	if len(filepath.Join(base, "atm-ssh-0123456789", name+".ctl")) > maxSocketPath {
+		base = "/tmp"
+	}
+	return os.MkdirTemp(base, "atm-ssh-")
 }
 
 func (h *Host) removeOwnDir() {

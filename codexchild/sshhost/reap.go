@@ -37,3 +37,36 @@ func (h *Host) reap(ctx context.Context, instance string) ([]string, error) {
 	}
 	return stopped, nil
 }
+
+// instancesScript lists the instances that have pid files on the host,
+// one a line (a directory Reap emptied is not one).
+const instancesScript = `d="` + runDir + `"
+[ -d "$d" ] || exit 0
+for i in "$d"/*/; do
+  [ -d "$i" ] || continue
+  set -- "$i"*.pid
+  [ -e "$1" ] || continue
+  i=${i%/}; echo "${i##*/}"
+done`
+
+// Instances returns the serve instances whose agents left pid files on
+// the host (Tag.Instance; a live instance's running agents, or what a
+// dead one left), sorted as the host's shell sorts them: what a caller
+// that knows which instances are gone gives to Reap. It fails at once
+// while the connection is down.
+func (h *Host) Instances(ctx context.Context) ([]string, error) {
+	if err := h.ready("list instances"); err != nil {
+		return nil, err
+	}
+	out, err := h.run(ctx, "list instances", remote(instancesScript, "atm-agent-mcp-instances"))
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if l = strings.TrimSpace(l); tagRE.MatchString(l) {
+			names = append(names, l)
+		}
+	}
+	return names, nil
+}

@@ -25,7 +25,8 @@ func onHost(srv *sshtest.Server, cmdline string) (int, bool) {
 
 // TestReap: Reap stops an instance's agents on the host, one that ignores
 // SIGTERM too, and leaves another instance's and a process whose pid a
-// stale pid file names alone.
+// stale pid file names alone; Instances lists the instances with pid
+// files there, before and after.
 func TestReap(t *testing.T) {
 	h, srv := newHost(t, nil, sshhost.Config{})
 	lead1 := sshhost.Tag{Instance: "lead", Session: "s1"}
@@ -47,6 +48,9 @@ func TestReap(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	if got, err := h.Instances(t.Context()); err != nil || !slices.Equal(got, []string{"lead", "other"}) {
+		t.Errorf("Instances before the reap = %q, %v; want lead and other", got, err)
+	}
 	stopped, err := h.Reap(t.Context(), "lead")
 	if err != nil {
 		t.Fatalf("Reap: %v", err)
@@ -71,6 +75,9 @@ func TestReap(t *testing.T) {
 	}
 	if stopped, err := h.Reap(t.Context(), "lead"); err != nil || len(stopped) != 0 {
 		t.Errorf("second Reap = %v, %v; want nothing to stop", stopped, err)
+	}
+	if got, err := h.Instances(t.Context()); err != nil || !slices.Equal(got, []string{"other"}) {
+		t.Errorf("Instances after the reap = %q, %v; want other", got, err)
 	}
 	if stopped, err := h.Reap(t.Context(), "other"); err != nil || !slices.Equal(stopped, []string{"s3"}) {
 		t.Errorf("Reap of other = %v, %v; want [s3]", stopped, err)

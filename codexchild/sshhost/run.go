@@ -41,6 +41,7 @@ func (h *Host) run(ctx context.Context, op, line string) ([]byte, error) {
 		Spec:        childproc.Spec{Path: h.cfg.ssh(), Args: append(h.muxArgs(), "--", h.cfg.Dest, line)},
 		Guard:       h.cfg.Guard,
 		StderrLevel: func(string) slog.Level { return slog.LevelDebug },
+		Quiet:       true,
 		Logger:      h.log.With("op", op),
 	})
 	if err == nil {

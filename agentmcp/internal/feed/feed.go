@@ -329,7 +329,7 @@ const maxSpans = 50
 func agentOf(st session.State, prev *published, unread int, now time.Time) Agent {
 	rec := st.Record
 	a := Agent{AgentID: rec.AgentID, Identity: rec.Identity, Kind: rec.Kind(), Model: st.Model,
-		Role: rec.Role, Tag: rec.Tag, Cwd: rec.Cwd, Repo: rec.RepoRoot, Branch: rec.Branch, Status: st.Status,
+		Role: rec.Role, Tag: rec.Tag, Cwd: rec.Cwd, Repo: rec.RepoRoot, Branch: rec.Branch, Host: rec.Host, Status: st.Status,
 		Turns: st.Turns, Queued: st.Queued, Usage: st.Usage, Budget: st.Budget, UnreadMail: max(unread, st.UnreadMail), SubAgents: st.SubAgents}
 	a.State = stateOf(st)
 	a.StateSince = now

@@ -17,7 +17,7 @@ import (
 // "thinking"), and the spans of its turns.
 func TestAgentOf(t *testing.T) {
 	t0 := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
-	rec := registry.Session{AgentID: "codex-1", Identity: "arch", Backend: "codex", Cwd: "/w", Branch: "main"}
+	rec := registry.Session{AgentID: "codex-1", Identity: "arch", Backend: "codex", Cwd: "/w", Branch: "main", Host: "box"}
 	usage := &backend.Usage{TotalTokens: 132}
 	steps := []struct {
 		name string
@@ -58,7 +58,7 @@ func TestAgentOf(t *testing.T) {
 	for _, s := range steps {
 		got := agentOf(s.st, prev, 0, s.now)
 		want := s.want
-		want.AgentID, want.Identity, want.Kind, want.Cwd, want.Branch = "codex-1", "arch", "codex", "/w", "main"
+		want.AgentID, want.Identity, want.Kind, want.Cwd, want.Branch, want.Host = "codex-1", "arch", "codex", "/w", "main", "box"
 		if d := cmp.Diff(want, got); d != "" {
 			t.Fatalf("%s (-want +got):\n%s", s.name, d)
 		}

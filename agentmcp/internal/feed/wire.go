@@ -30,15 +30,18 @@ type Serve struct {
 
 // Agent is one agent session as a view shows it.
 type Agent struct {
-	AgentID    string    `json:"agent_id"`
-	Identity   string    `json:"identity"`
-	Kind       string    `json:"kind"`
-	Model      string    `json:"model,omitempty"`
-	Role       string    `json:"role,omitempty"`
-	Tag        string    `json:"tag,omitempty"`
-	Cwd        string    `json:"cwd,omitempty"`
-	Repo       string    `json:"repo,omitempty"`
-	Branch     string    `json:"branch,omitempty"`
+	AgentID  string `json:"agent_id"`
+	Identity string `json:"identity"`
+	Kind     string `json:"kind"`
+	Model    string `json:"model,omitempty"`
+	Role     string `json:"role,omitempty"`
+	Tag      string `json:"tag,omitempty"`
+	Cwd      string `json:"cwd,omitempty"`
+	Repo     string `json:"repo,omitempty"`
+	Branch   string `json:"branch,omitempty"`
+	// Host is the host the agent runs on (over ssh; Cwd, Repo and Branch
+	// are there); "" for the serve's own machine.
+	Host       string    `json:"host,omitempty"`
 	State      string    `json:"state"`
 	StateSince time.Time `json:"state_since"`
 	// Status is the session's own status (agent_status's).

@@ -113,16 +113,7 @@ func (c *repoInfoCache) lookup(root, gitDir string) (name, branch, common string
 	if ok && e.trusted(stamps) {
 		return e.name, e.branch, common
 	}
-	e = repoInfo{stamps: stamps, read: now, name: filepath.Base(root)}
-	if url := originURL(config); url != "" {
-		u := strings.TrimSuffix(strings.TrimRight(url, "/"), ".git")
-		if i := strings.LastIndexAny(u, "/:"); i >= 0 {
-			u = u[i+1:]
-		}
-		if u != "" {
-			e.name = path.Base(u)
-		}
-	}
+	e = repoInfo{stamps: stamps, read: now, name: repoName(root, originURL(config))}
 	if b, err := os.ReadFile(filepath.Join(gitDir, "HEAD")); err == nil {
 		head := strings.TrimSpace(string(b))
 		if ref, ok := strings.CutPrefix(head, "ref: "); ok {
@@ -138,6 +129,21 @@ func (c *repoInfoCache) lookup(root, gitDir string) (name, branch, common string
 	c.entries[key] = e
 	c.mu.Unlock()
 	return e.name, e.branch, common
+}
+
+// repoName is a repository's name: the last element of its origin's url
+// (without .git), else its root's base name.
+func repoName(root, url string) string {
+	if url != "" {
+		u := strings.TrimSuffix(strings.TrimRight(url, "/"), ".git")
+		if i := strings.LastIndexAny(u, "/:"); i >= 0 {
+			u = u[i+1:]
+		}
+		if u != "" {
+			return path.Base(u)
+		}
+	}
+	return path.Base(root)
 }
 
 // findGitDir walks up from dir (absolute) to the nearest .git, where git

@@ -29,7 +29,20 @@
 //   - places over workspace: the worktrees, ports and conflict radar of the
 //     agents started with isolation "worktree" (places.go builds it over
 //     the user's git; the session manager gets it as its session.Places,
-//     the tools for agent_status's overlaps).
+//     the tools for agent_status's overlaps);
+//   - the hosts (hosts.go, Options.Hosts): machines other than this one
+//     where agents run, each one supervised ssh master connection
+//     (codexchild/sshhost) that Run makes and shutdown closes after the
+//     agents (which stops what they left there), and per kind a
+//     hostBackend (hostbackend.go) around the kind's own backend started
+//     there: the host's availability (turns and new sessions refused at
+//     once while it is away, its mail paused), a turn cut by a drop in
+//     the host's words (what ssh said), and a new Codex child after one
+//     died; each host is a session.Host (its backends, directories, and
+//     git facts from git there, gitctx.Remote), and a goroutine per host
+//     follows its connection: once it is back, the sessions of a new
+//     child continue on it (AfterRestart) and the mail that waited is
+//     delivered (resumeMail).
 //
 // The adapters between them live here: eventSink (session.Sink onto the
 // connection's events and progress), asker (session.Asker onto elicitation),
@@ -96,7 +109,7 @@
 //
 // # Locks
 //
-// The proxy's own packages have twenty-six locks, each documented where
+// The proxy's own packages have twenty-eight locks, each documented where
 // it is declared:
 //
 //   - mcpconn (3): Conn.mu (its reader pool shares it), and the outbox's
@@ -107,15 +120,19 @@
 //     was told of the budgets);
 //   - tools (2): roundTrips.mu (the requestStates of round trips) and
 //     taskStore.mu (the MCP tasks of the connection), leaves;
-//   - proxy (6): codex.mu (child.go, restart.go: the crashes, the
+//   - proxy (8): codex.mu (child.go, restart.go: the crashes, the
 //     restarts and the restart in progress), frames.mu (frames.go: the
 //     shutdown requests handled and the identities being shut down),
 //     teamHooks.mu (team.go: the members it added), leadPush.mu
 //     (leadpush.go: its binding, counters and flush signal), gate.mu
-//     (leadgate.go: the mirror of Claude Code's gate) and owned.mu
+//     (leadgate.go: the mirror of Claude Code's gate), owned.mu
 //     (owned.go: whether a set of goroutines still takes new ones; the
-//     notifications passed on to Codex, the lead's pushes), each a leaf
-//     that guards its own fields and is held around nothing else;
+//     notifications passed on to Codex, the lead's pushes), hostBackend.mu
+//     (hostbackend.go: the current backend of a kind on a host; a new
+//     one is made and the old one closed outside it) and hostPlace.homeMu
+//     (hosts.go: the home directory on a host, held across the one `pwd`
+//     there that asks it, once), each a leaf that guards its own fields
+//     and is held around nothing else;
 //   - feed (3): Feed.pubMu → Feed.mu → client.mu (feed's doc), none held
 //     across I/O or a call into a session;
 //   - gitctx (2): its facts cache and its watcher, leaves taken by nobody
@@ -153,7 +170,8 @@
 // shutdown requests being answered (frames.wait), the lead's pushes
 // (leadPush.close, before the bridge closes, so that what they pushed is
 // marked read), the notifications passed on to Codex (owned, ended once
-// the child is stopped), a restart (codex.Close waits for it); the other
+// the child is stopped), a restart (codex.Close waits for it), the watch
+// of each host's connection (hostSet.close); the other
 // packages' own (mcpconn's reader pool and pump, session's jobs and
 // persister, the bridge's workers, the feed, the radar) are joined by
 // their Close, Stop or Wait, which shutdown calls. The reader of the
@@ -183,6 +201,8 @@
 // (bounded), the mail bridge stops, requests still running are cancelled,
 // the sessions' goroutines end, every kind's backend is stopped at once
 // within one budget (closeBackends: the Codex child after a restart in
-// progress, so that no child it started outlives the proxy, and each ACP
-// backend's agents), and the connection's writing ends.
+// progress, so that no child it started outlives the proxy, each ACP
+// backend's agents, and every host's: the ssh connections are closed
+// after them, which stops on each host what this serve's agents left
+// there), and the connection's writing ends.
 package proxy

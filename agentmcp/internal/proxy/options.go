@@ -102,6 +102,19 @@ type Options struct {
 	// AgentCheck checks an agent kind before agent_start starts a session
 	// of it (tools.Config.AgentCheck): switched on, installed. optional.
 	AgentCheck func(kind string) error
+	// Hosts are the machines other than this one where agents run, by
+	// name (hosts.go); serve connects to each when it runs. optional: nil
+	// runs every agent here.
+	Hosts map[string]Host
+	// HostFor is the configured host of a new session of an agent kind and
+	// role ("" for this machine; tools.Config.HostFor). optional.
+	HostFor func(kind, role string) string
+	// StaleInstance reports whether the agents a host keeps for an
+	// instance tag (sshhost.Tag.Instance) were left by a serve that is
+	// gone: each time a host's connection is made, those are stopped there
+	// (this serve's own instance is stopped by the connection itself).
+	// optional: nil stops none but this serve's own.
+	StaleInstance func(tag string) bool
 
 	// Defaults are the thread settings before a role preset or the caller's
 	// arguments.

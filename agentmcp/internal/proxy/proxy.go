@@ -52,6 +52,9 @@ type Server struct {
 	// places are the isolated agents' worktrees and the conflict radar
 	// (places.go); nil when git is missing.
 	places *places.Places
+	// hosts are the machines other than this one where agents run
+	// (hosts.go): connected at Run, closed at shutdown.
+	hosts *hostSet
 
 	// configWarned says the configuration's warnings once (configwarn.go).
 	configWarned configWarned
@@ -116,6 +119,7 @@ func New(opts Options) (*Server, error) {
 	for kind, b := range opts.Agents {
 		backends[kind] = b
 	}
+	s.hosts = &hostSet{places: newHostPlaces(opts.Hosts, log), stale: opts.StaleInstance, log: log}
 	var registryView session.Registry = session.RegistryOf(reg)
 	if opts.RegistryTeam != opts.Team {
 		registryView = teamStamp{Registry: registryView, team: opts.Team, reg: reg}
@@ -140,7 +144,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.sessions, err = session.NewManager(session.Config{
 		Home: opts.Home, Team: opts.Team, Backends: backends, Registry: registryView, Audit: s.auditor, Git: s.git,
-		Sink: eventSink{s.conn}, Asker: asker{s.conn, log}, Mail: &s.team, Observer: observer, Places: placesView,
+		Sink: eventSink{s.conn}, Asker: asker{s.conn, log}, Mail: &s.team, Observer: observer, Places: placesView, Hosts: s.hosts.sessionHosts(),
 		Budgets: opts.Budgets, BudgetNotice: s.budgetNotice, Prices: opts.Prices,
 		Defaults: opts.Defaults, Roles: opts.Roles, BaseInstructions: opts.BaseInstructions, ExtraInstructions: opts.ExtraInstructions,
 		ToolServer: opts.ToolServer, ToolServerEnv: opts.ToolServerEnv,
@@ -169,7 +173,7 @@ func (s *Server) Run(ctx context.Context, r io.Reader, w io.Writer) error {
 		BaseInstructions: s.opts.BaseInstructions, MaxSessions: s.opts.MaxSessions,
 		DefaultIdentity: s.opts.DefaultIdentity, Audit: s.auditor, CodexHome: s.opts.CodexHome, Cwd: s.opts.Cwd,
 		Started: s.opts.Now(), Logger: s.log, Now: s.opts.Now, ProgressInterval: s.opts.ProgressInterval, LeadMail: s.leadMail,
-		ConfigWarnings: s.opts.ConfigWarnings, Notices: s.opts.Notices, TeamProblem: s.opts.TeamProblem, AgentCheck: s.opts.AgentCheck, Agents: agentStatuses(s.opts.Agents),
+		ConfigWarnings: s.opts.ConfigWarnings, Notices: s.opts.Notices, TeamProblem: s.opts.TeamProblem, AgentCheck: s.opts.AgentCheck, HostFor: s.opts.HostFor, Hosts: s.hosts.statuses, Agents: agentStatuses(s.opts.Agents),
 		Places: s.places, Isolation: s.opts.Isolation, RoleIsolation: s.opts.RoleIsolation, WorktreeBase: s.opts.WorktreeBase,
 		MergeCheck: s.opts.MergeCheck, MaxResultChars: s.opts.MaxResultChars,
 	})
@@ -194,6 +198,7 @@ func (s *Server) Run(ctx context.Context, r io.Reader, w io.Writer) error {
 		s.lead.start(s.mail.bridge())
 		s.joinLead()
 	}
+	s.hosts.start(s.hostBack) // after the mail: a host that is back delivers what waited
 	if s.feed != nil {
 		// Published before the first request is read: a view finds a
 		// serve that answered initialize.
@@ -308,7 +313,11 @@ func (s *Server) closeBackends(budget time.Duration) {
 			}
 		})
 	}
+	wg.Go(func() { s.hosts.closeBackends(ctx) })
 	wg.Wait()
+	// Then the hosts' connections: what this serve's agents left on a
+	// host is stopped there first (hosts.go).
+	s.hosts.close(ctx)
 }
 
 // Resume binds a previous session at start-up (serve --resume, FR-6):

@@ -30,9 +30,12 @@ func agentError(rec registry.Session, err error) error {
 	var te *backend.TimeoutError
 	var ee *backend.ExitError
 	var nf *backend.NotFoundError
+	var pe *proxyerr.Error
 	switch {
 	case errors.Is(err, context.Canceled):
 		return err
+	case errors.As(err, &pe):
+		return err // mapped already, by the kind's supervisor (the host a backend runs on, …)
 	case errors.As(err, &te):
 		return proxyerr.New(proxyerr.ErrRequestTimeout, map[string]any{"agent_id": rec.AgentID, "agent": kind,
 			"threadId": firstNonEmpty(te.ThreadID, rec.BackendID), "timeout_secs": te.After.Seconds(), "partial": te.Partial},

@@ -146,8 +146,14 @@ func (c *Catalogue) backend(kind string) Backend { return c.cfg.Backends[c.kind(
 // and how to configure it.
 func (c *Catalogue) of(rec registry.Session) (Backend, error) {
 	kind := rec.Kind()
-	if b := c.backend(kind); b != nil {
-		return b, nil
+	if b := c.backendAt(kind, rec.Host); b != nil {
+		return b, nil // on its host when it has one (hosts.go)
+	}
+	if rec.Host != "" {
+		return nil, proxyerr.New(proxyerr.ErrInternal,
+			map[string]any{"agent_id": rec.AgentID, "agent": kind, "host": rec.Host, "hosts": c.Hosts()},
+			"session %s runs agent %q on host %q, which this serve does not have (hosts: %s); add [plugins.atm-agent-mcp.hosts.%s] and restart serve",
+			rec.AgentID, kind, rec.Host, strings.Join(c.Hosts(), ", "), rec.Host)
 	}
 	return nil, proxyerr.New(proxyerr.ErrInternal,
 		map[string]any{"agent_id": rec.AgentID, "agent": kind, "agents": c.Agents()},

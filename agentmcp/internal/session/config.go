@@ -199,6 +199,10 @@ type Config struct {
 	// Places gives the sessions started with isolation "worktree" a place
 	// of their own (place.go). optional: nil refuses such a start.
 	Places Places
+	// Hosts are the machines other than this one where sessions' agents
+	// may run, by name (hosts.go). optional: nil refuses a session on a
+	// host.
+	Hosts map[string]Host
 	// Budgets are the token budgets (budget.go). optional: the zero value
 	// has none.
 	Budgets Budgets

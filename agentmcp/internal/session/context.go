@@ -23,6 +23,9 @@ type sessionContext struct {
 	Team     string
 	Cwd      string
 	Repo     gitctx.Facts
+	// Host is the host the agent runs on ("" for this machine): Cwd and
+	// Repo are there.
+	Host string
 	// Tools reports whether the thread has its own ATM tool server.
 	Tools bool
 	Extra string
@@ -31,12 +34,12 @@ type sessionContext struct {
 }
 
 // key is what the rendered context depends on.
-func (c sessionContext) key() [9]string {
+func (c sessionContext) key() [10]string {
 	var path, ports string
 	if c.Place != nil {
 		path, ports = c.Place.Path+"\x00"+c.Place.Branch, c.Place.Ports()
 	}
-	return [...]string{c.AgentID, c.Identity, c.Team, c.Cwd, orNull(c.Repo.Root), orNull(c.Repo.Name), orNull(c.Repo.Branch), path, ports}
+	return [...]string{c.AgentID, c.Identity, c.Team, c.Cwd, orNull(c.Repo.Root), orNull(c.Repo.Name), orNull(c.Repo.Branch), path, ports, c.Host}
 }
 
 // render is the full injected text: the session context, the team note and
@@ -79,6 +82,9 @@ func (c sessionContext) contextBlock() string {
 	}
 	b.WriteString("Branch:    " + orNull(c.Repo.Branch) + "\n")
 	b.WriteString("Cwd:       " + c.Cwd + "\n")
+	if c.Host != "" {
+		b.WriteString("Host:      " + c.Host + " (you run on this host, reached over ssh; Cwd and Repo are paths there; team mail stays with the lead's machine, your atm tools reach it)\n")
+	}
 	if p := c.Place; p != nil {
 		b.WriteString("Worktree:  " + p.Path + " (your own checkout of " + p.Source + ", on branch " + p.Branch +
 			" from " + shortID(p.Base) + "; edit and commit here, never in " + p.Source + ")\n")

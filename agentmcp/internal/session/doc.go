@@ -35,6 +35,29 @@
 // WholeRestarter, Named, Availability, MailPauser), so that a new protocol
 // is a new entry in the map and nothing here changes.
 //
+// # Hosts
+//
+// A session may run its agent on another machine, a host reached by the
+// composition root over ssh (hosts.go): Config.Hosts gives each by name
+// as a small interface (Host: its backend of a kind, its directories,
+// its git facts), and CreateRequest.Host puts a session there, recorded
+// in registry.Session.Host. The backend of a session is picked by the
+// pair its record holds, (kind, host): the kind's entry of the host, or
+// of this machine without one. Why a pair, and not a key of its own or
+// another map of kinds: the domain stays kind-neutral and host-neutral.
+// A host is a name here, as a kind is; neither is branched on; the
+// catalogue of kinds (their names, settings, capabilities) is the same
+// wherever they run, so it stays the kinds' map, and a host only says
+// where a kind's backend is. The record holds both, so a session adopted
+// after a restart runs on its host again, its thread being there. A host
+// down is that backend's availability (backend.Availability,
+// MailPauser), asked as for any kind: its turns and new sessions are
+// refused at once and its mail waits, while the same kind here runs on.
+// The session's cwd is a path there (ResolveCwdOn: relative to the
+// host's root), its git facts are asked of the host (its own git), and
+// the context block names the host. Isolation is refused on a host: the
+// places are this machine's (package workspace runs git here).
+//
 // # States and the queue
 //
 // A session is busy while a turn runs and idle otherwise; closing it makes

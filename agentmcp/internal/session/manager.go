@@ -147,6 +147,10 @@ type CreateRequest struct {
 	// checkout is at now: recorded (registry.Session.StartHead), its
 	// change is read against it. optional.
 	StartHead string
+	// Host is the host the session's agent runs on, one of Config.Hosts
+	// (hosts.go): Cwd is a directory there (ResolveCwdOn). optional: ""
+	// means this machine.
+	Host string
 }
 
 // Create binds r.Identity to a new session of agent kind r.Agent: the
@@ -163,7 +167,10 @@ func (m *Manager) Create(ctx context.Context, r CreateRequest) (*Session, error)
 	if err := m.cat.CheckSettings(r.Role, r.Settings); err != nil {
 		return nil, err // the operator's sandbox policy (policy.go)
 	}
-	if err := backend.Unavailable(m.cat.backend(kind)); err != nil {
+	if err := m.cat.checkHost(kind, r.Host, r.Isolation); err != nil {
+		return nil, err // a host not configured, or one the kind cannot run on (hosts.go)
+	}
+	if err := backend.Unavailable(m.cat.backendAt(kind, r.Host)); err != nil {
 		return nil, err // its agent is down: nothing is written (recovery.go)
 	}
 	if err := m.reserve(r.Identity, nil); err != nil {
@@ -188,11 +195,11 @@ func (m *Manager) Create(ctx context.Context, r CreateRequest) (*Session, error)
 	if place != nil {
 		cwd, wt = place.Cwd, place.record()
 	}
-	facts := m.cfg.Git.Facts(ctx, cwd)
+	facts := m.factsOn(ctx, r.Host, cwd, gitctx.Facts{})
 	rec, err := m.cfg.Registry.Add(registry.Session{
 		AgentID: agentID, Backend: kind, Identity: r.Identity, Cwd: cwd, RepoRoot: deref(facts.Root), RepoName: deref(facts.Name), Branch: deref(facts.Branch),
 		Status: registry.StatusBusy, ThreadState: registry.ThreadBusy, Tag: r.Tag, Role: r.Role, AgentSource: r.AgentFile, Worktree: wt,
-		StartHead: r.StartHead,
+		StartHead: r.StartHead, Host: r.Host,
 	})
 	if err != nil {
 		if place != nil {
@@ -216,7 +223,7 @@ func (m *Manager) Create(ctx context.Context, r CreateRequest) (*Session, error)
 	m.byIdentity[r.Identity] = s
 	m.mu.Unlock()
 	s.bindMail()
-	m.log.Info("session started", "agent_id", rec.AgentID, "identity", r.Identity, "agent", kind, "cwd", cwd)
+	m.log.Info("session started", "agent_id", rec.AgentID, "identity", r.Identity, "agent", kind, "cwd", cwd, "host", r.Host)
 	s.changed()
 	m.changed()
 	return s, nil

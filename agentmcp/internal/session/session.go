@@ -459,6 +459,7 @@ func (s *Session) startLocked(j *job) (run func()) {
 		if p := s.Place(); p != nil && s.m.cfg.Places != nil {
 			s.m.cfg.Places.TurnEnded(p) // the conflict radar, off this goroutine
 		}
+		s.m.refreshHostFacts(s) // on a host: for the next turn (hosts.go)
 	}
 }
 

@@ -57,7 +57,7 @@ func set(v any) bool {
 // <session-context> block and the thread parameters, rebuilt only when
 // something they are made of changed.
 type turnCache struct {
-	key     [9]string
+	key     [10]string
 	gen     int
 	block   string
 	preface string // block and a newline: the preamble
@@ -112,7 +112,9 @@ func (s *Session) turn(ctx context.Context, j *job, t Turn, replyNow bool) (*Tur
 	s.mu.Unlock()
 
 	facts, ok := m.cfg.Git.Cached(rec.Cwd)
-	if !ok {
+	if rec.Host != "" {
+		facts = recordFacts(rec) // read there after the last turn (hosts.go)
+	} else if !ok {
 		release() // files to read
 		facts = m.cfg.Git.Facts(ctx, rec.Cwd)
 	}
@@ -122,7 +124,7 @@ func (s *Session) turn(ctx context.Context, j *job, t Turn, replyNow bool) (*Tur
 	m.persist.async(s)
 
 	b, berr := m.cat.of(rec) // the session's kind (agents.go)
-	sc := sessionContext{AgentID: rec.AgentID, Identity: rec.Identity, Team: m.cfg.Team, Cwd: rec.Cwd, Repo: facts,
+	sc := sessionContext{AgentID: rec.AgentID, Identity: rec.Identity, Team: m.cfg.Team, Cwd: rec.Cwd, Repo: facts, Host: rec.Host,
 		Tools: len(m.cfg.ToolServer) > 0, Extra: m.cfg.ExtraInstructions, Place: place}
 	preamble, params := s.turnContext(sc, b)
 	if rec.BackendID == "" {

@@ -25,7 +25,10 @@ type View struct {
 	Budget     *BudgetState `json:"budget,omitempty"`
 	Cwd        string       `json:"cwd"`
 	HasSummary bool         `json:"has_summary"`
-	Identity   string       `json:"identity"`
+	// Host is the host the session's agent runs on (over ssh); left out
+	// for this machine.
+	Host     string `json:"host,omitempty"`
+	Identity string `json:"identity"`
 	// Instance is the proxy instance whose registry holds the session:
 	// this serve's, or another's of the team (agent_sessions with all).
 	Instance     string `json:"instance"`
@@ -80,6 +83,7 @@ type Detail struct {
 	Done             *bool          `json:"done,omitempty"` // agent_wait: whether the turn ended
 	Events           EventCounts    `json:"events"`
 	HasSummary       bool           `json:"has_summary"`
+	Host             string         `json:"host,omitempty"`
 	Identity         string         `json:"identity"`
 	Interrupted      *bool          `json:"interrupted,omitempty"` // agent_interrupt: whether a turn was interrupted
 	LastActiveAt     string         `json:"last_active_at"`
@@ -179,7 +183,7 @@ func recordView(rec registry.Session, hasSummary bool) View {
 		LastActiveAt: rec.LastActive.UTC().Format(time.RFC3339), StartedAt: rec.StartedAt.UTC().Format(time.RFC3339),
 		Tag: nullable(rec.Tag), Role: nullable(rec.Role), Cwd: rec.Cwd,
 		RepoName: nullable(rec.RepoName), RepoRoot: nullable(rec.RepoRoot), Branch: nullable(rec.Branch),
-		AgentSource: nullable(rec.AgentSource), Turns: rec.Turns, HasSummary: hasSummary,
+		AgentSource: nullable(rec.AgentSource), Turns: rec.Turns, HasSummary: hasSummary, Host: rec.Host,
 	}
 	if rec.AgentSource != "" {
 		v.AgentName = nullable(strings.TrimSuffix(filepath.Base(rec.AgentSource), filepath.Ext(rec.AgentSource)))
@@ -193,7 +197,7 @@ func (s *Session) Detail(offset int) Detail {
 	v := s.View()
 	d := Detail{
 		AgentID: v.AgentID, AgentName: v.AgentName, AgentSource: v.AgentSource, Backend: v.Backend, BackendID: v.BackendID,
-		Branch: v.Branch, Cwd: v.Cwd, HasSummary: v.HasSummary, Identity: v.Identity, LastActiveAt: v.LastActiveAt,
+		Branch: v.Branch, Cwd: v.Cwd, HasSummary: v.HasSummary, Host: v.Host, Identity: v.Identity, LastActiveAt: v.LastActiveAt,
 		RepoName: v.RepoName, RepoRoot: v.RepoRoot, Resumable: v.Resumable, Role: v.Role, StartedAt: v.StartedAt,
 		Tag: v.Tag, Team: v.Team, ThreadState: v.ThreadState, TokenUsage: v.TokenUsage, Budget: v.Budget, Model: v.Model,
 	}

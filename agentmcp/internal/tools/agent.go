@@ -50,6 +50,9 @@ func (e *Env) agentSessions(_ context.Context, c *mcpconn.ToolCall) (*mcpconn.To
 			thread = *v.BackendID
 		}
 		line := fmt.Sprintf("%s  %-16s %-11s %-6s agent=%s thread=%v", v.AgentID, v.Identity, v.Status, v.ThreadState, v.Backend, thread)
+		if v.Host != "" {
+			line += " host=" + v.Host
+		}
 		if all {
 			line += " instance=" + v.Instance
 			if v.ServePID != nil {
@@ -85,17 +88,21 @@ func (e *Env) agentSessions(_ context.Context, c *mcpconn.ToolCall) (*mcpconn.To
 // the live sessions and the event and mail counters. Its fields are in the
 // order of their JSON names.
 type ServerStatus struct {
-	ActiveSessions       int                    `json:"active_sessions"`
-	Agents               map[string]AgentStatus `json:"agents,omitempty"`
-	Child                ChildStatus            `json:"child"`
-	ConfigWarnings       []string               `json:"config_warnings,omitempty"`
-	Elicitation          bool                   `json:"elicitation"`
-	Events               ServerEvents           `json:"events"`
-	Identities           map[string]string      `json:"identities"`
-	InstanceIdentity     string                 `json:"instance_identity"`
-	LeadMail             *LeadMail              `json:"lead_mail,omitempty"`
-	MaxConcurrentThreads int                    `json:"max_concurrent_threads"`
-	Notices              []string               `json:"notices,omitempty"`
+	ActiveSessions int                    `json:"active_sessions"`
+	Agents         map[string]AgentStatus `json:"agents,omitempty"`
+	Child          ChildStatus            `json:"child"`
+	ConfigWarnings []string               `json:"config_warnings,omitempty"`
+	Elicitation    bool                   `json:"elicitation"`
+	Events         ServerEvents           `json:"events"`
+	// Hosts are the machines other than this one where agents run, by
+	// name: whether serve's ssh connection to each is up, what ssh said
+	// when it is not, and the live sessions there.
+	Hosts                map[string]HostStatus `json:"hosts,omitempty"`
+	Identities           map[string]string     `json:"identities"`
+	InstanceIdentity     string                `json:"instance_identity"`
+	LeadMail             *LeadMail             `json:"lead_mail,omitempty"`
+	MaxConcurrentThreads int                   `json:"max_concurrent_threads"`
+	Notices              []string              `json:"notices,omitempty"`
 	// Overlaps are the files that two live isolated agents both change
 	// (the conflict radar, as of their last ended turns).
 	Overlaps    []places.Overlap `json:"overlaps,omitempty"`
@@ -223,6 +230,9 @@ func (e *Env) agentStatus(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.To
 			v.TokenUsage = &total
 		}
 	}
+	if e.cfg.Hosts != nil {
+		v.Hosts = e.cfg.Hosts()
+	}
 	if team := e.m.TeamUsage(); !team.IsZero() {
 		team.ContextTokens, team.ContextWindow = 0, 0 // a context is one session's
 		v.TeamTokenUsage = &team
@@ -232,6 +242,10 @@ func (e *Env) agentStatus(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.To
 	v.ActiveSessions = len(live)
 	for id, s := range live {
 		v.Identities[id] = s.Record().AgentID
+		if hs, ok := v.Hosts[s.Record().Host]; ok {
+			hs.Sessions++
+			v.Hosts[s.Record().Host] = hs
+		}
 		if as, ok := v.Agents[s.Record().Backend]; ok {
 			as.Sessions++
 			v.Agents[s.Record().Backend] = as

@@ -11,7 +11,7 @@ import (
 
 // agentStartArgNames are the arguments of agent_start: the codex tool's
 // that make sense for every agent kind, and agent.
-var agentStartArgNames = []string{"agent", "prompt", "agent_file", "agent_id", "identity", "role", "tag", "auto_mail", "cwd", "isolation", "base",
+var agentStartArgNames = []string{"agent", "prompt", "agent_file", "agent_id", "identity", "role", "tag", "auto_mail", "cwd", "host", "isolation", "base",
 	"model", "base-instructions", "developer-instructions", "background"}
 
 // agentReplyArgNames are the arguments of agent_reply.
@@ -52,7 +52,13 @@ func (e *Env) agentStart(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.Too
 	if err := a.CheckUnknown("agent_start", agentStartArgNames...); err != nil {
 		return nil, err
 	}
-	if !a.Has("agent_id") && e.cfg.AgentCheck != nil {
+	host, err := e.hostArg(a, kind)
+	if err != nil {
+		return nil, err
+	}
+	if !a.Has("agent_id") && e.cfg.AgentCheck != nil && host == "" {
+		// On a host the kind's program is the host's (its backend there
+		// is checked by the session manager; doctor checks the host).
 		if err := e.cfg.AgentCheck(kind); err != nil {
 			return nil, err // not configured, switched off or not installed
 		}

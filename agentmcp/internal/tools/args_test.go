@@ -19,7 +19,7 @@ func TestBadArguments(t *testing.T) {
 		{"codex", `{}`, `-32602 argument "prompt" is required (or agent_file, or agent_id to resume)`},
 		{"codex", `{"prompt":"  "}`, `-32602 argument "prompt" is required (or agent_file, or agent_id to resume)`},
 		{"codex", `{"prompt":5}`, `-32602 argument "prompt" must be a string`},
-		{"codex", `{"prompt":"x","bogus":1}`, `-32602 unknown argument(s) for codex: bogus (expected one of: prompt, agent_file, agent_id, identity, role, tag, auto_mail, cwd, isolation, base, model, approval-policy, sandbox, base-instructions, developer-instructions, compact-prompt, profile, config, background, thread_id)`},
+		{"codex", `{"prompt":"x","bogus":1}`, `-32602 unknown argument(s) for codex: bogus (expected one of: prompt, agent_file, agent_id, identity, role, tag, auto_mail, cwd, host, isolation, base, model, approval-policy, sandbox, base-instructions, developer-instructions, compact-prompt, profile, config, background, thread_id)`},
 		{"codex", `{"prompt":"x","agent_file":"a.md"}`, `-32007 prompt and agent_file are mutually exclusive: give exactly one`},
 		{"codex", `{"agent_file":"missing.md"}`, `-32008 agent_file "missing.md" cannot be read: no such file or directory`},
 		{"codex", `{"prompt":"x","auto_mail":"yes"}`, `-32602 argument "auto_mail" must be a boolean`},

@@ -17,7 +17,7 @@ import (
 // codexArgNames are the arguments of the codex tool. The proxy-only ones
 // (identity, agent_file, agent_id, role, tag, auto_mail, background,
 // thread_id) are never forwarded: Codex 0.153.4 rejects unknown arguments.
-var codexArgNames = []string{"prompt", "agent_file", "agent_id", "identity", "role", "tag", "auto_mail", "cwd", "isolation", "base",
+var codexArgNames = []string{"prompt", "agent_file", "agent_id", "identity", "role", "tag", "auto_mail", "cwd", "host", "isolation", "base",
 	"model", "approval-policy", "sandbox", "base-instructions", "developer-instructions", "compact-prompt", "profile", "config",
 	"background", "thread_id"}
 
@@ -104,14 +104,24 @@ func (e *Env) start(ctx context.Context, c *mcpconn.ToolCall, kind string) (*mcp
 		return nil, proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "prompt"},
 			"argument \"prompt\" is required (or agent_file, or agent_id to resume)")
 	}
-	cwd, err := e.m.ResolveCwd(ctx, str["cwd"])
+	host, err := e.hostArg(a, kind)
+	if err != nil {
+		return nil, err
+	}
+	cwd, err := e.m.ResolveCwdOn(ctx, host, str["cwd"])
 	if err != nil {
 		return nil, err
 	}
 	if agentFile != "" {
 		path := agentFile
 		if !filepath.IsAbs(path) {
-			path = filepath.Join(cwd, path)
+			// The file is read here: for an agent on a host, relative
+			// to serve's directory, not to the cwd there.
+			dir := cwd
+			if host != "" {
+				dir = e.cfg.Cwd
+			}
+			path = filepath.Join(dir, path)
 		}
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -160,10 +170,10 @@ func (e *Env) start(ctx context.Context, c *mcpconn.ToolCall, kind string) (*mcp
 			"base is where an isolated agent's branch starts: give it with isolation \"worktree\"")
 	}
 	req := session.CreateRequest{Identity: identity, Cwd: cwd, Tag: str["tag"], Role: str["role"], AgentFile: agentFile, Settings: settings, Agent: kind,
-		Isolation: isolation}
+		Isolation: isolation, Host: host}
 	if isolation == session.IsolationWorktree {
 		req.Base = firstNonEmpty(str["base"], e.cfg.WorktreeBase)
-	} else if e.cfg.Places != nil {
+	} else if e.cfg.Places != nil && host == "" {
 		req.StartHead = e.cfg.Places.Head(ctx, cwd) // what agent_diff reads its change against
 	}
 	if autoMailSet {
@@ -335,7 +345,7 @@ func (e *Env) reply(ctx context.Context, c *mcpconn.ToolCall, tool string) (*mcp
 	}
 	if cwdArg != "" {
 		mcpconn.Release(ctx) // a directory to look at
-		cwd, err := e.m.ResolveCwd(ctx, cwdArg)
+		cwd, err := e.m.ResolveCwdOn(ctx, rec.Host, cwdArg)
 		if err != nil {
 			return nil, err
 		}
@@ -372,6 +382,9 @@ func (e *Env) resume(ctx context.Context, c *mcpconn.ToolCall, agentID, kind, id
 	if err := sameKind(c, s, kind); err != nil {
 		return nil, err
 	}
+	if err := e.sameHost(c, s); err != nil {
+		return nil, err
+	}
 	if err := e.m.Catalogue().CheckSettings(s.Record().Role, asked); err != nil {
 		return nil, err
 	}
@@ -382,7 +395,7 @@ func (e *Env) resume(ctx context.Context, c *mcpconn.ToolCall, agentID, kind, id
 		return nil, err
 	}
 	if cwdArg != "" {
-		cwd, err := e.m.ResolveCwd(ctx, cwdArg)
+		cwd, err := e.m.ResolveCwdOn(ctx, s.Record().Host, cwdArg)
 		if err != nil {
 			return nil, err
 		}

@@ -111,6 +111,14 @@ type Config struct {
 	// one. optional: nil leaves the check to the session manager (a kind
 	// without a backend).
 	AgentCheck func(kind string) error
+	// HostFor is the configured host of a new session of agent kind and
+	// role (a role's host, else the kind's, else the plugin's; "" for this
+	// machine), when the call names none (hosts.go). optional: nil runs
+	// every session the call does not put on a host here.
+	HostFor func(kind, role string) string
+	// Hosts report the state of each host's connection (agent_status).
+	// optional: nil shows none.
+	Hosts func() map[string]HostStatus
 	// Restarter restarts the child. optional: nil means agent_restart_codex
 	// says the MCP server must be restarted.
 	Restarter Restarter

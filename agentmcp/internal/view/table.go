@@ -46,7 +46,11 @@ func WriteTable(w io.Writer, s Snapshot, now time.Time) error {
 			}
 			forText = Duration(now.Sub(t))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", a.Identity, a.Kind, dash(a.Model), stateText[a.State], dash(forText),
+		kind := a.Kind
+		if a.Host != "" {
+			kind += "@" + a.Host // it runs on that host
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", a.Identity, kind, dash(a.Model), stateText[a.State], dash(forText),
 			dash(clip(Doing(a), 60)), a.Turns, tokens(a), cost(a), budgetCell(a), a.UnreadMail, len(a.Approvals), dash(Branch(a)), dash(Changes(a)), a.Serve)
 		for _, sub := range a.SubAgents {
 			// Every cell, so that the columns stay one block.

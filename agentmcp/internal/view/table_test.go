@@ -25,7 +25,7 @@ func TestWriteTable(t *testing.T) {
 				Usage: &backend.Usage{TotalTokens: 396}, Serve: "lead", Budget: &session.BudgetState{Tokens: 800, Used: 396, Percent: 49},
 				Worktree:  &feed.Worktree{Path: "/r/.atm/worktrees/arch", Branch: "atm/arch", Stat: &feed.DiffStat{Files: 2, Added: 5, Removed: 1}},
 				SubAgents: []backend.SubAgent{{ThreadID: "019a-child-thread-id", Status: "running"}}},
-			{Identity: "rev", Kind: "claude", State: feed.StateApproval, StateSince: now.Add(-4 * time.Second),
+			{Identity: "rev", Kind: "claude", Host: "box", State: feed.StateApproval, StateSince: now.Add(-4 * time.Second),
 				Approvals: []feed.Approval{{ID: "1", Question: "[rev] Allow claude to run `make deploy`?"}}, Turns: 2, UnreadMail: 1,
 				Usage: &backend.Usage{TotalTokens: 12500, Cost: &backend.Cost{Amount: 0.012, Currency: "USD"}}, Serve: "lead", Branch: "main",
 				Budget: &session.BudgetState{Tokens: 12000, Used: 12500, Percent: 104, Exceeded: true}},
@@ -39,11 +39,11 @@ func TestWriteTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `team dev: 3 agents: 1 waiting for approval, 1 working, 1 gone (serve exited), 1 serve running; 14000 tokens, $0.0140; budget 70 % of 20000 tokens
-AGENT              KIND       MODEL  STATE                 FOR  DOING NOW                                       TURNS  TOKENS  COST     BUDGET  MAIL  APPROVALS  BRANCH    CHANGES              SERVE
-arch               codex      gpt-5  working               12s  command: go test ./...                          3      396     -        49%     0     0          atm/arch  2 files +5 -1        lead
-  └ 019a-child-t…  sub-agent  -      running               -    -
-rev                claude     -      waiting for approval  4s   asks: [rev] Allow claude to run ` + "`make deploy`" + `?  2      12.5k   $0.0120  104%!   1     1          main      -                    lead
-qa                 mock       -      gone (serve exited)   -    -                                               1      -       -        -       0     0          atm/qa    1 file +2 -0 (kept)  old
+AGENT              KIND        MODEL  STATE                 FOR  DOING NOW                                       TURNS  TOKENS  COST     BUDGET  MAIL  APPROVALS  BRANCH    CHANGES              SERVE
+arch               codex       gpt-5  working               12s  command: go test ./...                          3      396     -        49%     0     0          atm/arch  2 files +5 -1        lead
+  └ 019a-child-t…  sub-agent   -      running               -    -
+rev                claude@box  -      waiting for approval  4s   asks: [rev] Allow claude to run ` + "`make deploy`" + `?  2      12.5k   $0.0120  104%!   1     1          main      -                    lead
+qa                 mock        -      gone (serve exited)   -    -                                               1      -       -        -       0     0          atm/qa    1 file +2 -0 (kept)  old
 `
 	if *update {
 		t.Logf("got:\n%s", b.String())

@@ -71,8 +71,8 @@ type Config struct {
 	Name string
 	// Spec is the command to run.
 	Spec Spec
-	// Launch says where it runs. optional: nil runs Spec here. Nothing
-	// sets it yet.
+	// Launch says where it runs (sshhost.Host.Launcher: on a host).
+	// optional: nil runs Spec here.
 	Launch Launcher
 	// Guard is the guard command (codexchild/guard's Main) the command is
 	// started through: its arguments come first, then the program and
@@ -88,6 +88,9 @@ type Config struct {
 	// once; the child is then killed (ErrStdinBlocked). optional: 0 means
 	// DefaultWriteTimeout.
 	WriteTimeout time.Duration
+	// Quiet logs the child's start and exit at debug, not info: a short
+	// command run often (git over ssh at every turn's end). optional.
+	Quiet bool
 	// StderrLevel is the level at which a line of the child's stderr is
 	// logged (after its terminal escapes are stripped). optional: nil logs
 	// every line at info.

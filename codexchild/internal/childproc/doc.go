@@ -35,10 +35,11 @@
 // ([Garbage.Err] is the cause to kill it with, saying how many lines).
 //
 // Where a child runs is a seam: [Config].Launch turns the command asked
-// for into the one to start here ([Launcher]). Nothing uses it yet; a
-// child on another machine would be `ssh -T host -- <command>`, started
-// and supervised the same way (ssh passes stdin's end and the exit status
-// on), the guard and the process group being this machine's. Because
+// for into the one to start here ([Launcher]): package sshhost's
+// Host.Launcher runs it on another machine as `ssh -S … -T host --
+// <wrapper>`, started and supervised the same way (ssh passes stdin's end
+// and the exit status on), the guard and the process group being this
+// machine's. Because
 // [Spec].Env is a whole environment, the caller also says what it added
 // (Spec.AddEnv): that is all a launcher for another machine passes on,
 // and it may pass it in a preamble that Start writes to stdin first

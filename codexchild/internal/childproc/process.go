@@ -45,6 +45,7 @@ type Process struct {
 	grace        time.Duration
 	writeTimeout time.Duration
 	level        func(string) slog.Level
+	lifeLevel    slog.Level // of the start's and the exit's log lines: info, or debug (Quiet)
 
 	cmd    *exec.Cmd
 	cancel context.CancelFunc // makes exec send SIGTERM to the group (cmd.Cancel)
@@ -133,7 +134,10 @@ func Start(cfg Config) (*Process, error) {
 		stdoutDone:   make(chan struct{}),
 		done:         make(chan struct{}),
 	}
-	p.log.Info(name+" started", "bin", cfg.Spec.Path, "args", cfg.Spec.Args)
+	if cfg.Quiet {
+		p.lifeLevel = slog.LevelDebug
+	}
+	p.log.Log(context.Background(), p.lifeLevel, name+" started", "bin", cfg.Spec.Path, "args", cfg.Spec.Args)
 	if len(spec.Stdin) > 0 {
 		// The pipe is empty and takes MaxStdinPreamble bytes at once.
 		if _, err := p.Write(spec.Stdin); err != nil {
@@ -205,7 +209,7 @@ func (p *Process) supervise(stderr *os.File, stderrDone <-chan struct{}) {
 	}
 	p.exit = exit
 	p.mu.Unlock()
-	p.log.Info(p.name+" exited", "status", exit.String())
+	p.log.Log(context.Background(), p.lifeLevel, p.name+" exited", "status", exit.String())
 	select {
 	case <-stderrDone:
 	case <-time.After(drainGrace):

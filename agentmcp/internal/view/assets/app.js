@@ -155,7 +155,8 @@
   function agentRows(a) {
     const k = keyOf(a);
     const approvals = (a.approvals || []).length;
-    const dir = ((a.worktree && a.worktree.path) || a.cwd || "").split("/").filter(Boolean).pop() || a.cwd || "";
+    const base = ((a.worktree && a.worktree.path) || a.cwd || "").split("/").filter(Boolean).pop() || a.cwd || "";
+    const dir = a.host ? a.host + ":" + base : base;
     const branch = branchOf(a);
     const where = el("td", { class: "where", title: (a.worktree && a.worktree.path) || a.cwd || "" },
       el("span", { class: "dir", text: dir }),
@@ -341,6 +342,7 @@
     fact("cost", a.usage && a.usage.cost ? cost(a.usage) : "");
     fact("budget", a.budget ? budgetTitle(a.budget) : "");
     fact("unread mail", String(a.unread_mail || 0));
+    fact("host", a.host);
     fact("cwd", a.cwd);
     if (a.worktree) {
       fact("worktree", a.worktree.path);

@@ -1,0 +1,57 @@
+package testscripts
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// killMaster kills (SIGKILL) every ssh master connection (ssh -M) that
+// descends from the process root, and returns their pids.
+func killMaster(root int) []int {
+	var killed []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		argv := strings.Split(string(bytes.TrimRight(cmdline, "\x00")), "\x00")
+		if len(argv) < 2 || filepath.Base(argv[0]) != "ssh" || argv[1] != "-M" || !descends(pid, root) {
+			continue
+		}
+		if syscall.Kill(pid, syscall.SIGKILL) == nil {
+			killed = append(killed, pid)
+		}
+	}
+	return killed
+}
+
+// descends reports whether pid is root or one of its descendants.
+func descends(pid, root int) bool {
+	for i := 0; i < 64 && pid > 1; i++ {
+		if pid == root {
+			return true
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+		if err != nil {
+			return false
+		}
+		j := bytes.LastIndexByte(stat, ')')
+		f := strings.Fields(string(stat[j+1:]))
+		if j < 0 || len(f) < 2 {
+			return false
+		}
+		if pid, err = strconv.Atoi(f[1]); err != nil {
+			return false
+		}
+	}
+	return false
+}
