@@ -510,43 +510,6 @@ func (b *AppServer) Interrupt(ctx context.Context, threadID string) error {
 	return nil
 }
 
-// Steer adds text to the running turn of a thread (turn/steer with the
-// running turn's id as expectedTurnId). It waits, until ctx ends, for the
-// turn id when turn/start has not been answered yet. A thread without a
-// running turn is an error; so is Codex's refusal.
-func (b *AppServer) Steer(ctx context.Context, threadID, text string) error {
-	b.mu.Lock()
-	t := b.turns[threadID]
-	if t != nil && t.abandoned != notAbandoned {
-		t = nil
-	}
-	b.mu.Unlock()
-	if t == nil {
-		return fmt.Errorf("codexchild: steer: thread %s has no running turn", threadID)
-	}
-	select {
-	case <-t.started:
-	case <-t.done:
-		return fmt.Errorf("codexchild: steer: the turn of thread %s ended", threadID)
-	case <-ctx.Done():
-		return fmt.Errorf("codexchild: steer: %w", ctx.Err())
-	}
-	b.mu.Lock()
-	turnID := t.turnID
-	b.mu.Unlock()
-	resp, err := b.roundTrip(ctx, "turn/steer", map[string]any{
-		"threadId": threadID, "expectedTurnId": turnID,
-		"input": []map[string]any{{"type": "text", "text": text}},
-	})
-	if err != nil {
-		return err
-	}
-	if e := resp.Err(); e != nil {
-		return fmt.Errorf("codexchild: turn/steer: %w", e)
-	}
-	return nil
-}
-
 // turnCompleted is the part of turn/completed's params the backend reads.
 type turnCompleted struct {
 	ThreadID string `json:"threadId"`

@@ -529,6 +529,10 @@ func contractModelError(t *testing.T, b Backend, e *contractEnv) {
 	}
 }
 
+// contractSteer: input given to a busy turn reaches its model at once (the
+// model request in flight is dropped) and the turn answers it; a thread
+// without a running turn refuses it with a *SteerError, so that the caller
+// delivers the input as a turn.
 func contractSteer(t *testing.T, b Backend, e *contractEnv) {
 	if e.kind == KindMCPServer {
 		if _, ok := b.(Steerer); ok {
@@ -536,9 +540,14 @@ func contractSteer(t *testing.T, b Backend, e *contractEnv) {
 		}
 		return
 	}
-	if err := steerOf(t, b).Steer(ctxFor(t, time.Second), "01a1ffa3-0000-7000-8000-000000000000", "nobody"); err == nil {
-		t.Error("Steer of a thread without a running turn succeeded")
+	checkNotSteered := func(err error, want SteerRefusal) {
+		t.Helper()
+		var se *SteerError
+		if !errors.Is(err, ErrNotSteered) || !errors.As(err, &se) || se.Why != want {
+			t.Errorf("Steer = %v, want a *SteerError %s (ErrNotSteered)", err, want)
+		}
 	}
+	checkNotSteered(steerOf(t, b).Steer(ctxFor(t, time.Second), "01a1ffa3-0000-7000-8000-000000000000", "nobody"), SteerNoTurn)
 	rec := newRecorder(nil)
 	type out struct {
 		res *Result
@@ -546,19 +555,24 @@ func contractSteer(t *testing.T, b Backend, e *contractEnv) {
 	}
 	done := make(chan out, 1)
 	go func() {
-		res, err := b.Turn(ctxFor(t, 60*time.Second), TurnRequest{Prompt: "SLOW=2 first part", Params: ThreadParams{Cwd: e.cwd}, Handler: rec})
+		res, err := b.Turn(ctxFor(t, 60*time.Second), TurnRequest{Prompt: "SLOW=30 first part", Params: ThreadParams{Cwd: e.cwd}, Handler: rec})
 		done <- out{res, err}
 	}()
 	rec.waitType(t, e.expect.started, 30*time.Second)
 	events, _ := rec.snapshot()
 	thread := events[len(events)-1].ThreadID
+	start := time.Now()
 	if err := steerOf(t, b).Steer(ctxFor(t, 10*time.Second), thread, "steered input"); err != nil {
 		t.Fatalf("Steer: %v", err)
 	}
 	o := <-done
-	if o.err != nil || o.res.IsError || !strings.Contains(o.res.Text, "steered input") {
+	if o.err != nil || o.res.IsError || o.res.Text != "MOCK_REPLY: steered input" {
 		t.Errorf("steered Turn = %+v, %v; want the reply to the steered input", o.res, o.err)
 	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("the steered turn ended %s after the steer; the model request in flight (SLOW=30) should have been dropped", d)
+	}
+	checkNotSteered(steerOf(t, b).Steer(ctxFor(t, time.Second), thread, "too late"), SteerNoTurn)
 }
 
 func contractPatchApproval(t *testing.T, b Backend, e *contractEnv) {

@@ -50,9 +50,10 @@ type appTurn struct {
 	text    string
 	ctx     context.Context
 	cancel  context.CancelFunc
-	steers  []string // guarded by appServer.mu
-	pending *int64   // an approval request awaiting an answer (appServer.mu)
-	items   []any    // agent messages (turn goroutine)
+	steers  []string      // guarded by appServer.mu
+	steered chan struct{} // buffered 1: turn/steer signals the turn
+	pending *int64        // an approval request awaiting an answer (appServer.mu)
+	items   []any         // agent messages (turn goroutine)
 }
 
 func newAppServer(p *process) *appServer {
@@ -484,7 +485,7 @@ func (s *appServer) turnStart(id jsonrpcframe.ID, p map[string]json.RawMessage) 
 		return
 	}
 	ctx, cancel := context.WithCancel(s.p.ctx)
-	t := &appTurn{id: newUUIDv7(), text: inputText(p["input"]), ctx: ctx, cancel: cancel}
+	t := &appTurn{id: newUUIDv7(), text: inputText(p["input"]), ctx: ctx, cancel: cancel, steered: make(chan struct{}, 1)}
 	s.notify("warning", o("threadId", th.core.id, "message", strings.Replace(modelWarning, "%s", th.core.model, 1)))
 	s.respond(id, o("turn", turnObj(t.id, nil, "notLoaded", "inProgress", nil, nil, nil, nil)))
 	select {
@@ -521,17 +522,35 @@ func (s *appServer) turnSteer(id jsonrpcframe.ID, p map[string]json.RawMessage) 
 	_ = json.Unmarshal(p["expectedTurnId"], &expected)
 	s.mu.Lock()
 	t := th.active
-	if t != nil && (expected == "" || expected == t.id) {
+	race := t != nil && strings.Contains(t.text, "STEER_RACE")
+	if t != nil && !race && (expected == "" || expected == t.id) {
 		t.steers = append(t.steers, inputText(p["input"]))
 	}
 	s.mu.Unlock()
 	switch {
 	case t == nil:
 		s.invalid(id, "no active turn to steer")
+	case race:
+		// The turn ends before the steer is taken: its model answers now,
+		// turn/completed goes out, then the refusal.
+		t.signalSteer()
+		go func() {
+			<-t.ctx.Done()
+			s.invalid(id, "no active turn to steer")
+		}()
 	case expected != "" && expected != t.id:
 		s.invalid(id, "expected active turn id `"+expected+"` but found `"+t.id+"`")
 	default:
+		t.signalSteer()
 		s.respond(id, o("turnId", t.id))
+	}
+}
+
+// signalSteer tells the turn that turn/steer came (see turnEnv.steered).
+func (t *appTurn) signalSteer() {
+	select {
+	case t.steered <- struct{}{}:
+	default:
 	}
 }
 

@@ -65,7 +65,11 @@ func (s *appServer) runTurn(th *appThread, t *appTurn) {
 		sk.spawnAgent()
 	}
 
-	env := &turnEnv{p: p, th: core, turnID: t.id, text: t.text, sink: sk, steer: func() []string {
+	env := &turnEnv{p: p, th: core, turnID: t.id, text: t.text, sink: sk, steered: t.steered, hasSteer: func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(t.steers) > 0
+	}, steer: func() []string {
 		s.mu.Lock()
 		more := t.steers
 		t.steers = nil

@@ -75,6 +75,10 @@
 //     item/started and item/completed of a collabAgentToolCall (tool
 //     spawnAgent) whose receiver thread goes from pendingInit to running;
 //     the sub-agent itself does nothing.
+//   - STEER_RACE (app-server): a turn/steer during the turn comes too
+//     late: the model answers the turn's own prompt at once, turn/completed
+//     goes out, and then the steer is refused with "no active turn to
+//     steer" (the race of a steer with the end of the turn).
 //   - RETRY=<n>: the model is unreachable n times before it answers: n
 //     retry notices "Reconnecting... i/n (…)", one every 400 ms (mcp-server
 //     stream_error events, a best guess at their shape; app-server error
@@ -197,8 +201,10 @@
 // JSON-RPC error fails the item ("approval request failed") and the turn
 // continues; "cancel" interrupts the turn. turn/interrupt answers {} and the
 // turn completes interrupted (a pending approval is resolved after
-// turn/completed). turn/steer adds input to the running turn: after the
-// model's answer the steer text gets its own user message and reply.
+// turn/completed). turn/steer adds input to the running turn: the steer
+// text gets its own user message and reply, at once when the model was
+// still answering (SLOW: the request in flight is dropped, as the real
+// Codex 0.171.0 drops it), else after the model's answer.
 // thread/read, thread/list (loaded threads), thread/archive (stops the
 // thread's MCP servers), mcpServerStatus/list, model/list, account/read and
 // config/read answer minimal results. Threads are persisted: a new process

@@ -152,11 +152,17 @@ var errHung = errors.New("turn hangs")
 
 // turnEnv is what the loop needs from the thread.
 type turnEnv struct {
-	p        *process
-	th       *threadCore
-	turnID   string
-	text     string
-	steer    func() []string // pending steer input (app-server), nil for none
+	p      *process
+	th     *threadCore
+	turnID string
+	text   string
+	steer  func() []string // pending steer input (app-server), nil for none
+	// steered is signalled by turn/steer (app-server; nil otherwise): a
+	// model request in progress (SLOW) ends at once, as the real Codex
+	// drops it, and the steer's input is answered instead (STEER_RACE:
+	// the original prompt is answered at once).
+	steered  <-chan struct{}
+	hasSteer func() bool
 	sink     sink
 	lastText string
 }
@@ -186,6 +192,11 @@ func runTurn(ctx context.Context, t *turnEnv) (string, error) {
 	toolOut, haveToolOut := "", false
 	for {
 		text, err := t.modelRound(ctx, input, toolOut, haveToolOut)
+		if errors.Is(err, errSteered) {
+			more := t.steer()
+			input, haveToolOut = more[len(more)-1], false
+			continue
+		}
 		if err != nil || text != nil {
 			if err != nil {
 				return "", err
@@ -239,8 +250,17 @@ func (t *turnEnv) modelRound(ctx context.Context, text, toolOut string, haveTool
 			s, _ := strconv.Atoi(m[1])
 			d = time.Duration(min(s, 120)) * time.Second
 		}
-		if err := sleepCtx(ctx, d); err != nil {
+		tm := time.NewTimer(d)
+		select {
+		case <-tm.C:
+		case <-ctx.Done():
+			tm.Stop()
 			return nil, &errInterrupted{}
+		case <-t.steered:
+			tm.Stop()
+			if t.hasSteer() {
+				return nil, errSteered
+			}
 		}
 	}
 	escalate := strings.Contains(text, "ESCALATE")
@@ -524,6 +544,9 @@ func splitRunes(s string, n int) []string {
 	}
 	return out
 }
+
+// errSteered ends a model request that turn/steer cut short.
+var errSteered = errors.New("steered")
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	tm := time.NewTimer(d)
