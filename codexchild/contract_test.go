@@ -82,6 +82,7 @@ var contractCases = []struct {
 	{"unknown_thread", contractUnknownThread},
 	{"model_error", contractModelError},
 	{"steer", contractSteer},
+	{"fork", contractFork},
 }
 
 func ctxFor(t *testing.T, d time.Duration) context.Context {
@@ -573,6 +574,67 @@ func contractSteer(t *testing.T, b Backend, e *contractEnv) {
 		t.Errorf("the steered turn ended %s after the steer; the model request in flight (SLOW=30) should have been dropped", d)
 	}
 	checkNotSteered(steerOf(t, b).Steer(ctxFor(t, time.Second), thread, "too late"), SteerNoTurn)
+}
+
+// contractFork: app-server forks a thread: the new thread's model is given
+// the source's earlier turns, the source goes on without the fork's, and a
+// new process forks a thread of an earlier one (from Codex's storage). A
+// thread Codex does not have is ErrForkRefused. mcp-server cannot fork.
+func contractFork(t *testing.T, b Backend, e *contractEnv) {
+	if e.kind == KindMCPServer {
+		if _, ok := b.(Forker); ok {
+			t.Errorf("%T is a Forker; mcp-server cannot fork", b)
+		}
+		return
+	}
+	f := b.(Forker)
+	src, err := b.Turn(ctxFor(t, 60*time.Second), TurnRequest{Prompt: "remember alpha", Params: ThreadParams{Cwd: e.cwd}})
+	if err != nil || src.IsError {
+		t.Fatalf("Turn = %+v, %v", src, err)
+	}
+	fork, err := f.Fork(ctxFor(t, 60*time.Second), ForkRequest{ThreadID: src.ThreadID, Params: ThreadParams{Cwd: e.cwd}})
+	if err != nil {
+		t.Fatalf("Fork: %v", err)
+	}
+	if fork.ThreadID == "" || fork.ThreadID == src.ThreadID || fork.ForkedFrom != src.ThreadID {
+		t.Fatalf("Fork = %+v, want a new thread forked from %s", fork, src.ThreadID)
+	}
+	turn := func(b Backend, thread, prompt string) string {
+		t.Helper()
+		res, err := b.Turn(ctxFor(t, 60*time.Second), TurnRequest{ThreadID: thread, Prompt: prompt, Params: ThreadParams{Cwd: e.cwd}})
+		if err != nil || res.IsError || res.ThreadID != thread {
+			t.Fatalf("Turn on %s = %+v, %v", thread, res, err)
+		}
+		return res.Text
+	}
+	got := []string{
+		turn(b, fork.ThreadID, "only on the fork"),
+		turn(b, fork.ThreadID, "RECALL on the fork"),
+		turn(b, src.ThreadID, "RECALL on the source"),
+	}
+	want := []string{
+		"MOCK_REPLY: only on the fork",
+		"MOCK_RECALL: remember alpha | only on the fork",
+		"MOCK_RECALL: remember alpha",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("turns after the fork (-want +got):\n%s", diff)
+	}
+	if err := b.Close(ctxFor(t, 20*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	b2 := newTestBackend(t, e.cfg)
+	fork2, err := b2.(Forker).Fork(ctxFor(t, 60*time.Second), ForkRequest{ThreadID: fork.ThreadID})
+	if err != nil || fork2.ForkedFrom != fork.ThreadID {
+		t.Fatalf("Fork in a new process = %+v, %v", fork2, err)
+	}
+	if got, want := turn(b2, fork2.ThreadID, "RECALL in a new process"), "MOCK_RECALL: remember alpha | only on the fork | RECALL on the fork"; got != want {
+		t.Errorf("the fork of the fork = %q, want %q", got, want)
+	}
+	_, err = b2.(Forker).Fork(ctxFor(t, 60*time.Second), ForkRequest{ThreadID: "01a1ffa3-0000-7000-8000-0000000000ab"})
+	if !errors.Is(err, ErrForkRefused) || !strings.Contains(err.Error(), "no rollout found") {
+		t.Errorf("Fork of an unknown thread = %v, want ErrForkRefused: no rollout found", err)
+	}
 }
 
 func contractPatchApproval(t *testing.T, b Backend, e *contractEnv) {

@@ -55,6 +55,7 @@ var (
 	_ Backend     = (*autoBackend)(nil)
 	_ Passthrough = (*autoBackend)(nil)
 	_ Steerer     = (*autoBackend)(nil)
+	_ Forker      = (*autoBackend)(nil)
 	_ Starter     = (*autoBackend)(nil)
 	_ Starter     = (*MCPServer)(nil)
 	_ Starter     = (*AppServer)(nil)
@@ -164,6 +165,19 @@ func (a *autoBackend) Steer(ctx context.Context, threadID, text string) error {
 		return fmt.Errorf("codexchild: steer: %w", ErrUnsupported)
 	}
 	return s.Steer(ctx, threadID, text)
+}
+
+// Fork forks a thread on app-server; ErrUnsupported on mcp-server.
+func (a *autoBackend) Fork(ctx context.Context, req ForkRequest) (*ForkResult, error) {
+	b, err := a.backend(ctx)
+	if err != nil {
+		return nil, err
+	}
+	f, ok := b.(Forker)
+	if !ok {
+		return nil, fmt.Errorf("codexchild: fork: %w", ErrUnsupported)
+	}
+	return f.Fork(ctx, req)
 }
 
 // Forward passes a request to an mcp-server child; ErrUnsupported on

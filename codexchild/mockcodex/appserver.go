@@ -38,11 +38,12 @@ type appThread struct {
 	created int64
 
 	// guarded by appServer.mu
-	active  *appTurn
-	history []savedTurn
-	preview string
-	updated int64
-	status  obj
+	active     *appTurn
+	forkedFrom string // the source of a forked thread
+	history    []savedTurn
+	preview    string
+	updated    int64
+	status     obj
 }
 
 type appTurn struct {
@@ -129,6 +130,8 @@ func (s *appServer) dispatch(m *jsonrpcframe.Message) {
 		s.threadStart(m.ID, p)
 	case "thread/resume":
 		s.threadResume(m.ID, p)
+	case "thread/fork":
+		s.threadFork(m.ID, p)
 	case "thread/read":
 		if th := s.lookup(m.ID, p); th != nil {
 			var inc bool
@@ -280,7 +283,7 @@ func (s *appServer) threadObjLocked(th *appThread, withTurns bool) obj {
 		path = c.rollout.path
 	}
 	return o("id", c.id, "environments", []any{o("environmentId", "local", "cwd", c.cwd, "runtimeWorkspaceRoots", strs(c.cwd))},
-		"extra", nil, "sessionId", c.id, "forkedFromId", nil, "attachedToThreadId", nil, "parentThreadId", nil,
+		"extra", nil, "sessionId", c.id, "forkedFromId", orNil(th.forkedFrom), "attachedToThreadId", nil, "parentThreadId", nil,
 		"preview", th.preview, "ephemeral", false, "section", nil, "sectionEnteredAt", nil, "projectId", nil,
 		"historyMode", "paginated", "modelProvider", s.p.cfg.modelProvider, "model", c.model, "reasoningEffort", nil,
 		"createdAt", th.created, "updatedAt", th.updated, "recencyAt", th.updated, "status", status, "path", path,
@@ -419,6 +422,7 @@ func (s *appServer) threadResume(id jsonrpcframe.ID, p map[string]json.RawMessag
 		core := newThreadCore(canon, st.cwd, policy, sandbox, model)
 		core.env = shellEnv(cfg)
 		core.usage = st.responses
+		core.said = saidIn(st.turns)
 		if err := s.startServersFor(core, cfg); err != nil {
 			s.fail(id, jsonrpcframe.CodeInternalError, "error resuming thread: "+err.Error())
 			return

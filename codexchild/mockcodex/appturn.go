@@ -156,6 +156,7 @@ func (k *appSink) usage() obj {
 }
 
 func (k *appSink) userMessage(text string) {
+	k.th.core.say(text)
 	now := nowMs()
 	id := newUUIDv7()
 	k.itemStarted(appUserItem(id, text, now, nil), now)

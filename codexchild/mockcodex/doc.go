@@ -59,6 +59,9 @@
 //     under read-only, never under danger-full-access; then the client gets a
 //     patch approval (codex_elicitation "patch-approval" with codex_changes;
 //     item/fileChange/requestApproval). The file is written when applied.
+//   - ANSWER=<text to end of line>: the message is that text, trimmed.
+//   - RECALL: "MOCK_RECALL: <the thread's earlier user texts joined by
+//     " | ">" (a resumed or forked thread's history included).
 //   - CALL_TOOL=mcp__<server>.<tool> [ARGS=<json to end of line>]: a call of
 //     a tool of the thread's own MCP server (see mcp_servers below). The
 //     output is "Wall time: X seconds\nOutput:\n<text contents>". Without the
@@ -205,7 +208,11 @@
 // text gets its own user message and reply, at once when the model was
 // still answering (SLOW: the request in flight is dropped, as the real
 // Codex 0.171.0 drops it), else after the model's answer.
-// thread/read, thread/list (loaded threads), thread/archive (stops the
+// thread/fork copies a thread's history (from its rollout, through
+// lastTurnId when given; "turn not found: X" otherwise) into a new thread
+// with forkedFromId set, its settings from the params or else the
+// source's cwd and the defaults; a turn running on the source is forked as
+// interrupted. thread/read, thread/list (loaded threads), thread/archive (stops the
 // thread's MCP servers), mcpServerStatus/list, model/list, account/read and
 // config/read answer minimal results. Threads are persisted: a new process
 // can thread/resume a thread from its rollout (history restored; pass the

@@ -26,6 +26,7 @@ var (
 	callToolRE = regexp.MustCompile(`CALL_TOOL=(\S+)`)
 	argsRE     = regexp.MustCompile(`(?m)ARGS=(.*)$`)
 	eventsRE   = regexp.MustCompile(`EVENTS=(\d+)`)
+	answerRE   = regexp.MustCompile(`(?m)ANSWER=(.*)$`)
 	crashRE    = regexp.MustCompile(`CRASH=(\S+)`)
 	floodRE    = regexp.MustCompile(`STDERR_FLOOD=(\d+)`)
 )
@@ -267,6 +268,10 @@ func (t *turnEnv) modelRound(ctx context.Context, text, toolOut string, haveTool
 	callID := fmt.Sprintf("call_mock_%d", n)
 	fcID := fmt.Sprintf("fc_mock_%d", n)
 	switch {
+	case answerRE.MatchString(text):
+		return t.reply(msgID, respID, strings.TrimSpace(answerRE.FindStringSubmatch(text)[1]), text)
+	case strings.Contains(text, "RECALL"):
+		return t.reply(msgID, respID, "MOCK_RECALL: "+strings.Join(t.th.recall(), " | "), text)
 	case callToolRE.MatchString(text):
 		target := callToolRE.FindStringSubmatch(text)[1]
 		name, ns := target, ""

@@ -314,6 +314,18 @@ func TestBehaviour(t *testing.T) {
 				Call: map[string]any{"name": "mcp__atm__atm_send"}, Args: map[string]any{}},
 		},
 		{
+			name: "answer with given text",
+			body: body(msg("user", "give JSON ANSWER= {\"answer\": \"42\"} \nnot this")),
+			want: outcome{Status: 200, Types: seq(created, messageTypes, completed), Text: `{"answer": "42"}`},
+		},
+		{
+			name: "recall earlier user texts, not injected context",
+			body: body(msg("user", "<environment_context>x</environment_context>"), msg("user", "remember alpha"),
+				msg("assistant", "MOCK_REPLY: remember alpha"), msg("user", "<turn_aborted>\nThe user interrupted\n</turn_aborted>"),
+				msg("user", "and beta"), msg("user", "RECALL please")),
+			want: outcome{Status: 200, Types: seq(created, messageTypes, completed), Text: "MOCK_RECALL: remember alpha | and beta"},
+		},
+		{
 			name: "fail500",
 			body: body(msg("user", "FAIL500 now")),
 			want: outcome{Status: 500, Error: "mock forced failure"},

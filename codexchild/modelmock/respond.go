@@ -68,6 +68,7 @@ var (
 	cmdRE      = regexp.MustCompile(`(?m)CMD=(.*)$`)
 	patchRE    = regexp.MustCompile(`PATCH=(\S+)`)
 	callToolRE = regexp.MustCompile(`CALL_TOOL=(\S+)`)
+	answerRE   = regexp.MustCompile(`(?m)ANSWER=(.*)$`)
 	argsRE     = regexp.MustCompile(`(?m)ARGS=(.*)$`)
 )
 
@@ -77,6 +78,10 @@ func afterCreated(s *Stream, r *Request) error {
 	escalate := strings.Contains(text, "ESCALATE")
 	var fc FunctionCall
 	switch {
+	case answerRE.MatchString(text):
+		return messageCompleted(s, strings.TrimSpace(answerRE.FindStringSubmatch(text)[1]))
+	case strings.Contains(text, "RECALL"):
+		return messageCompleted(s, "MOCK_RECALL: "+strings.Join(r.EarlierUserTexts(), " | "))
 	case callToolRE.MatchString(text):
 		target := callToolRE.FindStringSubmatch(text)[1]
 		fc.Name = target
@@ -96,12 +101,18 @@ func afterCreated(s *Stream, r *Request) error {
 		}
 		fc = shellCall(r, cmd, escalate)
 	default:
-		if err := s.Message("MOCK_REPLY: " + truncate(strings.TrimSpace(text), 500)); err != nil {
-			return err
-		}
-		return s.Completed()
+		return messageCompleted(s, "MOCK_REPLY: "+truncate(strings.TrimSpace(text), 500))
 	}
 	if err := s.FunctionCall(fc); err != nil {
+		return err
+	}
+	return s.Completed()
+}
+
+// messageCompleted ends a stream after response.created with the message
+// text and response.completed.
+func messageCompleted(s *Stream, text string) error {
+	if err := s.Message(text); err != nil {
 		return err
 	}
 	return s.Completed()
