@@ -186,6 +186,9 @@ func (b *ACPBackend) Turn(ctx context.Context, req TurnRequest) (*Result, error)
 	if req.Release != nil {
 		req.Release()
 	}
+	if err := refuseOutputSchema(req, "an ACP agent"); err != nil {
+		return nil, err
+	}
 	th, err := b.acquire(req.ThreadID)
 	if err != nil {
 		return nil, err

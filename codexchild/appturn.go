@@ -135,6 +135,9 @@ func (b *AppServer) Turn(ctx context.Context, req TurnRequest) (*Result, error) 
 	if req.Release != nil {
 		req.Release() // a turn here starts with a round trip or two
 	}
+	if err := checkOutputSchema(req); err != nil {
+		return nil, err
+	}
 	if err := b.ensureStarted(ctx); err != nil {
 		return nil, err
 	}
@@ -190,8 +193,11 @@ func (b *AppServer) Turn(ctx context.Context, req TurnRequest) (*Result, error) 
 		if err := b.register(tctx, t); err != nil {
 			return fail(threadID, err)
 		}
-		input := []map[string]any{{"type": "text", "text": prompt}}
-		if _, err := b.send("turn/start", map[string]any{"threadId": threadID, "input": input}, false, t); err != nil {
+		params := map[string]any{"threadId": threadID, "input": []map[string]any{{"type": "text", "text": prompt}}}
+		if len(req.OutputSchema) > 0 {
+			params["outputSchema"] = req.OutputSchema
+		}
+		if _, err := b.send("turn/start", params, false, t); err != nil {
 			b.unregister(t)
 			return nil, err
 		}

@@ -183,6 +183,12 @@ type TurnRequest struct {
 	// JSON-RPC error). optional; the mcp-server backend calls it, app-server
 	// does not.
 	OnResult func(*Result)
+	// OutputSchema is a JSON Schema the turn's final message must follow
+	// (structured output): a backend that is a StructuredOutputter passes
+	// it to the agent's model (structured.go); the others refuse the turn
+	// with ErrUnsupported. The backend does not check the answer: the
+	// caller does (package outputschema). optional.
+	OutputSchema json.RawMessage
 }
 
 // ThreadParams are the parameters of a thread (a session, in an agent's

@@ -83,6 +83,7 @@ var contractCases = []struct {
 	{"model_error", contractModelError},
 	{"steer", contractSteer},
 	{"fork", contractFork},
+	{"structured_output", contractStructuredOutput},
 }
 
 func ctxFor(t *testing.T, d time.Duration) context.Context {

@@ -3,8 +3,12 @@
 // that speak the Agent Client Protocol ([NewACP]), behind one interface,
 // [Backend]: start a thread, continue it, interrupt a turn, answer its
 // approvals, stream its events and report its result. What only one protocol
-// has is an optional interface: [Passthrough] (mcp-server's MCP requests
-// and notifications) and [Steerer] (app-server's turn/steer). Which thread a
+// has is an optional interface, each in a file of its own: [Passthrough]
+// (mcp-server's MCP requests and notifications), [Steerer] (app-server's
+// turn/steer, steer.go), [Forker] (app-server's thread/fork, fork.go) and
+// [StructuredOutputter] (app-server's outputSchema, structured.go); the
+// auto backend has them all and answers ErrUnsupported where the protocol
+// it chose has not. Which thread a
 // turn runs on is the backend's business: a thread the child has not loaded
 // is resumed (app-server thread/resume, ACP session/load or
 // session/resume); one it cannot continue (mcp-server always, threads.go;

@@ -179,6 +179,9 @@ func (b *MCPServer) Tools(ctx context.Context) (json.RawMessage, error) {
 func (b *MCPServer) Turn(ctx context.Context, req TurnRequest) (*Result, error) {
 	release := onceFunc(req.Release)
 	defer release()
+	if err := refuseOutputSchema(req, "codex mcp-server"); err != nil {
+		return nil, err
+	}
 	if !b.startedOK() {
 		release() // the start and the handshake take a while
 	}

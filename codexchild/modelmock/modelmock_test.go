@@ -573,3 +573,33 @@ func TestPatchCommand(t *testing.T) {
 		t.Errorf("PatchCommand (-want +got):\n%s", diff)
 	}
 }
+
+// TestOutputSchema: the schema a request constrains the answer to, as
+// Codex sends a turn's outputSchema (text.format json_schema), is read
+// back; other formats are none.
+func TestOutputSchema(t *testing.T) {
+	s := start(t, Config{})
+	for _, tc := range []struct {
+		name         string
+		text         any
+		schema, with string
+	}{
+		{"json schema", map[string]any{"format": map[string]any{"type": "json_schema", "name": "codex_output_schema", "strict": true,
+			"schema": map[string]any{"type": "object"}}}, `{"type":"object"}`, "codex_output_schema"},
+		{"plain text format", map[string]any{"format": map[string]any{"type": "text"}}, "", ""},
+		{"no text member", nil, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := body(msg("user", "hi"))
+			if tc.text != nil {
+				b["text"] = tc.text
+			}
+			post(t, s.URL(), b)
+			reqs := s.Requests()
+			schema, name := reqs[len(reqs)-1].OutputSchema()
+			if got := (struct{ Schema, Name string }{string(schema), name}); got != (struct{ Schema, Name string }{tc.schema, tc.with}) {
+				t.Errorf("OutputSchema = %+v, want %q %q", got, tc.schema, tc.with)
+			}
+		})
+	}
+}

@@ -115,6 +115,20 @@ func (r *Request) ThreadID() string {
 	return ""
 }
 
+// OutputSchema returns the JSON Schema the request constrains the
+// model's answer to (the Responses API's text.format of type json_schema,
+// as Codex sends a turn's outputSchema), and its name; nil when there is
+// none.
+func (r *Request) OutputSchema() (schema json.RawMessage, name string) {
+	text, _ := r.Body["text"].(map[string]any)
+	format, _ := text["format"].(map[string]any)
+	if format["type"] != "json_schema" {
+		return nil, ""
+	}
+	name, _ = format["name"].(string)
+	return marshal(format["schema"]), name
+}
+
 // HasTool tells whether the request offered a tool with this name (use
 // "<namespace>.<name>" for a namespaced tool).
 func (r *Request) HasTool(name string) bool {
