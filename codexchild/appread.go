@@ -30,6 +30,7 @@ func (b *AppServer) exitLocked(ee *ExitError) func() {
 		turns = append(turns, t)
 	}
 	clear(b.turns)
+	clear(b.subs)
 	clear(b.approvals)
 	if len(turns) > 0 {
 		b.log.Info("codex turns ended by the child's exit", "turns", len(turns))
@@ -163,20 +164,39 @@ func (b *AppServer) turnOfLocked(threadID, turnID string, adopt bool) *appTurn {
 func (b *AppServer) handleNotification(m *jsonrpcframe.Message) {
 	threadID, turnID := eventIDs(m.Params)
 	ev := Event{ThreadID: threadID, TurnID: turnID, Method: m.Method, Type: m.Method, Params: m.Params}
-	var t *appTurn
-	completed := false
+	var t, root *appTurn
+	var subsChanged []*subAgent
+	completed, waitSubs, rootDone := false, false, false
 	if threadID != "" {
 		b.mu.Lock()
 		t = b.turnOfLocked(threadID, turnID, m.Method == "turn/started")
-		if t != nil && m.Method == "turn/completed" {
+		switch {
+		case t == nil:
+			root, subsChanged, rootDone = b.subAgentEventLocked(threadID, m.Method, m.Params)
+		case t.completed == nil:
+			b.collabLocked(t, m.Method, m.Params)
+		}
+		if t != nil && t.completed == nil && m.Method == "turn/completed" {
 			completed = true
 			t.completed = m.Params
-			delete(b.turns, threadID)
+			// A turn whose sub-agents still run stays, ended in Codex, until
+			// they end (appsubagents.go).
+			if waitSubs = pendingSubAgentsLocked(t); waitSubs {
+				t.subWait = true
+			} else {
+				delete(b.turns, threadID)
+			}
 		}
 		b.mu.Unlock()
 	}
 	if t == nil {
 		b.toOnEvent(ev)
+		if root != nil {
+			b.tellSubAgents(root, subsChanged)
+			if rootDone {
+				root.finish()
+			}
+		}
 		return
 	}
 	if ev.TurnID == "" {
@@ -198,7 +218,11 @@ func (b *AppServer) handleNotification(m *jsonrpcframe.Message) {
 	}
 	if completed {
 		b.answerLeftovers(t, Decision{Kind: Deny, Reason: "the turn ended", TurnEnds: true})
-		t.finish()
+		if waitSubs {
+			close(t.codexEnd)
+		} else {
+			t.finish()
+		}
 		handOver()
 	}
 }
@@ -262,6 +286,12 @@ func (b *AppServer) handleRequest(m *jsonrpcframe.Message) {
 	pa := &appApproval{childID: m.ID, method: m.Method}
 	b.mu.Lock()
 	t := b.turnOfLocked(a.ThreadID, a.TurnID, false)
+	if sa := b.subs[a.ThreadID]; t == nil && sa != nil {
+		t = sa.root // a sub-agent's approval is its root turn's to answer
+		if a.TurnID == "" {
+			a.TurnID = sa.turnID
+		}
+	}
 	if t != nil && t.abandoned != notAbandoned {
 		t = nil
 	}
@@ -338,7 +368,8 @@ func (b *AppServer) answerLeftovers(t *appTurn, d Decision) {
 	b.mu.Lock()
 	var left []*Approval
 	for a, pa := range b.approvals {
-		if pa.owner == t {
+		// A turn that waits for its sub-agents keeps their approvals open.
+		if pa.owner == t && !(t.subWait && a.ThreadID != t.threadID) {
 			left = append(left, a)
 		}
 	}

@@ -48,8 +48,9 @@ type AppServer struct {
 
 	core[*appCall] // mu guards it and the fields below (version: from the initialize userAgent, else probed)
 
-	turns       map[string]*appTurn // thread id → its running (or draining) turn
-	loaded      map[string]bool     // threads this process started or resumed
+	turns       map[string]*appTurn  // thread id → its running (or draining) turn
+	subs        map[string]*subAgent // sub-agent thread id → the running turn it belongs to (appsubagents.go)
+	loaded      map[string]bool      // threads this process started or resumed
 	approvals   map[*Approval]*appApproval
 	approvalSeq int64
 
@@ -75,6 +76,7 @@ const acceptWait = 2 * time.Second
 func NewAppServer(cfg Config) *AppServer {
 	b := &AppServer{
 		turns:     map[string]*appTurn{},
+		subs:      map[string]*subAgent{},
 		loaded:    map[string]bool{},
 		approvals: map[*Approval]*appApproval{},
 	}

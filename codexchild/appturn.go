@@ -35,6 +35,7 @@ type appTurn struct {
 	started  chan struct{} // closed when the Codex turn id is known
 	startOne sync.Once
 	stop     chan abandonKind // buffered 1: abandon tells the waiting Turn
+	codexEnd chan struct{}    // closed when the turn ended in Codex and waits for its sub-agents
 	// resumable: a "thread not found" answer to turn/start makes Turn
 	// resume the thread and retry.
 	resumable bool
@@ -51,6 +52,8 @@ type appTurn struct {
 	startErrRaw   json.RawMessage     // its raw error member
 	err           error               // the child died
 	aborted       bool                // an approval was answered with Abort
+	subs          []*subAgent         // its agent's own sub-agents, in order (appsubagents.go)
+	subWait       bool                // ended in Codex while subs run; codexEnd is closed
 
 	closed  atomic.Bool
 	over    atomic.Bool // Turn is returning: no OnAccepted any more
@@ -62,7 +65,8 @@ type appTurn struct {
 }
 
 func newAppTurn(threadID string, h Handler) *appTurn {
-	return &appTurn{handler: h, threadID: threadID, done: make(chan struct{}), started: make(chan struct{}), stop: make(chan abandonKind, 1)}
+	return &appTurn{handler: h, threadID: threadID, done: make(chan struct{}), started: make(chan struct{}), stop: make(chan abandonKind, 1),
+		codexEnd: make(chan struct{})}
 }
 
 // accept tells the caller that the child answered turn/start (OnAccepted),
@@ -270,9 +274,13 @@ func onceString(f func(string)) func(string) {
 // sent. It returns (nil, nil) when turn/start failed with "thread not found"
 // on a resumable turn: the caller resumes and retries.
 func (b *AppServer) waitTurn(ctx, tctx context.Context, t *appTurn, timeout time.Duration) (*Result, error) {
-	byCtx := false
+	byCtx, waited, subs := false, false, subWait{}
 	select {
 	case <-t.done:
+	case <-t.codexEnd: // ended in Codex; its sub-agents still run
+		waited = true
+		subs = b.waitSubAgents(ctx, tctx, t)
+		byCtx = subs.end == subsCancelled
 	case <-t.stop: // Interrupt
 	case <-tctx.Done():
 		how := abandonInterrupt
@@ -307,7 +315,7 @@ func (b *AppServer) waitTurn(ctx, tctx context.Context, t *appTurn, timeout time
 
 	var res *Result
 	switch {
-	case childErr != nil:
+	case childErr != nil && !waited:
 		return nil, childErr
 	case startErr != nil && isThreadNotFound(startErr) && t.resumable:
 		return nil, nil
@@ -320,6 +328,7 @@ func (b *AppServer) waitTurn(ctx, tctx context.Context, t *appTurn, timeout time
 	default:
 		res = &Result{ThreadID: t.threadID, TurnID: turnID, Text: "codex turn interrupted", IsError: true, Status: "interrupted", Partial: partial}
 	}
+	b.subAgentsResult(t, res, subs, waited)
 	if byCtx {
 		return res, ctx.Err()
 	}
@@ -471,6 +480,16 @@ func (b *AppServer) unregister(t *appTurn) {
 // stays in turns until Codex's turn/completed arrives.
 func (b *AppServer) abandon(t *appTurn, kind abandonKind) {
 	b.mu.Lock()
+	if t.subWait && b.turns[t.threadID] == t {
+		// Ended in Codex, waiting for its sub-agents: the wait stops and
+		// interrupts them (waitSubAgents).
+		b.mu.Unlock()
+		select {
+		case t.stop <- kind:
+		default:
+		}
+		return
+	}
 	if t.abandoned != notAbandoned || t.completed != nil || b.turns[t.threadID] != t {
 		b.mu.Unlock()
 		return
@@ -504,8 +523,10 @@ func (b *AppServer) sendInterrupt(threadID, turnID string) {
 }
 
 // Interrupt interrupts the running turn of a thread with turn/interrupt;
-// the pending Turn returns at once with an interrupted IsError Result. It is
-// a no-op when the thread has no running turn.
+// the pending Turn returns at once with an interrupted IsError Result. A
+// turn that has ended in Codex and waits for its sub-agents interrupts
+// them instead (its answer is the Result's Partial). It is a no-op when the
+// thread has no running turn.
 func (b *AppServer) Interrupt(ctx context.Context, threadID string) error {
 	b.mu.Lock()
 	t := b.turns[threadID]

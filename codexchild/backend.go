@@ -377,6 +377,14 @@ type Result struct {
 	// could not reopen it: …". The new thread was given TurnRequest.Seed.
 	// "" when the turn ran on the thread asked for, or started one.
 	Replaced string
+	// SubAgents are the agents the turn's agent started of its own
+	// (Codex's collab spawn_agent, and theirs), with their states when
+	// Turn returned (subagents.go). nil when it started none.
+	SubAgents []SubAgent
+	// SubAgentsNote says why the Result came while some of them still
+	// ran: "1 of 2 sub-agents still running after waiting 5m0s for them".
+	// "" when every one had finished or been closed.
+	SubAgentsNote string
 }
 
 // Status reports the child's state.

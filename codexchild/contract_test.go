@@ -84,6 +84,7 @@ var contractCases = []struct {
 	{"steer", contractSteer},
 	{"fork", contractFork},
 	{"structured_output", contractStructuredOutput},
+	{"sub_agents", contractSubAgents},
 }
 
 func ctxFor(t *testing.T, d time.Duration) context.Context {

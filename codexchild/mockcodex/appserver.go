@@ -53,6 +53,7 @@ type appTurn struct {
 	cancel  context.CancelFunc
 	steers  []string      // guarded by appServer.mu
 	steered chan struct{} // buffered 1: turn/steer signals the turn
+	root    string        // the parent's turn of a sub-agent's turn (rootTurnId); "" for the turn itself
 	pending *int64        // an approval request awaiting an answer (appServer.mu)
 	items   []any         // agent messages (turn goroutine)
 }
@@ -548,6 +549,15 @@ func (s *appServer) turnSteer(id jsonrpcframe.ID, p map[string]json.RawMessage) 
 		t.signalSteer()
 		s.respond(id, o("turnId", t.id))
 	}
+}
+
+// rootTurn is the turn's rootTurnId: its own id, or the parent's turn of
+// a sub-agent's turn.
+func (t *appTurn) rootTurn() string {
+	if t.root != "" {
+		return t.root
+	}
+	return t.id
 }
 
 // signalSteer tells the turn that turn/steer came (see turnEnv.steered).

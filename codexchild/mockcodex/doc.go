@@ -74,10 +74,15 @@
 // Mock-only faults, also by prompt keyword:
 //
 //   - EVENTS=<n>: n more agent message delta events.
-//   - SPAWN_AGENT (app-server): the turn tells of a sub-agent it started:
-//     item/started and item/completed of a collabAgentToolCall (tool
-//     spawnAgent) whose receiver thread goes from pendingInit to running;
-//     the sub-agent itself does nothing.
+//   - SPAWN_SUB or SPAWN_SUB=<n> (app-server; SPAWN_AGENT is the same):
+//     the model calls multi_agent_v1.spawn_agent, as modelmock's does for
+//     the real Codex, and the turn starts a sub-agent as Codex 0.171.0
+//     does: a collabAgentToolCall item (tool spawnAgent) in progress, a new
+//     thread running the task "sub-agent task" (or "SLOW=<n> sub-agent
+//     task") as a turn of its own whose turn/started and turn/completed
+//     carry the parent's turn id as rootTurnId, the item completed with the
+//     thread pendingInit; the model gets {"agent_id":…,"nickname":"Mock"}
+//     and the parent's turn ends at once, before a slow sub-agent's.
 //   - STEER_RACE (app-server): a turn/steer during the turn comes too
 //     late: the model answers the turn's own prompt at once, turn/completed
 //     goes out, and then the steer is refused with "no active turn to

@@ -27,6 +27,7 @@ var (
 	argsRE     = regexp.MustCompile(`(?m)ARGS=(.*)$`)
 	eventsRE   = regexp.MustCompile(`EVENTS=(\d+)`)
 	answerRE   = regexp.MustCompile(`(?m)ANSWER=(.*)$`)
+	spawnRE    = regexp.MustCompile(`SPAWN_(?:SUB|AGENT)(?:=(\d+))?`)
 	crashRE    = regexp.MustCompile(`CRASH=(\S+)`)
 	floodRE    = regexp.MustCompile(`STDERR_FLOOD=(\d+)`)
 )
@@ -164,6 +165,9 @@ type turnEnv struct {
 	// the original prompt is answered at once).
 	steered  <-chan struct{}
 	hasSteer func() bool
+	// spawn starts a sub-agent with a task and returns the tool output
+	// (app-server: SPAWN_SUB); nil where the protocol has none.
+	spawn    func(task string) string
 	sink     sink
 	lastText string
 }
@@ -272,6 +276,16 @@ func (t *turnEnv) modelRound(ctx context.Context, text, toolOut string, haveTool
 		return t.reply(msgID, respID, strings.TrimSpace(answerRE.FindStringSubmatch(text)[1]), text)
 	case strings.Contains(text, "RECALL"):
 		return t.reply(msgID, respID, "MOCK_RECALL: "+strings.Join(t.th.recall(), " | "), text)
+	case spawnRE.MatchString(text):
+		task := subAgentTask(spawnRE.FindStringSubmatch(text)[1])
+		t.th.addUsage()
+		t.sink.functionCall(callID, fcID, respID, "spawn_agent", "multi_agent_v1", `{"message":`+strconv.Quote(task)+`}`)
+		if t.spawn == nil {
+			t.setOutput(callID, "unsupported call: spawn_agent")
+		} else {
+			t.setOutput(callID, t.spawn(task))
+		}
+		return nil, nil
 	case callToolRE.MatchString(text):
 		target := callToolRE.FindStringSubmatch(text)[1]
 		name, ns := target, ""
@@ -548,6 +562,15 @@ func splitRunes(s string, n int) []string {
 		out = append(out, string(r[i*len(r)/n:(i+1)*len(r)/n]))
 	}
 	return out
+}
+
+// subAgentTask is the task SPAWN_SUB[=n] gives its sub-agent, as
+// modelmock's: "sub-agent task", slow for n seconds when n is given.
+func subAgentTask(n string) string {
+	if n == "" {
+		return "sub-agent task"
+	}
+	return "SLOW=" + n + " sub-agent task"
 }
 
 // errSteered ends a model request that turn/steer cut short.

@@ -40,6 +40,12 @@
 //     the message "MOCK_RECALL: <the user texts before the last, joined by
 //     " | ">": which earlier turns the model was given (a resumed or
 //     forked thread's history); see [Request.EarlierUserTexts].
+//     SPAWN_SUB or SPAWN_SUB=<n>: a call of Codex's spawn_agent tool
+//     (namespace multi_agent_v1 in 0.171.0, or whichever the request
+//     offers it in) with the message "sub-agent task", or "SLOW=<n>
+//     sub-agent task" so that the sub-agent's own model request takes n
+//     seconds: Codex starts a sub-agent on a thread of its own, and the
+//     parent's turn may end before it ([SubAgentTask], [SpawnSubAgent]).
 //     CALL_TOOL=<namespace>.<tool> [ARGS=<json>]: a function_call with
 //     "namespace" and "name" (the shape Codex expects for tools of a per-thread
 //     MCP server, namespace "mcp__<server>"). ARGS is the rest of its line;

@@ -326,6 +326,17 @@ func TestBehaviour(t *testing.T) {
 			want: outcome{Status: 200, Types: seq(created, messageTypes, completed), Text: "MOCK_RECALL: remember alpha | and beta"},
 		},
 		{
+			name: "spawn a slow sub-agent",
+			body: func() map[string]any {
+				b := body(msg("user", "please SPAWN_SUB=3"))
+				b["tools"] = []any{map[string]any{"type": "namespace", "name": "multi_agent_v1", "tools": []any{
+					map[string]any{"type": "function", "name": "spawn_agent"}}}}
+				return b
+			}(),
+			want: outcome{Status: 200, Types: seq(created, callTypes, completed),
+				Call: map[string]any{"name": "spawn_agent", "namespace": "multi_agent_v1"}, Args: map[string]any{"message": "SLOW=3 sub-agent task"}},
+		},
+		{
 			name: "fail500",
 			body: body(msg("user", "FAIL500 now")),
 			want: outcome{Status: 500, Error: "mock forced failure"},

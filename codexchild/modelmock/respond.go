@@ -69,6 +69,7 @@ var (
 	patchRE    = regexp.MustCompile(`PATCH=(\S+)`)
 	callToolRE = regexp.MustCompile(`CALL_TOOL=(\S+)`)
 	answerRE   = regexp.MustCompile(`(?m)ANSWER=(.*)$`)
+	spawnSubRE = regexp.MustCompile(`SPAWN_SUB(?:=(\d+))?`)
 	argsRE     = regexp.MustCompile(`(?m)ARGS=(.*)$`)
 )
 
@@ -82,6 +83,8 @@ func afterCreated(s *Stream, r *Request) error {
 		return messageCompleted(s, strings.TrimSpace(answerRE.FindStringSubmatch(text)[1]))
 	case strings.Contains(text, "RECALL"):
 		return messageCompleted(s, "MOCK_RECALL: "+strings.Join(r.EarlierUserTexts(), " | "))
+	case spawnSubRE.MatchString(text):
+		fc = SpawnSubAgent(r, SubAgentTask(spawnSubRE.FindStringSubmatch(text)[1]))
 	case callToolRE.MatchString(text):
 		target := callToolRE.FindStringSubmatch(text)[1]
 		fc.Name = target
@@ -116,6 +119,29 @@ func messageCompleted(s *Stream, text string) error {
 		return err
 	}
 	return s.Completed()
+}
+
+// SubAgentTask is the task SPAWN_SUB[=n] gives the sub-agent: "sub-agent
+// task", or "SLOW=<n> sub-agent task" (the sub-agent's model then takes
+// n seconds) when n is given.
+func SubAgentTask(n string) string {
+	if n == "" {
+		return "sub-agent task"
+	}
+	return "SLOW=" + n + " sub-agent task"
+}
+
+// SpawnSubAgent is the call of Codex's spawn_agent tool (in 0.171.0 the
+// namespace multi_agent_v1, whichever namespace the request offers it in)
+// with the task as its message.
+func SpawnSubAgent(r *Request, task string) FunctionCall {
+	fc := FunctionCall{Namespace: "multi_agent_v1", Name: "spawn_agent", Arguments: string(marshal(map[string]any{"message": task}))}
+	for _, n := range r.ToolNames {
+		if ns, name, ok := strings.Cut(n, "."); ok && name == "spawn_agent" {
+			fc.Namespace = ns
+		}
+	}
+	return fc
 }
 
 // Reply answers with response.created, the assistant message text and
