@@ -1,6 +1,8 @@
 package codexchild
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -90,6 +92,21 @@ func contractSubAgents(t *testing.T, b Backend, e *contractEnv) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Turn did not return within 5 s of the Interrupt")
+	}
+
+	// A sub-agent's approval is asked of the turn's handler.
+	rec = newRecorder(func(*Approval) Decision { return Decision{Kind: Approve} })
+	res, err = b.Turn(ctxFor(t, 90*time.Second), TurnRequest{Prompt: "SPAWN_SUB TASK=RUN_SHELL ESCALATE",
+		Params: ThreadParams{Cwd: e.cwd, CodexParams: CodexParams{ApprovalPolicy: "on-request", Sandbox: "workspace-write"}}, Handler: rec})
+	if err != nil || res.IsError || len(res.SubAgents) != 1 || res.SubAgents[0].Status != "completed" {
+		t.Fatalf("Turn with a sub-agent that asks = %+v, %v", res, err)
+	}
+	_, apps := rec.snapshot()
+	if len(apps) != 1 || apps[0].ThreadID != res.SubAgents[0].ThreadID || apps[0].Command != "touch mock_shell_probe.txt" {
+		t.Errorf("approvals = %+v, want the sub-agent's command", apps)
+	}
+	if _, err := os.Stat(filepath.Join(e.cwd, "mock_shell_probe.txt")); err != nil {
+		t.Errorf("the sub-agent's approved command did not run: %v", err)
 	}
 
 	if err := b.Close(ctxFor(t, 20*time.Second)); err != nil {

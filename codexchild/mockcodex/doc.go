@@ -79,7 +79,8 @@
 //     the real Codex, and the turn starts a sub-agent as Codex 0.171.0
 //     does: a collabAgentToolCall item (tool spawnAgent) in progress, a new
 //     thread running the task "sub-agent task" (or "SLOW=<n> sub-agent
-//     task") as a turn of its own whose turn/started and turn/completed
+//     task", or the rest of the line after TASK=) as a turn of its own
+//     whose turn/started and turn/completed
 //     carry the parent's turn id as rootTurnId, the item completed with the
 //     thread pendingInit; the model gets {"agent_id":…,"nickname":"Mock"}
 //     and the parent's turn ends at once, before a slow sub-agent's.

@@ -28,6 +28,7 @@ var (
 	eventsRE   = regexp.MustCompile(`EVENTS=(\d+)`)
 	answerRE   = regexp.MustCompile(`(?m)ANSWER=(.*)$`)
 	spawnRE    = regexp.MustCompile(`SPAWN_(?:SUB|AGENT)(?:=(\d+))?`)
+	taskRE     = regexp.MustCompile(`(?m)TASK=(.*)$`)
 	crashRE    = regexp.MustCompile(`CRASH=(\S+)`)
 	floodRE    = regexp.MustCompile(`STDERR_FLOOD=(\d+)`)
 )
@@ -278,6 +279,9 @@ func (t *turnEnv) modelRound(ctx context.Context, text, toolOut string, haveTool
 		return t.reply(msgID, respID, "MOCK_RECALL: "+strings.Join(t.th.recall(), " | "), text)
 	case spawnRE.MatchString(text):
 		task := subAgentTask(spawnRE.FindStringSubmatch(text)[1])
+		if m := taskRE.FindStringSubmatch(text); m != nil {
+			task = strings.TrimSpace(m[1])
+		}
 		t.th.addUsage()
 		t.sink.functionCall(callID, fcID, respID, "spawn_agent", "multi_agent_v1", `{"message":`+strconv.Quote(task)+`}`)
 		if t.spawn == nil {

@@ -44,7 +44,8 @@
 //     (namespace multi_agent_v1 in 0.171.0, or whichever the request
 //     offers it in) with the message "sub-agent task", or "SLOW=<n>
 //     sub-agent task" so that the sub-agent's own model request takes n
-//     seconds: Codex starts a sub-agent on a thread of its own, and the
+//     seconds; TASK=<text to the end of its line> gives the message
+//     instead. Codex starts a sub-agent on a thread of its own, and the
 //     parent's turn may end before it ([SubAgentTask], [SpawnSubAgent]).
 //     CALL_TOOL=<namespace>.<tool> [ARGS=<json>]: a function_call with
 //     "namespace" and "name" (the shape Codex expects for tools of a per-thread

@@ -70,6 +70,7 @@ var (
 	callToolRE = regexp.MustCompile(`CALL_TOOL=(\S+)`)
 	answerRE   = regexp.MustCompile(`(?m)ANSWER=(.*)$`)
 	spawnSubRE = regexp.MustCompile(`SPAWN_SUB(?:=(\d+))?`)
+	taskRE     = regexp.MustCompile(`(?m)TASK=(.*)$`)
 	argsRE     = regexp.MustCompile(`(?m)ARGS=(.*)$`)
 )
 
@@ -84,7 +85,11 @@ func afterCreated(s *Stream, r *Request) error {
 	case strings.Contains(text, "RECALL"):
 		return messageCompleted(s, "MOCK_RECALL: "+strings.Join(r.EarlierUserTexts(), " | "))
 	case spawnSubRE.MatchString(text):
-		fc = SpawnSubAgent(r, SubAgentTask(spawnSubRE.FindStringSubmatch(text)[1]))
+		task := SubAgentTask(spawnSubRE.FindStringSubmatch(text)[1])
+		if m := taskRE.FindStringSubmatch(text); m != nil {
+			task = strings.TrimSpace(m[1])
+		}
+		fc = SpawnSubAgent(r, task)
 	case callToolRE.MatchString(text):
 		target := callToolRE.FindStringSubmatch(text)[1]
 		fc.Name = target
