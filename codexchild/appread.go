@@ -181,7 +181,7 @@ func (b *AppServer) handleNotification(m *jsonrpcframe.Message) {
 			t.completed = m.Params
 			// A turn whose sub-agents still run stays, ended in Codex, until
 			// they end (appsubagents.go).
-			if waitSubs = pendingSubAgentsLocked(t); waitSubs {
+			if waitSubs = t.abandoned == notAbandoned && pendingSubAgentsLocked(t); waitSubs {
 				t.subWait = true
 			} else {
 				delete(b.turns, threadID)

@@ -319,10 +319,14 @@ func (b *AppServer) waitSubAgents(ctx, tctx context.Context, t *appTurn) subWait
 // interrupted one, its answer kept as Partial).
 func (b *AppServer) subAgentsResult(t *appTurn, res *Result, w subWait, waited bool) {
 	b.mu.Lock()
-	if b.turns[t.threadID] == t {
-		delete(b.turns, t.threadID)
+	if waited {
+		// It stayed, ended in Codex, for the wait (an abandoned turn stays
+		// until Codex ends it: not this one).
+		if b.turns[t.threadID] == t {
+			delete(b.turns, t.threadID)
+		}
+		t.subWait = false // its sub-agents' approvals are answered below
 	}
-	t.subWait = false // its sub-agents' approvals are answered below
 	var infos []SubAgent
 	for _, sa := range t.subs {
 		infos = append(infos, sa.info)
@@ -331,7 +335,9 @@ func (b *AppServer) subAgentsResult(t *appTurn, res *Result, w subWait, waited b
 		}
 	}
 	b.mu.Unlock()
-	b.answerLeftovers(t, Decision{Kind: Deny, Reason: "the turn ended", TurnEnds: true})
+	if waited {
+		b.answerLeftovers(t, Decision{Kind: Deny, Reason: "the turn ended", TurnEnds: true})
+	}
 	if res == nil || len(infos) == 0 {
 		return
 	}

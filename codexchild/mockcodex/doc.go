@@ -80,10 +80,10 @@
 //     does: a collabAgentToolCall item (tool spawnAgent) in progress, a new
 //     thread running the task "sub-agent task" (or "SLOW=<n> sub-agent
 //     task", or the rest of the line after TASK=) as a turn of its own
-//     whose turn/started and turn/completed
-//     carry the parent's turn id as rootTurnId, the item completed with the
-//     thread pendingInit; the model gets {"agent_id":…,"nickname":"Mock"}
-//     and the parent's turn ends at once, before a slow sub-agent's.
+//     whose turn/started and turn/completed carry the parent's turn id as
+//     rootTurnId, the item completed with the thread pendingInit; the model
+//     gets {"agent_id":…,"nickname":"Mock"} and the parent's turn ends at
+//     once, before a slow sub-agent's.
 //   - STEER_RACE (app-server): a turn/steer during the turn comes too
 //     late: the model answers the turn's own prompt at once, turn/completed
 //     goes out, and then the steer is refused with "no active turn to
