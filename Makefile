@@ -26,7 +26,7 @@ CODEX_MCP_VERSION ?= 0.153.4
 CODEX_APP_VERSION ?= 0.171.0
 CODEX_CACHE       := $(CURDIR)/.cache/codex
 
-.PHONY: all build check test real-codex chromium lint cross-vet cross-build bench fuzz soak demo install release dist help clean
+.PHONY: all build check test real-codex chromium sshd lint cross-vet cross-build bench fuzz soak demo install release dist help clean
 
 all: build
 
@@ -41,7 +41,7 @@ build:
 	cd codexchild && GOWORK=off $(GO) build -o $(BIN)/ ./cmd/...
 
 ## test: lint, vet for macOS, the release targets' builds, every module with -race (testscripts, real Codex CLIs, real clients: Claude Code, Go and TypeScript SDKs, go install of a test release, the live view in headless Chromium), atmclient at full size.
-test: build real-codex chromium lint cross-vet cross-build
+test: build real-codex chromium sshd lint cross-vet cross-build
 	@for m in $(MODULES); do \
 	  echo "== go test -race $$m"; \
 	  par=2; [ $$m = testscripts ] && par=8; \
@@ -68,6 +68,10 @@ real-codex:
 ## chromium: install Debian's chromium for the browser tests of the live view (once; apt-get, as root).
 chromium:
 	@tools/install-chromium.sh
+
+## sshd: install Debian's openssh-server for the tests of agents on other hosts (once; apt-get, as root; no system sshd is started: the tests run their own on loopback).
+sshd:
+	@tools/install-sshd.sh
 
 ## lint: go vet and staticcheck (pinned in tools/go.mod) over every module.
 lint:

@@ -11,18 +11,21 @@ import (
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/config"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/acp"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/acpbackend"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
+	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
-// agentBackends builds one ACP backend (codexchild.NewACP) per enabled
+// agentBackends builds one ACP backend (acpbackend.New) per enabled
 // agent kind of the configuration: a preset or an agent of
-// [plugins.atm-agent-mcp.agents.<name>]. Nothing is started here: an
-// agent's process starts with the first turn of a session of its kind.
-// Every agent runs through this program's guard, as Codex does, so that
-// nothing of it outlives serve.
-func agentBackends(cfg *config.Config, guard []string, logger *slog.Logger) map[string]codexchild.Backend {
-	out := map[string]codexchild.Backend{}
+// [plugins.atm-agent-mcp.agents.<name>], keyed by its name, beside the
+// Codex backend of the default kind (newBackend). Nothing is started
+// here: an agent's process starts with the first turn of a session of its
+// kind. Every agent runs through this program's guard, as Codex does, so
+// that nothing of it outlives serve.
+func agentBackends(cfg *config.Config, guard []string, logger *slog.Logger) map[string]backend.Backend {
+	out := map[string]backend.Backend{}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
 		a := cfg.Agents[name]
 		if !a.Enabled {
@@ -32,7 +35,7 @@ func agentBackends(cfg *config.Config, guard []string, logger *slog.Logger) map[
 		for _, o := range a.ConfigOptions {
 			opts = append(opts, acp.ConfigOption{ID: o.ID, Value: o.Value})
 		}
-		out[name] = codexchild.NewACP(codexchild.ACPConfig{
+		out[name] = acpbackend.New(acpbackend.Config{
 			Name: name, Command: a.Command, Args: a.Args, Env: append(a.EnvList(), parentServeEnv(cfg)),
 			Mode: a.Mode, ConfigOptions: opts, Resume: a.Resume, ToolTransport: a.MCPTransport, Guard: guard,
 			InitTimeout: min(cfg.HandshakeTimeout, cfg.RequestTimeout), TurnTimeout: cfg.RequestTimeout,
@@ -42,12 +45,16 @@ func agentBackends(cfg *config.Config, guard []string, logger *slog.Logger) map[
 	return out
 }
 
-// agentCheck returns agent_start's check of an agent kind other than Codex:
-// known (a preset or a configured agent), switched on, and its program
-// installed. Each failure is INVALID_PARAMS (-32602) saying what to do, so
-// that nothing is recorded for a session that cannot start.
+// agentCheck returns agent_start's check of an agent kind: the default
+// kind (Codex, whose child serve supervises) always passes; another kind
+// must be known (a preset or a configured agent), switched on, and its
+// program installed. Each failure is INVALID_PARAMS (-32602) saying what
+// to do, so that nothing is recorded for a session that cannot start.
 func agentCheck(cfg *config.Config) func(kind string) error {
 	return func(kind string) error {
+		if kind == registry.DefaultKind {
+			return nil
+		}
 		a, err := cfg.Agent(kind)
 		if err != nil {
 			return proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "agent", "agent": kind}, "%v", err)

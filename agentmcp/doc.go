@@ -2,6 +2,18 @@
 // line (internal/cli), which resolves the configuration (internal/config)
 // and runs the MCP proxy (internal/proxy).
 //
+// # One backend per agent kind
+//
+// serve builds the backend of every agent kind from the configuration and
+// hands them to the proxy, which gives the sessions a map of them by kind
+// (session.Config.Backends): the Codex child of the configured protocol
+// (newBackend in serve.go: codexchild.New, started through the guard),
+// registered under registry.DefaultKind and supervised by the proxy, and
+// one ACP backend (agentBackends in agents.go: acpbackend.New) per
+// enabled agent, under the agent's name. Each implements the seam
+// codexchild/backend; nothing below this package and the proxy knows which
+// protocol a kind speaks.
+//
 // # When serve cannot be the lead it was asked to be
 //
 // Claude Code shows a server whose connection failed only as "failed" in

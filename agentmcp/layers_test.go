@@ -51,6 +51,44 @@ func TestLayers(t *testing.T) {
 	}
 }
 
+// kindLayers are the rules of the seam between the domain and the agent
+// kinds (package codexchild/backend): who may depend, directly or not, on
+// which kind's package. The domain and what reads it see only the seam,
+// never a kind's package; the seam knows no kind; the Codex backends and
+// the ACP backend know the seam, never each other.
+var kindLayers = []struct {
+	pkg       string // an import path under the module root
+	forbidden []string
+}{
+	{"agentmcp/internal/session", []string{"codexchild", "codexchild/acpbackend", "codexchild/acp"}},
+	{"agentmcp/internal/tools", []string{"codexchild", "codexchild/acpbackend", "codexchild/acp"}},
+	{"agentmcp/internal/feed", []string{"codexchild", "codexchild/acpbackend", "codexchild/acp"}},
+	{"agentmcp/internal/view", []string{"codexchild", "codexchild/acpbackend", "codexchild/acp"}},
+	{"codexchild/backend", []string{"codexchild", "codexchild/acpbackend", "codexchild/acp"}},
+	// The check of an answer against an output schema is the domain's, the
+	// same for every kind (a kind that cannot constrain its agent is
+	// checked the same way), so it sits under the seam and, like the seam,
+	// knows no kind.
+	{"codexchild/backend/outputschema", []string{"codexchild", "codexchild/acpbackend", "codexchild/acp"}},
+	{"codexchild", []string{"codexchild/acpbackend", "codexchild/acp"}},
+	{"codexchild/acpbackend", []string{"codexchild"}},
+}
+
+// TestKindLayers checks the seam's rules with go list -deps.
+func TestKindLayers(t *testing.T) {
+	const mod = "github.com/atm-agent-mcp/atm-agent-mcp/"
+	for _, l := range kindLayers {
+		t.Run(l.pkg, func(t *testing.T) {
+			deps := goList(t, "-deps", mod+l.pkg)
+			for _, f := range l.forbidden {
+				if slices.Contains(deps, mod+f) {
+					t.Errorf("%s depends on %s", l.pkg, mod+f)
+				}
+			}
+		})
+	}
+}
+
 // goList runs go list with args and returns the words it prints.
 func goList(t *testing.T, args ...string) []string {
 	t.Helper()

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/cli"
@@ -19,6 +20,7 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/stdio"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/tools"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 )
 
 // serveProcs is how many processors serve runs Go code on (0: leave the
@@ -46,6 +48,8 @@ func serve(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout io.W
 	if err != nil {
 		return err
 	}
+	// The signals after the first wait for the sessions' records.
+	opts.RecordsClosed = cli.RecordsWritten(ctx)
 	srv, err := proxy.New(opts)
 	if conflict := instanceConflict(cfg, err); conflict != nil {
 		srv, err = onConflict(cfg, &opts, err, conflict, logger)
@@ -82,8 +86,12 @@ func nested(ctx context.Context, parent string, stdin io.Reader, stdout io.Write
 // toolsServer runs the per-thread tools-only server. It ends with its
 // stdin, and also when its parent (Codex) is gone: Codex starts it in a
 // process group of its own, where the kill of Codex's group does not reach.
+// The watch on the parent is joined before it returns.
 func toolsServer(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout io.Writer, logger *slog.Logger) error {
-	go exitWithParent(logger)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	var watching sync.WaitGroup
+	defer func() { stopWatch(); watching.Wait() }()
+	watching.Go(func() { exitWithParent(watchCtx, logger) })
 	return tools.ServeTools(ctx, tools.ToolsOptions{Home: cfg.Home, Team: cfg.Team, Identity: cfg.Identity,
 		Agent: os.Getenv(session.EnvSessionKind), AgentID: os.Getenv(session.EnvSessionAgentID), AuditTeam: os.Getenv(session.EnvRegistryTeam),
 		Version: cli.Version(), TeamProblem: teamProblem(cfg), Logger: logger}, stdin, stdout)
@@ -140,7 +148,10 @@ func proxyOptions(cfg *config.Config, logger *slog.Logger) (proxy.Options, error
 	} else {
 		logger.Warn("per-thread ATM tools disabled: cannot find this executable", "err", err)
 	}
-	backend, err := newBackend(cfg, logger)
+	// One backend per agent kind: the Codex child (registry.DefaultKind,
+	// under the proxy's supervisor, which restarts it with NewBackend) and
+	// one ACP backend per configured agent (agents.go).
+	codex, err := newBackend(cfg, logger)
 	if err != nil {
 		return proxy.Options{}, err
 	}
@@ -154,15 +165,15 @@ func proxyOptions(cfg *config.Config, logger *slog.Logger) (proxy.Options, error
 		ClaudeSessionID:  os.Getenv(config.EnvClaudeSessionID),
 		ConfigWarnings:   configWarnings(cfg),
 		TeamProblem:      teamProblem(cfg),
-		Backend:          backend,
+		Backend:          codex,
 		Defaults:         proxy.ThreadDefaults{Model: defaults.Model, ReasoningEffort: defaults.ReasoningEffort, Sandbox: defaults.Sandbox, ApprovalPolicy: defaults.ApprovalPolicy},
 		Roles:            roles,
 		BaseInstructions: base, ExtraInstructions: extra,
 		Isolation: cfg.IsolationFor(""), RoleIsolation: roleIsolation, WorktreeBase: cfg.WorktreeBase,
-		WorktreeSetup: cfg.WorktreeSetup, WorktreePorts: cfg.WorktreePorts,
+		WorktreeSetup: cfg.WorktreeSetup, WorktreePorts: cfg.WorktreePorts, MergeCheck: cfg.MergeCheck,
 		RequestTimeout: cfg.RequestTimeout, MaxSessions: cfg.MaxConcurrentThreads,
 		ElicitationTimeout: cfg.ElicitationTimeout, ApprovalFallback: cfg.ApprovalFallback, MCPProtocol: cfg.MCPProtocol,
-		NewBackend: func() (codexchild.Backend, error) { return newBackend(cfg, logger) }, CodexRestart: cfg.CodexRestart,
+		NewBackend: func() (backend.Backend, error) { return newBackend(cfg, logger) }, CodexRestart: cfg.CodexRestart,
 		Agents: agents, AgentCheck: agentCheck(cfg),
 		AutoMail: cfg.AutoMail, AutoMailFor: cfg.AutoMailFor,
 		MailPollInterval: cfg.MailPollInterval, MailIdleTimeout: cfg.IdleTimeout, PersistThreads: cfg.PersistThreads, MaxMailMessages: cfg.MaxMailMessages, MaxMailMessageLength: cfg.MaxMailMessageLength,
@@ -190,7 +201,7 @@ func selfPath() (string, error) {
 //
 // The child is started through this program's codex-guard, so that
 // nothing of Codex outlives serve, however serve ends.
-func newBackend(cfg *config.Config, logger *slog.Logger) (codexchild.Backend, error) {
+func newBackend(cfg *config.Config, logger *slog.Logger) (backend.Backend, error) {
 	return codexchild.New(codexchild.Config{
 		Bin: cfg.CodexBin, Args: cfg.CodexArgs(), Env: []string{parentServeEnv(cfg)},
 		Logger: logger, DefaultTimeout: cfg.RequestTimeout, Guard: guardCommandLine(logger),
@@ -213,10 +224,17 @@ func guardCommandLine(logger *slog.Logger) []string {
 }
 
 // exitWithParent ends the process once its parent has gone (the process
-// was reparented).
-func exitWithParent(logger *slog.Logger) {
+// was reparented), checking every half second; it returns when ctx ends.
+func exitWithParent(ctx context.Context, logger *slog.Logger) {
 	parent := os.Getppid()
-	for range time.Tick(500 * time.Millisecond) {
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
 		if os.Getppid() != parent {
 			logger.Info("the parent process is gone; exiting")
 			os.Exit(0)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -74,8 +75,8 @@ func TestOnAccepted(t *testing.T) {
 				var returned atomic.Bool
 				ctx, cancel := context.WithCancel(ctxFor(t, 30*time.Second))
 				defer cancel()
-				req := TurnRequest{
-					Prompt: tc.prompt, Params: ThreadParams{Cwd: cwd},
+				req := backend.TurnRequest{
+					Prompt: tc.prompt, Params: backend.ThreadParams{Cwd: cwd},
 					OnSent: func() { mu.Lock(); got.Sent++; mu.Unlock() },
 					OnAccepted: func() {
 						mu.Lock()
@@ -94,7 +95,7 @@ func TestOnAccepted(t *testing.T) {
 				res, err := b.Turn(ctx, req)
 				returned.Store(true)
 				time.Sleep(fakeLate) // room for a (wrong) late call
-				var ee *ExitError
+				var ee *backend.ExitError
 				got.Exited = errors.As(err, &ee)
 				if err != nil && !got.Exited && !(tc.interrupt && errors.Is(err, context.Canceled)) {
 					t.Fatalf("Turn: %v", err)

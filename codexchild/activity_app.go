@@ -3,14 +3,16 @@ package codexchild
 import (
 	"encoding/json"
 	"sort"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 )
 
 // appActivity translates an app-server notification (its method in
 // e.Type). Only the methods worth a summary are decoded.
-func appActivity(e Event) Activity {
+func appActivity(e backend.Event) backend.Activity {
 	switch e.Type {
 	case "turn/started":
-		return Activity{Kind: ActivityTurnStarted}
+		return backend.Activity{Kind: backend.ActivityTurnStarted}
 	case "item/started", "item/completed":
 		return appItem(e)
 	case "error":
@@ -22,7 +24,7 @@ func appActivity(e Event) Activity {
 			WillRetry bool `json:"willRetry"`
 		}
 		if json.Unmarshal(e.Params, &p) == nil && p.Error.Message != "" {
-			return Activity{Kind: ActivityProblem, Text: p.Error.Message, Retrying: p.WillRetry}
+			return backend.Activity{Kind: backend.ActivityProblem, Text: p.Error.Message, Retrying: p.WillRetry}
 		}
 	case "thread/tokenUsage/updated":
 		var p struct {
@@ -30,17 +32,17 @@ func appActivity(e Event) Activity {
 		}
 		if json.Unmarshal(e.Params, &p) == nil {
 			if u, ok := codexAppUsage(p.TokenUsage); ok {
-				return Activity{Kind: ActivityTokens, Usage: u}
+				return backend.Activity{Kind: backend.ActivityTokens, Usage: u}
 			}
 		}
 	}
-	return Activity{}
+	return backend.Activity{}
 }
 
 // appItem translates item/started and item/completed: an agent message
 // once complete, a command, a file change or a tool call; any other item
 // is named by its type.
-func appItem(e Event) Activity {
+func appItem(e backend.Event) backend.Activity {
 	var p struct {
 		Item struct {
 			ID      string          `json:"id"`
@@ -62,16 +64,16 @@ func appItem(e Event) Activity {
 		} `json:"item"`
 	}
 	if json.Unmarshal(e.Params, &p) != nil {
-		return Activity{}
+		return backend.Activity{}
 	}
 	it := p.Item
-	item := &Item{ID: it.ID, Status: it.Status, Started: e.Type == "item/started"}
+	item := &backend.Item{ID: it.ID, Status: it.Status, Started: e.Type == "item/started"}
 	switch it.Type {
 	case "agentMessage":
 		if e.Type == "item/completed" {
-			return Activity{Kind: ActivityMessage, Text: it.Text}
+			return backend.Activity{Kind: backend.ActivityMessage, Text: it.Text}
 		}
-		return Activity{}
+		return backend.Activity{}
 	case "commandExecution":
 		item.Type, item.Summary = "command", shortCommand(it.Command)
 	case "fileChange":
@@ -83,7 +85,7 @@ func appItem(e Event) Activity {
 		// sub-agents it concerns are its receivers, their states in
 		// agentsStates.
 		item.Type, item.Summary = "sub_agent", "sub-agent "+it.Tool
-		a := Activity{Kind: ActivityItem, Item: item}
+		a := backend.Activity{Kind: backend.ActivityItem, Item: item}
 		seen := map[string]bool{}
 		task := ""
 		if it.Tool == "spawnAgent" {
@@ -91,18 +93,18 @@ func appItem(e Event) Activity {
 		}
 		for _, id := range it.Receivers {
 			st := it.AgentsStates[id]
-			a.SubAgents = append(a.SubAgents, SubAgent{ThreadID: id, ParentThreadID: it.Sender, Task: task, Status: st.Status, Message: clip(st.Message, 200)})
+			a.SubAgents = append(a.SubAgents, backend.SubAgent{ThreadID: id, ParentThreadID: it.Sender, Task: task, Status: st.Status, Message: clip(st.Message, 200)})
 			seen[id] = true
 		}
 		for id, st := range it.AgentsStates {
 			if !seen[id] {
-				a.SubAgents = append(a.SubAgents, SubAgent{ThreadID: id, ParentThreadID: it.Sender, Status: st.Status, Message: clip(st.Message, 200)})
+				a.SubAgents = append(a.SubAgents, backend.SubAgent{ThreadID: id, ParentThreadID: it.Sender, Status: st.Status, Message: clip(st.Message, 200)})
 			}
 		}
 		sort.Slice(a.SubAgents, func(i, j int) bool { return a.SubAgents[i].ThreadID < a.SubAgents[j].ThreadID })
 		return a
 	default:
-		return Activity{Summary: it.Type}
+		return backend.Activity{Summary: it.Type}
 	}
-	return Activity{Kind: ActivityItem, Item: item}
+	return backend.Activity{Kind: backend.ActivityItem, Item: item}
 }

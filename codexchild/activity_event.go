@@ -6,22 +6,6 @@ import (
 	"strings"
 )
 
-// Activity returns the event in backend-neutral terms: *e.Neutral when the
-// backend translated it as it read it (ACP), else the translation of a
-// Codex event: an mcp-server codex/event (activity_mcp.go) or an
-// app-server notification (activity_app.go). Only the events worth a
-// summary are read, and only the members they need: deltas and the like
-// cost a switch on their type.
-func (e Event) Activity() Activity {
-	if e.Neutral != nil {
-		return *e.Neutral
-	}
-	if e.Method == "codex/event" {
-		return mcpActivity(e)
-	}
-	return appActivity(e)
-}
-
 // shortCommand renders a Codex command given as a string (app-server) or
 // an argv (mcp-server) for a human, dropping a leading "bash -lc" and
 // cutting it to 80 characters.

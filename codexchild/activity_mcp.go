@@ -1,6 +1,7 @@
 package codexchild
 
 import (
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"strconv"
 	"strings"
 
@@ -11,21 +12,21 @@ import (
 // docs/codex-wire.md#codexevent). It reads the few members it needs
 // without decoding the event: it runs for every agent message and token
 // count, and returns at once for the rest (deltas above all).
-func mcpActivity(e Event) Activity {
+func mcpActivity(e backend.Event) backend.Activity {
 	switch e.Type {
 	case "task_started":
-		return Activity{Kind: ActivityTurnStarted}
+		return backend.Activity{Kind: backend.ActivityTurnStarted}
 	case "stream_error", "background_event", "agent_message", "error", "turn_aborted", "token_count",
 		"exec_command_begin", "exec_command_end", "patch_apply_begin", "patch_apply_end",
 		"mcp_tool_call_begin", "mcp_tool_call_end", "exec_approval_request", "apply_patch_approval_request":
 	default:
-		return Activity{}
+		return backend.Activity{}
 	}
 	var topBuf, msgBuf [16]jsonrpcframe.Member // no allocation for the split
 	top, _ := jsonrpcframe.AppendMembers(topBuf[:0], e.Params)
 	msg, ok := jsonrpcframe.AppendMembers(msgBuf[:0], jsonrpcframe.Lookup(top, "msg"))
 	if !ok {
-		return Activity{}
+		return backend.Activity{}
 	}
 	str := func(name string) string {
 		s, _ := jsonrpcframe.String(jsonrpcframe.Lookup(msg, name))
@@ -37,38 +38,38 @@ func mcpActivity(e Event) Activity {
 		// that may say Codex is retrying.
 		text := str("message")
 		if text == "" {
-			return Activity{}
+			return backend.Activity{}
 		}
 		lower := strings.ToLower(text)
 		if e.Type == "stream_error" || strings.Contains(lower, "reconnecting") || strings.Contains(lower, "retry") {
-			return Activity{Kind: ActivityProblem, Text: text, Retrying: true}
+			return backend.Activity{Kind: backend.ActivityProblem, Text: text, Retrying: true}
 		}
-		return Activity{Summary: clip(text, 200)}
+		return backend.Activity{Summary: clip(text, 200)}
 	case "agent_message":
-		return Activity{Kind: ActivityMessage, Text: str("message")}
+		return backend.Activity{Kind: backend.ActivityMessage, Text: str("message")}
 	case "error":
 		if text := clip(str("message"), 200); text != "" {
-			return Activity{Kind: ActivityProblem, Text: text}
+			return backend.Activity{Kind: backend.ActivityProblem, Text: text}
 		}
-		return Activity{}
+		return backend.Activity{}
 	case "turn_aborted":
-		return Activity{Kind: ActivityNote, Summary: str("reason")}
+		return backend.Activity{Kind: backend.ActivityNote, Summary: str("reason")}
 	case "token_count":
 		info := jsonrpcframe.Lookup(msg, "info")
 		if len(info) == 0 || string(info) == "null" {
-			return Activity{}
+			return backend.Activity{}
 		}
 		if u, ok := codexMCPUsage(info); ok {
-			return Activity{Kind: ActivityTokens, Usage: u}
+			return backend.Activity{Kind: backend.ActivityTokens, Usage: u}
 		}
-		return Activity{}
+		return backend.Activity{}
 	case "exec_approval_request":
-		return Activity{Kind: ActivityApproval, Summary: "approval: " + shortCommand(jsonrpcframe.Lookup(msg, "command"))}
+		return backend.Activity{Kind: backend.ActivityApproval, Summary: "approval: " + shortCommand(jsonrpcframe.Lookup(msg, "command"))}
 	case "apply_patch_approval_request":
-		return Activity{Kind: ActivityApproval, Summary: "approval: patch"}
+		return backend.Activity{Kind: backend.ActivityApproval, Summary: "approval: patch"}
 	}
-	it := &Item{ID: str("call_id")}
-	a := Activity{Kind: ActivityItem, Item: it}
+	it := &backend.Item{ID: str("call_id")}
+	a := backend.Activity{Kind: backend.ActivityItem, Item: it}
 	switch e.Type {
 	case "exec_command_begin":
 		it.Type, it.Summary, it.Started = "command", shortCommand(jsonrpcframe.Lookup(msg, "command")), true

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
@@ -27,15 +28,15 @@ import (
 //
 // The app-server's "decline" carries no reason: the model is told "rejected
 // by user". "cancel" also interrupts the turn. An unknown kind is a denial.
-func appDecision(method string, d Decision) map[string]any {
+func appDecision(method string, d backend.Decision) map[string]any {
 	legacy := method == "execCommandApproval" || method == "applyPatchApproval"
 	var v any
 	switch d.Kind {
-	case Approve:
+	case backend.Approve:
 		v = pick(legacy, "approved", "accept")
-	case ApproveForSession:
+	case backend.ApproveForSession:
 		v = pick(legacy, "approved_for_session", "acceptForSession")
-	case Abort:
+	case backend.Abort:
 		v = pick(legacy, "abort", "cancel")
 	default:
 		if legacy {
@@ -76,14 +77,14 @@ type appApprovalParams struct {
 // responder) from an approval request; ok is false for other requests. A
 // v2 patch approval carries no changes: they come from the preceding
 // item/started fileChange item (the reader fills them in).
-func approvalFromAppRequest(method string, raw json.RawMessage) (a Approval, ok bool) {
+func approvalFromAppRequest(method string, raw json.RawMessage) (a backend.Approval, ok bool) {
 	switch method {
 	case "item/commandExecution/requestApproval", "execCommandApproval":
-		a.Kind = ApprovalExec
+		a.Kind = backend.ApprovalExec
 	case "item/fileChange/requestApproval", "applyPatchApproval":
-		a.Kind = ApprovalPatch
+		a.Kind = backend.ApprovalPatch
 	default:
-		return Approval{}, false
+		return backend.Approval{}, false
 	}
 	var p appApprovalParams
 	_ = json.Unmarshal(raw, &p)

@@ -4,24 +4,25 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/google/go-cmp/cmp"
 )
 
 func TestAppDecision(t *testing.T) {
 	for _, tc := range []struct {
 		method string
-		d      Decision
+		d      backend.Decision
 		want   string
 	}{
-		{"item/commandExecution/requestApproval", Decision{Kind: Approve}, `{"decision":"accept"}`},
-		{"item/commandExecution/requestApproval", Decision{Kind: ApproveForSession}, `{"decision":"acceptForSession"}`},
-		{"item/commandExecution/requestApproval", Decision{Kind: Deny, Reason: "no"}, `{"decision":"decline"}`},
-		{"item/fileChange/requestApproval", Decision{Kind: Abort}, `{"decision":"cancel"}`},
-		{"item/fileChange/requestApproval", Decision{Kind: "bogus"}, `{"decision":"decline"}`},
-		{"execCommandApproval", Decision{Kind: Approve}, `{"decision":"approved"}`},
-		{"applyPatchApproval", Decision{Kind: ApproveForSession}, `{"decision":"approved_for_session"}`},
-		{"execCommandApproval", Decision{Kind: Deny}, `{"decision":{"denied":{"rejection":"denied by the user"}}}`},
-		{"applyPatchApproval", Decision{Kind: Abort}, `{"decision":"abort"}`},
+		{"item/commandExecution/requestApproval", backend.Decision{Kind: backend.Approve}, `{"decision":"accept"}`},
+		{"item/commandExecution/requestApproval", backend.Decision{Kind: backend.ApproveForSession}, `{"decision":"acceptForSession"}`},
+		{"item/commandExecution/requestApproval", backend.Decision{Kind: backend.Deny, Reason: "no"}, `{"decision":"decline"}`},
+		{"item/fileChange/requestApproval", backend.Decision{Kind: backend.Abort}, `{"decision":"cancel"}`},
+		{"item/fileChange/requestApproval", backend.Decision{Kind: "bogus"}, `{"decision":"decline"}`},
+		{"execCommandApproval", backend.Decision{Kind: backend.Approve}, `{"decision":"approved"}`},
+		{"applyPatchApproval", backend.Decision{Kind: backend.ApproveForSession}, `{"decision":"approved_for_session"}`},
+		{"execCommandApproval", backend.Decision{Kind: backend.Deny}, `{"decision":{"denied":{"rejection":"denied by the user"}}}`},
+		{"applyPatchApproval", backend.Decision{Kind: backend.Abort}, `{"decision":"abort"}`},
 	} {
 		got, _ := json.Marshal(appDecision(tc.method, tc.d))
 		if string(got) != tc.want {
@@ -48,9 +49,9 @@ func TestAppCommandLine(t *testing.T) {
 
 func TestThreadParams(t *testing.T) {
 	cfg := map[string]any{"mcp_servers": map[string]any{"atm": map[string]any{"command": "x"}}}
-	got := threadParams(ThreadParams{
+	got := threadParams(backend.ThreadParams{
 		Cwd: "/w", Model: "o3", BaseInstructions: "base", DeveloperInstructions: "dev",
-		CodexParams: CodexParams{ApprovalPolicy: "on-request", Sandbox: "read-only", CompactPrompt: "compact", Profile: "p", Config: cfg},
+		Options: Options{ApprovalPolicy: "on-request", Sandbox: "read-only", CompactPrompt: "compact", Profile: "p", Config: cfg},
 	})
 	want := map[string]any{
 		"cwd": "/w", "model": "o3", "approvalPolicy": "on-request", "sandbox": "read-only",
@@ -63,7 +64,7 @@ func TestThreadParams(t *testing.T) {
 	if len(cfg) != 1 {
 		t.Errorf("the caller's Config was changed: %v", cfg)
 	}
-	if diff := cmp.Diff(map[string]any{}, threadParams(ThreadParams{})); diff != "" {
+	if diff := cmp.Diff(map[string]any{}, threadParams(backend.ThreadParams{})); diff != "" {
 		t.Errorf("empty params (-want +got):\n%s", diff)
 	}
 }
@@ -85,20 +86,20 @@ func TestAppResult(t *testing.T) {
 	for _, tc := range []struct {
 		name, raw, last, errMsg, partial string
 		aborted                          bool
-		want                             Result
+		want                             backend.Result
 	}{
 		{"completed", `{"turn":{"id":"U","status":"completed","items":[{"type":"agentMessage","text":"one"},{"type":"reasoning"},{"type":"agentMessage","text":"two"}]}}`, "", "", "", false,
-			Result{TurnID: "U", Text: "two", Status: "completed"}},
+			backend.Result{TurnID: "U", Text: "two", Status: "completed"}},
 		{"completed_without_items", `{"turn":{"id":"U","status":"completed","items":[]}}`, "seen", "", "", false,
-			Result{TurnID: "U", Text: "seen", Status: "completed"}},
+			backend.Result{TurnID: "U", Text: "seen", Status: "completed"}},
 		{"failed", `{"turn":{"id":"U","status":"failed","error":{"message":"boom"}}}`, "", "other", "", false,
-			Result{TurnID: "U", Text: "boom", Status: "failed", IsError: true}},
+			backend.Result{TurnID: "U", Text: "boom", Status: "failed", IsError: true}},
 		{"failed_error_event", `{"turn":{"id":"U","status":"failed","error":null}}`, "", "from the event", "", false,
-			Result{TurnID: "U", Text: "from the event", Status: "failed", IsError: true}},
+			backend.Result{TurnID: "U", Text: "from the event", Status: "failed", IsError: true}},
 		{"interrupted", `{"turn":{"id":"U","status":"interrupted"}}`, "", "", "half", false,
-			Result{TurnID: "U", Text: "codex turn interrupted", Status: "interrupted", IsError: true, Partial: "half"}},
+			backend.Result{TurnID: "U", Text: "codex turn interrupted", Status: "interrupted", IsError: true, Partial: "half"}},
 		{"aborted", `{"turn":{"id":"U","status":"interrupted"}}`, "", "", "", true,
-			Result{TurnID: "U", Text: "codex turn aborted (approval answered with abort)", Status: "interrupted", IsError: true}},
+			backend.Result{TurnID: "U", Text: "codex turn aborted (approval answered with abort)", Status: "interrupted", IsError: true}},
 	} {
 		got := appResult(json.RawMessage(tc.raw), "T", "", tc.last, tc.errMsg, tc.partial, tc.aborted)
 		tc.want.ThreadID = "T"

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 	"github.com/google/go-cmp/cmp"
 )
@@ -120,13 +121,13 @@ func TestAppServerRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := newAppBackend(t, Config{Bin: exe, Env: []string{fakeAppEnv + "=1", "GORACE=atexit_sleep_ms=0"}})
-	rec := newRecorder(func(a *Approval) Decision {
-		if a.Kind == ApprovalPatch {
-			return Decision{Kind: Approve}
+	rec := newRecorder(func(a *backend.Approval) backend.Decision {
+		if a.Kind == backend.ApprovalPatch {
+			return backend.Decision{Kind: backend.Approve}
 		}
-		return Decision{Kind: Deny, Reason: "nope"}
+		return backend.Decision{Kind: backend.Deny, Reason: "nope"}
 	})
-	res, err := b.Turn(ctxFor(t, 30*time.Second), TurnRequest{Prompt: "go", Handler: rec})
+	res, err := b.Turn(ctxFor(t, 30*time.Second), backend.TurnRequest{Prompt: "go", Handler: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,10 +151,10 @@ func TestAppServerRequests(t *testing.T) {
 	if len(apps) != 2 {
 		t.Fatalf("approvals = %+v, want 2", apps)
 	}
-	if a := apps[0]; a.Kind != ApprovalPatch || !strings.Contains(string(a.Changes), "/w/a.txt") || a.CallID != "call_p" || a.ThreadID != fakeAppThread || a.TurnID != fakeAppTurn {
+	if a := apps[0]; a.Kind != backend.ApprovalPatch || !strings.Contains(string(a.Changes), "/w/a.txt") || a.CallID != "call_p" || a.ThreadID != fakeAppThread || a.TurnID != fakeAppTurn {
 		t.Errorf("patch approval = %+v", a)
 	}
-	if a := apps[1]; a.Kind != ApprovalExec || a.Command != "echo hi" || a.Cwd != "/w" || a.CallID != "c1" || a.ThreadID != fakeAppThread || a.TurnID != fakeAppTurn {
+	if a := apps[1]; a.Kind != backend.ApprovalExec || a.Command != "echo hi" || a.Cwd != "/w" || a.CallID != "c1" || a.ThreadID != fakeAppThread || a.TurnID != fakeAppTurn {
 		t.Errorf("legacy exec approval = %+v", a)
 	}
 	if v := b.Status().Version; v != "0.169.0" {

@@ -4,15 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 )
 
-var _ Forker = (*AppServer)(nil)
+var _ backend.Forker = (*AppServer)(nil)
 
 // Fork starts a new thread from the source thread's history with
 // thread/fork (without the history in the answer: excludeTurns). Codex
 // reads the source from its storage, so a thread of an earlier process
 // forks too.
-func (b *AppServer) Fork(ctx context.Context, req ForkRequest) (*ForkResult, error) {
+func (b *AppServer) Fork(ctx context.Context, req backend.ForkRequest) (*backend.ForkResult, error) {
 	if err := b.ensureStarted(ctx); err != nil {
 		return nil, err
 	}
@@ -28,7 +30,7 @@ func (b *AppServer) Fork(ctx context.Context, req ForkRequest) (*ForkResult, err
 	}
 	if e := resp.Err(); e != nil {
 		b.log.Info("codex refused to fork the thread", "thread", req.ThreadID, "err", e.Message)
-		return nil, fmt.Errorf("codexchild: fork thread %s: %w: %w", req.ThreadID, ErrForkRefused, e)
+		return nil, fmt.Errorf("codexchild: fork thread %s: %w: %w", req.ThreadID, backend.ErrForkRefused, e)
 	}
 	var r struct {
 		Thread struct {
@@ -43,5 +45,5 @@ func (b *AppServer) Fork(ctx context.Context, req ForkRequest) (*ForkResult, err
 	b.loaded[r.Thread.ID] = true
 	b.mu.Unlock()
 	b.log.Info("codex thread forked", "thread", r.Thread.ID, "from", req.ThreadID)
-	return &ForkResult{ThreadID: r.Thread.ID, ForkedFrom: r.Thread.ForkedFrom}, nil
+	return &backend.ForkResult{ThreadID: r.Thread.ID, ForkedFrom: r.Thread.ForkedFrom}, nil
 }

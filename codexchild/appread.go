@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
@@ -23,7 +24,7 @@ type appApproval struct {
 
 // exitLocked empties the turns and approvals when the child has exited
 // (b.mu is held); the turns end once the pending calls have failed.
-func (b *AppServer) exitLocked(ee *ExitError) func() {
+func (b *AppServer) exitLocked(ee *backend.ExitError) func() {
 	turns := make([]*appTurn, 0, len(b.turns))
 	for _, t := range b.turns {
 		t.err = ee
@@ -163,7 +164,7 @@ func (b *AppServer) turnOfLocked(threadID, turnID string, adopt bool) *appTurn {
 // OnEvent when it belongs to no running turn. turn/completed ends its turn.
 func (b *AppServer) handleNotification(m *jsonrpcframe.Message) {
 	threadID, turnID := eventIDs(m.Params)
-	ev := Event{ThreadID: threadID, TurnID: turnID, Method: m.Method, Type: m.Method, Params: m.Params}
+	ev := backend.Event{ThreadID: threadID, TurnID: turnID, Method: m.Method, Type: m.Method, Params: m.Params, Translate: Translate}
 	var t, root *appTurn
 	var subsChanged []*subAgent
 	completed, waitSubs, rootDone := false, false, false
@@ -217,7 +218,7 @@ func (b *AppServer) handleNotification(m *jsonrpcframe.Message) {
 		t.mu.Unlock()
 	}
 	if completed {
-		b.answerLeftovers(t, Decision{Kind: Deny, Reason: "the turn ended", TurnEnds: true})
+		b.answerLeftovers(t, backend.Decision{Kind: backend.Deny, Reason: "the turn ended", TurnEnds: true})
 		if waitSubs {
 			close(t.codexEnd)
 		} else {
@@ -301,40 +302,40 @@ func (b *AppServer) handleRequest(m *jsonrpcframe.Message) {
 		a.TurnID = t.turnID
 	}
 	pa.owner = t
-	ap := NewApproval(a, nil)
-	ap.respond = func(d Decision) error { return b.answerApproval(ap, pa, d) }
+	var ap *backend.Approval
+	ap = backend.NewApproval(a, func(d backend.Decision) error { return b.answerApproval(ap, pa, d) })
 	b.approvals[ap] = pa
 	b.mu.Unlock()
 	switch {
 	case t == nil:
 		// Nobody waits for this turn: end it rather than let it run on.
 		b.log.Info("codex: approval of no running turn cancelled", "approval", ap.ID, "thread", a.ThreadID, "method", m.Method)
-		_ = ap.Respond(Decision{Kind: Abort})
+		_ = ap.Respond(backend.Decision{Kind: backend.Abort})
 		return
 	case t.handler == nil:
-		_ = ap.Respond(Decision{Kind: Deny, Reason: "no approval handler"})
+		_ = ap.Respond(backend.Decision{Kind: backend.Deny, Reason: "no approval handler"})
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed.Load() {
-		_ = ap.Respond(Decision{Kind: Deny, Reason: "the turn ended", TurnEnds: true})
+		_ = ap.Respond(backend.Decision{Kind: backend.Deny, Reason: "the turn ended", TurnEnds: true})
 		return
 	}
-	if ap.Kind == ApprovalPatch && ap.Changes == nil {
+	if ap.Kind == backend.ApprovalPatch && ap.Changes == nil {
 		ap.Changes = t.changes[ap.CallID]
 	}
 	t.handler.Approval(ap)
 }
 
 // answerApproval sends the decision for an approval, once.
-func (b *AppServer) answerApproval(a *Approval, pa *appApproval, d Decision) error {
+func (b *AppServer) answerApproval(a *backend.Approval, pa *appApproval, d backend.Decision) error {
 	if !pa.answered.CompareAndSwap(false, true) {
-		return ErrAlreadyAnswered
+		return backend.ErrAlreadyAnswered
 	}
 	b.mu.Lock()
 	delete(b.approvals, a)
-	if d.Kind == Abort && pa.owner != nil {
+	if d.Kind == backend.Abort && pa.owner != nil {
 		pa.owner.aborted = true
 	}
 	// A turn that goes on is told why (denialnote.go); one that ended or is
@@ -347,26 +348,28 @@ func (b *AppServer) answerApproval(a *Approval, pa *appApproval, d Decision) err
 	}
 	b.log.Info("codex approval answered", "approval", a.ID, "kind", string(a.Kind), "decision", string(d.Kind))
 	legacy := pa.method == "execCommandApproval" || pa.method == "applyPatchApproval"
-	if note := denialNote(a, d); note != "" && !legacy && goesOn {
+	if note := backend.DenialNote(a, d); note != "" && !legacy && goesOn {
 		// The v2 decline has no reason: the turn is steered with it first,
 		// so that the model reads it with the tool's output (the turn
 		// cannot end before the decline). Not on the caller's goroutine,
-		// which may be this backend's reader.
-		go func() {
+		// which may be this backend's reader; Close waits for it.
+		if !b.background(func() {
 			b.tellDenial(a.ThreadID, note)
 			if err := b.write(resp, nil); err != nil {
 				b.log.Warn("codex: the decline could not be written", "approval", a.ID, "err", err)
 			}
-		}()
+		}) {
+			return backend.ErrClosed
+		}
 		return nil
 	}
 	return b.write(resp, nil)
 }
 
 // answerLeftovers answers the unanswered approvals of a turn with d.
-func (b *AppServer) answerLeftovers(t *appTurn, d Decision) {
+func (b *AppServer) answerLeftovers(t *appTurn, d backend.Decision) {
 	b.mu.Lock()
-	var left []*Approval
+	var left []*backend.Approval
 	for a, pa := range b.approvals {
 		// A turn that waits for its sub-agents keeps their approvals open.
 		if pa.owner == t && !(t.subWait && a.ThreadID != t.threadID) {

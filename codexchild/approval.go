@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 )
 
 // This file maps the backend's approval decisions to what codex mcp-server
@@ -28,14 +30,14 @@ const defaultDenyReason = "denied by the user"
 //
 // The "action" members keep the answer a valid MCP elicitation result; Codex
 // ignores them. An unknown kind is a denial, never an error.
-func mcpDecision(version string, d Decision) json.RawMessage {
+func mcpDecision(version string, d backend.Decision) json.RawMessage {
 	var v any
 	switch d.Kind {
-	case Approve:
+	case backend.Approve:
 		v = map[string]any{"action": "accept", "content": map[string]any{}, "decision": "approved"}
-	case ApproveForSession:
+	case backend.ApproveForSession:
 		v = map[string]any{"action": "accept", "content": map[string]any{}, "decision": "approved_for_session"}
-	case Abort:
+	case backend.Abort:
 		v = map[string]any{"action": "cancel", "decision": "abort"}
 	default:
 		reason := d.Reason
@@ -99,17 +101,17 @@ type elicitationParams struct {
 // approvalFromElicitation builds the typed Approval (without a responder)
 // from an elicitation/create params object. ok is false when the request is
 // not a Codex approval.
-func approvalFromElicitation(raw json.RawMessage) (a Approval, p elicitationParams, ok bool) {
+func approvalFromElicitation(raw json.RawMessage) (a backend.Approval, p elicitationParams, ok bool) {
 	if err := json.Unmarshal(raw, &p); err != nil {
-		return Approval{}, p, false
+		return backend.Approval{}, p, false
 	}
 	switch p.Elicitation {
 	case "exec-approval":
-		a.Kind = ApprovalExec
+		a.Kind = backend.ApprovalExec
 	case "patch-approval":
-		a.Kind = ApprovalPatch
+		a.Kind = backend.ApprovalPatch
 	default:
-		return Approval{}, p, false
+		return backend.Approval{}, p, false
 	}
 	a.ThreadID = p.ThreadID
 	a.TurnID = p.EventID

@@ -4,25 +4,26 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/google/go-cmp/cmp"
 )
 
 func TestMCPDecision(t *testing.T) {
 	for _, tc := range []struct {
 		version string
-		d       Decision
+		d       backend.Decision
 		want    string
 	}{
-		{"0.153.4", Decision{Kind: Approve}, `{"action":"accept","content":{},"decision":"approved"}`},
-		{"0.104.0", Decision{Kind: Approve}, `{"action":"accept","content":{},"decision":"approved"}`},
-		{"0.153.4", Decision{Kind: ApproveForSession}, `{"action":"accept","content":{},"decision":"approved_for_session"}`},
-		{"0.153.4", Decision{Kind: Deny, Reason: "no"}, `{"action":"decline","decision":{"denied":{"rejection":"no"}}}`},
-		{"0.153.4", Decision{Kind: Deny}, `{"action":"decline","decision":{"denied":{"rejection":"denied by the user"}}}`},
-		{"0.104.0", Decision{Kind: Deny, Reason: "no"}, `{"action":"decline","decision":"denied"}`},
-		{"", Decision{Kind: Deny, Reason: "no"}, `{"action":"decline","decision":{"denied":{"rejection":"no"}}}`},
-		{"1.2.0", Decision{Kind: Deny, Reason: "no"}, `{"action":"decline","decision":{"denied":{"rejection":"no"}}}`},
-		{"0.153.4", Decision{Kind: Abort}, `{"action":"cancel","decision":"abort"}`},
-		{"0.153.4", Decision{Kind: "bogus"}, `{"action":"decline","decision":{"denied":{"rejection":"denied by the user"}}}`},
+		{"0.153.4", backend.Decision{Kind: backend.Approve}, `{"action":"accept","content":{},"decision":"approved"}`},
+		{"0.104.0", backend.Decision{Kind: backend.Approve}, `{"action":"accept","content":{},"decision":"approved"}`},
+		{"0.153.4", backend.Decision{Kind: backend.ApproveForSession}, `{"action":"accept","content":{},"decision":"approved_for_session"}`},
+		{"0.153.4", backend.Decision{Kind: backend.Deny, Reason: "no"}, `{"action":"decline","decision":{"denied":{"rejection":"no"}}}`},
+		{"0.153.4", backend.Decision{Kind: backend.Deny}, `{"action":"decline","decision":{"denied":{"rejection":"denied by the user"}}}`},
+		{"0.104.0", backend.Decision{Kind: backend.Deny, Reason: "no"}, `{"action":"decline","decision":"denied"}`},
+		{"", backend.Decision{Kind: backend.Deny, Reason: "no"}, `{"action":"decline","decision":{"denied":{"rejection":"no"}}}`},
+		{"1.2.0", backend.Decision{Kind: backend.Deny, Reason: "no"}, `{"action":"decline","decision":{"denied":{"rejection":"no"}}}`},
+		{"0.153.4", backend.Decision{Kind: backend.Abort}, `{"action":"cancel","decision":"abort"}`},
+		{"0.153.4", backend.Decision{Kind: "bogus"}, `{"action":"decline","decision":{"denied":{"rejection":"denied by the user"}}}`},
 	} {
 		got := mcpDecision(tc.version, tc.d)
 		var g, w any
@@ -42,8 +43,8 @@ func TestApprovalFromElicitation(t *testing.T) {
 	if !ok || p.ToolCallID != "2" {
 		t.Fatalf("not an approval: %+v", p)
 	}
-	want := Approval{Kind: ApprovalExec, ThreadID: "T", TurnID: "E", CallID: "call_5", Message: "Allow?", Command: "touch a b", Cwd: "/w", Raw: raw}
-	if diff := cmp.Diff(want, a, cmp.AllowUnexported(Approval{})); diff != "" {
+	want := backend.Approval{Kind: backend.ApprovalExec, ThreadID: "T", TurnID: "E", CallID: "call_5", Message: "Allow?", Command: "touch a b", Cwd: "/w", Raw: raw}
+	if diff := cmp.Diff(want, a, cmp.AllowUnexported(backend.Approval{})); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	if _, _, ok := approvalFromElicitation(json.RawMessage(`{"message":"form","requestedSchema":{}}`)); ok {

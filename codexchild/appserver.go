@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
@@ -44,6 +45,7 @@ import (
 // The child is started lazily and a start failure or the child's death is
 // final, exactly as for MCPServer.
 type AppServer struct {
+	Codex            // what the seam asks of every Codex backend (options.go)
 	flushes flushSet // the reader goroutine's own
 
 	core[*appCall] // mu guards it and the fields below (version: from the initialize userAgent, else probed)
@@ -51,15 +53,19 @@ type AppServer struct {
 	turns       map[string]*appTurn  // thread id → its running (or draining) turn
 	subs        map[string]*subAgent // sub-agent thread id → the running turn it belongs to (appsubagents.go)
 	loaded      map[string]bool      // threads this process started or resumed
-	approvals   map[*Approval]*appApproval
+	approvals   map[*backend.Approval]*appApproval
 	approvalSeq int64
 
 	notes threadNotes // denial notes a steer could not deliver: the thread's next prompt opens with them (denialnote.go)
 }
 
 var (
-	_ Backend = (*AppServer)(nil)
-	_ Steerer = (*AppServer)(nil)
+	_ backend.Backend        = (*AppServer)(nil)
+	_ backend.Configurable   = (*AppServer)(nil)
+	_ backend.Sandboxed      = (*AppServer)(nil)
+	_ backend.WholeRestarter = (*AppServer)(nil)
+	_ backend.Named          = (*AppServer)(nil)
+	_ backend.Steerer        = (*AppServer)(nil)
 )
 
 // drainWait bounds how long a new turn waits for the interrupted previous
@@ -78,7 +84,7 @@ func NewAppServer(cfg Config) *AppServer {
 		turns:     map[string]*appTurn{},
 		subs:      map[string]*subAgent{},
 		loaded:    map[string]bool{},
-		approvals: map[*Approval]*appApproval{},
+		approvals: map[*backend.Approval]*appApproval{},
 	}
 	// The child is answered in kind: without "jsonrpc" until it is seen
 	// using it.
@@ -104,7 +110,7 @@ type appCall struct {
 
 func (c *appCall) callID() jsonrpcframe.ID { return c.id }
 
-func (c *appCall) fail(ee *ExitError) {
+func (c *appCall) fail(ee *backend.ExitError) {
 	if c.reply != nil {
 		c.reply <- appReply{err: ee}
 	}

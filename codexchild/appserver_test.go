@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 )
 
 // TestAppResumeAfterThreadNotFound: a thread the backend believes loaded
@@ -17,7 +19,7 @@ func TestAppResumeAfterThreadNotFound(t *testing.T) {
 	var thread string
 	t.Run("first_process", func(t *testing.T) {
 		b := newAppBackend(t, cfg)
-		res, err := b.Turn(ctxFor(t, 30*time.Second), TurnRequest{Prompt: "hello", Params: ThreadParams{Cwd: cwd}})
+		res, err := b.Turn(ctxFor(t, 30*time.Second), backend.TurnRequest{Prompt: "hello", Params: backend.ThreadParams{Cwd: cwd}})
 		if err != nil || res.IsError {
 			t.Fatalf("Turn = %+v, %v", res, err)
 		}
@@ -30,12 +32,12 @@ func TestAppResumeAfterThreadNotFound(t *testing.T) {
 	b.mu.Lock()
 	b.loaded[thread] = true // as if this process had run it and lost it
 	b.mu.Unlock()
-	res, err := b.Turn(ctxFor(t, 30*time.Second), TurnRequest{ThreadID: thread, Prompt: "no resume", SameThread: true})
+	res, err := b.Turn(ctxFor(t, 30*time.Second), backend.TurnRequest{ThreadID: thread, Prompt: "no resume", SameThread: true})
 	if err != nil || !res.IsError || !strings.Contains(res.Text, "thread not found") {
 		t.Errorf("Turn with SameThread = %+v, %v; want IsError thread not found", res, err)
 	}
 	var sent int
-	res, err = b.Turn(ctxFor(t, 30*time.Second), TurnRequest{ThreadID: thread, Prompt: "resumed", OnSent: func() { sent++ }})
+	res, err = b.Turn(ctxFor(t, 30*time.Second), backend.TurnRequest{ThreadID: thread, Prompt: "resumed", OnSent: func() { sent++ }})
 	if err != nil || res.IsError || res.Text != "MOCK_REPLY: resumed" || res.ThreadID != thread {
 		t.Errorf("Turn = %+v, %v; want the reply after thread/resume", res, err)
 	}
@@ -52,24 +54,24 @@ func TestAppCtxCancelAndBusy(t *testing.T) {
 	cfg, cwd := setupMockApp(t)
 	var mu sync.Mutex
 	orphans := map[string]int{}
-	cfg.OnEvent = func(e Event) { mu.Lock(); orphans[e.Method]++; mu.Unlock() }
+	cfg.OnEvent = func(e backend.Event) { mu.Lock(); orphans[e.Method]++; mu.Unlock() }
 	b := newAppBackend(t, cfg)
 	rec := newRecorder(nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	type out struct {
-		res *Result
+		res *backend.Result
 		err error
 	}
 	done := make(chan out, 1)
 	go func() {
-		res, err := b.Turn(ctx, TurnRequest{Prompt: "SLOW=30 cancel me", Params: ThreadParams{Cwd: cwd}, Handler: rec})
+		res, err := b.Turn(ctx, backend.TurnRequest{Prompt: "SLOW=30 cancel me", Params: backend.ThreadParams{Cwd: cwd}, Handler: rec})
 		done <- out{res, err}
 	}()
 	rec.waitType(t, "turn/started", 10*time.Second)
 	events, _ := rec.snapshot()
 	thread := events[len(events)-1].ThreadID
-	if _, err := b.Turn(ctxFor(t, 5*time.Second), TurnRequest{ThreadID: thread, Prompt: "me too"}); !errors.Is(err, ErrThreadBusy) {
+	if _, err := b.Turn(ctxFor(t, 5*time.Second), backend.TurnRequest{ThreadID: thread, Prompt: "me too"}); !errors.Is(err, backend.ErrThreadBusy) {
 		t.Errorf("second Turn = %v, want ErrThreadBusy", err)
 	}
 	// The steer's own answer is slow too: the turn stays busy for the cancel.
@@ -82,7 +84,7 @@ func TestAppCtxCancelAndBusy(t *testing.T) {
 		t.Fatalf("Turn = %+v, %v; want interrupted and context.Canceled", o.res, o.err)
 	}
 	// The interrupted turn's end reaches OnEvent, and the thread is free.
-	res, err := b.Turn(ctxFor(t, 30*time.Second), TurnRequest{ThreadID: thread, Prompt: "next"})
+	res, err := b.Turn(ctxFor(t, 30*time.Second), backend.TurnRequest{ThreadID: thread, Prompt: "next"})
 	if err != nil || res.Text != "MOCK_REPLY: next" {
 		t.Fatalf("Turn after cancel = %+v, %v", res, err)
 	}

@@ -3,6 +3,8 @@ package codexchild
 import (
 	"context"
 	"fmt"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 )
 
 // Steer adds text to the running turn of a thread (turn/steer with the
@@ -12,7 +14,7 @@ import (
 // real Codex drops the model request in flight and sends a new one at
 // once: measured on 0.171.0), and the turn's Result answers it too.
 //
-// A *SteerError (errors.Is ErrNotSteered) means the input is certainly not
+// A *backend.SteerError (errors.Is ErrNotSteered) means the input is certainly not
 // in the turn: the thread has no running turn here, the turn ended first
 // (also while the Turn call waits for the turn's sub-agents), or Codex
 // refused it. Any other error (ctx ended while waiting for Codex's answer,
@@ -20,21 +22,21 @@ import (
 func (b *AppServer) Steer(ctx context.Context, threadID, text string) error {
 	b.mu.Lock()
 	t := b.turns[threadID]
-	var why SteerRefusal
+	var why backend.SteerRefusal
 	switch {
 	case t == nil || t.abandoned != notAbandoned:
-		why = SteerNoTurn
+		why = backend.SteerNoTurn
 	case t.completed != nil:
-		why = SteerTurnEnded
+		why = backend.SteerTurnEnded
 	}
 	b.mu.Unlock()
 	if why != "" {
-		return &SteerError{ThreadID: threadID, Why: why}
+		return &backend.SteerError{ThreadID: threadID, Why: why}
 	}
 	select {
 	case <-t.started:
 	case <-t.done:
-		return &SteerError{ThreadID: threadID, Why: SteerTurnEnded}
+		return &backend.SteerError{ThreadID: threadID, Why: backend.SteerTurnEnded}
 	case <-ctx.Done():
 		return fmt.Errorf("codexchild: steer thread %s: waiting for its turn to start: %w", threadID, ctx.Err())
 	}
@@ -50,7 +52,7 @@ func (b *AppServer) Steer(ctx context.Context, threadID, text string) error {
 	}
 	if e := resp.Err(); e != nil {
 		b.log.Info("codex refused turn/steer", "thread", threadID, "turn", turnID, "err", e.Message)
-		return &SteerError{ThreadID: threadID, TurnID: turnID, Why: steerRefusal(e), Codex: e}
+		return &backend.SteerError{ThreadID: threadID, TurnID: turnID, Why: steerRefusal(e), Refusal: e}
 	}
 	return nil
 }

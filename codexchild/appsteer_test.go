@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 )
 
 // TestAppSteerTurnEndedFirst: a steer that Codex gets after the turn has
@@ -18,32 +20,32 @@ func TestAppSteerTurnEndedFirst(t *testing.T) {
 	b := newAppBackend(t, cfg)
 	rec := newRecorder(nil)
 	type out struct {
-		res *Result
+		res *backend.Result
 		err error
 	}
 	done := make(chan out, 1)
 	go func() {
-		res, err := b.Turn(ctxFor(t, 60*time.Second), TurnRequest{Prompt: "SLOW=30 STEER_RACE", Params: ThreadParams{Cwd: cwd}, Handler: rec})
+		res, err := b.Turn(ctxFor(t, 60*time.Second), backend.TurnRequest{Prompt: "SLOW=30 STEER_RACE", Params: backend.ThreadParams{Cwd: cwd}, Handler: rec})
 		done <- out{res, err}
 	}()
 	rec.waitType(t, "turn/started", 30*time.Second)
 	events, _ := rec.snapshot()
 	thread := events[len(events)-1].ThreadID
 	err := b.Steer(ctxFor(t, 10*time.Second), thread, "mail for the agent")
-	var se *SteerError
-	if !errors.As(err, &se) || !errors.Is(err, ErrNotSteered) {
+	var se *backend.SteerError
+	if !errors.As(err, &se) || !errors.Is(err, backend.ErrNotSteered) {
 		t.Fatalf("Steer = %v, want a *SteerError", err)
 	}
 	got := struct {
-		Why   SteerRefusal
+		Why   backend.SteerRefusal
 		Codex string
 		Turn  bool
-	}{se.Why, se.Codex.Message, se.TurnID != ""}
+	}{se.Why, se.Refusal.Message, se.TurnID != ""}
 	want := struct {
-		Why   SteerRefusal
+		Why   backend.SteerRefusal
 		Codex string
 		Turn  bool
-	}{SteerTurnEnded, "no active turn to steer", true}
+	}{backend.SteerTurnEnded, "no active turn to steer", true}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("SteerError (-want +got):\n%s", diff)
 	}

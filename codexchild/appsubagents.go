@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 )
 
 // This file is how AppServer keeps track of the sub-agents Codex's agent
@@ -35,7 +37,7 @@ const subAgentMethod = "codexchild/subAgent"
 // subAgent is one sub-agent of a running turn; guarded by AppServer.mu.
 type subAgent struct {
 	root   *appTurn // the turn whose end waits for it
-	info   SubAgent
+	info   backend.SubAgent
 	turnID string // its running turn, for turn/interrupt
 }
 
@@ -108,7 +110,7 @@ func (b *AppServer) collabLocked(root *appTurn, method string, params json.RawMe
 		st := c.Item.AgentsStates[id]
 		sa := b.subs[id]
 		if sa == nil {
-			sa = &subAgent{root: root, info: SubAgent{ThreadID: id, Status: "pendingInit"}}
+			sa = &subAgent{root: root, info: backend.SubAgent{ThreadID: id, Status: "pendingInit"}}
 			b.subs[id] = sa
 			root.subs = append(root.subs, sa)
 			changed = append(changed, sa)
@@ -156,7 +158,7 @@ func (b *AppServer) subAgentEventLocked(threadID, method string, params json.Raw
 		if json.Unmarshal(params, &p) == nil && p.Turn.RootTurnID != "" {
 			for _, t := range b.turns {
 				if t.turnID == p.Turn.RootTurnID && t.threadID != threadID {
-					sa = &subAgent{root: t, info: SubAgent{ThreadID: threadID, Status: "pendingInit"}}
+					sa = &subAgent{root: t, info: backend.SubAgent{ThreadID: threadID, Status: "pendingInit"}}
 					b.subs[threadID] = sa
 					t.subs = append(t.subs, sa)
 					break
@@ -224,7 +226,7 @@ func (b *AppServer) tellSubAgents(root *appTurn, changed []*subAgent) {
 	}
 	b.mu.Lock()
 	turnID := root.turnID
-	infos := make([]SubAgent, len(changed))
+	infos := make([]backend.SubAgent, len(changed))
 	for i, sa := range changed {
 		infos[i] = sa.info
 	}
@@ -240,9 +242,9 @@ func (b *AppServer) tellSubAgents(root *appTurn, changed []*subAgent) {
 		if info.Task != "" {
 			summary += ": " + clip(info.Task, 60)
 		}
-		act := &Activity{Kind: ActivityItem, Item: &Item{ID: info.ThreadID, Type: "sub_agent", Status: info.Status, Summary: summary},
-			SubAgents: []SubAgent{info}}
-		root.handler.Event(Event{ThreadID: root.threadID, TurnID: turnID, Method: subAgentMethod, Type: subAgentMethod, Params: params, Neutral: act})
+		act := &backend.Activity{Kind: backend.ActivityItem, Item: &backend.Item{ID: info.ThreadID, Type: "sub_agent", Status: info.Status, Summary: summary},
+			SubAgents: []backend.SubAgent{info}}
+		root.handler.Event(backend.Event{ThreadID: root.threadID, TurnID: turnID, Method: subAgentMethod, Type: subAgentMethod, Params: params, Neutral: act})
 	}
 	b.flushes.note(root, root.handler)
 }
@@ -317,7 +319,7 @@ func (b *AppServer) waitSubAgents(ctx, tctx context.Context, t *appTurn) subWait
 // the tracking; after a wait (w, when waited) that ended with some of them
 // still running, it says so (an interrupt or ctx makes the Result an
 // interrupted one, its answer kept as Partial).
-func (b *AppServer) subAgentsResult(t *appTurn, res *Result, w subWait, waited bool) {
+func (b *AppServer) subAgentsResult(t *appTurn, res *backend.Result, w subWait, waited bool) {
 	b.mu.Lock()
 	if waited {
 		// It stayed, ended in Codex, for the wait (an abandoned turn stays
@@ -327,7 +329,7 @@ func (b *AppServer) subAgentsResult(t *appTurn, res *Result, w subWait, waited b
 		}
 		t.subWait = false // its sub-agents' approvals are answered below
 	}
-	var infos []SubAgent
+	var infos []backend.SubAgent
 	for _, sa := range t.subs {
 		infos = append(infos, sa.info)
 		if b.subs[sa.info.ThreadID] == sa {
@@ -336,7 +338,7 @@ func (b *AppServer) subAgentsResult(t *appTurn, res *Result, w subWait, waited b
 	}
 	b.mu.Unlock()
 	if waited {
-		b.answerLeftovers(t, Decision{Kind: Deny, Reason: "the turn ended", TurnEnds: true})
+		b.answerLeftovers(t, backend.Decision{Kind: backend.Deny, Reason: "the turn ended", TurnEnds: true})
 	}
 	if res == nil || len(infos) == 0 {
 		return

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
@@ -28,7 +29,7 @@ var errTurnTimeout = errors.New("codexchild: turn timeout")
 // goroutine takes it once after setting closed, so no callback runs after
 // Turn has returned.
 type appTurn struct {
-	handler  Handler
+	handler  backend.Handler
 	threadID string
 	done     chan struct{} // closed by finish
 	doneOnce sync.Once
@@ -64,7 +65,7 @@ type appTurn struct {
 	errMsg  string                     // the last error notification's message
 }
 
-func newAppTurn(threadID string, h Handler) *appTurn {
+func newAppTurn(threadID string, h backend.Handler) *appTurn {
 	return &appTurn{handler: h, threadID: threadID, done: make(chan struct{}), started: make(chan struct{}), stop: make(chan abandonKind, 1),
 		codexEnd: make(chan struct{})}
 }
@@ -135,7 +136,7 @@ func (t *appTurn) partial() string {
 // is resumed (or replaced) and the turn retried once. A turn on a thread whose
 // turn is still running fails with ErrThreadBusy; one whose previous turn
 // was just interrupted first waits (briefly) for Codex to end it.
-func (b *AppServer) Turn(ctx context.Context, req TurnRequest) (*Result, error) {
+func (b *AppServer) Turn(ctx context.Context, req backend.TurnRequest) (*backend.Result, error) {
 	if req.Release != nil {
 		req.Release() // a turn here starts with a round trip or two
 	}
@@ -151,9 +152,9 @@ func (b *AppServer) Turn(ctx context.Context, req TurnRequest) (*Result, error) 
 		tctx, cancel = context.WithTimeoutCause(ctx, timeout, errTurnTimeout)
 	}
 	defer cancel()
-	fail := func(threadID string, err error) (*Result, error) {
+	fail := func(threadID string, err error) (*backend.Result, error) {
 		if errors.Is(context.Cause(tctx), errTurnTimeout) {
-			return nil, &TimeoutError{After: timeout, ThreadID: threadID}
+			return nil, &backend.TimeoutError{After: timeout, ThreadID: threadID}
 		}
 		return nil, err
 	}
@@ -164,7 +165,7 @@ func (b *AppServer) Turn(ctx context.Context, req TurnRequest) (*Result, error) 
 	if threadID != "" {
 		prompt = b.notes.take(threadID) + req.Preamble + req.Prompt
 	}
-	var res *Result
+	var res *backend.Result
 	var err error
 	replaced := ""
 	onThread := onceString(req.OnThread)
@@ -237,7 +238,7 @@ func (b *AppServer) Turn(ctx context.Context, req TurnRequest) (*Result, error) 
 // of the thread in its home, say), it starts a new thread in its place
 // with req.Seed in front of the developer instructions, and reports why
 // in replaced. res is an IsError Result when neither worked.
-func (b *AppServer) resumeOrReplace(ctx context.Context, req TurnRequest, threadID string, onThread func(string)) (id, replaced string, res *Result, err error) {
+func (b *AppServer) resumeOrReplace(ctx context.Context, req backend.TurnRequest, threadID string, onThread func(string)) (id, replaced string, res *backend.Result, err error) {
 	res, err = b.resumeThread(ctx, threadID, req.Params)
 	if err != nil || res == nil {
 		return threadID, "", res, err
@@ -273,7 +274,7 @@ func onceString(f func(string)) func(string) {
 // waitTurn waits for the end of a registered turn whose turn/start was
 // sent. It returns (nil, nil) when turn/start failed with "thread not found"
 // on a resumable turn: the caller resumes and retries.
-func (b *AppServer) waitTurn(ctx, tctx context.Context, t *appTurn, timeout time.Duration) (*Result, error) {
+func (b *AppServer) waitTurn(ctx, tctx context.Context, t *appTurn, timeout time.Duration) (*backend.Result, error) {
 	byCtx, waited, subs := false, false, subWait{}
 	select {
 	case <-t.done:
@@ -313,20 +314,20 @@ func (b *AppServer) waitTurn(ctx, tctx context.Context, t *appTurn, timeout time
 	startErr, startErrRaw, childErr := t.startErr, t.startErrRaw, t.err
 	b.mu.Unlock()
 
-	var res *Result
+	var res *backend.Result
 	switch {
 	case childErr != nil && !waited:
 		return nil, childErr
 	case startErr != nil && isThreadNotFound(startErr) && t.resumable:
 		return nil, nil
 	case startErr != nil:
-		return &Result{ThreadID: t.threadID, Text: startErr.Message, IsError: true, Status: "failed", Raw: startErrRaw}, nil
+		return &backend.Result{ThreadID: t.threadID, Text: startErr.Message, IsError: true, Status: "failed", Raw: startErrRaw}, nil
 	case how == abandonTimeout:
-		return nil, &TimeoutError{After: timeout, ThreadID: t.threadID, Partial: partial}
+		return nil, &backend.TimeoutError{After: timeout, ThreadID: t.threadID, Partial: partial}
 	case completed != nil:
 		res = appResult(completed, t.threadID, turnID, lastText, errMsg, partial, aborted)
 	default:
-		res = &Result{ThreadID: t.threadID, TurnID: turnID, Text: "codex turn interrupted", IsError: true, Status: "interrupted", Partial: partial}
+		res = &backend.Result{ThreadID: t.threadID, TurnID: turnID, Text: "codex turn interrupted", IsError: true, Status: "interrupted", Partial: partial}
 	}
 	b.subAgentsResult(t, res, subs, waited)
 	if byCtx {
@@ -340,13 +341,13 @@ func (b *AppServer) waitTurn(ctx, tctx context.Context, t *appTurn, timeout time
 // become the config overrides compact_prompt and profile (unless Config
 // sets them); ToolServers become mcp_servers entries (codexConfig). Config
 // is copied, never changed.
-func threadParams(p ThreadParams) map[string]any {
-	out := map[string]any{}
+func threadParams(p backend.ThreadParams) map[string]any {
+	out, o := map[string]any{}, optionsOf(p)
 	for k, v := range map[string]string{
 		"cwd":                   p.Cwd,
 		"model":                 p.Model,
-		"approvalPolicy":        p.ApprovalPolicy,
-		"sandbox":               p.Sandbox,
+		"approvalPolicy":        o.ApprovalPolicy,
+		"sandbox":               o.Sandbox,
 		"baseInstructions":      p.BaseInstructions,
 		"developerInstructions": p.DeveloperInstructions,
 	} {
@@ -355,7 +356,7 @@ func threadParams(p ThreadParams) map[string]any {
 		}
 	}
 	cfg := codexConfig(p) // a copy, with the tool servers (toolservers.go)
-	for k, v := range map[string]string{"compact_prompt": p.CompactPrompt, "profile": p.Profile} {
+	for k, v := range map[string]string{"compact_prompt": o.CompactPrompt, "profile": o.Profile} {
 		if v == "" {
 			continue
 		}
@@ -373,13 +374,13 @@ func threadParams(p ThreadParams) map[string]any {
 }
 
 // startThread sends thread/start. A refusal is an IsError Result.
-func (b *AppServer) startThread(ctx context.Context, p ThreadParams) (string, *Result, error) {
+func (b *AppServer) startThread(ctx context.Context, p backend.ThreadParams) (string, *backend.Result, error) {
 	resp, err := b.roundTrip(ctx, "thread/start", threadParams(p))
 	if err != nil {
 		return "", nil, err
 	}
 	if e := resp.Err(); e != nil {
-		return "", &Result{Text: e.Message, IsError: true, Status: "failed", Raw: resp.Error}, nil
+		return "", &backend.Result{Text: e.Message, IsError: true, Status: "failed", Raw: resp.Error}, nil
 	}
 	var r struct {
 		Thread struct {
@@ -398,7 +399,7 @@ func (b *AppServer) startThread(ctx context.Context, p ThreadParams) (string, *R
 
 // resumeThread sends thread/resume (without the history: excludeTurns). A
 // refusal ("no rollout found for thread id ...") is an IsError Result.
-func (b *AppServer) resumeThread(ctx context.Context, threadID string, p ThreadParams) (*Result, error) {
+func (b *AppServer) resumeThread(ctx context.Context, threadID string, p backend.ThreadParams) (*backend.Result, error) {
 	params := threadParams(p)
 	params["threadId"] = threadID
 	params["excludeTurns"] = true
@@ -408,7 +409,7 @@ func (b *AppServer) resumeThread(ctx context.Context, threadID string, p ThreadP
 	}
 	if e := resp.Err(); e != nil {
 		b.log.Info("codex refused to resume the thread", "thread", threadID, "err", e.Message)
-		return &Result{ThreadID: threadID, Text: e.Message, IsError: true, Status: "failed", Raw: resp.Error}, nil
+		return &backend.Result{ThreadID: threadID, Text: e.Message, IsError: true, Status: "failed", Raw: resp.Error}, nil
 	}
 	b.mu.Lock()
 	b.loaded[threadID] = true
@@ -449,7 +450,7 @@ func (b *AppServer) register(ctx context.Context, t *appTurn) error {
 		draining := old.abandoned != notAbandoned
 		b.mu.Unlock()
 		if !draining {
-			return fmt.Errorf("codexchild: turn on thread %s: %w", t.threadID, ErrThreadBusy)
+			return fmt.Errorf("codexchild: turn on thread %s: %w", t.threadID, backend.ErrThreadBusy)
 		}
 		b.log.Info("waiting for the interrupted turn of the thread to end", "thread", t.threadID)
 		timer := time.NewTimer(drainWait)
@@ -457,7 +458,7 @@ func (b *AppServer) register(ctx context.Context, t *appTurn) error {
 		case <-old.done:
 			timer.Stop()
 		case <-timer.C:
-			return fmt.Errorf("codexchild: turn on thread %s: the interrupted turn has not ended after %s: %w", t.threadID, drainWait, ErrThreadBusy)
+			return fmt.Errorf("codexchild: turn on thread %s: the interrupted turn has not ended after %s: %w", t.threadID, drainWait, backend.ErrThreadBusy)
 		case <-ctx.Done():
 			timer.Stop()
 			return fmt.Errorf("codexchild: turn on thread %s: %w", t.threadID, context.Cause(ctx))
@@ -511,7 +512,7 @@ func (b *AppServer) abandon(t *appTurn, kind abandonKind) {
 	if send {
 		b.sendInterrupt(t.threadID, turnID)
 	}
-	b.answerLeftovers(t, Decision{Kind: Abort, Reason: "the turn was " + reason})
+	b.answerLeftovers(t, backend.Decision{Kind: backend.Abort, Reason: "the turn was " + reason})
 }
 
 // sendInterrupt sends turn/interrupt; nobody waits for the answer (an
@@ -556,10 +557,10 @@ type turnCompleted struct {
 // appResult makes the Result of a turn from its turn/completed params.
 // lastText (the last agentMessage seen in events) and errMsg (the last error
 // notification) stand in when turn/completed does not carry them.
-func appResult(raw json.RawMessage, threadID, turnID, lastText, errMsg, partial string, aborted bool) *Result {
+func appResult(raw json.RawMessage, threadID, turnID, lastText, errMsg, partial string, aborted bool) *backend.Result {
 	var tc turnCompleted
 	_ = json.Unmarshal(raw, &tc)
-	res := &Result{ThreadID: threadID, TurnID: turnID, Status: tc.Turn.Status, Raw: raw}
+	res := &backend.Result{ThreadID: threadID, TurnID: turnID, Status: tc.Turn.Status, Raw: raw}
 	if tc.Turn.ID != "" {
 		res.TurnID = tc.Turn.ID
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
@@ -47,7 +48,7 @@ func BenchmarkTurn(b *testing.B) {
 	ctx := context.Background()
 	b.ResetTimer()
 	for b.Loop() {
-		res, err := be.Turn(ctx, TurnRequest{Prompt: "bench", Params: ThreadParams{Cwd: dir}})
+		res, err := be.Turn(ctx, backend.TurnRequest{Prompt: "bench", Params: backend.ThreadParams{Cwd: dir}})
 		if err != nil || res.IsError {
 			b.Fatal(res, err)
 		}
@@ -68,13 +69,13 @@ func BenchmarkAppServerTurn(b *testing.B) {
 		_ = be.Close(ctx)
 	})
 	ctx := context.Background()
-	res, err := be.Turn(ctx, TurnRequest{Prompt: "start", Params: ThreadParams{Cwd: dir}})
+	res, err := be.Turn(ctx, backend.TurnRequest{Prompt: "start", Params: backend.ThreadParams{Cwd: dir}})
 	if err != nil || res.IsError {
 		b.Fatal(res, err)
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		r, err := be.Turn(ctx, TurnRequest{ThreadID: res.ThreadID, Prompt: "bench"})
+		r, err := be.Turn(ctx, backend.TurnRequest{ThreadID: res.ThreadID, Prompt: "bench"})
 		if err != nil || r.IsError {
 			b.Fatal(r, err)
 		}
@@ -83,16 +84,18 @@ func BenchmarkAppServerTurn(b *testing.B) {
 }
 
 // captureHandler keeps a turn's events.
-type captureHandler struct{ events []Event }
+type captureHandler struct{ events []backend.Event }
 
-func (h *captureHandler) Event(e Event)        { h.events = append(h.events, e) }
-func (h *captureHandler) Approval(a *Approval) { _ = a.Respond(Decision{Kind: Deny}) }
+func (h *captureHandler) Event(e backend.Event) { h.events = append(h.events, e) }
+func (h *captureHandler) Approval(a *backend.Approval) {
+	_ = a.Respond(backend.Decision{Kind: backend.Deny})
+}
 
 // nopHandler drops a turn's events.
 type nopHandler struct{}
 
-func (nopHandler) Event(Event)          {}
-func (nopHandler) Approval(a *Approval) { _ = a.Respond(Decision{Kind: Deny}) }
+func (nopHandler) Event(backend.Event)          {}
+func (nopHandler) Approval(a *backend.Approval) { _ = a.Respond(backend.Decision{Kind: backend.Deny}) }
 
 // BenchmarkDispatchEvent replays the codex/event lines of a mockcodex turn
 // through the reader's path with no I/O: parsing the line, reading the
@@ -142,12 +145,12 @@ func BenchmarkDispatchEvent(b *testing.B) {
 func eventLines(b *testing.B) ([][]byte, string) {
 	be, dir := benchBackend(b)
 	ctx := context.Background()
-	first, err := be.Turn(ctx, TurnRequest{Prompt: "start", Params: ThreadParams{Cwd: dir}})
+	first, err := be.Turn(ctx, backend.TurnRequest{Prompt: "start", Params: backend.ThreadParams{Cwd: dir}})
 	if err != nil {
 		b.Fatal(err)
 	}
 	h := &captureHandler{}
-	if _, err := be.Turn(ctx, TurnRequest{ThreadID: first.ThreadID, Prompt: "bench", Handler: h}); err != nil {
+	if _, err := be.Turn(ctx, backend.TurnRequest{ThreadID: first.ThreadID, Prompt: "bench", Handler: h}); err != nil {
 		b.Fatal(err)
 	}
 	var lines [][]byte

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
@@ -79,7 +80,7 @@ func (b *MCPServer) request(method string, params any, t *turn, blocked func()) 
 func (b *MCPServer) sendMessage(m *jsonrpcframe.Message, origID jsonrpcframe.ID, t *turn, blocked func()) (*call, error) {
 	return b.send(m, func(id jsonrpcframe.ID) (*call, error) {
 		if t != nil && t.threadID != "" && b.threads[t.threadID] != nil {
-			return nil, fmt.Errorf("codexchild: turn on thread %s: %w", t.threadID, ErrThreadBusy)
+			return nil, fmt.Errorf("codexchild: turn on thread %s: %w", t.threadID, backend.ErrThreadBusy)
 		}
 		c := &call{id: id, origID: origID, method: m.Method, reply: make(chan reply, 1), turn: t}
 		if t != nil && t.threadID != "" {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 )
 
 // TestAutoCapabilities: the auto backend has every optional capability's
@@ -26,11 +28,11 @@ func TestAutoCapabilities(t *testing.T) {
 				Env: []string{"MOCKCODEX_VERSION=" + tc.version, "CODEX_HOME=" + dir}})
 			ctx := ctxFor(t, 30*time.Second)
 			got := map[string]bool{}
-			err := b.(Steerer).Steer(ctx, "01a1ffa3-0000-7000-8000-000000000000", "x")
-			got["steer"] = errors.Is(err, ErrUnsupported)
-			_, err = b.(Forker).Fork(ctx, ForkRequest{ThreadID: "01a1ffa3-0000-7000-8000-000000000000"})
-			got["fork"] = errors.Is(err, ErrUnsupported)
-			got["structured_output"] = errors.Is(b.(StructuredOutputter).StructuredOutput(ctx), ErrUnsupported)
+			err := b.(backend.Steerer).Steer(ctx, "01a1ffa3-0000-7000-8000-000000000000", "x")
+			got["steer"] = errors.Is(err, backend.ErrUnsupported)
+			_, err = b.(backend.Forker).Fork(ctx, backend.ForkRequest{ThreadID: "01a1ffa3-0000-7000-8000-000000000000"})
+			got["fork"] = errors.Is(err, backend.ErrUnsupported)
+			got["structured_output"] = errors.Is(b.(backend.StructuredOutputter).StructuredOutput(ctx), backend.ErrUnsupported)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("ErrUnsupported per capability (-want +got):\n%s", diff)
 			}

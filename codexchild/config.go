@@ -1,6 +1,7 @@
 package codexchild
 
 import (
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"log/slog"
 	"os"
 	"time"
@@ -79,7 +80,7 @@ type Config struct {
 	// and any other notification of the child. It is called from the
 	// reader goroutine and must not block. optional: nil drops them (with a
 	// debug log line).
-	OnEvent func(Event)
+	OnEvent func(backend.Event)
 	// SubAgentWait bounds how long a turn whose agent started sub-agents
 	// of its own (Codex's collab spawn_agent) waits for them after the
 	// turn itself has ended in Codex, before Turn returns: the turn is
@@ -90,7 +91,7 @@ type Config struct {
 	// OnExit is called once when the child has exited, after every pending
 	// call has failed, from a goroutine of the backend. It must not call
 	// Close. optional: nil means nobody is told (Status still reports it).
-	OnExit func(ExitStatus)
+	OnExit func(backend.ExitStatus)
 }
 
 func (c Config) subAgentWait() time.Duration {

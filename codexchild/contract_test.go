@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -67,7 +68,7 @@ var expectations = map[Kind]expect{
 
 var contractCases = []struct {
 	name string
-	run  func(t *testing.T, b Backend, e *contractEnv)
+	run  func(t *testing.T, b backend.Backend, e *contractEnv)
 }{
 	{"handshake", contractHandshake},
 	{"turn_and_reply", contractTurnAndReply},
@@ -94,7 +95,7 @@ func ctxFor(t *testing.T, d time.Duration) context.Context {
 }
 
 // warmUp starts the child outside a timed part of a case.
-func warmUp(t *testing.T, b Backend, e *contractEnv) {
+func warmUp(t *testing.T, b backend.Backend, e *contractEnv) {
 	t.Helper()
 	if e.kind == KindMCPServer {
 		if _, err := toolsOf(t, b).Tools(ctxFor(t, 60*time.Second)); err != nil {
@@ -102,12 +103,12 @@ func warmUp(t *testing.T, b Backend, e *contractEnv) {
 		}
 		return
 	}
-	if res, err := b.Turn(ctxFor(t, 60*time.Second), TurnRequest{Prompt: "warm up", Params: ThreadParams{Cwd: e.cwd}}); err != nil || res.IsError {
+	if res, err := b.Turn(ctxFor(t, 60*time.Second), backend.TurnRequest{Prompt: "warm up", Params: backend.ThreadParams{Cwd: e.cwd}}); err != nil || res.IsError {
 		t.Fatalf("warm-up Turn = %+v, %v", res, err)
 	}
 }
 
-func contractHandshake(t *testing.T, b Backend, e *contractEnv) {
+func contractHandshake(t *testing.T, b backend.Backend, e *contractEnv) {
 	if s := b.Status(); s.Started {
 		t.Fatalf("Status before first use = %+v, want not started (lazy start)", s)
 	}
@@ -119,7 +120,7 @@ func contractHandshake(t *testing.T, b Backend, e *contractEnv) {
 		if _, ok := b.(Passthrough); ok {
 			t.Errorf("%T is a Passthrough; app-server is no MCP server", b)
 		}
-		if s := b.Status(); s.Started || s.Kind != KindAppServer {
+		if s := b.Status(); s.Started || Kind(s.Protocol) != KindAppServer {
 			t.Errorf("Status = %+v, want app-server, not started", s)
 		}
 		warmUp(t, b, e)
@@ -207,9 +208,9 @@ func checkEvents(t *testing.T, rec *recorder, e *contractEnv, threadID string) {
 	}
 }
 
-func contractTurnAndReply(t *testing.T, b Backend, e *contractEnv) {
+func contractTurnAndReply(t *testing.T, b backend.Backend, e *contractEnv) {
 	rec := newRecorder(nil)
-	res, err := b.Turn(ctxFor(t, 60*time.Second), TurnRequest{Prompt: "hello contract", Params: ThreadParams{Cwd: e.cwd}, Handler: rec})
+	res, err := b.Turn(ctxFor(t, 60*time.Second), backend.TurnRequest{Prompt: "hello contract", Params: backend.ThreadParams{Cwd: e.cwd}, Handler: rec})
 	if err != nil {
 		t.Fatalf("Turn: %v", err)
 	}
@@ -219,11 +220,11 @@ func contractTurnAndReply(t *testing.T, b Backend, e *contractEnv) {
 	checkEvents(t, rec, e, res.ThreadID)
 
 	rec2 := newRecorder(nil)
-	res2, err := b.Turn(ctxFor(t, 60*time.Second), TurnRequest{ThreadID: res.ThreadID, Prompt: "second turn", Handler: rec2})
+	res2, err := b.Turn(ctxFor(t, 60*time.Second), backend.TurnRequest{ThreadID: res.ThreadID, Prompt: "second turn", Handler: rec2})
 	if err != nil {
 		t.Fatalf("reply Turn: %v", err)
 	}
-	want := &Result{ThreadID: res.ThreadID, Text: "MOCK_REPLY: second turn", Status: "completed"}
+	want := &backend.Result{ThreadID: res.ThreadID, Text: "MOCK_REPLY: second turn", Status: "completed"}
 	if diff := cmp.Diff(want, res2, cmpResult); diff != "" {
 		t.Errorf("reply (-want +got):\n%s", diff)
 	}
@@ -238,7 +239,7 @@ type flushRecorder struct {
 	log []byte
 }
 
-func (f *flushRecorder) Event(e Event) {
+func (f *flushRecorder) Event(e backend.Event) {
 	f.recorder.Event(e)
 	f.lmu.Lock()
 	f.log = append(f.log, 'E')
@@ -260,11 +261,11 @@ func (f *flushRecorder) logged() string {
 // contractEventsFlushed: a Handler that is a Flusher gets a Flush after its
 // events once the reader has nothing more to read, and none without an event
 // since the last one; on a new thread and on a reply.
-func contractEventsFlushed(t *testing.T, b Backend, e *contractEnv) {
+func contractEventsFlushed(t *testing.T, b backend.Backend, e *contractEnv) {
 	thread := ""
 	for _, prompt := range []string{"flush one", "flush two"} {
 		fr := &flushRecorder{recorder: newRecorder(nil)}
-		res, err := b.Turn(ctxFor(t, 60*time.Second), TurnRequest{ThreadID: thread, Prompt: prompt, Params: ThreadParams{Cwd: e.cwd}, Handler: fr})
+		res, err := b.Turn(ctxFor(t, 60*time.Second), backend.TurnRequest{ThreadID: thread, Prompt: prompt, Params: backend.ThreadParams{Cwd: e.cwd}, Handler: fr})
 		if err != nil || res.IsError {
 			t.Fatalf("Turn = %+v, %v", res, err)
 		}
@@ -287,8 +288,8 @@ func contractEventsFlushed(t *testing.T, b Backend, e *contractEnv) {
 // contractResume: a thread of a child that has exited is continued by a new
 // child: app-server resumes it (thread/resume); mcp-server cannot, and
 // continues on a fresh thread seeded with TurnRequest.Seed.
-func contractResume(t *testing.T, b Backend, e *contractEnv) {
-	res, err := b.Turn(ctxFor(t, 60*time.Second), TurnRequest{Prompt: "remember me", Params: ThreadParams{Cwd: e.cwd}})
+func contractResume(t *testing.T, b backend.Backend, e *contractEnv) {
+	res, err := b.Turn(ctxFor(t, 60*time.Second), backend.TurnRequest{Prompt: "remember me", Params: backend.ThreadParams{Cwd: e.cwd}})
 	if err != nil || res.IsError {
 		t.Fatalf("Turn = %+v, %v", res, err)
 	}
@@ -297,7 +298,7 @@ func contractResume(t *testing.T, b Backend, e *contractEnv) {
 	}
 	b2 := newTestBackend(t, e.cfg)
 	rec := newRecorder(nil)
-	res2, err := b2.Turn(ctxFor(t, 60*time.Second), TurnRequest{ThreadID: res.ThreadID, Prompt: "after restart", Params: ThreadParams{Cwd: e.cwd}, Seed: "[seed]", Handler: rec})
+	res2, err := b2.Turn(ctxFor(t, 60*time.Second), backend.TurnRequest{ThreadID: res.ThreadID, Prompt: "after restart", Params: backend.ThreadParams{Cwd: e.cwd}, Seed: "[seed]", Handler: rec})
 	if err != nil {
 		t.Fatalf("resumed Turn: %v", err)
 	}
@@ -307,7 +308,7 @@ func contractResume(t *testing.T, b Backend, e *contractEnv) {
 		}
 		return
 	}
-	want := &Result{ThreadID: res.ThreadID, Text: "MOCK_REPLY: after restart", Status: "completed"}
+	want := &backend.Result{ThreadID: res.ThreadID, Text: "MOCK_REPLY: after restart", Status: "completed"}
 	if diff := cmp.Diff(want, res2, cmpResult); diff != "" {
 		t.Errorf("resumed Turn (-want +got):\n%s", diff)
 	}
@@ -315,8 +316,8 @@ func contractResume(t *testing.T, b Backend, e *contractEnv) {
 	// A thread Codex has no rollout of cannot be resumed: the turn runs on
 	// a new thread, seeded, and says why.
 	var told []string
-	res3, err := b2.Turn(ctxFor(t, 60*time.Second), TurnRequest{ThreadID: "01a1ffa3-0000-7000-8000-0000000000aa", Prompt: "x",
-		Preamble: "[ctx] ", Seed: "[seed of the old thread]", Params: ThreadParams{Cwd: e.cwd}, OnThread: func(id string) { told = append(told, id) }})
+	res3, err := b2.Turn(ctxFor(t, 60*time.Second), backend.TurnRequest{ThreadID: "01a1ffa3-0000-7000-8000-0000000000aa", Prompt: "x",
+		Preamble: "[ctx] ", Seed: "[seed of the old thread]", Params: backend.ThreadParams{Cwd: e.cwd}, OnThread: func(id string) { told = append(told, id) }})
 	if err != nil || res3.IsError || res3.Status != "completed" || res3.ThreadID == "" || res3.ThreadID == "01a1ffa3-0000-7000-8000-0000000000aa" ||
 		!strings.Contains(res3.Replaced, "no rollout found") || res3.Text != "MOCK_REPLY: x" {
 		t.Errorf("resume of an unknown thread = %+v, %v; want a completed turn on a new thread without the preamble, replaced: no rollout found", res3, err)
@@ -332,24 +333,24 @@ var cmpResult = cmp.FilterPath(func(p cmp.Path) bool {
 	return f == ".Raw" || f == ".TurnID"
 }, cmp.Ignore())
 
-func approvalTurn(t *testing.T, b Backend, cwd string, d Decision) (*Result, *recorder, error) {
-	rec := newRecorder(func(*Approval) Decision { return d })
-	res, err := b.Turn(ctxFor(t, 60*time.Second), TurnRequest{
+func approvalTurn(t *testing.T, b backend.Backend, cwd string, d backend.Decision) (*backend.Result, *recorder, error) {
+	rec := newRecorder(func(*backend.Approval) backend.Decision { return d })
+	res, err := b.Turn(ctxFor(t, 60*time.Second), backend.TurnRequest{
 		Prompt:  "RUN_SHELL ESCALATE please",
-		Params:  ThreadParams{Cwd: cwd, CodexParams: CodexParams{ApprovalPolicy: "on-request", Sandbox: "workspace-write"}},
+		Params:  backend.ThreadParams{Cwd: cwd, Options: Options{ApprovalPolicy: "on-request", Sandbox: "workspace-write"}},
 		Handler: rec,
 	})
 	return res, rec, err
 }
 
-func checkExecApproval(t *testing.T, rec *recorder, res *Result) {
+func checkExecApproval(t *testing.T, rec *recorder, res *backend.Result) {
 	t.Helper()
 	_, apps := rec.snapshot()
 	if len(apps) != 1 {
 		t.Fatalf("got %d approvals, want 1", len(apps))
 	}
 	a := apps[0]
-	if a.Kind != ApprovalExec || a.Command != "touch mock_shell_probe.txt" || a.Cwd == "" || a.CallID == "" || a.ID == "" || a.ThreadID == "" || len(a.Raw) == 0 {
+	if a.Kind != backend.ApprovalExec || a.Command != "touch mock_shell_probe.txt" || a.Cwd == "" || a.CallID == "" || a.ID == "" || a.ThreadID == "" || len(a.Raw) == 0 {
 		t.Errorf("approval = %+v, want an exec approval of touch mock_shell_probe.txt", a)
 	}
 	if res != nil && a.ThreadID != res.ThreadID {
@@ -358,13 +359,13 @@ func checkExecApproval(t *testing.T, rec *recorder, res *Result) {
 	if a.Reason == "" {
 		t.Errorf("approval has no reason")
 	}
-	if err := a.Respond(Decision{Kind: Approve}); !errors.Is(err, ErrAlreadyAnswered) {
+	if err := a.Respond(backend.Decision{Kind: backend.Approve}); !errors.Is(err, backend.ErrAlreadyAnswered) {
 		t.Errorf("second Respond = %v, want ErrAlreadyAnswered", err)
 	}
 }
 
-func contractApprovalApproved(t *testing.T, b Backend, e *contractEnv) {
-	res, rec, err := approvalTurn(t, b, e.cwd, Decision{Kind: Approve})
+func contractApprovalApproved(t *testing.T, b backend.Backend, e *contractEnv) {
+	res, rec, err := approvalTurn(t, b, e.cwd, backend.Decision{Kind: backend.Approve})
 	if err != nil {
 		t.Fatalf("Turn: %v", err)
 	}
@@ -377,8 +378,8 @@ func contractApprovalApproved(t *testing.T, b Backend, e *contractEnv) {
 	}
 }
 
-func contractApprovalDenied(t *testing.T, b Backend, e *contractEnv) {
-	res, rec, err := approvalTurn(t, b, e.cwd, Decision{Kind: Deny, Reason: "contract says no"})
+func contractApprovalDenied(t *testing.T, b backend.Backend, e *contractEnv) {
+	res, rec, err := approvalTurn(t, b, e.cwd, backend.Decision{Kind: backend.Deny, Reason: "contract says no"})
 	if err != nil {
 		t.Fatalf("Turn: %v", err)
 	}
@@ -398,9 +399,9 @@ func contractApprovalDenied(t *testing.T, b Backend, e *contractEnv) {
 	}
 }
 
-func contractApprovalAbort(t *testing.T, b Backend, e *contractEnv) {
+func contractApprovalAbort(t *testing.T, b backend.Backend, e *contractEnv) {
 	start := time.Now()
-	res, rec, err := approvalTurn(t, b, e.cwd, Decision{Kind: Abort})
+	res, rec, err := approvalTurn(t, b, e.cwd, backend.Decision{Kind: backend.Abort})
 	if err != nil {
 		t.Fatalf("Turn: %v", err)
 	}
@@ -412,21 +413,21 @@ func contractApprovalAbort(t *testing.T, b Backend, e *contractEnv) {
 	}
 	checkExecApproval(t, rec, nil)
 	// The child is still usable.
-	res2, err := b.Turn(ctxFor(t, 60*time.Second), TurnRequest{Prompt: "after abort", Params: ThreadParams{Cwd: e.cwd}})
+	res2, err := b.Turn(ctxFor(t, 60*time.Second), backend.TurnRequest{Prompt: "after abort", Params: backend.ThreadParams{Cwd: e.cwd}})
 	if err != nil || res2.Text != "MOCK_REPLY: after abort" {
 		t.Fatalf("Turn after abort = %+v, %v", res2, err)
 	}
 }
 
-func contractInterrupt(t *testing.T, b Backend, e *contractEnv) {
+func contractInterrupt(t *testing.T, b backend.Backend, e *contractEnv) {
 	rec := newRecorder(nil)
 	type out struct {
-		res *Result
+		res *backend.Result
 		err error
 	}
 	done := make(chan out, 1)
 	go func() {
-		res, err := b.Turn(ctxFor(t, 90*time.Second), TurnRequest{Prompt: "SLOW=30 take your time", Params: ThreadParams{Cwd: e.cwd}, Handler: rec})
+		res, err := b.Turn(ctxFor(t, 90*time.Second), backend.TurnRequest{Prompt: "SLOW=30 take your time", Params: backend.ThreadParams{Cwd: e.cwd}, Handler: rec})
 		done <- out{res, err}
 	}()
 	rec.waitType(t, e.expect.started, 30*time.Second)
@@ -457,7 +458,7 @@ func contractInterrupt(t *testing.T, b Backend, e *contractEnv) {
 	if err := b.Interrupt(ctxFor(t, 5*time.Second), thread); err != nil {
 		t.Errorf("second Interrupt = %v, want nil (no-op)", err)
 	}
-	res, err := b.Turn(ctxFor(t, 60*time.Second), TurnRequest{Prompt: "after cancel", Params: ThreadParams{Cwd: e.cwd}})
+	res, err := b.Turn(ctxFor(t, 60*time.Second), backend.TurnRequest{Prompt: "after cancel", Params: backend.ThreadParams{Cwd: e.cwd}})
 	if err != nil {
 		t.Fatalf("Turn after interrupt: %v", err)
 	}
@@ -466,20 +467,20 @@ func contractInterrupt(t *testing.T, b Backend, e *contractEnv) {
 	}
 	if e.kind == KindAppServer {
 		// turn/interrupt is clean: the same thread takes the next turn.
-		res, err := b.Turn(ctxFor(t, 60*time.Second), TurnRequest{ThreadID: thread, Prompt: "same thread"})
+		res, err := b.Turn(ctxFor(t, 60*time.Second), backend.TurnRequest{ThreadID: thread, Prompt: "same thread"})
 		if err != nil || res.Text != "MOCK_REPLY: same thread" || res.ThreadID != thread {
 			t.Errorf("Turn on the interrupted thread = %+v, %v", res, err)
 		}
 	}
 }
 
-func contractTimeout(t *testing.T, b Backend, e *contractEnv) {
+func contractTimeout(t *testing.T, b backend.Backend, e *contractEnv) {
 	warmUp(t, b, e)
 	start := time.Now()
-	res, err := b.Turn(ctxFor(t, 60*time.Second), TurnRequest{Prompt: "SLOW=30 EVENTS=3 slow one", Params: ThreadParams{Cwd: e.cwd}, Timeout: 2 * time.Second})
+	res, err := b.Turn(ctxFor(t, 60*time.Second), backend.TurnRequest{Prompt: "SLOW=30 EVENTS=3 slow one", Params: backend.ThreadParams{Cwd: e.cwd}, Timeout: 2 * time.Second})
 	elapsed := time.Since(start)
-	var te *TimeoutError
-	if !errors.As(err, &te) || !errors.Is(err, ErrTimeout) {
+	var te *backend.TimeoutError
+	if !errors.As(err, &te) || !errors.Is(err, backend.ErrTimeout) {
 		t.Fatalf("Turn = %+v, %v; want a *TimeoutError", res, err)
 	}
 	if te.After != 2*time.Second || te.ThreadID == "" {
@@ -489,7 +490,7 @@ func contractTimeout(t *testing.T, b Backend, e *contractEnv) {
 		t.Errorf("Turn returned after %s, want about 2s", elapsed)
 	}
 	// The child is still usable.
-	res, err = b.Turn(ctxFor(t, 60*time.Second), TurnRequest{Prompt: "after timeout", Params: ThreadParams{Cwd: e.cwd}})
+	res, err = b.Turn(ctxFor(t, 60*time.Second), backend.TurnRequest{Prompt: "after timeout", Params: backend.ThreadParams{Cwd: e.cwd}})
 	if err != nil || res.Text != "MOCK_REPLY: after timeout" {
 		t.Fatalf("Turn after timeout = %+v, %v", res, err)
 	}
@@ -497,9 +498,9 @@ func contractTimeout(t *testing.T, b Backend, e *contractEnv) {
 
 // contractUnknownThread: a turn sent as it is (SameThread) to a thread
 // Codex does not know is an IsError result with Codex's own words.
-func contractUnknownThread(t *testing.T, b Backend, e *contractEnv) {
+func contractUnknownThread(t *testing.T, b backend.Backend, e *contractEnv) {
 	const id = "01a1ffa3-0000-7000-8000-000000000000"
-	res, err := b.Turn(ctxFor(t, 60*time.Second), TurnRequest{ThreadID: id, Prompt: "anyone there?", SameThread: true})
+	res, err := b.Turn(ctxFor(t, 60*time.Second), backend.TurnRequest{ThreadID: id, Prompt: "anyone there?", SameThread: true})
 	if err != nil {
 		t.Fatalf("Turn: %v", err)
 	}
@@ -508,9 +509,9 @@ func contractUnknownThread(t *testing.T, b Backend, e *contractEnv) {
 	}
 }
 
-func contractModelError(t *testing.T, b Backend, e *contractEnv) {
+func contractModelError(t *testing.T, b backend.Backend, e *contractEnv) {
 	rec := newRecorder(nil)
-	res, err := b.Turn(ctxFor(t, 60*time.Second), TurnRequest{Prompt: "FAIL500 now", Params: ThreadParams{Cwd: e.cwd}, Handler: rec})
+	res, err := b.Turn(ctxFor(t, 60*time.Second), backend.TurnRequest{Prompt: "FAIL500 now", Params: backend.ThreadParams{Cwd: e.cwd}, Handler: rec})
 	if err != nil {
 		t.Fatalf("Turn: %v", err)
 	}
@@ -526,7 +527,7 @@ func contractModelError(t *testing.T, b Backend, e *contractEnv) {
 		return
 	}
 	// The thread takes the next turn.
-	res2, err := b.Turn(ctxFor(t, 60*time.Second), TurnRequest{ThreadID: res.ThreadID, Prompt: "after the error"})
+	res2, err := b.Turn(ctxFor(t, 60*time.Second), backend.TurnRequest{ThreadID: res.ThreadID, Prompt: "after the error"})
 	if err != nil || res2.IsError || res2.Text != "MOCK_REPLY: after the error" {
 		t.Errorf("Turn after the model error = %+v, %v", res2, err)
 	}
@@ -536,29 +537,29 @@ func contractModelError(t *testing.T, b Backend, e *contractEnv) {
 // model request in flight is dropped) and the turn answers it; a thread
 // without a running turn refuses it with a *SteerError, so that the caller
 // delivers the input as a turn.
-func contractSteer(t *testing.T, b Backend, e *contractEnv) {
+func contractSteer(t *testing.T, b backend.Backend, e *contractEnv) {
 	if e.kind == KindMCPServer {
-		if _, ok := b.(Steerer); ok {
+		if _, ok := b.(backend.Steerer); ok {
 			t.Errorf("%T is a Steerer; mcp-server cannot steer", b)
 		}
 		return
 	}
-	checkNotSteered := func(err error, want SteerRefusal) {
+	checkNotSteered := func(err error, want backend.SteerRefusal) {
 		t.Helper()
-		var se *SteerError
-		if !errors.Is(err, ErrNotSteered) || !errors.As(err, &se) || se.Why != want {
+		var se *backend.SteerError
+		if !errors.Is(err, backend.ErrNotSteered) || !errors.As(err, &se) || se.Why != want {
 			t.Errorf("Steer = %v, want a *SteerError %s (ErrNotSteered)", err, want)
 		}
 	}
-	checkNotSteered(steerOf(t, b).Steer(ctxFor(t, time.Second), "01a1ffa3-0000-7000-8000-000000000000", "nobody"), SteerNoTurn)
+	checkNotSteered(steerOf(t, b).Steer(ctxFor(t, time.Second), "01a1ffa3-0000-7000-8000-000000000000", "nobody"), backend.SteerNoTurn)
 	rec := newRecorder(nil)
 	type out struct {
-		res *Result
+		res *backend.Result
 		err error
 	}
 	done := make(chan out, 1)
 	go func() {
-		res, err := b.Turn(ctxFor(t, 60*time.Second), TurnRequest{Prompt: "SLOW=30 first part", Params: ThreadParams{Cwd: e.cwd}, Handler: rec})
+		res, err := b.Turn(ctxFor(t, 60*time.Second), backend.TurnRequest{Prompt: "SLOW=30 first part", Params: backend.ThreadParams{Cwd: e.cwd}, Handler: rec})
 		done <- out{res, err}
 	}()
 	rec.waitType(t, e.expect.started, 30*time.Second)
@@ -575,35 +576,35 @@ func contractSteer(t *testing.T, b Backend, e *contractEnv) {
 	if d := time.Since(start); d > 15*time.Second {
 		t.Errorf("the steered turn ended %s after the steer; the model request in flight (SLOW=30) should have been dropped", d)
 	}
-	checkNotSteered(steerOf(t, b).Steer(ctxFor(t, time.Second), thread, "too late"), SteerNoTurn)
+	checkNotSteered(steerOf(t, b).Steer(ctxFor(t, time.Second), thread, "too late"), backend.SteerNoTurn)
 }
 
 // contractFork: app-server forks a thread: the new thread's model is given
 // the source's earlier turns, the source goes on without the fork's, and a
 // new process forks a thread of an earlier one (from Codex's storage). A
 // thread Codex does not have is ErrForkRefused. mcp-server cannot fork.
-func contractFork(t *testing.T, b Backend, e *contractEnv) {
+func contractFork(t *testing.T, b backend.Backend, e *contractEnv) {
 	if e.kind == KindMCPServer {
-		if _, ok := b.(Forker); ok {
+		if _, ok := b.(backend.Forker); ok {
 			t.Errorf("%T is a Forker; mcp-server cannot fork", b)
 		}
 		return
 	}
-	f := b.(Forker)
-	src, err := b.Turn(ctxFor(t, 60*time.Second), TurnRequest{Prompt: "remember alpha", Params: ThreadParams{Cwd: e.cwd}})
+	f := b.(backend.Forker)
+	src, err := b.Turn(ctxFor(t, 60*time.Second), backend.TurnRequest{Prompt: "remember alpha", Params: backend.ThreadParams{Cwd: e.cwd}})
 	if err != nil || src.IsError {
 		t.Fatalf("Turn = %+v, %v", src, err)
 	}
-	fork, err := f.Fork(ctxFor(t, 60*time.Second), ForkRequest{ThreadID: src.ThreadID, Params: ThreadParams{Cwd: e.cwd}})
+	fork, err := f.Fork(ctxFor(t, 60*time.Second), backend.ForkRequest{ThreadID: src.ThreadID, Params: backend.ThreadParams{Cwd: e.cwd}})
 	if err != nil {
 		t.Fatalf("Fork: %v", err)
 	}
 	if fork.ThreadID == "" || fork.ThreadID == src.ThreadID || fork.ForkedFrom != src.ThreadID {
 		t.Fatalf("Fork = %+v, want a new thread forked from %s", fork, src.ThreadID)
 	}
-	turn := func(b Backend, thread, prompt string) string {
+	turn := func(b backend.Backend, thread, prompt string) string {
 		t.Helper()
-		res, err := b.Turn(ctxFor(t, 60*time.Second), TurnRequest{ThreadID: thread, Prompt: prompt, Params: ThreadParams{Cwd: e.cwd}})
+		res, err := b.Turn(ctxFor(t, 60*time.Second), backend.TurnRequest{ThreadID: thread, Prompt: prompt, Params: backend.ThreadParams{Cwd: e.cwd}})
 		if err != nil || res.IsError || res.ThreadID != thread {
 			t.Fatalf("Turn on %s = %+v, %v", thread, res, err)
 		}
@@ -626,25 +627,25 @@ func contractFork(t *testing.T, b Backend, e *contractEnv) {
 		t.Fatal(err)
 	}
 	b2 := newTestBackend(t, e.cfg)
-	fork2, err := b2.(Forker).Fork(ctxFor(t, 60*time.Second), ForkRequest{ThreadID: fork.ThreadID})
+	fork2, err := b2.(backend.Forker).Fork(ctxFor(t, 60*time.Second), backend.ForkRequest{ThreadID: fork.ThreadID})
 	if err != nil || fork2.ForkedFrom != fork.ThreadID {
 		t.Fatalf("Fork in a new process = %+v, %v", fork2, err)
 	}
 	if got, want := turn(b2, fork2.ThreadID, "RECALL in a new process"), "MOCK_RECALL: remember alpha | only on the fork | RECALL on the fork"; got != want {
 		t.Errorf("the fork of the fork = %q, want %q", got, want)
 	}
-	_, err = b2.(Forker).Fork(ctxFor(t, 60*time.Second), ForkRequest{ThreadID: "01a1ffa3-0000-7000-8000-0000000000ab"})
-	if !errors.Is(err, ErrForkRefused) || !strings.Contains(err.Error(), "no rollout found") {
+	_, err = b2.(backend.Forker).Fork(ctxFor(t, 60*time.Second), backend.ForkRequest{ThreadID: "01a1ffa3-0000-7000-8000-0000000000ab"})
+	if !errors.Is(err, backend.ErrForkRefused) || !strings.Contains(err.Error(), "no rollout found") {
 		t.Errorf("Fork of an unknown thread = %v, want ErrForkRefused: no rollout found", err)
 	}
 }
 
-func contractPatchApproval(t *testing.T, b Backend, e *contractEnv) {
+func contractPatchApproval(t *testing.T, b backend.Backend, e *contractEnv) {
 	path := filepath.Join(e.cwd, "patched.txt")
-	rec := newRecorder(func(*Approval) Decision { return Decision{Kind: Approve} })
-	res, err := b.Turn(ctxFor(t, 60*time.Second), TurnRequest{
+	rec := newRecorder(func(*backend.Approval) backend.Decision { return backend.Decision{Kind: backend.Approve} })
+	res, err := b.Turn(ctxFor(t, 60*time.Second), backend.TurnRequest{
 		Prompt:  "PATCH=" + path,
-		Params:  ThreadParams{Cwd: e.cwd, CodexParams: CodexParams{ApprovalPolicy: "on-request", Sandbox: "read-only"}},
+		Params:  backend.ThreadParams{Cwd: e.cwd, Options: Options{ApprovalPolicy: "on-request", Sandbox: "read-only"}},
 		Handler: rec,
 	})
 	if err != nil {
@@ -654,7 +655,7 @@ func contractPatchApproval(t *testing.T, b Backend, e *contractEnv) {
 		t.Errorf("Turn = %+v, want a completed turn after the patch", res)
 	}
 	_, apps := rec.snapshot()
-	if len(apps) != 1 || apps[0].Kind != ApprovalPatch || !strings.Contains(string(apps[0].Changes), path) || apps[0].ThreadID != res.ThreadID {
+	if len(apps) != 1 || apps[0].Kind != backend.ApprovalPatch || !strings.Contains(string(apps[0].Changes), path) || apps[0].ThreadID != res.ThreadID {
 		t.Fatalf("approvals = %+v, want one patch approval of %s", apps, path)
 	}
 	if _, err := os.Stat(path); err != nil {

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/internal/childproc"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
@@ -42,11 +43,14 @@ type core[C pendingCall] struct {
 	startErr    error         // a failed start (an *ExitError or a start error)
 	ch          *childproc.Process
 	w           jsonrpcframe.Writer
-	exitErr     *ExitError    // set once the child has exited
-	exitHandled chan struct{} // closed when every pending call was failed and OnExit ran
+	exitErr     *backend.ExitError // set once the child has exited
+	exitHandled chan struct{}      // closed when every pending call was failed and OnExit ran
 	closed      bool
 	nextID      int64
 	pending     map[jsonrpcframe.ID]C // the backend's requests waiting for an answer
+	// bg are the backend's goroutines that Close waits for (background);
+	// added to under mu while not closed.
+	bg sync.WaitGroup
 
 	wmu sync.Mutex // serialises writes to the child, so that a write's blocked hook is its own
 
@@ -71,8 +75,8 @@ type core[C pendingCall] struct {
 	// exitLocked (optional) is called with mu held when the child has
 	// exited, after pending was emptied; the function it returns (optional)
 	// runs after the pending calls failed, before Config.OnExit.
-	exitLocked func(*ExitError) func()
-	onExit     func(ExitStatus)
+	exitLocked func(*backend.ExitError) func()
+	onExit     func(backend.ExitStatus)
 }
 
 // pendingCall is what the core needs of a backend's call.
@@ -80,7 +84,7 @@ type pendingCall interface {
 	comparable
 	callID() jsonrpcframe.ID
 	// fail ends the call with the child's death.
-	fail(*ExitError)
+	fail(*backend.ExitError)
 	// ended returns the error of the reply another goroutine sent the call
 	// (after take found it gone), waiting for it; nil when none is awaited
 	// or the reply had no error.
@@ -106,7 +110,7 @@ func (l *core[C]) ensureStarted(ctx context.Context) error {
 	l.mu.Lock()
 	if l.closed && l.startDone == nil {
 		l.mu.Unlock()
-		return ErrClosed
+		return backend.ErrClosed
 	}
 	if l.startDone == nil {
 		if cfg.Bin == "" {
@@ -171,8 +175,8 @@ func (l *core[C]) start() {
 		StderrLevel: stderrLevel, Logger: log,
 	})
 	if err != nil {
-		if len(cfg.Guard) == 0 && execFailed(err) {
-			err = notFound(cfg, execDetail(err))
+		if len(cfg.Guard) == 0 && childproc.ExecFailed(err) {
+			err = notFound(cfg, childproc.ExecDetail(err))
 		} else {
 			err = fmt.Errorf("codexchild: %w", err)
 		}
@@ -201,7 +205,7 @@ func (l *core[C]) start() {
 	}
 	if err != nil {
 		log.Error("codex handshake failed", "err", err)
-		var ee *ExitError
+		var ee *backend.ExitError
 		died := errors.As(err, &ee)
 		if !died {
 			// A child that cannot do the handshake is of no use: stop it.
@@ -212,7 +216,7 @@ func (l *core[C]) start() {
 		if died && l.exitErr != nil {
 			l.startErr = l.exitErr // it died: how is the news
 		} else {
-			l.startErr = fmt.Errorf("codexchild: %s %w: %w; it was stopped", h.subcommand, ErrHandshake, err)
+			l.startErr = fmt.Errorf("codexchild: %s %w: %w; it was stopped", h.subcommand, backend.ErrHandshake, err)
 		}
 		l.mu.Unlock()
 	}
@@ -259,8 +263,10 @@ func readLoop(ch *childproc.Process, r jsonrpcframe.Reader, log *slog.Logger, di
 			var me *jsonrpcframe.MessageError
 			if errors.As(err, &me) {
 				if g.Bad(me) {
-					// Nothing it writes after this counts.
+					// Nothing it writes after this counts as a
+					// message; Drain only counts the lines.
 					ch.Kill(g.Err())
+					g.Drain(r)
 					return
 				}
 				continue
@@ -290,7 +296,7 @@ func (l *core[C]) send(m *jsonrpcframe.Message, mk func(id jsonrpcframe.ID) (C, 
 	}
 	if l.w == nil {
 		l.mu.Unlock()
-		return zero, ErrClosed
+		return zero, backend.ErrClosed
 	}
 	l.nextID++
 	m.ID = jsonrpcframe.IntID(l.nextID)
@@ -353,7 +359,7 @@ func (l *core[C]) write(m *jsonrpcframe.Message, blocked func()) error {
 	w, ch := l.w, l.ch
 	l.mu.Unlock()
 	if w == nil {
-		return ErrClosed
+		return backend.ErrClosed
 	}
 	if l.plain {
 		inKind := *m
@@ -443,7 +449,20 @@ func (l *core[C]) Close(ctx context.Context) error {
 	if handled != nil {
 		<-handled
 	}
+	l.bg.Wait() // the child is gone: their calls and writes fail at once
 	return err
+}
+
+// background runs f on a goroutine that Close waits for; once Close has
+// begun it runs nothing and reports false.
+func (l *core[C]) background(f func()) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return false
+	}
+	l.bg.Go(f)
+	return true
 }
 
 // Start starts the child and does its handshake now rather than at the
@@ -462,10 +481,10 @@ func (l *core[C]) Version() string {
 }
 
 // Status reports the child's state.
-func (l *core[C]) Status() Status {
+func (l *core[C]) Status() backend.Status {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s := Status{Kind: l.kind, Started: l.ch != nil, Version: l.version}
+	s := backend.Status{Protocol: string(l.kind), Started: l.ch != nil, Version: l.version}
 	if l.ch != nil {
 		s.PID = l.ch.PID()
 		s.Running = l.exitErr == nil
@@ -486,7 +505,7 @@ func (l *core[C]) answer(id jsonrpcframe.ID, resp *jsonrpcframe.Message) {
 
 // toOnEvent hands an event that belongs to no running turn to
 // Config.OnEvent, or drops it.
-func (l *core[C]) toOnEvent(ev Event) {
+func (l *core[C]) toOnEvent(ev backend.Event) {
 	if l.cfg.OnEvent != nil {
 		l.cfg.OnEvent(ev)
 		return

@@ -15,30 +15,11 @@ import (
 // cancels every question, approval_fallback deny, a timeout) would read as
 // a person's refusal. So the reason (Decision.Reason, which says who or
 // what denied it) goes to the agent as a note: app-server steers the
-// running turn with it (turn/steer), and what cannot be steered, like an
-// ACP agent's, opens the thread's next prompt.
-
-// denialNote is the note for a denial whose reason the protocol cannot
-// carry; "" when there is nothing to tell (not a denial, no reason, or a
-// denial that comes with the end of the turn).
-func denialNote(a *Approval, d Decision) string {
-	if d.Kind != Deny || d.TurnEnds || strings.TrimSpace(d.Reason) == "" {
-		return ""
-	}
-	what := "the tool call"
-	switch {
-	case a.Kind == ApprovalExec && a.Command != "":
-		what = "`" + clip(a.Command, 200) + "`"
-	case a.Kind == ApprovalExec:
-		what = "the command"
-	case a.Kind == ApprovalPatch:
-		what = "the file changes"
-	case a.Message != "":
-		what = clip(a.Message, 200)
-	}
-	return "[atm-agent-mcp: the approval for " + what + " was denied: " + strings.TrimSpace(d.Reason) +
-		". Whatever the tool result says about a user, this is who or what decided.]"
-}
+// running turn with it (turn/steer), an ACP agent that advertises the
+// steering extension (claude-agent-acp: _session/steering) gets it in its
+// running turn too (package acpbackend), and what cannot be steered opens
+// the thread's next prompt (threadNotes). The note itself is the seam's
+// (backend.DenialNote), the same for every kind.
 
 // threadNotes are notes waiting for the next prompt of their thread; mu
 // is a leaf lock.

@@ -1,21 +1,26 @@
 // Package codexchild runs and supervises one Codex child process and speaks
-// its protocol (codex mcp-server or codex app-server), or coding agents
-// that speak the Agent Client Protocol ([NewACP]), behind one interface,
-// [Backend]: start a thread, continue it, interrupt a turn, answer its
-// approvals, stream its events and report its result. What only one protocol
-// has is an optional interface, each in a file of its own: [Passthrough]
-// (mcp-server's MCP requests and notifications), [Steerer] (app-server's
-// turn/steer, steer.go), [Forker] (app-server's thread/fork, fork.go) and
-// [StructuredOutputter] (app-server's outputSchema, structured.go); the
-// auto backend has them all and answers ErrUnsupported where the protocol
-// it chose has not. Which thread a
-// turn runs on is the backend's business: a thread the child has not loaded
-// is resumed (app-server thread/resume, ACP session/load or
-// session/resume); one it cannot continue (mcp-server always, threads.go;
-// app-server when Codex has no rollout of it; an agent that cannot reopen
-// the session) is replaced by a fresh one seeded with TurnRequest.Seed, and
-// [Result].Replaced says why. TurnRequest.OnThread tells the caller a new
-// thread's id as soon as it exists, long before a slow first turn ends.
+// its protocol (codex mcp-server or codex app-server) behind the seam every
+// agent kind shares, [backend.Backend] (package codexchild/backend): start
+// a thread, continue it, interrupt a turn, answer its approvals, stream its
+// events and report its result. The ACP backend (package
+// codexchild/acpbackend) is the seam's other implementation; neither
+// imports the other. What only one protocol has is an optional interface of
+// the seam, asked of the backend: [Passthrough] (mcp-server's MCP requests
+// and notifications, this package's own), backend.Steerer (app-server's
+// turn/steer, steer.go), backend.Forker (app-server's thread/fork, fork.go)
+// and backend.StructuredOutputter (app-server's outputSchema,
+// structured.go); the auto backend has them all and answers ErrUnsupported
+// where the protocol it chose has not. What every Codex backend is,
+// as the seam asks (its sandbox, its settings, one child restarted as a
+// whole, its name), is [Codex], which each embeds; [Options] are Codex's
+// own thread parameters, opaque to everyone else, made from Codex's
+// [Settings] (options.go). Which thread a turn runs on is the backend's
+// business: a thread the child has not loaded is resumed (app-server
+// thread/resume); one it cannot continue (mcp-server always, threads.go;
+// app-server when Codex has no rollout of it) is replaced by a fresh one
+// seeded with TurnRequest.Seed, and backend.Result.Replaced says why.
+// TurnRequest.OnThread tells the caller a new thread's id as soon as it
+// exists, long before a slow first turn ends.
 //
 // [NewMCPServer] returns the backend for `codex mcp-server` (Codex 0.104 –
 // 0.153.4). It starts the child on first use, does the MCP handshake with the
@@ -41,9 +46,11 @@
 // dies in between never saw it, and the mail layer offers such a turn's
 // mail again.
 //
-// A turn's events reach its [Handler] on the backend's reader goroutine. A
-// Handler that is also a [Flusher] can pass them on in batches: the reader
-// calls Flush whenever it has nothing more of the child's output to read.
+// A turn's events reach its backend.Handler on the backend's reader
+// goroutine, each with [Translate] as its Event.Translate: a Codex event is
+// put in neutral terms only when somebody reads it. A Handler that is also
+// a backend.Flusher can pass them on in batches: the reader calls Flush
+// whenever it has nothing more of the child's output to read.
 //
 // Both backends embed one request/response core (core.go): the child
 // started once on first use, the backend's own request ids and the table of
@@ -64,23 +71,10 @@
 // mcp-server --help`) and logs its choice. Until then its Kind is KindAuto:
 // Kind never blocks.
 //
-// [NewACP] returns the backend for coding agents that speak the Agent
-// Client Protocol (package acp: claude-agent-acp, gemini --acp, opencode
-// acp, …), of Kind KindACP: one agent process and one ACP session per
-// thread, the session id being the thread id. It translates its events
-// into Activity as it reads them (Event.Neutral) and the agent's
-// permission requests into Approvals (ApprovalExec, ApprovalPatch,
-// ApprovalTool); a thread it has no live agent for is reopened with
-// session/load or session/resume, else continued in a new session seeded
-// with TurnRequest.Seed. acp_backend.go is its API and ACPConfig,
-// acp_thread.go a thread's agent, session and turns, acp_events.go the
-// translation of events and permission requests. It is not a Starter:
-// every thread starts its own agent.
-//
 // Every process this module starts is supervised by one package,
 // internal/childproc: the Codex child (core.go), the probes of the auto
 // selection (select.go), every ACP agent (package acp) and the tool
-// servers ToolsHTTP runs (acp_toolhttp.go). Each runs in a process group
+// servers the ACP backend's ToolsHTTP runs (package acpbackend). Each runs in a process group
 // of its own, through the guard when Config.Guard is set; its stderr is
 // drained to the log (terminal escapes stripped; Codex's lines at Codex's
 // own level); a graceful stop closes its stdin, then sends SIGTERM to the
@@ -90,11 +84,12 @@
 // kind ("codex child process …", "claude agent process …") whose
 // ExitStatus says how it died and, when the backend killed it, why: a
 // child that writes 10000 lines in a row on stdout that are not JSON-RPC
-// is "killed by signal killed because it wrote 10000 lines in a row that
-// are not JSON-RPC on stdout", in every later call's error and in
-// Status().Exit alike. The causes survive: errors.Is finds ErrChildExited
-// (acp.ErrAgentExited is the same value), ErrNotJSONRPC or
-// ErrStdinBlocked underneath. childproc.Config.Launch is the seam for
+// is "stopped: it wrote 10412 lines in a row that are not JSON-RPC on
+// stdout, and 10000 is the limit (killed by signal killed)", with the count
+// of lines it wrote, in every later call's error and in
+// Status().Exit alike. The causes survive: errors.Is finds backend.ErrChildExited
+// (acp.ErrAgentExited is the same value), backend.ErrNotJSONRPC or
+// backend.ErrStdinBlocked underneath. childproc.Config.Launch is the seam for
 // where a child runs (a command on another machine, over `ssh -T`, would
 // be started and supervised the same way); nothing uses another place
 // yet.
@@ -107,24 +102,24 @@
 // config.go the Config; appserver.go is the app-server backend's API and
 // lifecycle, appturn.go its turns, appread.go its reader and routing,
 // appapproval.go its approval and server-request answers; denialnote.go
-// tells an agent why an approval was denied where its protocol has no place
-// for the reason (app-server steers the turn, an ACP agent reads it in its
-// next prompt); flush.go is the Flusher calls of both readers; select.go is New and the auto selection;
-// notfound.go tells a Codex binary that cannot be run at all (ErrNotFound:
-// the exec failed, or the child exited with code 127 before its
-// handshake, as the guard does when its exec fails) from a crash.
-// activity.go is the backend-neutral Activity the session layer reads;
-// Event.Activity (activity_event.go) translates each Codex dialect into it
-// (activity_mcp.go, activity_app.go); usage.go is the token usage of
-// every kind (Usage: a thread's totals so far) read from Codex's two
-// dialects, acp_usage.go how the ACP backend adds up an agent's turns and
-// usage_update into it; toolservers.go makes a thread's
-// ToolServers the Codex config's mcp_servers entries.
+// keeps the notes of denials app-server could not steer into the turn
+// (backend.DenialNote) for the thread's next prompt; flush.go is the
+// Flusher calls of both readers; select.go is New and the auto selection;
+// kinds.go the protocols and Passthrough; options.go what the seam asks
+// of a Codex backend (Codex, Settings, Options, Translate);
+// notfound.go tells a Codex binary that cannot be run at all
+// (backend.ErrNotFound: the exec failed, or the child exited with code 127
+// before its handshake, as the guard does when its exec fails) from a
+// crash. Translate (options.go) puts each Codex dialect into the seam's
+// neutral Activity (activity_mcp.go, activity_app.go, activity_event.go);
+// usage_codex.go reads Codex's token usage of both dialects into the
+// seam's backend.Usage; toolservers.go makes a thread's ToolServers the
+// Codex config's mcp_servers entries.
 //
 // # Locks
 //
-// The module has fourteen mutexes, each documented where it is declared.
-// Per backend:
+// The module has fifteen mutexes, each documented where it is declared.
+// Per package:
 //
 //   - the Codex backends (core.go): core.mu, the core's state and the
 //     embedding backend's own tables (MCPServer's threads, approvals and
@@ -140,20 +135,21 @@
 //     Approval) and OnAccepted: held across whatever I/O the Handler does
 //     (the proxy writes the events to its client), and before core.mu and
 //     wmu (a Handler that answers an approval at once takes both), never
-//     after. threadBook.mu (threads.go), a leaf. autoBackend.mu
-//     (select.go), the probe's outcome, held while asking the chosen
-//     backend for its kind: before core.mu.
-//   - the ACP backend: ACPBackend.mu (acp_backend.go), the thread table
-//     and the counters, before acpThread.mu (acp_thread.go), a thread's
-//     agent, session and running turn, which is held while the turn's
-//     Handler is called (events, approvals, flushes): across the
-//     Handler's I/O, so a Handler must not call back into the backend
-//     (Status takes ACPBackend.mu). Neither is held across a call to the
-//     agent. toolHTTP.mu (acp_toolhttp.go), the http endpoint's table, is
-//     held while its listener starts; toolBridge.mu, a tool server's
-//     process and pending requests, while that process starts (fork and
-//     exec); toolProc.wmu across one write to the tool server. Each is a
-//     leaf.
+//     after. threadBook.mu (threads.go) and threadNotes.mu (denialnote.go,
+//     the app-server's denial notes waiting for a thread's next prompt),
+//     leaves. autoBackend.mu (select.go), the probe's outcome, held while
+//     asking the chosen backend for its kind: before core.mu.
+//   - package acpbackend (the ACP backend): Backend.mu (backend.go),
+//     the thread table and the counters, before acpThread.mu
+//     (thread.go), a thread's agent, session and running turn, which is
+//     held while the turn's Handler is called (events, approvals,
+//     flushes): across the Handler's I/O, so a Handler must not call back
+//     into the backend (Status takes Backend.mu). Neither is held across
+//     a call to the agent. toolHTTP.mu (toolhttp.go), the http endpoint's
+//     table, is held while its listener starts; toolBridge.mu, a tool
+//     server's process and pending requests, while that process starts
+//     (fork and exec); toolProc.wmu across one write to the tool server.
+//     Each is a leaf.
 //   - package acp: Client.mu (the pending calls, sessions and turns,
 //     permission requests, the exit error, the counters, the event
 //     queue's send), never held across I/O, and Client.dmu (the delivered
@@ -167,7 +163,20 @@
 // jsonrpcframe's Pipe and Writer serialise their own reads and writes
 // underneath.
 //
-// Subpackages: acp (the ACP v1 client under NewACP), modelmock (a loopback
+// # Goroutines
+//
+// Every goroutine has an owner whose Close waits for it: the Codex
+// backends' reader, exit watcher and start (core.go) and their background
+// work (core.background: an app-server decline written after its steer);
+// the ACP backend's agents stopped after a turn and its interrupts after
+// an aborted approval (acpbackend's Backend.background), its http listener
+// and tool servers' readers (acpbackend/toolhttp.go); each agent client's
+// reader, exit watcher, event delivery and answers to the agent (package
+// acp); each process's supervisor (internal/childproc). Work that would
+// start once Close has begun is not started.
+//
+// Subpackages: backend (the seam every agent kind implements), acpbackend
+// (the ACP backend) and acp (the ACP v1 client under it), modelmock (a loopback
 // mock of the Responses API for the real Codex, which speaks the Anthropic
 // Messages API too), realcodex (test helpers
 // that run the real Codex offline), mockcodex (a mock of the Codex CLI for

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 )
 
 // A backend on a Codex binary (here mockcodex, which TestMain names in
@@ -16,13 +17,13 @@ func Example() {
 	defer b.Close(context.Background())
 
 	ctx := context.Background()
-	res, err := b.Turn(ctx, codexchild.TurnRequest{Prompt: "hello"})
+	res, err := b.Turn(ctx, backend.TurnRequest{Prompt: "hello"})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	fmt.Println(res.Text, res.Status)
-	res, err = b.Turn(ctx, codexchild.TurnRequest{ThreadID: res.ThreadID, Prompt: "again"})
+	res, err = b.Turn(ctx, backend.TurnRequest{ThreadID: res.ThreadID, Prompt: "again"})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/internal/childproc"
 	"io"
 	"log/slog"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/internal/childproc"
 )
 
 // TestFaults runs mockcodex's fault keywords (mock only), in both protocols:
@@ -26,11 +30,11 @@ func TestFaults(t *testing.T) {
 }
 
 func testFaults(t *testing.T, setup func(t *testing.T) (Config, string)) {
-	type check func(t *testing.T, b Backend, res *Result, err error, elapsed time.Duration)
-	exitCheck := func(want ExitStatus) check {
-		return func(t *testing.T, b Backend, res *Result, err error, elapsed time.Duration) {
-			var ee *ExitError
-			if !errors.As(err, &ee) || !errors.Is(err, ErrChildExited) {
+	type check func(t *testing.T, b backend.Backend, res *backend.Result, err error, elapsed time.Duration)
+	exitCheck := func(want backend.ExitStatus) check {
+		return func(t *testing.T, b backend.Backend, res *backend.Result, err error, elapsed time.Duration) {
+			var ee *backend.ExitError
+			if !errors.As(err, &ee) || !errors.Is(err, backend.ErrChildExited) {
 				t.Fatalf("Turn = %+v, %v; want an *ExitError", res, err)
 			}
 			// (mockcodex's app-server mode logs nothing before a crash.)
@@ -45,8 +49,8 @@ func testFaults(t *testing.T, setup func(t *testing.T) (Config, string)) {
 			}
 			// Later calls fail fast with the same report.
 			start := time.Now()
-			_, err2 := b.Turn(ctxFor(t, 10*time.Second), TurnRequest{Prompt: "again"})
-			var ee2 *ExitError
+			_, err2 := b.Turn(ctxFor(t, 10*time.Second), backend.TurnRequest{Prompt: "again"})
+			var ee2 *backend.ExitError
 			if !errors.As(err2, &ee2) || ee2.Status != want || time.Since(start) > 100*time.Millisecond {
 				t.Errorf("next Turn = %v after %s, want the same *ExitError at once", err2, time.Since(start))
 			}
@@ -55,7 +59,7 @@ func testFaults(t *testing.T, setup func(t *testing.T) (Config, string)) {
 					t.Errorf("Tools after exit = %v, want the *ExitError", err)
 				}
 			}
-			if s, ok := b.(Steerer); ok {
+			if s, ok := b.(backend.Steerer); ok {
 				if err := s.Steer(ctxFor(t, time.Second), "x", "y"); err == nil {
 					t.Errorf("Steer after exit succeeded")
 				}
@@ -65,7 +69,7 @@ func testFaults(t *testing.T, setup func(t *testing.T) (Config, string)) {
 			}
 		}
 	}
-	completes := func(t *testing.T, b Backend, res *Result, err error, elapsed time.Duration) {
+	completes := func(t *testing.T, b backend.Backend, res *backend.Result, err error, elapsed time.Duration) {
 		if err != nil || res.IsError || !strings.HasPrefix(res.Text, "MOCK_REPLY: ") {
 			t.Fatalf("Turn = %+v, %v; want a completed MOCK_REPLY turn", res, err)
 		}
@@ -78,11 +82,11 @@ func testFaults(t *testing.T, setup func(t *testing.T) (Config, string)) {
 		check   check
 		logs    map[string]int // log message → at least this many records
 	}{
-		{"crash_code", "CRASH=3 mid turn", 0, nil, exitCheck(ExitStatus{Code: 3}), nil},
-		{"crash_sigkill", "CRASH=SIGKILL mid turn", 0, nil, exitCheck(ExitStatus{Code: -1, Signal: "killed"}), nil},
-		{"start_failure", "never sent", 0, []string{"MOCKCODEX_START_FAIL=7"}, exitCheck(ExitStatus{Code: 7}), nil},
-		{"hang", "HANG please", 2 * time.Second, nil, func(t *testing.T, b Backend, res *Result, err error, elapsed time.Duration) {
-			var te *TimeoutError
+		{"crash_code", "CRASH=3 mid turn", 0, nil, exitCheck(backend.ExitStatus{Code: 3}), nil},
+		{"crash_sigkill", "CRASH=SIGKILL mid turn", 0, nil, exitCheck(backend.ExitStatus{Code: -1, Signal: "killed"}), nil},
+		{"start_failure", "never sent", 0, []string{"MOCKCODEX_START_FAIL=7"}, exitCheck(backend.ExitStatus{Code: 7}), nil},
+		{"hang", "HANG please", 2 * time.Second, nil, func(t *testing.T, b backend.Backend, res *backend.Result, err error, elapsed time.Duration) {
+			var te *backend.TimeoutError
 			if !errors.As(err, &te) {
 				t.Fatalf("Turn = %+v, %v; want a *TimeoutError", res, err)
 			}
@@ -98,14 +102,14 @@ func testFaults(t *testing.T, setup func(t *testing.T) (Config, string)) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, cwd := setup(t)
 			cfg.Env = append(cfg.Env, tc.env...)
-			var exits []ExitStatus
+			var exits []backend.ExitStatus
 			var mu sync.Mutex
-			cfg.OnExit = func(s ExitStatus) { mu.Lock(); exits = append(exits, s); mu.Unlock() }
+			cfg.OnExit = func(s backend.ExitStatus) { mu.Lock(); exits = append(exits, s); mu.Unlock() }
 			counts := newCountingHandler(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug}))
 			cfg.Logger = slog.New(counts)
 			b := newTestBackend(t, cfg)
 			start := time.Now()
-			res, err := b.Turn(ctxFor(t, 30*time.Second), TurnRequest{Prompt: tc.prompt, Params: ThreadParams{Cwd: cwd}, Timeout: tc.timeout})
+			res, err := b.Turn(ctxFor(t, 30*time.Second), backend.TurnRequest{Prompt: tc.prompt, Params: backend.ThreadParams{Cwd: cwd}, Timeout: tc.timeout})
 			tc.check(t, b, res, err, time.Since(start))
 			// The child may still be writing (the flood runs beside the
 			// turn): give the logs a moment before stopping it.
@@ -135,7 +139,7 @@ func testFaults(t *testing.T, setup func(t *testing.T) (Config, string)) {
 // call, and every later one, with the start error.
 func TestStartFailureMissingBinary(t *testing.T) {
 	b := newBackend(t, Config{Bin: "/nonexistent/codex"})
-	_, err := b.Turn(ctxFor(t, 5*time.Second), TurnRequest{Prompt: "x"})
+	_, err := b.Turn(ctxFor(t, 5*time.Second), backend.TurnRequest{Prompt: "x"})
 	if err == nil || !strings.Contains(err.Error(), "/nonexistent/codex") {
 		t.Fatalf("Turn = %v, want a start error", err)
 	}
@@ -154,7 +158,7 @@ func TestCloseBeforeStart(t *testing.T) {
 	if err := b.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Turn(context.Background(), TurnRequest{Prompt: "x"}); !errors.Is(err, ErrClosed) {
+	if _, err := b.Turn(context.Background(), backend.TurnRequest{Prompt: "x"}); !errors.Is(err, backend.ErrClosed) {
 		t.Errorf("Turn after Close = %v, want ErrClosed", err)
 	}
 }
@@ -168,7 +172,7 @@ func TestClosePendingTurn(t *testing.T) {
 	rec := newRecorder(nil)
 	errc := make(chan error, 1)
 	go func() {
-		_, err := b.Turn(ctxFor(t, 30*time.Second), TurnRequest{Prompt: "SLOW=30 closing", Params: ThreadParams{Cwd: cwd}, Handler: rec})
+		_, err := b.Turn(ctxFor(t, 30*time.Second), backend.TurnRequest{Prompt: "SLOW=30 closing", Params: backend.ThreadParams{Cwd: cwd}, Handler: rec})
 		errc <- err
 	}()
 	rec.waitType(t, "task_started", 10*time.Second)
@@ -176,7 +180,7 @@ func TestClosePendingTurn(t *testing.T) {
 	if err := b.Close(ctxFor(t, 10*time.Second)); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	if err := <-errc; !errors.Is(err, ErrChildExited) {
+	if err := <-errc; !errors.Is(err, backend.ErrChildExited) {
 		t.Errorf("pending Turn = %v, want an *ExitError", err)
 	}
 	if d := time.Since(start); d > 2*time.Second {
@@ -196,7 +200,7 @@ func TestCtxCancelInterrupts(t *testing.T) {
 		rec.waitType(t, "task_started", 10*time.Second)
 		cancel()
 	}()
-	res, err := b.Turn(ctx, TurnRequest{Prompt: "SLOW=30 EVENTS=2 cancel me", Params: ThreadParams{Cwd: cwd}, Handler: rec})
+	res, err := b.Turn(ctx, backend.TurnRequest{Prompt: "SLOW=30 EVENTS=2 cancel me", Params: backend.ThreadParams{Cwd: cwd}, Handler: rec})
 	if !errors.Is(err, context.Canceled) || res == nil || res.Status != "interrupted" || !res.IsError {
 		t.Fatalf("Turn = %+v, %v; want interrupted and context.Canceled", res, err)
 	}
@@ -207,8 +211,8 @@ func TestCtxCancelInterrupts(t *testing.T) {
 func TestOnEventOrphans(t *testing.T) {
 	cfg, cwd := setupMock(t)
 	var mu sync.Mutex
-	var got []Event
-	cfg.OnEvent = func(e Event) { mu.Lock(); got = append(got, e); mu.Unlock() }
+	var got []backend.Event
+	cfg.OnEvent = func(e backend.Event) { mu.Lock(); got = append(got, e); mu.Unlock() }
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	b := newBackend(t, cfg)
 	req := mustRequest(t, `{"jsonrpc":"2.0","id":"up-1","method":"tools/call","params":{"name":"codex","arguments":{"prompt":"forwarded","cwd":"`+cwd+`"}}}`)
@@ -237,15 +241,15 @@ func TestThreadBusy(t *testing.T) {
 	cfg, cwd := setupMock(t)
 	b := newBackend(t, cfg)
 	rec := newRecorder(nil)
-	done := make(chan *Result, 1)
+	done := make(chan *backend.Result, 1)
 	go func() {
-		res, _ := b.Turn(ctxFor(t, 30*time.Second), TurnRequest{Prompt: "SLOW=30 busy", Params: ThreadParams{Cwd: cwd}, Handler: rec})
+		res, _ := b.Turn(ctxFor(t, 30*time.Second), backend.TurnRequest{Prompt: "SLOW=30 busy", Params: backend.ThreadParams{Cwd: cwd}, Handler: rec})
 		done <- res
 	}()
 	rec.waitType(t, "task_started", 10*time.Second)
 	events, _ := rec.snapshot()
 	thread := events[len(events)-1].ThreadID
-	if _, err := b.Turn(ctxFor(t, 5*time.Second), TurnRequest{ThreadID: thread, Prompt: "me too"}); !errors.Is(err, ErrThreadBusy) {
+	if _, err := b.Turn(ctxFor(t, 5*time.Second), backend.TurnRequest{ThreadID: thread, Prompt: "me too"}); !errors.Is(err, backend.ErrThreadBusy) {
 		t.Errorf("second Turn = %v, want ErrThreadBusy", err)
 	}
 	if err := b.Interrupt(ctxFor(t, time.Second), thread); err != nil {
@@ -271,7 +275,7 @@ func TestGarbageFlood(t *testing.T) {
 				counts := newCountingHandler(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug}))
 				cfg.Logger = slog.New(counts)
 				b := newTestBackend(t, cfg)
-				res, err := b.Turn(ctxFor(t, 30*time.Second), TurnRequest{Prompt: "GARBAGE_FLOOD=3000 then reply", Params: ThreadParams{Cwd: cwd}})
+				res, err := b.Turn(ctxFor(t, 30*time.Second), backend.TurnRequest{Prompt: "GARBAGE_FLOOD=3000 then reply", Params: backend.ThreadParams{Cwd: cwd}})
 				if err != nil || !strings.HasPrefix(res.Text, "MOCK_REPLY: ") {
 					t.Fatalf("Turn = %+v, %v; want the reply after the garbage", res, err)
 				}
@@ -289,11 +293,17 @@ func TestGarbageFlood(t *testing.T) {
 				cfg, cwd := tg.setup(t)
 				b := newTestBackend(t, cfg)
 				start := time.Now()
-				_, err := b.Turn(ctxFor(t, 30*time.Second), TurnRequest{Prompt: fmt.Sprintf("GARBAGE_FLOOD=%d", childproc.MaxGarbageRun+5000), Params: ThreadParams{Cwd: cwd}})
-				var ee *ExitError
-				const want = "codex child process killed by signal killed because it wrote 10000 lines in a row that are not JSON-RPC on stdout"
-				if !errors.As(err, &ee) || ee.Error() != want || !errors.Is(err, ErrNotJSONRPC) || !errors.Is(err, ErrChildExited) {
-					t.Fatalf("Turn = %v; want an *ExitError that says the child was killed for its garbage (%q), wrapping ErrNotJSONRPC", err, want)
+				_, err := b.Turn(ctxFor(t, 30*time.Second), backend.TurnRequest{Prompt: fmt.Sprintf("GARBAGE_FLOOD=%d", childproc.MaxGarbageRun+5000), Params: backend.ThreadParams{Cwd: cwd}})
+				var ee *backend.ExitError
+				// It says how many lines it wrote (at least the limit, at
+				// most what the mock writes), not the limit alone.
+				flooded := regexp.MustCompile(`^codex child process stopped: it wrote (\d+) lines in a row that are not JSON-RPC on stdout, and 10000 is the limit \(killed by signal killed\)$`)
+				if !errors.As(err, &ee) || !flooded.MatchString(ee.Error()) || !errors.Is(err, backend.ErrNotJSONRPC) || !errors.Is(err, backend.ErrChildExited) {
+					t.Fatalf("Turn = %v; want an *backend.ExitError that says the child was stopped for its garbage (%s), wrapping backend.ErrNotJSONRPC", err, flooded)
+				}
+				want := ee.Error()
+				if n, _ := strconv.Atoi(flooded.FindStringSubmatch(want)[1]); n < childproc.MaxGarbageRun || n > childproc.MaxGarbageRun+5000 {
+					t.Errorf("it says %d lines, want %d to %d", n, childproc.MaxGarbageRun, childproc.MaxGarbageRun+5000)
 				}
 				// How it died says so too: agent_status and the crash
 				// records read it from Status.
@@ -301,7 +311,7 @@ func TestGarbageFlood(t *testing.T) {
 					t.Errorf("Status().Exit = %v, want the reason", st.Exit)
 				}
 				// So does every later call.
-				if _, err := b.Turn(ctxFor(t, 30*time.Second), TurnRequest{Prompt: "again", Params: ThreadParams{Cwd: cwd}}); err == nil || err.Error() != want {
+				if _, err := b.Turn(ctxFor(t, 30*time.Second), backend.TurnRequest{Prompt: "again", Params: backend.ThreadParams{Cwd: cwd}}); err == nil || err.Error() != want {
 					t.Errorf("a later Turn = %v, want %q", err, want)
 				}
 				if d := time.Since(start); d > 20*time.Second {
@@ -327,15 +337,15 @@ func TestHandshakeTimeout(t *testing.T) {
 			cfg.DefaultTimeout = time.Second // the handshake fits within a turn's timeout
 			b := newTestBackend(t, cfg)
 			start := time.Now()
-			_, err := b.Turn(ctxFor(t, 30*time.Second), TurnRequest{Prompt: "hello", Params: ThreadParams{Cwd: cwd}})
-			if !errors.Is(err, ErrHandshake) || !strings.Contains(err.Error(), "no answer within 1s") {
+			_, err := b.Turn(ctxFor(t, 30*time.Second), backend.TurnRequest{Prompt: "hello", Params: backend.ThreadParams{Cwd: cwd}})
+			if !errors.Is(err, backend.ErrHandshake) || !strings.Contains(err.Error(), "no answer within 1s") {
 				t.Fatalf("Turn = %v, want ErrHandshake after 1s", err)
 			}
 			if d := time.Since(start); d > 5*time.Second {
 				t.Errorf("the first call failed after %s, want about 1s", d)
 			}
 			start = time.Now()
-			if _, err := b.Turn(ctxFor(t, 30*time.Second), TurnRequest{Prompt: "again", Params: ThreadParams{Cwd: cwd}}); !errors.Is(err, ErrHandshake) || time.Since(start) > time.Second {
+			if _, err := b.Turn(ctxFor(t, 30*time.Second), backend.TurnRequest{Prompt: "again", Params: backend.ThreadParams{Cwd: cwd}}); !errors.Is(err, backend.ErrHandshake) || time.Since(start) > time.Second {
 				t.Errorf("next Turn = %v after %s, want ErrHandshake at once", err, time.Since(start))
 			}
 			_ = b.Close(ctxFor(t, 10*time.Second))

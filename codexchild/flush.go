@@ -1,27 +1,21 @@
 package codexchild
 
-// A Flusher is a [Handler] that passes a turn's events on in batches, say
-// one write to its own client for several events. The backend calls Flush
-// on its reader goroutine once it has delivered everything the child has
-// written so far, before it waits for more of the child's output, and when
-// that output ends: an event is never held back while the reader has
-// nothing else to do. Every Flusher that has had an event since the
-// reader's last wait gets one call; it may come after the turn's Turn call
-// has returned. Like the other Handler methods, Flush must not block.
-type Flusher interface {
-	Flush()
-}
+import "github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
+
+// The reader goroutine calls the backend.Flusher of each turn whose
+// handler is one once it has delivered everything the child has written so
+// far (see backend.Flusher).
 
 // flushSet is the reader goroutine's list of the Flushers that have had
 // events since it last waited; only that goroutine uses it.
 type flushSet struct {
 	turns []any // each Flusher's turn (a pointer), to note it once
-	fs    []Flusher
+	fs    []backend.Flusher
 }
 
 // note records that turn's handler h has had an event.
-func (s *flushSet) note(turn any, h Handler) {
-	f, ok := h.(Flusher)
+func (s *flushSet) note(turn any, h backend.Handler) {
+	f, ok := h.(backend.Flusher)
 	if !ok {
 		return
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/guard"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/mockcodex"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/modelmock"
@@ -125,7 +126,8 @@ func checkNoLeaks(t testing.TB, pids func() []int) {
 }
 
 // leakedGoroutines returns the stacks of goroutines that run code of this
-// package's backend or of os/exec.
+// package's backends (and of agent clients)
+// or of os/exec.
 func leakedGoroutines() []string {
 	buf := make([]byte, 1<<20)
 	buf = buf[:runtime.Stack(buf, true)]
@@ -136,7 +138,8 @@ func leakedGoroutines() []string {
 			continue
 		}
 		if strings.Contains(s, "codexchild.(*MCPServer)") || strings.Contains(s, "codexchild.(*AppServer)") ||
-			strings.Contains(s, "codexchild.(*autoBackend)") || strings.Contains(s, "childproc.(*Process)") || strings.Contains(s, "os/exec.") {
+			strings.Contains(s, "codexchild.(*autoBackend)") || strings.Contains(s, "childproc.(*Process)") || strings.Contains(s, "os/exec.") ||
+			strings.Contains(s, "acp.(*Client)") {
 			out = append(out, s)
 		}
 	}
@@ -222,13 +225,13 @@ func newAppBackend(t *testing.T, cfg Config) *AppServer {
 
 // newTestBackend returns New(cfg) (nothing started yet), closed at cleanup,
 // with the leak check armed.
-func newTestBackend(t *testing.T, cfg Config) Backend {
+func newTestBackend(t *testing.T, cfg Config) backend.Backend {
 	t.Helper()
 	lw := &tLogWriter{t: t}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(lw, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	var b Backend
+	var b backend.Backend
 	checkNoLeaks(t, func() []int {
 		if s := b.Status(); s.PID > 0 {
 			return []int{s.PID}
@@ -253,19 +256,19 @@ func newTestBackend(t *testing.T, cfg Config) Backend {
 // recorder is a Handler that records events and answers approvals with a
 // fixed decision.
 type recorder struct {
-	decide func(*Approval) Decision // nil: deny
+	decide func(*backend.Approval) backend.Decision // nil: deny
 
 	mu        sync.Mutex
-	events    []Event
-	approvals []*Approval
+	events    []backend.Event
+	approvals []*backend.Approval
 	seen      chan string // event types, non-blocking
 }
 
-func newRecorder(decide func(*Approval) Decision) *recorder {
+func newRecorder(decide func(*backend.Approval) backend.Decision) *recorder {
 	return &recorder{decide: decide, seen: make(chan string, 4096)}
 }
 
-func (r *recorder) Event(e Event) {
+func (r *recorder) Event(e backend.Event) {
 	r.mu.Lock()
 	r.events = append(r.events, e)
 	r.mu.Unlock()
@@ -275,11 +278,11 @@ func (r *recorder) Event(e Event) {
 	}
 }
 
-func (r *recorder) Approval(a *Approval) {
+func (r *recorder) Approval(a *backend.Approval) {
 	r.mu.Lock()
 	r.approvals = append(r.approvals, a)
 	r.mu.Unlock()
-	d := Decision{Kind: Deny}
+	d := backend.Decision{Kind: backend.Deny}
 	if r.decide != nil {
 		d = r.decide(a)
 	}
@@ -298,10 +301,10 @@ func (r *recorder) types() []string {
 	return ts
 }
 
-func (r *recorder) snapshot() ([]Event, []*Approval) {
+func (r *recorder) snapshot() ([]backend.Event, []*backend.Approval) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]Event(nil), r.events...), append([]*Approval(nil), r.approvals...)
+	return append([]backend.Event(nil), r.events...), append([]*backend.Approval(nil), r.approvals...)
 }
 
 // waitType waits until an event of type typ was seen.
@@ -374,10 +377,10 @@ func (h *countingHandler) count(msg string) int {
 
 // kindOf is b's protocol, as its Kind method says (KindAuto for an auto
 // backend that has not decided yet).
-func kindOf(b Backend) Kind { return b.(interface{ Kind() Kind }).Kind() }
+func kindOf(b backend.Backend) Kind { return b.(interface{ Kind() Kind }).Kind() }
 
 // toolsOf is b's tools/list (mcp-server, or the auto backend).
-func toolsOf(t *testing.T, b Backend) interface {
+func toolsOf(t *testing.T, b backend.Backend) interface {
 	Tools(context.Context) (json.RawMessage, error)
 } {
 	t.Helper()
@@ -391,7 +394,7 @@ func toolsOf(t *testing.T, b Backend) interface {
 }
 
 // passOf is b as a Passthrough.
-func passOf(t *testing.T, b Backend) Passthrough {
+func passOf(t *testing.T, b backend.Backend) Passthrough {
 	t.Helper()
 	p, ok := b.(Passthrough)
 	if !ok {
@@ -401,9 +404,9 @@ func passOf(t *testing.T, b Backend) Passthrough {
 }
 
 // steerOf is b as a Steerer.
-func steerOf(t *testing.T, b Backend) Steerer {
+func steerOf(t *testing.T, b backend.Backend) backend.Steerer {
 	t.Helper()
-	s, ok := b.(Steerer)
+	s, ok := b.(backend.Steerer)
 	if !ok {
 		t.Fatalf("%T is no Steerer", b)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
@@ -52,14 +53,15 @@ import (
 // restart): every pending call fails at once with the *ExitError and every
 // later call fails fast with the same one.
 type MCPServer struct {
+	Codex            // what the seam asks of every Codex backend (options.go)
 	flushes flushSet // the reader goroutine's own
 
 	core[*call] // mu guards it and the fields below
 
 	tools       json.RawMessage
-	threads     map[string]*call               // thread id → running turn
-	dead        map[jsonrpcframe.ID]deadCall   // abandoned request ids
-	approvals   map[*Approval]*pendingApproval // unanswered approvals
+	threads     map[string]*call                       // thread id → running turn
+	dead        map[jsonrpcframe.ID]deadCall           // abandoned request ids
+	approvals   map[*backend.Approval]*pendingApproval // unanswered approvals
 	approvalSeq int64
 
 	book *threadBook // the thread policy (threads.go); its own lock
@@ -68,8 +70,12 @@ type MCPServer struct {
 }
 
 var (
-	_ Backend     = (*MCPServer)(nil)
-	_ Passthrough = (*MCPServer)(nil)
+	_ backend.Backend        = (*MCPServer)(nil)
+	_ backend.Configurable   = (*MCPServer)(nil)
+	_ backend.Sandboxed      = (*MCPServer)(nil)
+	_ backend.WholeRestarter = (*MCPServer)(nil)
+	_ backend.Named          = (*MCPServer)(nil)
+	_ Passthrough            = (*MCPServer)(nil)
 )
 
 // NewMCPServer returns a backend that runs `cfg.Bin [cfg.Args...]
@@ -78,7 +84,7 @@ func NewMCPServer(cfg Config) *MCPServer {
 	b := &MCPServer{
 		threads:   map[string]*call{},
 		dead:      map[jsonrpcframe.ID]deadCall{},
-		approvals: map[*Approval]*pendingApproval{},
+		approvals: map[*backend.Approval]*pendingApproval{},
 		book:      newThreadBook(),
 	}
 	b.core = core[*call]{
@@ -88,7 +94,7 @@ func NewMCPServer(cfg Config) *MCPServer {
 			subcommand: "mcp-server", dispatch: b.dispatch, idle: b.flushes.flush, handshake: b.handshake,
 		},
 		forgetLocked: b.forgetLocked,
-		exitLocked: func(*ExitError) func() {
+		exitLocked: func(*backend.ExitError) func() {
 			clear(b.threads)
 			clear(b.approvals)
 			return nil
@@ -176,7 +182,7 @@ func (b *MCPServer) Tools(ctx context.Context) (json.RawMessage, error) {
 // threads.go) or codex-reply. ThreadParams are sent only when a thread
 // starts (codex-reply takes none). A second turn on a thread whose turn is
 // still running fails with ErrThreadBusy.
-func (b *MCPServer) Turn(ctx context.Context, req TurnRequest) (*Result, error) {
+func (b *MCPServer) Turn(ctx context.Context, req backend.TurnRequest) (*backend.Result, error) {
 	release := onceFunc(req.Release)
 	defer release()
 	if err := refuseOutputSchema(req, "codex mcp-server"); err != nil {
@@ -238,18 +244,18 @@ func (b *MCPServer) Turn(ctx context.Context, req TurnRequest) (*Result, error) 
 }
 
 // turnResult makes the Result (or the error) of a turn from its reply.
-func (b *MCPServer) turnResult(ctx context.Context, name string, r reply, how waitHow, timeout time.Duration, threadID, turnID, partial string) (*Result, error) {
+func (b *MCPServer) turnResult(ctx context.Context, name string, r reply, how waitHow, timeout time.Duration, threadID, turnID, partial string) (*backend.Result, error) {
 	switch {
 	case r.err != nil:
 		return nil, r.err
 	case r.abandoned == abandonTimeout:
-		return nil, &TimeoutError{After: timeout, ThreadID: threadID, Partial: partial}
+		return nil, &backend.TimeoutError{After: timeout, ThreadID: threadID, Partial: partial}
 	case r.abandoned != notAbandoned:
 		text := "codex turn interrupted"
 		if r.abandoned == abandonAbort {
 			text = "codex turn aborted (approval answered with abort)"
 		}
-		res := &Result{ThreadID: threadID, TurnID: turnID, Text: text, IsError: true, Status: "interrupted", Partial: partial}
+		res := &backend.Result{ThreadID: threadID, TurnID: turnID, Text: text, IsError: true, Status: "interrupted", Partial: partial}
 		if how == waitCtx {
 			return res, ctx.Err()
 		}
@@ -305,7 +311,7 @@ func (b *MCPServer) Forward(ctx context.Context, req *jsonrpcframe.Message) (*js
 	case "completion/complete", "resources/subscribe", "resources/unsubscribe":
 		// codex mcp-server takes these and never answers them: a client
 		// would wait for its whole timeout.
-		return nil, fmt.Errorf("codexchild: forward %s: %w", req.Method, ErrUnsupported)
+		return nil, fmt.Errorf("codexchild: forward %s: %w", req.Method, backend.ErrUnsupported)
 	}
 	if err := b.ensureStarted(ctx); err != nil {
 		return nil, err
@@ -321,7 +327,7 @@ func (b *MCPServer) Forward(ctx context.Context, req *jsonrpcframe.Message) (*js
 	case r.err != nil:
 		return nil, r.err
 	case r.abandoned == abandonTimeout:
-		return nil, &TimeoutError{After: timeout}
+		return nil, &backend.TimeoutError{After: timeout}
 	case r.abandoned != notAbandoned:
 		if how == waitCtx {
 			return nil, ctx.Err()

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 )
 
 // guardArg makes the test binary run package guard's Main (TestMain), as
@@ -54,21 +56,21 @@ func TestNotFound(t *testing.T) {
 				b := newTestBackend(t, Config{Bin: tt.bin, Kind: kind, Guard: tt.guard, Env: env, Dir: dir})
 				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 				defer cancel()
-				err := b.(Starter).Start(ctx)
+				err := b.(backend.Starter).Start(ctx)
 				if err == nil {
 					t.Fatal("the start succeeded")
 				}
-				if got := errors.Is(err, ErrNotFound); got != tt.wantFound {
+				if got := errors.Is(err, backend.ErrNotFound); got != tt.wantFound {
 					t.Fatalf("errors.Is(%v, ErrNotFound) = %v, want %v", err, got, tt.wantFound)
 				}
-				var ee *ExitError
+				var ee *backend.ExitError
 				if got := errors.As(err, &ee); got != tt.wantExit {
 					t.Errorf("an *ExitError: %v, want %v (%v)", got, tt.wantExit, err)
 				}
 				if !tt.wantFound {
 					return
 				}
-				var nf *NotFoundError
+				var nf *backend.NotFoundError
 				if !errors.As(err, &nf) {
 					t.Fatalf("no *NotFoundError in %v", err)
 				}
@@ -82,25 +84,6 @@ func TestNotFound(t *testing.T) {
 					t.Errorf("exit status %v, want code 127", ee.Status)
 				}
 			})
-		}
-	}
-}
-
-// TestNotFoundMessage: the message names the binary, and the PATH when
-// the binary is a name looked up in it.
-func TestNotFoundMessage(t *testing.T) {
-	tests := []struct {
-		e    NotFoundError
-		want string
-	}{
-		{NotFoundError{Bin: "codex", Path: "/usr/bin:/bin", Detail: `exec: "codex": executable file not found in $PATH`},
-			`codex binary "codex" was not found on PATH (PATH=/usr/bin:/bin): exec: "codex": executable file not found in $PATH`},
-		{NotFoundError{Bin: "/opt/codex", Path: "/usr/bin", Detail: "fork/exec /opt/codex: no such file or directory"},
-			`codex binary "/opt/codex" cannot be run: fork/exec /opt/codex: no such file or directory`},
-	}
-	for _, tt := range tests {
-		if got := tt.e.Error(); got != tt.want {
-			t.Errorf("got  %s\nwant %s", got, tt.want)
 		}
 	}
 }

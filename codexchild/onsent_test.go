@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 )
 
 // TestOnSent: OnSent runs once, after the request is written and before the
@@ -17,8 +19,8 @@ func TestOnSent(t *testing.T) {
 	var sent atomic.Int32
 	var sentBeforeEvents atomic.Bool
 	rec := newRecorder(nil)
-	res, err := b.Turn(ctxFor(t, 30*time.Second), TurnRequest{
-		Prompt: "hello", Params: ThreadParams{Cwd: cwd}, Handler: rec,
+	res, err := b.Turn(ctxFor(t, 30*time.Second), backend.TurnRequest{
+		Prompt: "hello", Params: backend.ThreadParams{Cwd: cwd}, Handler: rec,
 		OnSent: func() {
 			sent.Add(1)
 			events, _ := rec.snapshot()
@@ -40,7 +42,7 @@ func TestOnSent(t *testing.T) {
 func TestOnSentNotCalledOnFailure(t *testing.T) {
 	dead := newBackend(t, Config{Bin: "/nonexistent/codex"})
 	var deadSent atomic.Int32
-	if _, err := dead.Turn(ctxFor(t, 10*time.Second), TurnRequest{Prompt: "x", OnSent: func() { deadSent.Add(1) }}); err == nil {
+	if _, err := dead.Turn(ctxFor(t, 10*time.Second), backend.TurnRequest{Prompt: "x", OnSent: func() { deadSent.Add(1) }}); err == nil {
 		t.Fatal("Turn on a missing binary succeeded")
 	}
 	if deadSent.Load() != 0 {
@@ -55,15 +57,15 @@ func TestOnResult(t *testing.T) {
 	cfg, cwd := setupMock(t)
 	b := newBackend(t, cfg)
 	type seen struct {
-		res      *Result
+		res      *backend.Result
 		returned bool // Turn had returned when OnResult ran
 	}
-	turn := func(req TurnRequest) (*Result, []seen, error) {
+	turn := func(req backend.TurnRequest) (*backend.Result, []seen, error) {
 		t.Helper()
 		var mu sync.Mutex
 		var calls []seen
 		var returned atomic.Bool
-		req.OnResult = func(r *Result) {
+		req.OnResult = func(r *backend.Result) {
 			mu.Lock()
 			calls = append(calls, seen{r, returned.Load()})
 			mu.Unlock()
@@ -74,7 +76,7 @@ func TestOnResult(t *testing.T) {
 		defer mu.Unlock()
 		return res, calls, err
 	}
-	check := func(name string, res *Result, err error, calls []seen) {
+	check := func(name string, res *backend.Result, err error, calls []seen) {
 		t.Helper()
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -84,33 +86,33 @@ func TestOnResult(t *testing.T) {
 		}
 	}
 
-	res, calls, err := turn(TurnRequest{Prompt: "hello", Params: ThreadParams{Cwd: cwd}})
+	res, calls, err := turn(backend.TurnRequest{Prompt: "hello", Params: backend.ThreadParams{Cwd: cwd}})
 	check("new thread", res, err, calls)
 	if res.Text != "MOCK_REPLY: hello" || res.ThreadID == "" {
 		t.Fatalf("new thread: %+v", res)
 	}
 	thread := res.ThreadID
-	res, calls, err = turn(TurnRequest{ThreadID: thread, Prompt: "again"})
+	res, calls, err = turn(backend.TurnRequest{ThreadID: thread, Prompt: "again"})
 	check("reply", res, err, calls)
-	res, calls, err = turn(TurnRequest{ThreadID: "019a0000-0000-7000-8000-000000000000", Prompt: "lost", SameThread: true})
+	res, calls, err = turn(backend.TurnRequest{ThreadID: "019a0000-0000-7000-8000-000000000000", Prompt: "lost", SameThread: true})
 	check("IsError result", res, err, calls)
 	if !res.IsError {
 		t.Errorf("reply to an unknown thread: %+v, want an IsError result", res)
 	}
 
-	_, calls, err = turn(TurnRequest{ThreadID: thread, Prompt: "HANG", Timeout: 300 * time.Millisecond})
-	var te *TimeoutError
+	_, calls, err = turn(backend.TurnRequest{ThreadID: thread, Prompt: "HANG", Timeout: 300 * time.Millisecond})
+	var te *backend.TimeoutError
 	if !errors.As(err, &te) || len(calls) != 0 {
 		t.Errorf("timed out turn: err %v, OnResult calls %+v; want a TimeoutError and none", err, calls)
 	}
-	res, calls, err = turn(TurnRequest{Prompt: "fresh", Params: ThreadParams{Cwd: cwd}})
+	res, calls, err = turn(backend.TurnRequest{Prompt: "fresh", Params: backend.ThreadParams{Cwd: cwd}})
 	check("new thread after a timeout", res, err, calls)
 	fresh := res.ThreadID
 	go func() {
 		time.Sleep(200 * time.Millisecond)
 		_ = b.Interrupt(context.Background(), fresh)
 	}()
-	res, calls, err = turn(TurnRequest{ThreadID: fresh, Prompt: "HANG"})
+	res, calls, err = turn(backend.TurnRequest{ThreadID: fresh, Prompt: "HANG"})
 	if err != nil || res.Status != "interrupted" || len(calls) != 0 {
 		t.Errorf("interrupted turn: %+v, %v, OnResult calls %+v; want interrupted and none", res, err, calls)
 	}

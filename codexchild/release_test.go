@@ -1,6 +1,7 @@
 package codexchild
 
 import (
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"os"
 	"strings"
 	"sync"
@@ -21,7 +22,7 @@ type releaseLog struct {
 	version string // Status().Version at the Release
 }
 
-func (l *releaseLog) request(b Backend, req TurnRequest) TurnRequest {
+func (l *releaseLog) request(b backend.Backend, req backend.TurnRequest) backend.TurnRequest {
 	req.Release = func() {
 		st := b.Status()
 		l.mu.Lock()
@@ -52,14 +53,14 @@ func TestRelease(t *testing.T) {
 		cfg, cwd := setupMock(t)
 		b := newBackend(t, cfg)
 		var cold, warm releaseLog
-		res, err := b.Turn(ctxFor(t, 30*time.Second), cold.request(b, TurnRequest{Prompt: "cold", Params: ThreadParams{Cwd: cwd}}))
+		res, err := b.Turn(ctxFor(t, 30*time.Second), cold.request(b, backend.TurnRequest{Prompt: "cold", Params: backend.ThreadParams{Cwd: cwd}}))
 		if err != nil || res.IsError {
 			t.Fatalf("Turn = %+v, %v", res, err)
 		}
 		if diff := cmp.Diff([]string{"release", "sent"}, cold.got()); diff != "" || cold.started {
 			t.Errorf("cold backend: calls (-want +got):\n%s; child started at the yield: %v (want false)", diff, cold.started)
 		}
-		if _, err := b.Turn(ctxFor(t, 30*time.Second), warm.request(b, TurnRequest{ThreadID: res.ThreadID, Prompt: "warm"})); err != nil {
+		if _, err := b.Turn(ctxFor(t, 30*time.Second), warm.request(b, backend.TurnRequest{ThreadID: res.ThreadID, Prompt: "warm"})); err != nil {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff([]string{"release", "sent"}, warm.got()); diff != "" || !warm.alive {
@@ -80,7 +81,7 @@ func TestRelease(t *testing.T) {
 		}
 		var l releaseLog
 		start := time.Now()
-		if _, err := b.Turn(ctxFor(t, 30*time.Second), l.request(b, TurnRequest{Prompt: strings.Repeat("x", 1<<20)})); err == nil {
+		if _, err := b.Turn(ctxFor(t, 30*time.Second), l.request(b, backend.TurnRequest{Prompt: strings.Repeat("x", 1<<20)})); err == nil {
 			t.Fatal("Turn into a wedged child succeeded")
 		}
 		// The write waited stdinWriteTimeout and failed; the Release came
@@ -99,7 +100,7 @@ func TestRelease(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = b.Close(ctxFor(t, 10*time.Second)) })
 		var l releaseLog
-		if res, err := b.Turn(ctxFor(t, 30*time.Second), l.request(b, TurnRequest{Prompt: "hello", Params: ThreadParams{Cwd: cwd}})); err != nil || res.IsError {
+		if res, err := b.Turn(ctxFor(t, 30*time.Second), l.request(b, backend.TurnRequest{Prompt: "hello", Params: backend.ThreadParams{Cwd: cwd}})); err != nil || res.IsError {
 			t.Fatalf("Turn = %+v, %v", res, err)
 		}
 		// Before the probe: no backend was chosen (no version known).
@@ -111,7 +112,7 @@ func TestRelease(t *testing.T) {
 		cfg, cwd := setupMockApp(t)
 		b := newAppBackend(t, cfg)
 		var l releaseLog
-		if res, err := b.Turn(ctxFor(t, 30*time.Second), l.request(b, TurnRequest{Prompt: "hello", Params: ThreadParams{Cwd: cwd}})); err != nil || res.IsError {
+		if res, err := b.Turn(ctxFor(t, 30*time.Second), l.request(b, backend.TurnRequest{Prompt: "hello", Params: backend.ThreadParams{Cwd: cwd}})); err != nil || res.IsError {
 			t.Fatalf("Turn = %+v, %v", res, err)
 		}
 		if diff := cmp.Diff([]string{"release", "sent"}, l.got()); diff != "" || l.started {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
@@ -15,22 +16,22 @@ func TestParseResult(t *testing.T) {
 	tests := []struct {
 		name    string
 		raw     string
-		want    Result
+		want    backend.Result
 		wantErr bool
 	}{
 		{"structured", `{"structuredContent": {"threadId": "T2", "content": "done \"ok\""}, "content": [{"type": "text", "text": "ignored"}]}`,
-			Result{ThreadID: "T2", Text: `done "ok"`, Status: "completed"}, false},
+			backend.Result{ThreadID: "T2", Text: `done "ok"`, Status: "completed"}, false},
 		{"text content only", `{"content": [{"type": "text", "text": "one"}, {"type": "image", "data": "x"}, {"type": "text", "text": "two"}]}`,
-			Result{ThreadID: "T", Text: "one\ntwo", Status: "completed"}, false},
+			backend.Result{ThreadID: "T", Text: "one\ntwo", Status: "completed"}, false},
 		{"tool failure", `{"content": [{"type": "text", "text": "Session not found"}], "isError": true}`,
-			Result{ThreadID: "T", Text: "Session not found", IsError: true, Status: "failed"}, false},
+			backend.Result{ThreadID: "T", Text: "Session not found", IsError: true, Status: "failed"}, false},
 		{"structured without thread", `{"structuredContent": {"content": "x"}, "isError": false}`,
-			Result{ThreadID: "T", Text: "x", Status: "completed"}, false},
+			backend.Result{ThreadID: "T", Text: "x", Status: "completed"}, false},
 		{"structured null", `{"structuredContent": null, "content": [{"type": "text", "text": "t"}]}`,
-			Result{ThreadID: "T", Text: "t", Status: "completed"}, false},
-		{"null", `null`, Result{ThreadID: "T", Status: "completed"}, false},
-		{"content not a list", `{"content": "x"}`, Result{}, true},
-		{"not an object", `[1]`, Result{}, true},
+			backend.Result{ThreadID: "T", Text: "t", Status: "completed"}, false},
+		{"null", `null`, backend.Result{ThreadID: "T", Status: "completed"}, false},
+		{"content not a list", `{"content": "x"}`, backend.Result{}, true},
+		{"not an object", `[1]`, backend.Result{}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -45,7 +46,7 @@ func TestParseResult(t *testing.T) {
 				t.Fatal(err)
 			}
 			tt.want.TurnID = "U"
-			if diff := cmp.Diff(tt.want, *got, cmpopts.IgnoreFields(Result{}, "Raw")); diff != "" {
+			if diff := cmp.Diff(tt.want, *got, cmpopts.IgnoreFields(backend.Result{}, "Raw")); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
@@ -58,7 +59,7 @@ func TestParseResult(t *testing.T) {
 // the parameters that are set.
 func TestToolCallParams(t *testing.T) {
 	for _, prompt := range []string{"", "go on", "say \"hi\"\\n", "<session-context>\n  identity: arch\n</session-context>\n\nnext", "héllo ✓\ttab"} {
-		name, params := toolCallParams(TurnRequest{ThreadID: "019a-thread", Prompt: prompt})
+		name, params := toolCallParams(backend.TurnRequest{ThreadID: "019a-thread", Prompt: prompt})
 		if name != "codex-reply" {
 			t.Errorf("name = %q, want codex-reply", name)
 		}
@@ -76,7 +77,7 @@ func TestToolCallParams(t *testing.T) {
 		}
 	}
 
-	name, params := toolCallParams(TurnRequest{Prompt: "start", Params: ThreadParams{Cwd: "/w", CodexParams: CodexParams{Sandbox: "read-only", Config: map[string]any{"k": 1}}}})
+	name, params := toolCallParams(backend.TurnRequest{Prompt: "start", Params: backend.ThreadParams{Cwd: "/w", Options: Options{Sandbox: "read-only", Config: map[string]any{"k": 1}}}})
 	want := map[string]any{"name": "codex", "arguments": map[string]any{"prompt": "start", "cwd": "/w", "sandbox": "read-only", "config": map[string]any{"k": 1}}}
 	if name != "codex" {
 		t.Errorf("name = %q, want codex", name)

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
@@ -47,7 +48,7 @@ func (b *MCPServer) dispatch(m *jsonrpcframe.Message) {
 			b.tools = nil
 			b.mu.Unlock()
 		}
-		b.toOnEvent(Event{Method: m.Method, Type: m.Method, Params: m.Params})
+		b.toOnEvent(backend.Event{Method: m.Method, Type: m.Method, Params: m.Params, Translate: Translate})
 	}
 }
 
@@ -103,7 +104,7 @@ func (d deadCall) accept() {
 // the child's death, so that the caller of OnAccepted learns whether Codex
 // had the turn. It returns the *ExitError when the child died without
 // acknowledging it.
-func (b *MCPServer) awaitAccepted(acked chan struct{}) *ExitError {
+func (b *MCPServer) awaitAccepted(acked chan struct{}) *backend.ExitError {
 	b.mu.Lock()
 	exited, ee := b.exitHandled, b.exitErr
 	b.mu.Unlock()
@@ -174,7 +175,7 @@ func (b *MCPServer) abandon(c *call, kind abandonKind) {
 // denial, so that Codex never waits for them.
 func (b *MCPServer) denyLeftovers(c *call, reason string) {
 	b.mu.Lock()
-	var left []*Approval
+	var left []*backend.Approval
 	for a, pa := range b.approvals {
 		if pa.owner == c {
 			left = append(left, a)
@@ -182,7 +183,7 @@ func (b *MCPServer) denyLeftovers(c *call, reason string) {
 	}
 	b.mu.Unlock()
 	for _, a := range left {
-		if err := a.Respond(Decision{Kind: Deny, Reason: reason}); err == nil {
+		if err := a.Respond(backend.Decision{Kind: backend.Deny, Reason: reason}); err == nil {
 			b.log.Info("codex approval denied because its turn ended", "approval", a.ID)
 		}
 	}
@@ -248,7 +249,7 @@ func (b *MCPServer) handleEvent(m *jsonrpcframe.Message) {
 	if !env.scan(m.Params, &b.ids) {
 		if err := json.Unmarshal(m.Params, &env); err != nil {
 			b.log.Warn("codex: malformed codex/event", "err", err)
-			b.toOnEvent(Event{Method: m.Method, Params: m.Params})
+			b.toOnEvent(backend.Event{Method: m.Method, Params: m.Params, Translate: Translate})
 			return
 		}
 	}
@@ -256,7 +257,7 @@ func (b *MCPServer) handleEvent(m *jsonrpcframe.Message) {
 	if len(env.Meta.RequestID) > 0 {
 		reqID, _ = jsonrpcframe.ParseID(env.Meta.RequestID)
 	}
-	ev := Event{ThreadID: env.Meta.ThreadID, TurnID: env.Msg.TurnID, Method: m.Method, Type: env.Msg.Type, Params: m.Params}
+	ev := backend.Event{ThreadID: env.Meta.ThreadID, TurnID: env.Msg.TurnID, Method: m.Method, Type: env.Msg.Type, Params: m.Params, Translate: Translate}
 	if ev.TurnID == "" {
 		ev.TurnID = env.ID
 	}
@@ -325,18 +326,18 @@ func (b *MCPServer) handleRequest(m *jsonrpcframe.Message) {
 	b.approvalSeq++
 	a.ID = fmt.Sprintf("approval-%d", b.approvalSeq)
 	pa.owner = target
-	ap := NewApproval(a, nil)
-	ap.respond = func(d Decision) error { return b.answerApproval(ap, pa, d) }
+	var ap *backend.Approval
+	ap = backend.NewApproval(a, func(d backend.Decision) error { return b.answerApproval(ap, pa, d) })
 	b.approvals[ap] = pa
 	b.mu.Unlock()
 	switch {
 	case target == nil:
 		// No caller waits for this turn: end it rather than let it run on.
 		b.log.Info("codex: approval of no running turn aborted", "approval", ap.ID, "thread", a.ThreadID, "tool_call_id", p.ToolCallID)
-		_ = ap.Respond(Decision{Kind: Abort})
+		_ = ap.Respond(backend.Decision{Kind: backend.Abort})
 		return
 	case target.turn == nil || target.turn.handler == nil:
-		_ = ap.Respond(Decision{Kind: Deny, Reason: "no approval handler"})
+		_ = ap.Respond(backend.Decision{Kind: backend.Deny, Reason: "no approval handler"})
 		return
 	case stale:
 		b.log.Info("codex: approval under a stale request id routed to the thread's running turn", "approval", ap.ID, "thread", a.ThreadID)
@@ -345,7 +346,7 @@ func (b *MCPServer) handleRequest(m *jsonrpcframe.Message) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed.Load() {
-		_ = ap.Respond(Decision{Kind: Deny, Reason: "the turn ended"})
+		_ = ap.Respond(backend.Decision{Kind: backend.Deny, Reason: "the turn ended"})
 		return
 	}
 	if ap.Reason == "" {
@@ -358,9 +359,9 @@ func (b *MCPServer) handleRequest(m *jsonrpcframe.Message) {
 }
 
 // answerApproval sends the decision for an approval, once.
-func (b *MCPServer) answerApproval(a *Approval, pa *pendingApproval, d Decision) error {
+func (b *MCPServer) answerApproval(a *backend.Approval, pa *pendingApproval, d backend.Decision) error {
 	if !pa.answered.CompareAndSwap(false, true) {
-		return ErrAlreadyAnswered
+		return backend.ErrAlreadyAnswered
 	}
 	b.mu.Lock()
 	delete(b.approvals, a)
@@ -372,7 +373,7 @@ func (b *MCPServer) answerApproval(a *Approval, pa *pendingApproval, d Decision)
 	}
 	b.log.Info("codex approval answered", "approval", a.ID, "kind", string(a.Kind), "decision", string(d.Kind))
 	err = b.write(resp, nil)
-	if d.Kind == Abort && pa.owner != nil {
+	if d.Kind == backend.Abort && pa.owner != nil {
 		// Codex aborts the turn and never answers its tools/call.
 		b.abandon(pa.owner, abandonAbort)
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/internal/childproc"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
@@ -26,7 +27,7 @@ const probeTimeout = 15 * time.Second
 // logs the choice and the Codex version, and then behaves exactly as the
 // chosen backend. Nothing is started by New: a missing binary fails the
 // first call, as it does for the other backends.
-func New(cfg Config) (Backend, error) {
+func New(cfg Config) (backend.Backend, error) {
 	switch cfg.Kind {
 	case KindMCPServer:
 		return NewMCPServer(cfg), nil
@@ -41,33 +42,37 @@ func New(cfg Config) (Backend, error) {
 // autoBackend is the Backend of KindAuto: it probes the binary on first use
 // and then delegates to the chosen backend.
 type autoBackend struct {
-	cfg Config
-	log *slog.Logger
+	Codex // what the seam asks of every Codex backend (options.go)
+	cfg   Config
+	log   *slog.Logger
 
 	mu      sync.Mutex
 	decided chan struct{} // closed when b is set; nil before the probe started
-	b       Backend
+	b       backend.Backend
 	version string // the probed version
 	closed  bool
 }
 
 var (
-	_ Backend     = (*autoBackend)(nil)
-	_ Passthrough = (*autoBackend)(nil)
-	_ Steerer     = (*autoBackend)(nil)
-	_ Forker      = (*autoBackend)(nil)
-	_ Starter     = (*autoBackend)(nil)
-	_ Starter     = (*MCPServer)(nil)
-	_ Starter     = (*AppServer)(nil)
+	_ backend.Backend             = (*autoBackend)(nil)
+	_ backend.Configurable        = (*autoBackend)(nil)
+	_ backend.WholeRestarter      = (*autoBackend)(nil)
+	_ Passthrough                 = (*autoBackend)(nil)
+	_ backend.Steerer             = (*autoBackend)(nil)
+	_ backend.Forker              = (*autoBackend)(nil)
+	_ backend.StructuredOutputter = (*autoBackend)(nil)
+	_ backend.Starter             = (*autoBackend)(nil)
+	_ backend.Starter             = (*MCPServer)(nil)
+	_ backend.Starter             = (*AppServer)(nil)
 )
 
 // backend returns the chosen backend, probing once; callers wait for the
 // probe until ctx ends.
-func (a *autoBackend) backend(ctx context.Context) (Backend, error) {
+func (a *autoBackend) backend(ctx context.Context) (backend.Backend, error) {
 	a.mu.Lock()
 	if a.closed && a.decided == nil {
 		a.mu.Unlock()
-		return nil, ErrClosed
+		return nil, backend.ErrClosed
 	}
 	if a.decided == nil {
 		a.decided = make(chan struct{})
@@ -89,7 +94,7 @@ func (a *autoBackend) decide() {
 	defer cancel()
 	kind, version, how := probeKind(ctx, a.cfg)
 	a.log.Info("codex backend chosen", "kind", string(kind), "version", version, "bin", a.cfg.Bin, "by", how)
-	var b Backend
+	var b backend.Backend
 	if kind == KindMCPServer {
 		m := NewMCPServer(a.cfg)
 		m.version = version
@@ -112,7 +117,7 @@ func (a *autoBackend) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if s, ok := b.(Starter); ok {
+	if s, ok := b.(backend.Starter); ok {
 		return s.Start(ctx)
 	}
 	return nil
@@ -126,10 +131,10 @@ func (a *autoBackend) Kind() Kind {
 	if a.b == nil {
 		return KindAuto
 	}
-	return a.b.Status().Kind
+	return Kind(a.b.Status().Protocol)
 }
 
-func (a *autoBackend) Turn(ctx context.Context, req TurnRequest) (*Result, error) {
+func (a *autoBackend) Turn(ctx context.Context, req backend.TurnRequest) (*backend.Result, error) {
 	a.mu.Lock()
 	chosen := a.b != nil
 	a.mu.Unlock()
@@ -160,22 +165,22 @@ func (a *autoBackend) Steer(ctx context.Context, threadID, text string) error {
 	if err != nil {
 		return err
 	}
-	s, ok := b.(Steerer)
+	s, ok := b.(backend.Steerer)
 	if !ok {
-		return fmt.Errorf("codexchild: steer: %w", ErrUnsupported)
+		return fmt.Errorf("codexchild: steer: %w", backend.ErrUnsupported)
 	}
 	return s.Steer(ctx, threadID, text)
 }
 
 // Fork forks a thread on app-server; ErrUnsupported on mcp-server.
-func (a *autoBackend) Fork(ctx context.Context, req ForkRequest) (*ForkResult, error) {
+func (a *autoBackend) Fork(ctx context.Context, req backend.ForkRequest) (*backend.ForkResult, error) {
 	b, err := a.backend(ctx)
 	if err != nil {
 		return nil, err
 	}
-	f, ok := b.(Forker)
+	f, ok := b.(backend.Forker)
 	if !ok {
-		return nil, fmt.Errorf("codexchild: fork: %w", ErrUnsupported)
+		return nil, fmt.Errorf("codexchild: fork: %w", backend.ErrUnsupported)
 	}
 	return f.Fork(ctx, req)
 }
@@ -189,7 +194,7 @@ func (a *autoBackend) Forward(ctx context.Context, req *jsonrpcframe.Message) (*
 	}
 	p, ok := b.(Passthrough)
 	if !ok {
-		return nil, fmt.Errorf("codexchild: forward %s: %w", req.Method, ErrUnsupported)
+		return nil, fmt.Errorf("codexchild: forward %s: %w", req.Method, backend.ErrUnsupported)
 	}
 	return p.Forward(ctx, req)
 }
@@ -203,19 +208,19 @@ func (a *autoBackend) Notify(ctx context.Context, n *jsonrpcframe.Message) error
 	}
 	p, ok := b.(Passthrough)
 	if !ok {
-		return fmt.Errorf("codexchild: notify %s: %w", n.Method, ErrUnsupported)
+		return fmt.Errorf("codexchild: notify %s: %w", n.Method, backend.ErrUnsupported)
 	}
 	return p.Notify(ctx, n)
 }
 
 // Status reports the chosen backend's status; before the choice, a child
 // that has not started, of KindAuto (no probe is run for it).
-func (a *autoBackend) Status() Status {
+func (a *autoBackend) Status() backend.Status {
 	a.mu.Lock()
 	b := a.b
 	a.mu.Unlock()
 	if b == nil {
-		return Status{Kind: KindAuto}
+		return backend.Status{Protocol: string(KindAuto)}
 	}
 	return b.Status()
 }
@@ -296,7 +301,7 @@ func (a *autoBackend) Tools(ctx context.Context) (json.RawMessage, error) {
 	}
 	m, ok := b.(*MCPServer)
 	if !ok {
-		return nil, fmt.Errorf("codexchild: tools/list: %w", ErrUnsupported)
+		return nil, fmt.Errorf("codexchild: tools/list: %w", backend.ErrUnsupported)
 	}
 	return m.Tools(ctx)
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realcodex"
 )
 
@@ -88,7 +89,7 @@ func TestNewAuto(t *testing.T) {
 		if s := b.Status(); s.Started || s.Version != "" {
 			t.Errorf("Status before use = %+v", s)
 		}
-		res, err := b.Turn(ctxFor(t, 30*time.Second), TurnRequest{Prompt: "auto", Params: ThreadParams{Cwd: cwd}})
+		res, err := b.Turn(ctxFor(t, 30*time.Second), backend.TurnRequest{Prompt: "auto", Params: backend.ThreadParams{Cwd: cwd}})
 		if err != nil || res.Text != "MOCK_REPLY: auto" {
 			t.Fatalf("Turn = %+v, %v", res, err)
 		}
@@ -109,8 +110,8 @@ func TestNewAuto(t *testing.T) {
 		if _, err := toolsOf(t, b).Tools(ctxFor(t, 30*time.Second)); err != nil {
 			t.Fatal(err)
 		}
-		if k, s := kindOf(b), b.Status(); k != KindMCPServer || s.Kind != KindMCPServer {
-			t.Errorf("Kind for mockcodex 0.153.4 = %s (Status %s), want mcp-server", k, s.Kind)
+		if k, s := kindOf(b), b.Status(); k != KindMCPServer || Kind(s.Protocol) != KindMCPServer {
+			t.Errorf("Kind for mockcodex 0.153.4 = %s (Status %s), want mcp-server", k, s.Protocol)
 		}
 	})
 	if _, err := New(Config{Bin: "codex", Kind: "websocket"}); err == nil {
@@ -123,7 +124,7 @@ func TestNewAuto(t *testing.T) {
 // nothing.
 func TestNewAutoMissingBinary(t *testing.T) {
 	b := newTestBackend(t, Config{Bin: "/nonexistent/codex"})
-	_, err := b.Turn(ctxFor(t, 20*time.Second), TurnRequest{Prompt: "x"})
+	_, err := b.Turn(ctxFor(t, 20*time.Second), backend.TurnRequest{Prompt: "x"})
 	if err == nil || !strings.Contains(err.Error(), "/nonexistent/codex") {
 		t.Fatalf("Turn = %v, want the start error", err)
 	}
@@ -132,7 +133,7 @@ func TestNewAutoMissingBinary(t *testing.T) {
 		if err := b.Close(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.Turn(context.Background(), TurnRequest{Prompt: "x"}); err != ErrClosed {
+		if _, err := b.Turn(context.Background(), backend.TurnRequest{Prompt: "x"}); err != backend.ErrClosed {
 			t.Errorf("Turn after Close = %v, want ErrClosed", err)
 		}
 	})

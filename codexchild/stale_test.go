@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
@@ -131,8 +132,8 @@ func TestStdinWedged(t *testing.T) {
 	b := newBackend(t, Config{Bin: exe, Env: []string{fakeChildEnv + "=nostdin", "GORACE=atexit_sleep_ms=0"}})
 	big := strings.Repeat("x", 1<<20) // larger than a pipe buffer
 	start := time.Now()
-	_, err = b.Turn(ctxFor(t, 30*time.Second), TurnRequest{Prompt: big})
-	var ee *ExitError
+	_, err = b.Turn(ctxFor(t, 30*time.Second), backend.TurnRequest{Prompt: big})
+	var ee *backend.ExitError
 	if !errors.As(err, &ee) || ee.Status.Signal != "killed" {
 		t.Fatalf("Turn = %v, want an *ExitError (killed)", err)
 	}
@@ -148,13 +149,13 @@ func TestStaleListenerRouting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var orphans []Event
-	b := newBackend(t, Config{Bin: exe, Env: []string{fakeChildEnv + "=1", "GORACE=atexit_sleep_ms=0"}, OnEvent: func(e Event) { orphans = append(orphans, e) }})
+	var orphans []backend.Event
+	b := newBackend(t, Config{Bin: exe, Env: []string{fakeChildEnv + "=1", "GORACE=atexit_sleep_ms=0"}, OnEvent: func(e backend.Event) { orphans = append(orphans, e) }})
 
 	rec := newRecorder(nil)
-	done := make(chan *Result, 1)
+	done := make(chan *backend.Result, 1)
 	go func() {
-		res, err := b.Turn(ctxFor(t, 30*time.Second), TurnRequest{Prompt: "first", Handler: rec})
+		res, err := b.Turn(ctxFor(t, 30*time.Second), backend.TurnRequest{Prompt: "first", Handler: rec})
 		if err != nil {
 			t.Errorf("first Turn: %v", err)
 		}
@@ -169,8 +170,8 @@ func TestStaleListenerRouting(t *testing.T) {
 		t.Fatalf("first Turn = %+v, want interrupted on %s", res, thread1)
 	}
 
-	rec2 := newRecorder(func(*Approval) Decision { return Decision{Kind: Approve} })
-	res, err := b.Turn(ctxFor(t, 10*time.Second), TurnRequest{ThreadID: thread1, Prompt: "again", Handler: rec2, SameThread: true})
+	rec2 := newRecorder(func(*backend.Approval) backend.Decision { return backend.Decision{Kind: backend.Approve} })
+	res, err := b.Turn(ctxFor(t, 10*time.Second), backend.TurnRequest{ThreadID: thread1, Prompt: "again", Handler: rec2, SameThread: true})
 	if err != nil {
 		t.Fatalf("reply Turn: %v", err)
 	}
@@ -185,7 +186,7 @@ func TestStaleListenerRouting(t *testing.T) {
 		t.Errorf("approvals = %+v, want one routed by thread", apps)
 	}
 
-	res, err = b.Turn(ctxFor(t, 10*time.Second), TurnRequest{Prompt: "fresh"})
+	res, err = b.Turn(ctxFor(t, 10*time.Second), backend.TurnRequest{Prompt: "fresh"})
 	if err != nil {
 		t.Fatalf("new Turn: %v", err)
 	}

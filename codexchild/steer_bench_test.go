@@ -11,6 +11,8 @@ import (
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/modelmock"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realcodex"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 )
 
 // BenchmarkSteerToModel is mail that steers a busy agent: the real Codex
@@ -38,7 +40,7 @@ func BenchmarkSteerToModel(b *testing.B) {
 	threads := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		_, err := be.Turn(ctx, TurnRequest{Prompt: "SLOW=60 a long task", Params: ThreadParams{Cwd: home.WorkDir}, Timeout: -1,
+		_, err := be.Turn(ctx, backend.TurnRequest{Prompt: "SLOW=60 a long task", Params: backend.ThreadParams{Cwd: home.WorkDir}, Timeout: -1,
 			OnThread: func(id string) { threads <- id }})
 		done <- err
 	}()

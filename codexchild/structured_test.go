@@ -6,10 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend/outputschema"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/modelmock"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/outputschema"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realcodex"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 )
 
 const testOutputSchema = `{"type":"object","properties":{"answer":{"type":"string"}},"required":["answer"],"additionalProperties":false}`
@@ -18,13 +20,13 @@ const testOutputSchema = `{"type":"object","properties":{"answer":{"type":"strin
 // and the final message is the model's JSON, which passes the schema; a
 // schema that is none is refused before anything is sent. mcp-server
 // cannot constrain an answer and refuses the turn (ErrUnsupported).
-func contractStructuredOutput(t *testing.T, b Backend, e *contractEnv) {
-	req := TurnRequest{Prompt: `ANSWER={"answer": "42"}`, Params: ThreadParams{Cwd: e.cwd}, OutputSchema: json.RawMessage(testOutputSchema)}
+func contractStructuredOutput(t *testing.T, b backend.Backend, e *contractEnv) {
+	req := backend.TurnRequest{Prompt: `ANSWER={"answer": "42"}`, Params: backend.ThreadParams{Cwd: e.cwd}, OutputSchema: json.RawMessage(testOutputSchema)}
 	if e.kind == KindMCPServer {
-		if _, ok := b.(StructuredOutputter); ok {
+		if _, ok := b.(backend.StructuredOutputter); ok {
 			t.Errorf("%T is a StructuredOutputter; mcp-server cannot constrain an answer", b)
 		}
-		if res, err := b.Turn(ctxFor(t, 10*time.Second), req); !errors.Is(err, ErrUnsupported) {
+		if res, err := b.Turn(ctxFor(t, 10*time.Second), req); !errors.Is(err, backend.ErrUnsupported) {
 			t.Errorf("Turn with an output schema = %+v, %v; want ErrUnsupported", res, err)
 		}
 		if s := b.Status(); s.Started {
@@ -32,7 +34,7 @@ func contractStructuredOutput(t *testing.T, b Backend, e *contractEnv) {
 		}
 		return
 	}
-	if err := b.(StructuredOutputter).StructuredOutput(ctxFor(t, 10*time.Second)); err != nil {
+	if err := b.(backend.StructuredOutputter).StructuredOutput(ctxFor(t, 10*time.Second)); err != nil {
 		t.Errorf("StructuredOutput = %v", err)
 	}
 	bad := req
@@ -64,12 +66,12 @@ func contractStructuredOutput(t *testing.T, b Backend, e *contractEnv) {
 func TestRealStructuredOutputReachesModel(t *testing.T) {
 	cfg, cwd, mock := setupRealAppModel(t)
 	b := newAppBackend(t, cfg)
-	res, err := b.Turn(ctxFor(t, 60*time.Second), TurnRequest{Prompt: `ANSWER={"answer": "yes"}`, Params: ThreadParams{Cwd: cwd},
+	res, err := b.Turn(ctxFor(t, 60*time.Second), backend.TurnRequest{Prompt: `ANSWER={"answer": "yes"}`, Params: backend.ThreadParams{Cwd: cwd},
 		OutputSchema: json.RawMessage(testOutputSchema)})
 	if err != nil || res.IsError || res.Text != `{"answer": "yes"}` {
 		t.Fatalf("Turn = %+v, %v", res, err)
 	}
-	res, err = b.Turn(ctxFor(t, 60*time.Second), TurnRequest{ThreadID: res.ThreadID, Prompt: "free text"})
+	res, err = b.Turn(ctxFor(t, 60*time.Second), backend.TurnRequest{ThreadID: res.ThreadID, Prompt: "free text"})
 	if err != nil || res.IsError {
 		t.Fatalf("second Turn = %+v, %v", res, err)
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 )
 
 // contractSubAgents: a turn whose agent starts a sub-agent of its own
@@ -17,13 +19,13 @@ import (
 // Config.SubAgentWait the Result comes when the wait has passed and says
 // so; an Interrupt during the wait ends it at once. mcp-server does not
 // follow sub-agents.
-func contractSubAgents(t *testing.T, b Backend, e *contractEnv) {
+func contractSubAgents(t *testing.T, b backend.Backend, e *contractEnv) {
 	if e.kind == KindMCPServer {
 		return
 	}
 	rec := newRecorder(nil)
 	start := time.Now()
-	res, err := b.Turn(ctxFor(t, 90*time.Second), TurnRequest{Prompt: "SPAWN_SUB=2", Params: ThreadParams{Cwd: e.cwd}, Handler: rec})
+	res, err := b.Turn(ctxFor(t, 90*time.Second), backend.TurnRequest{Prompt: "SPAWN_SUB=2", Params: backend.ThreadParams{Cwd: e.cwd}, Handler: rec})
 	took := time.Since(start)
 	if err != nil || res.IsError || len(res.SubAgents) != 1 {
 		t.Fatalf("Turn = %+v, %v; want a completed turn with one sub-agent", res, err)
@@ -32,7 +34,7 @@ func contractSubAgents(t *testing.T, b Backend, e *contractEnv) {
 	if !strings.HasPrefix(res.Text, "MOCK_DONE: tool output was: ") || !strings.Contains(res.Text, sub.ThreadID) {
 		t.Errorf("Text = %q, want the spawn's output naming %s", res.Text, sub.ThreadID)
 	}
-	want := SubAgent{ThreadID: sub.ThreadID, ParentThreadID: res.ThreadID, Task: "SLOW=2 sub-agent task", Status: "completed"}
+	want := backend.SubAgent{ThreadID: sub.ThreadID, ParentThreadID: res.ThreadID, Task: "SLOW=2 sub-agent task", Status: "completed"}
 	if diff := cmp.Diff(want, sub); diff != "" || res.SubAgentsNote != "" {
 		t.Errorf("sub-agent (-want +got):\n%s\nnote %q", diff, res.SubAgentsNote)
 	}
@@ -53,7 +55,7 @@ func contractSubAgents(t *testing.T, b Backend, e *contractEnv) {
 			childEnded = i
 		}
 		a := ev.Activity()
-		if ev.ThreadID != res.ThreadID || a.Kind != ActivityItem || a.Item == nil || a.Item.Type != "sub_agent" || len(a.SubAgents) != 1 {
+		if ev.ThreadID != res.ThreadID || a.Kind != backend.ActivityItem || a.Item == nil || a.Item.Type != "sub_agent" || len(a.SubAgents) != 1 {
 			t.Errorf("sub-agent event %+v (activity %+v), want an item of the parent's thread", ev, a)
 			continue
 		}
@@ -70,12 +72,12 @@ func contractSubAgents(t *testing.T, b Backend, e *contractEnv) {
 	// An Interrupt while the turn waits for its sub-agent.
 	rec = newRecorder(nil)
 	type out struct {
-		res *Result
+		res *backend.Result
 		err error
 	}
 	done := make(chan out, 1)
 	go func() {
-		res, err := b.Turn(ctxFor(t, 90*time.Second), TurnRequest{Prompt: "SPAWN_SUB=30", Params: ThreadParams{Cwd: e.cwd}, Handler: rec})
+		res, err := b.Turn(ctxFor(t, 90*time.Second), backend.TurnRequest{Prompt: "SPAWN_SUB=30", Params: backend.ThreadParams{Cwd: e.cwd}, Handler: rec})
 		done <- out{res, err}
 	}()
 	rec.waitType(t, "turn/completed", 60*time.Second)
@@ -95,9 +97,9 @@ func contractSubAgents(t *testing.T, b Backend, e *contractEnv) {
 	}
 
 	// A sub-agent's approval is asked of the turn's handler.
-	rec = newRecorder(func(*Approval) Decision { return Decision{Kind: Approve} })
-	res, err = b.Turn(ctxFor(t, 90*time.Second), TurnRequest{Prompt: "SPAWN_SUB TASK=RUN_SHELL ESCALATE",
-		Params: ThreadParams{Cwd: e.cwd, CodexParams: CodexParams{ApprovalPolicy: "on-request", Sandbox: "workspace-write"}}, Handler: rec})
+	rec = newRecorder(func(*backend.Approval) backend.Decision { return backend.Decision{Kind: backend.Approve} })
+	res, err = b.Turn(ctxFor(t, 90*time.Second), backend.TurnRequest{Prompt: "SPAWN_SUB TASK=RUN_SHELL ESCALATE",
+		Params: backend.ThreadParams{Cwd: e.cwd, Options: Options{ApprovalPolicy: "on-request", Sandbox: "workspace-write"}}, Handler: rec})
 	if err != nil || res.IsError || len(res.SubAgents) != 1 || res.SubAgents[0].Status != "completed" {
 		t.Fatalf("Turn with a sub-agent that asks = %+v, %v", res, err)
 	}
@@ -117,7 +119,7 @@ func contractSubAgents(t *testing.T, b Backend, e *contractEnv) {
 	cfg := e.cfg
 	cfg.SubAgentWait = time.Second
 	b2 := newTestBackend(t, cfg)
-	res, err = b2.Turn(ctxFor(t, 90*time.Second), TurnRequest{Prompt: "SPAWN_SUB=30", Params: ThreadParams{Cwd: e.cwd}})
+	res, err = b2.Turn(ctxFor(t, 90*time.Second), backend.TurnRequest{Prompt: "SPAWN_SUB=30", Params: backend.ThreadParams{Cwd: e.cwd}})
 	if err != nil || res.IsError || len(res.SubAgents) != 1 || res.SubAgents[0].Status == "completed" ||
 		res.SubAgentsNote != "its sub-agent still running after waiting 1s for them" {
 		t.Errorf("Turn with a short wait = %+v, %v; want a completed turn whose sub-agent still runs, said so", res, err)

@@ -1,6 +1,7 @@
 package codexchild
 
 import (
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"maps"
 	"slices"
 )
@@ -17,10 +18,10 @@ import (
 //     sets them in the environment of every command the thread runs (its
 //     exec_command), after its inherit and exclude rules. A caller's own
 //     shell_environment_policy object in Config gets them in its "set".
-//   - CodexParams.WritableRoots become sandbox_workspace_write.
+//   - ThreadParams.WritableRoots become sandbox_workspace_write.
 //     writable_roots, appended to a list the caller's Config gives there
 //     (the key replaces config.toml's list). Codex reads them under the
-//     workspace-write sandbox only; they are left out when Sandbox is
+//     workspace-write sandbox only; they are left out when Options.Sandbox is
 //     read-only, so that nothing of ours is ever offered to a read-only
 //     thread.
 const (
@@ -31,7 +32,7 @@ const (
 
 // withThreadEnv adds p's environment and writable roots to cfg (a copy of
 // the caller's config, which it may change).
-func withThreadEnv(cfg map[string]any, p ThreadParams) map[string]any {
+func withThreadEnv(cfg map[string]any, p backend.ThreadParams) map[string]any {
 	if len(p.Env) > 0 {
 		if cfg == nil {
 			cfg = map[string]any{}
@@ -78,17 +79,7 @@ func withThreadEnv(cfg map[string]any, p ThreadParams) map[string]any {
 
 // readOnlyThread reports whether the thread asks for the read-only sandbox, by
 // its sandbox parameter or its config's sandbox_mode.
-func readOnlyThread(p ThreadParams) bool {
-	return p.Sandbox == "read-only" || p.Config["sandbox_mode"] == "read-only"
-}
-
-// processEnv is p.Env as NAME=value entries, sorted: an ACP thread's agent
-// process gets them.
-func processEnv(env map[string]string) []string {
-	out := make([]string, 0, len(env))
-	for k, v := range env {
-		out = append(out, k+"="+v)
-	}
-	slices.Sort(out)
-	return out
+func readOnlyThread(p backend.ThreadParams) bool {
+	o := optionsOf(p)
+	return o.Sandbox == "read-only" || o.Config["sandbox_mode"] == "read-only"
 }

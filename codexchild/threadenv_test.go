@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -22,36 +23,36 @@ func TestThreadEnvConfig(t *testing.T) {
 	roots := []string{"/r/.git/worktrees/a", "/r/.git/objects"}
 	tests := []struct {
 		name string
-		p    ThreadParams
+		p    backend.ThreadParams
 		want map[string]any
 	}{
-		{"nothing", ThreadParams{}, nil},
-		{"env", ThreadParams{Env: env}, map[string]any{
+		{"nothing", backend.ThreadParams{}, nil},
+		{"env", backend.ThreadParams{Env: env}, map[string]any{
 			"shell_environment_policy.set.ATM_WORKTREE": "/r/.atm/worktrees/a", "shell_environment_policy.set.ATM_BRANCH": "atm/a"}},
-		{"env into the caller's policy", ThreadParams{Env: env, CodexParams: CodexParams{Config: map[string]any{
+		{"env into the caller's policy", backend.ThreadParams{Env: env, Options: Options{Config: map[string]any{
 			"shell_environment_policy": map[string]any{"inherit": "core", "set": map[string]any{"X": "1"}}}}},
 			map[string]any{"shell_environment_policy": map[string]any{"inherit": "core",
 				"set": map[string]any{"X": "1", "ATM_WORKTREE": "/r/.atm/worktrees/a", "ATM_BRANCH": "atm/a"}}}},
-		{"env into the caller's set", ThreadParams{Env: env, CodexParams: CodexParams{Config: map[string]any{
+		{"env into the caller's set", backend.ThreadParams{Env: env, Options: Options{Config: map[string]any{
 			"shell_environment_policy.set": map[string]any{"X": "1"}}}},
 			map[string]any{"shell_environment_policy.set": map[string]any{"X": "1", "ATM_WORKTREE": "/r/.atm/worktrees/a", "ATM_BRANCH": "atm/a"}}},
-		{"roots", ThreadParams{CodexParams: CodexParams{Sandbox: "workspace-write", WritableRoots: roots}},
+		{"roots", backend.ThreadParams{WritableRoots: roots, Options: Options{Sandbox: "workspace-write"}},
 			map[string]any{"sandbox_workspace_write.writable_roots": []any{"/r/.git/worktrees/a", "/r/.git/objects"}}},
-		{"roots after the caller's", ThreadParams{CodexParams: CodexParams{WritableRoots: roots, Config: map[string]any{
+		{"roots after the caller's", backend.ThreadParams{WritableRoots: roots, Options: Options{Config: map[string]any{
 			"sandbox_workspace_write.writable_roots": []any{"/data"}}}},
 			map[string]any{"sandbox_workspace_write.writable_roots": []any{"/data", "/r/.git/worktrees/a", "/r/.git/objects"}}},
-		{"no roots under read-only", ThreadParams{CodexParams: CodexParams{Sandbox: "read-only", WritableRoots: roots}}, nil},
-		{"no roots under a read-only sandbox_mode", ThreadParams{CodexParams: CodexParams{WritableRoots: roots,
+		{"no roots under read-only", backend.ThreadParams{WritableRoots: roots, Options: Options{Sandbox: "read-only"}}, nil},
+		{"no roots under a read-only sandbox_mode", backend.ThreadParams{WritableRoots: roots, Options: Options{
 			Config: map[string]any{"sandbox_mode": "read-only"}}}, map[string]any{"sandbox_mode": "read-only"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			before := cloneJSON(t, tt.p.Config)
+			before := cloneJSON(t, optionsOf(tt.p).Config)
 			got := codexConfig(tt.p)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("codexConfig (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(before, cloneJSON(t, tt.p.Config)); diff != "" {
+			if diff := cmp.Diff(before, cloneJSON(t, optionsOf(tt.p).Config)); diff != "" {
 				t.Errorf("the caller's Config changed (-before +after):\n%s", diff)
 			}
 		})
@@ -99,11 +100,11 @@ func TestThreadEnv(t *testing.T) {
 			repo := gitRepo(t, cwd)
 			wt, roots := gitWorktree(t, repo, "a")
 			env := map[string]string{"ATM_WORKTREE": wt, "ATM_BRANCH": "atm/a", "ATM_PORT_BASE": "20010", "ATM_PORT_COUNT": "10"}
-			params := ThreadParams{Cwd: wt, Env: env,
-				CodexParams: CodexParams{ApprovalPolicy: "never", Sandbox: "workspace-write", WritableRoots: roots}}
+			params := backend.ThreadParams{Cwd: wt, Env: env, WritableRoots: roots,
+				Options: Options{ApprovalPolicy: "never", Sandbox: "workspace-write"}}
 			cmd := `(env | grep -E '^ATM_(BRANCH|PORT_|WORKTREE)' | sort > env.txt && git add env.txt && git commit -q -m 'agent commit') > out.log 2>&1`
 			b := newTestBackend(t, cfg)
-			res, err := b.Turn(ctxFor(t, 90*time.Second), TurnRequest{Prompt: "RUN_SHELL CMD=" + cmd, Params: params})
+			res, err := b.Turn(ctxFor(t, 90*time.Second), backend.TurnRequest{Prompt: "RUN_SHELL CMD=" + cmd, Params: params})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -126,7 +127,7 @@ func TestThreadEnv(t *testing.T) {
 				b2 := newTestBackend(t, cfg)
 				b = b2
 				cmd2 := `env | grep -E '^ATM_(BRANCH|PORT_|WORKTREE)' | sort > env2.txt && git add -A && git commit -q -m 'after resume'`
-				if _, err := b2.Turn(ctxFor(t, 90*time.Second), TurnRequest{ThreadID: res.ThreadID, Prompt: "RUN_SHELL CMD=" + cmd2, Params: params}); err != nil {
+				if _, err := b2.Turn(ctxFor(t, 90*time.Second), backend.TurnRequest{ThreadID: res.ThreadID, Prompt: "RUN_SHELL CMD=" + cmd2, Params: params}); err != nil {
 					t.Fatal(err)
 				}
 				if got := readFile(t, filepath.Join(wt, "env2.txt")); got != want {
@@ -140,10 +141,10 @@ func TestThreadEnv(t *testing.T) {
 				return // mockcodex has no sandbox
 			}
 			ro := params
-			ro.Sandbox = "read-only"
+			ro.Options = Options{ApprovalPolicy: "never", Sandbox: "read-only"}
 			wt2, roots2 := gitWorktree(t, repo, "b")
 			ro.Cwd, ro.WritableRoots = wt2, roots2
-			res, err = b.Turn(ctxFor(t, 90*time.Second), TurnRequest{Prompt: "RUN_SHELL CMD=git commit -q --allow-empty -m ro && echo COMMITTED", Params: ro})
+			res, err = b.Turn(ctxFor(t, 90*time.Second), backend.TurnRequest{Prompt: "RUN_SHELL CMD=git commit -q --allow-empty -m ro && echo COMMITTED", Params: ro})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -215,34 +216,4 @@ func readFile(t *testing.T, path string) string {
 		t.Errorf("%v", err)
 	}
 	return string(b)
-}
-
-// TestACPThreadEnv: an ACP thread's Env is its agent process's
-// environment, over the backend's own (one process per thread: two
-// threads, two environments), in the thread's cwd; a thread reopened in a
-// new process (session/load) gets it again.
-func TestACPThreadEnv(t *testing.T) {
-	e := newACPEnv(t)
-	b := e.backend(t, e.config(t, "ATM_BRANCH=from-the-backend"))
-	run := func(thread string, p ThreadParams) *Result {
-		return acpTurnOK(t, b, TurnRequest{ThreadID: thread, Prompt: "run echo $ATM_WORKTREE $ATM_BRANCH $ATM_PORT_BASE $(pwd)", Params: p})
-	}
-	pa, pb := e.params(t), e.params(t)
-	pa.Env = map[string]string{"ATM_WORKTREE": "/wt/a", "ATM_BRANCH": "atm/a", "ATM_PORT_BASE": "20000"}
-	pb.Env = map[string]string{"ATM_WORKTREE": "/wt/b", "ATM_BRANCH": "atm/b", "ATM_PORT_BASE": "20010"}
-	ra, rb := run("", pa), run("", pb)
-	for _, c := range []struct {
-		res  *Result
-		want string
-	}{{ra, "/wt/a atm/a 20000 " + pa.Cwd}, {rb, "/wt/b atm/b 20010 " + pb.Cwd}} {
-		if c.res.Text != c.want {
-			t.Errorf("the agent's command printed %q, want %q", c.res.Text, c.want)
-		}
-	}
-	// A new backend (serve restarted) reopens thread a in a new process.
-	b2 := e.backend(t, e.config(t))
-	res := acpTurnOK(t, b2, TurnRequest{ThreadID: ra.ThreadID, Prompt: "run echo $ATM_WORKTREE $ATM_BRANCH", Params: pa})
-	if res.ThreadID != ra.ThreadID || res.Text != "/wt/a atm/a" {
-		t.Errorf("reopened: %+v, want thread %s and /wt/a atm/a", res, ra.ThreadID)
-	}
 }

@@ -1,6 +1,7 @@
 package codexchild
 
 import (
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"log/slog"
 	"strings"
 	"sync"
@@ -43,7 +44,7 @@ const (
 // place of req.ThreadID — the agent messages the new thread inherits, and
 // why it replaces req.ThreadID ("" when it does not). running says a turn
 // runs on req.ThreadID in this child now.
-func (tb *threadBook) plan(req TurnRequest, running bool, log *slog.Logger) (TurnRequest, []string, string) {
+func (tb *threadBook) plan(req backend.TurnRequest, running bool, log *slog.Logger) (backend.TurnRequest, []string, string) {
 	if req.ThreadID == "" {
 		return req, nil, ""
 	}
@@ -73,7 +74,7 @@ func (tb *threadBook) plan(req TurnRequest, running bool, log *slog.Logger) (Tur
 // remember records what a turn tells about its thread: it ran here, it was
 // interrupted, what the agent said (after the messages carried over from
 // the thread it replaced).
-func (tb *threadBook) remember(res *Result, threadID string, carried, texts []string) {
+func (tb *threadBook) remember(res *backend.Result, threadID string, carried, texts []string) {
 	if res != nil && res.ThreadID != "" {
 		threadID = res.ThreadID
 	}

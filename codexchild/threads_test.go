@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -14,34 +15,34 @@ import (
 func TestPlan(t *testing.T) {
 	const old = "thread-old"
 	long := strings.Repeat("x", 1200)
-	base := TurnRequest{ThreadID: old, Prompt: "go on", Preamble: "[ctx]\n", Seed: "[seed]",
-		Params: ThreadParams{DeveloperInstructions: "dev"}}
+	base := backend.TurnRequest{ThreadID: old, Prompt: "go on", Preamble: "[ctx]\n", Seed: "[seed]",
+		Params: backend.ThreadParams{DeveloperInstructions: "dev"}}
 	tests := []struct {
 		name      string
 		setup     func(b *MCPServer)
 		running   bool // a turn runs on the thread now
-		req       TurnRequest
-		want      TurnRequest
+		req       backend.TurnRequest
+		want      backend.TurnRequest
 		inherited []string
 		replaced  string // Result.Replaced: why a fresh thread
 	}{
-		{name: "new thread", req: TurnRequest{Prompt: "hi", Preamble: "[ctx]\n"}, want: TurnRequest{Prompt: "hi", Preamble: "[ctx]\n"}},
+		{name: "new thread", req: backend.TurnRequest{Prompt: "hi", Preamble: "[ctx]\n"}, want: backend.TurnRequest{Prompt: "hi", Preamble: "[ctx]\n"}},
 		{name: "thread run here continues, with the preamble",
 			setup: func(b *MCPServer) { b.book.known[old] = true },
-			req:   base, want: with(base, func(r *TurnRequest) { r.Prompt = "[ctx]\ngo on" })},
+			req:   base, want: with(base, func(r *backend.TurnRequest) { r.Prompt = "[ctx]\ngo on" })},
 		{name: "thread never run here: a fresh thread with the seed",
-			req: base, want: with(base, func(r *TurnRequest) { r.ThreadID = ""; r.Params.DeveloperInstructions = "[seed]\n\ndev" }),
+			req: base, want: with(base, func(r *backend.TurnRequest) { r.ThreadID = ""; r.Params.DeveloperInstructions = "[seed]\n\ndev" }),
 			replaced: replacedUnknown},
 		{name: "thread never run here, no seed",
-			req:  with(base, func(r *TurnRequest) { r.Seed = "" }),
-			want: with(base, func(r *TurnRequest) { r.ThreadID = ""; r.Seed = "" }), replaced: replacedUnknown},
+			req:  with(base, func(r *backend.TurnRequest) { r.Seed = "" }),
+			want: with(base, func(r *backend.TurnRequest) { r.ThreadID = ""; r.Seed = "" }), replaced: replacedUnknown},
 		{name: "interrupted thread: a fresh thread with the last messages",
 			setup: func(b *MCPServer) {
 				b.book.known[old], b.book.tainted[old] = true, true
 				b.book.said[old] = []string{"m1", "m2", "m3", "m4", "m5", long}
 			},
 			req: base,
-			want: with(base, func(r *TurnRequest) {
+			want: with(base, func(r *backend.TurnRequest) {
 				r.ThreadID = ""
 				r.Params.DeveloperInstructions = "[seed]\n\n[Previous thread thread-old was interrupted — your last messages there]\n" +
 					"- m2\n- m3\n- m4\n- m5\n- " + strings.Repeat("x", 1000) + "…\n[End of previous thread]\n\ndev"
@@ -49,14 +50,14 @@ func TestPlan(t *testing.T) {
 			inherited: []string{"m1", "m2", "m3", "m4", "m5", long}, replaced: replacedInterrupted},
 		{name: "interrupted thread, SameThread: continues",
 			setup: func(b *MCPServer) { b.book.known[old], b.book.tainted[old] = true, true },
-			req:   with(base, func(r *TurnRequest) { r.SameThread = true }),
-			want:  with(base, func(r *TurnRequest) { r.SameThread = true; r.Prompt = "[ctx]\ngo on" })},
+			req:   with(base, func(r *backend.TurnRequest) { r.SameThread = true }),
+			want:  with(base, func(r *backend.TurnRequest) { r.SameThread = true; r.Prompt = "[ctx]\ngo on" })},
 		{name: "unknown thread, SameThread: sent as given",
-			req:  with(base, func(r *TurnRequest) { r.SameThread = true }),
-			want: with(base, func(r *TurnRequest) { r.SameThread = true; r.Prompt = "[ctx]\ngo on" })},
+			req:  with(base, func(r *backend.TurnRequest) { r.SameThread = true }),
+			want: with(base, func(r *backend.TurnRequest) { r.SameThread = true; r.Prompt = "[ctx]\ngo on" })},
 		{name: "a thread running here counts as run here",
 			running: true,
-			req:     base, want: with(base, func(r *TurnRequest) { r.Prompt = "[ctx]\ngo on" })},
+			req:     base, want: with(base, func(r *backend.TurnRequest) { r.Prompt = "[ctx]\ngo on" })},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -78,7 +79,7 @@ func TestPlan(t *testing.T) {
 	}
 }
 
-func with(r TurnRequest, f func(*TurnRequest)) TurnRequest {
+func with(r backend.TurnRequest, f func(*backend.TurnRequest)) backend.TurnRequest {
 	f(&r)
 	return r
 }
@@ -108,9 +109,9 @@ func TestThreadPolicy(t *testing.T) {
 			cfg, cwd := tc.setup(t)
 			cfg.Kind = tc.kind
 			b := newTestBackend(t, cfg)
-			turn := func(req TurnRequest) *Result {
+			turn := func(req backend.TurnRequest) *backend.Result {
 				t.Helper()
-				req.Params = ThreadParams{Cwd: cwd}
+				req.Params = backend.ThreadParams{Cwd: cwd}
 				res, err := b.Turn(ctxFor(t, 30*time.Second), req)
 				if err != nil {
 					t.Fatalf("Turn(%q): %v", req.Prompt, err)
@@ -119,7 +120,7 @@ func TestThreadPolicy(t *testing.T) {
 			}
 			var told []string // OnThread
 			onThread := func(id string) { told = append(told, id) }
-			first := turn(TurnRequest{Prompt: "hello", Preamble: "[ctx] ", OnThread: onThread})
+			first := turn(backend.TurnRequest{Prompt: "hello", Preamble: "[ctx] ", OnThread: onThread})
 			if first.Text != "MOCK_REPLY: hello" {
 				t.Errorf("new thread: %q, want the prompt without the preamble", first.Text)
 			}
@@ -127,18 +128,18 @@ func TestThreadPolicy(t *testing.T) {
 				t.Errorf("new thread: OnThread got (-want +got):\n%s; Replaced = %q, want none", diff, first.Replaced)
 			}
 			told = nil
-			again := turn(TurnRequest{ThreadID: first.ThreadID, Prompt: "again", Preamble: "[ctx] ", OnThread: onThread})
+			again := turn(backend.TurnRequest{ThreadID: first.ThreadID, Prompt: "again", Preamble: "[ctx] ", OnThread: onThread})
 			if again.Text != "MOCK_REPLY: [ctx] again" || again.ThreadID != first.ThreadID || again.Replaced != "" || told != nil {
 				t.Errorf("continued thread: %+v, OnThread %q; want the preamble on the same thread, not replaced, no OnThread", again, told)
 			}
 			told = nil
 			ctx, cancel := context.WithCancel(context.Background())
 			time.AfterFunc(300*time.Millisecond, cancel)
-			res, err := b.Turn(ctx, TurnRequest{ThreadID: first.ThreadID, Prompt: "SLOW=30 stop me", Params: ThreadParams{Cwd: cwd}})
+			res, err := b.Turn(ctx, backend.TurnRequest{ThreadID: first.ThreadID, Prompt: "SLOW=30 stop me", Params: backend.ThreadParams{Cwd: cwd}})
 			if err == nil || res == nil || res.Status != "interrupted" {
 				t.Fatalf("interrupted turn = %+v, %v", res, err)
 			}
-			after := turn(TurnRequest{ThreadID: first.ThreadID, Prompt: "after", Preamble: "[ctx] ", OnThread: onThread})
+			after := turn(backend.TurnRequest{ThreadID: first.ThreadID, Prompt: "after", Preamble: "[ctx] ", OnThread: onThread})
 			switch tc.kind {
 			case KindMCPServer:
 				if after.ThreadID == first.ThreadID || after.Text != "MOCK_REPLY: after" || after.Replaced != replacedInterrupted {
@@ -147,7 +148,7 @@ func TestThreadPolicy(t *testing.T) {
 				if diff := cmp.Diff([]string{after.ThreadID}, told); diff != "" {
 					t.Errorf("fresh thread: OnThread got (-want +got):\n%s", diff)
 				}
-				same := turn(TurnRequest{ThreadID: first.ThreadID, Prompt: "summary", Preamble: "[ctx] ", SameThread: true})
+				same := turn(backend.TurnRequest{ThreadID: first.ThreadID, Prompt: "summary", Preamble: "[ctx] ", SameThread: true})
 				if same.ThreadID != first.ThreadID || same.Text != "MOCK_REPLY: [ctx] summary" {
 					t.Errorf("SameThread: %+v, want the interrupted thread", same)
 				}

@@ -1,17 +1,21 @@
 package codexchild
 
-import "maps"
+import (
+	"maps"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
+)
 
 // codexConfig returns the config overrides a Codex thread is started
-// with: p.Config, with each of p.ToolServers as an mcp_servers entry
-// whose tools are approved and which the thread requires (Codex fails the
-// thread rather than run it without the team-mail tools), and with the
-// thread's environment and writable roots (threadenv.go). An mcp_servers
-// map in p.Config keeps its other servers; a tool server replaces one of
-// the same name. The result is a new map (nil when empty); p.Config is
-// never changed.
-func codexConfig(p ThreadParams) map[string]any {
-	cfg := maps.Clone(p.Config)
+// with: the Config of p's Options, with each of p.ToolServers as an
+// mcp_servers entry whose tools are approved and which the thread requires
+// (Codex fails the thread rather than run it without the team-mail tools),
+// and with the thread's environment and writable roots (threadenv.go). An
+// mcp_servers map in that Config keeps its other servers; a tool server
+// replaces one of the same name. The result is a new map (nil when empty);
+// the Config is never changed.
+func codexConfig(p backend.ThreadParams) map[string]any {
+	cfg := maps.Clone(optionsOf(p).Config)
 	cfg = withToolServers(cfg, p.ToolServers)
 	cfg = withThreadEnv(cfg, p)
 	if len(cfg) == 0 {
@@ -21,7 +25,7 @@ func codexConfig(p ThreadParams) map[string]any {
 }
 
 // withToolServers adds the tool servers to cfg (a copy of the caller's).
-func withToolServers(cfg map[string]any, tss []ToolServer) map[string]any {
+func withToolServers(cfg map[string]any, tss []backend.ToolServer) map[string]any {
 	if len(tss) == 0 {
 		return cfg
 	}

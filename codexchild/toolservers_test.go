@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -13,19 +14,19 @@ import (
 // approved, the server required; Config itself is left as it was.
 func TestToolServersOnTheWire(t *testing.T) {
 	user := map[string]any{"docs": map[string]any{"command": "docs-mcp"}}
-	p := ThreadParams{
+	p := backend.ThreadParams{
 		Cwd: "/w", DeveloperInstructions: "dev",
-		ToolServers: []ToolServer{{Name: "atm", Command: "/bin/atm-agent-mcp",
+		ToolServers: []backend.ToolServer{{Name: "atm", Command: "/bin/atm-agent-mcp",
 			Args: []string{"tools", "--team", "dev", "--identity", "arch"},
 			Env:  map[string]string{"ATM_HOME": "/home/atm", "ATM_DEBUG": "1"}}},
-		CodexParams: CodexParams{Sandbox: "workspace-write", Config: map[string]any{"mcp_servers": user, "model_reasoning_effort": "low"}},
+		Options: Options{Sandbox: "workspace-write", Config: map[string]any{"mcp_servers": user, "model_reasoning_effort": "low"}},
 	}
 	// What session.threadParams wrote into Config before ToolServers.
 	wantConfig := `{"mcp_servers":{"atm":{"args":["tools","--team","dev","--identity","arch"],"command":"/bin/atm-agent-mcp",` +
 		`"default_tools_approval_mode":"approve","env":{"ATM_DEBUG":"1","ATM_HOME":"/home/atm"},"required":true},` +
 		`"docs":{"command":"docs-mcp"}},"model_reasoning_effort":"low"}`
 
-	_, mcpParams := toolCallParams(TurnRequest{Prompt: "hi", Params: p})
+	_, mcpParams := toolCallParams(backend.TurnRequest{Prompt: "hi", Params: p})
 	mcp, err := json.Marshal(mcpParams)
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +45,7 @@ func TestToolServersOnTheWire(t *testing.T) {
 		t.Errorf("app-server thread/start params (-want +got):\n%s", diff)
 	}
 
-	if diff := cmp.Diff(map[string]any{"mcp_servers": user, "model_reasoning_effort": "low"}, p.Config); diff != "" {
+	if diff := cmp.Diff(map[string]any{"mcp_servers": user, "model_reasoning_effort": "low"}, optionsOf(p).Config); diff != "" {
 		t.Errorf("Config was changed (-want +got):\n%s", diff)
 	}
 }
@@ -52,22 +53,22 @@ func TestToolServersOnTheWire(t *testing.T) {
 // TestCodexConfig: the config a thread gets, with and without tool
 // servers and user config.
 func TestCodexConfig(t *testing.T) {
-	atm := ToolServer{Name: "atm", Command: "atm", Args: []string{"--identity", "a"}, Env: map[string]string{"ATM_HOME": "/h"}}
+	atm := backend.ToolServer{Name: "atm", Command: "atm", Args: []string{"--identity", "a"}, Env: map[string]string{"ATM_HOME": "/h"}}
 	atmEntry := map[string]any{"command": "atm", "args": []string{"--identity", "a"}, "env": map[string]any{"ATM_HOME": "/h"},
 		"default_tools_approval_mode": "approve", "required": true}
 	tests := []struct {
 		name string
-		p    ThreadParams
+		p    backend.ThreadParams
 		want map[string]any
 	}{
-		{"nothing", ThreadParams{}, nil},
-		{"config only", ThreadParams{CodexParams: CodexParams{Config: map[string]any{"model": "m"}}}, map[string]any{"model": "m"}},
-		{"tool server only", ThreadParams{ToolServers: []ToolServer{atm}}, map[string]any{"mcp_servers": map[string]any{"atm": atmEntry}}},
+		{"nothing", backend.ThreadParams{}, nil},
+		{"config only", backend.ThreadParams{Options: Options{Config: map[string]any{"model": "m"}}}, map[string]any{"model": "m"}},
+		{"tool server only", backend.ThreadParams{ToolServers: []backend.ToolServer{atm}}, map[string]any{"mcp_servers": map[string]any{"atm": atmEntry}}},
 		{"a user server of the same name is replaced",
-			ThreadParams{ToolServers: []ToolServer{atm}, CodexParams: CodexParams{Config: map[string]any{"mcp_servers": map[string]any{"atm": "mine"}}}},
+			backend.ThreadParams{ToolServers: []backend.ToolServer{atm}, Options: Options{Config: map[string]any{"mcp_servers": map[string]any{"atm": "mine"}}}},
 			map[string]any{"mcp_servers": map[string]any{"atm": atmEntry}}},
 		{"mcp_servers that is not a table is replaced",
-			ThreadParams{ToolServers: []ToolServer{atm}, CodexParams: CodexParams{Config: map[string]any{"mcp_servers": "x"}}},
+			backend.ThreadParams{ToolServers: []backend.ToolServer{atm}, Options: Options{Config: map[string]any{"mcp_servers": "x"}}},
 			map[string]any{"mcp_servers": map[string]any{"atm": atmEntry}}},
 	}
 	for _, tt := range tests {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
@@ -33,7 +34,7 @@ type call struct {
 
 func (c *call) callID() jsonrpcframe.ID { return c.id }
 
-func (c *call) fail(ee *ExitError) {
+func (c *call) fail(ee *backend.ExitError) {
 	if c.turn != nil {
 		c.turn.closed.Store(true)
 	}
@@ -45,7 +46,7 @@ func (c *call) ended() error { return (<-c.reply).err }
 // reply is how a call ended.
 type reply struct {
 	msg       *jsonrpcframe.Message // the child's response
-	res       *Result               // msg read as a turn's result (turns with OnResult)
+	res       *backend.Result       // msg read as a turn's result (turns with OnResult)
 	err       error                 // the child died, or writing failed
 	abandoned abandonKind           // ended by the backend itself
 }
@@ -59,8 +60,8 @@ type reply struct {
 // else takes mu, so a handler may call Interrupt or Approval.Respond from
 // inside a callback.
 type turn struct {
-	handler  Handler
-	onResult func(*Result)
+	handler  backend.Handler
+	onResult func(*backend.Result)
 	// onAccepted is TurnRequest.OnAccepted; the reader calls it (accept)
 	// and clears it, and nothing else touches it after Turn made the turn.
 	// acked is closed then (nil without OnAccepted); over is set by Turn
@@ -197,14 +198,14 @@ func resultThread(m *jsonrpcframe.Message) string {
 
 // parseResult turns a tools/call result into a Result. threadID is the
 // turn's thread as far as the backend knows it.
-func parseResult(raw json.RawMessage, threadID, turnID string) (*Result, error) {
+func parseResult(raw json.RawMessage, threadID, turnID string) (*backend.Result, error) {
 	var topBuf, scBuf [8]jsonrpcframe.Member
 	top, ok := jsonrpcframe.AppendMembers(topBuf[:0], raw)
 	if !ok && strings.TrimSpace(string(raw)) != "null" {
 		return nil, fmt.Errorf("result is not an object: %.100s", raw)
 	}
 	isErr := string(jsonrpcframe.Lookup(top, "isError")) == "true"
-	res := &Result{ThreadID: threadID, TurnID: turnID, IsError: isErr, Raw: raw, Status: "completed"}
+	res := &backend.Result{ThreadID: threadID, TurnID: turnID, IsError: isErr, Raw: raw, Status: "completed"}
 	if isErr {
 		res.Status = "failed"
 	}
@@ -238,7 +239,7 @@ func parseResult(raw json.RawMessage, threadID, turnID string) (*Result, error) 
 // (a new thread) or codex-reply. A reply, the common turn, is written by
 // hand: {"arguments":{"prompt":…,"threadId":…},"name":"codex-reply"}, the
 // bytes encoding/json would write for the map.
-func toolCallParams(req TurnRequest) (name string, params any) {
+func toolCallParams(req backend.TurnRequest) (name string, params any) {
 	if req.ThreadID != "" {
 		b := make([]byte, 0, len(req.Prompt)+len(req.ThreadID)+64)
 		b = append(b, `{"arguments":{"prompt":`...)
@@ -249,16 +250,16 @@ func toolCallParams(req TurnRequest) (name string, params any) {
 		return "codex-reply", json.RawMessage(b)
 	}
 	args := map[string]any{"prompt": req.Prompt}
-	p := req.Params
+	p, o := req.Params, optionsOf(req.Params)
 	for k, v := range map[string]string{
 		"cwd":                    p.Cwd,
 		"model":                  p.Model,
-		"approval-policy":        p.ApprovalPolicy,
-		"sandbox":                p.Sandbox,
+		"approval-policy":        o.ApprovalPolicy,
+		"sandbox":                o.Sandbox,
 		"base-instructions":      p.BaseInstructions,
 		"developer-instructions": p.DeveloperInstructions,
-		"compact-prompt":         p.CompactPrompt,
-		"profile":                p.Profile,
+		"compact-prompt":         o.CompactPrompt,
+		"profile":                o.Profile,
 	} {
 		if v != "" {
 			args[k] = v

@@ -9,11 +9,11 @@ import (
 // ids survive case-insensitive file systems and are easy to read aloud.
 const crockford = "0123456789abcdefghjkmnpqrstvwxyz"
 
-// NewAgentID returns a new agent_id for a Codex session: "codex-" followed
+// NewAgentID returns a new agent_id for a session of DefaultKind: "codex-" followed
 // by a lower-case ULID (48-bit millisecond time, 80 random bits, 26
 // characters). Ids of one kind sort by creation time, are unique without
 // coordination and are safe file names on every platform.
-func NewAgentID() string { return NewAgentIDFor(BackendCodex) }
+func NewAgentID() string { return NewAgentIDFor(DefaultKind) }
 
 // NewAgentIDFor returns a new agent_id for a session of the agent kind
 // kind: kind, "-", then a ULID as in [NewAgentID] ("claude-01k…"). kind

@@ -310,7 +310,7 @@ func (r *Registry) Add(s Session) (Session, error) {
 	}
 	s = s.clone()
 	if s.Backend == "" {
-		s.Backend = BackendCodex
+		s.Backend = DefaultKind
 	}
 	if s.AgentID == "" {
 		s.AgentID = NewAgentIDFor(s.Backend)

@@ -43,7 +43,7 @@ func TestAddAgentIDNamesTheKind(t *testing.T) {
 		got := mustAdd(t, r, Session{Identity: "id-" + strings.Trim(kind, "_"), Backend: kind})
 		want := kind
 		if want == "" {
-			want = BackendCodex
+			want = DefaultKind
 		}
 		if err := ValidateAgentID(got.AgentID); err != nil || !strings.HasPrefix(got.AgentID, want+"-") || len(got.AgentID) != len(want)+1+26 {
 			t.Errorf("Add with Backend %q: agent_id %q (%v), want %s- and 26 digits", kind, got.AgentID, err, want)

@@ -28,7 +28,8 @@ func (s Status) Live() bool {
 	return s == StatusActive || s == StatusBusy || s == StatusIdle
 }
 
-// ThreadState is the FR-17 lifecycle state of a session's Codex thread.
+// ThreadState is the FR-17 lifecycle state of a session's thread (a
+// Codex thread, or another agent kind's session).
 type ThreadState string
 
 // Thread states.
@@ -38,8 +39,14 @@ const (
 	ThreadClosed ThreadState = "closed"
 )
 
-// BackendCodex is the only backend so far.
-const BackendCodex = "codex"
+// DefaultKind is the agent kind of a record that names none (records
+// written before serve ran agents of other kinds were all Codex's), and of
+// a new session whose caller names none: Add records it. Serve's
+// composition root registers its Codex backend under this name, beside
+// one backend per configured ACP agent kind (each under the agent's name);
+// the domain picks a session's backend by the kind its record names
+// (Session.Kind) and knows no kind by name.
+const DefaultKind = "codex"
 
 // MaxLastResult bounds Session.LastResult, in characters: a resume's note,
 // not the whole answer.
@@ -50,9 +57,12 @@ const MaxLastResult = 4000
 // JSON null. Times
 // are stored in UTC.
 type Session struct {
-	AgentID     string      `json:"agent_id"`
+	AgentID string `json:"agent_id"`
+	// Backend is the session's agent kind ("codex", "claude", …): the
+	// backend its turns run on. "" (a record written before kinds) means
+	// DefaultKind: read it with Kind.
 	Backend     string      `json:"backend"`
-	BackendID   string      `json:"backend_id"` // Codex thread id; "" until known
+	BackendID   string      `json:"backend_id"` // the thread's id (Codex's thread, an ACP session); "" until known
 	Identity    string      `json:"identity"`
 	Team        string      `json:"team"`
 	RepoRoot    string      `json:"repo_root"` // "" outside a git repository
@@ -83,12 +93,27 @@ type Session struct {
 	// with isolation "worktree"; nil otherwise (written only when set).
 	// A resume re-enters it.
 	Worktree *Worktree `json:"worktree,omitempty"`
+	// StartHead is the commit that the HEAD of its cwd's checkout was at
+	// when a session without isolation started: its change (agent_diff)
+	// is the checkout's against it. "" for an isolated session (its
+	// worktree has its base), outside git, and in a record written before
+	// it existed (written only when set).
+	StartHead string `json:"start_head,omitempty"`
 
 	// Extra holds the fields this version does not know, so that they
 	// survive a rewrite. Keys that collide with a known field are ignored
 	// when writing. The raw values are shared by copies of a Session and
 	// must not be modified in place.
 	Extra map[string]json.RawMessage `json:"-"`
+}
+
+// Kind is the session's agent kind: Backend, or DefaultKind for a record
+// that names none.
+func (s Session) Kind() string {
+	if s.Backend == "" {
+		return DefaultKind
+	}
+	return s.Backend
 }
 
 // sessionWire is the on-disk form of a Session.
@@ -113,6 +138,7 @@ type sessionWire struct {
 	LastResult  *string     `json:"last_result"`
 	HandedTo    string      `json:"handed_to,omitempty"`
 	Worktree    *Worktree   `json:"worktree,omitempty"`
+	StartHead   string      `json:"start_head,omitempty"`
 }
 
 // knownFields are the JSON keys of sessionWire.
@@ -121,7 +147,7 @@ var knownFields = map[string]bool{
 	"team": true, "repo_root": true, "repo_name": true, "branch": true,
 	"cwd": true, "started_at": true, "last_active": true, "status": true,
 	"thread_state": true, "tag": true, "role": true, "agent_source": true,
-	"turns": true, "last_result": true, "handed_to": true, "worktree": true,
+	"turns": true, "last_result": true, "handed_to": true, "worktree": true, "start_head": true,
 }
 
 func nullable(s string) *string {
@@ -161,6 +187,7 @@ func (s Session) MarshalJSON() ([]byte, error) {
 		LastResult:  nullable(s.LastResult),
 		HandedTo:    s.HandedTo,
 		Worktree:    s.Worktree,
+		StartHead:   s.StartHead,
 	})
 	if err != nil || len(s.Extra) == 0 {
 		return b, err
@@ -231,6 +258,7 @@ func (s *Session) UnmarshalJSON(data []byte) error {
 		LastResult:  deref(w.LastResult),
 		HandedTo:    w.HandedTo,
 		Worktree:    w.Worktree,
+		StartHead:   w.StartHead,
 		Extra:       extra,
 	}
 	return nil

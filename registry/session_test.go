@@ -37,6 +37,15 @@ func TestSessionJSON(t *testing.T) {
 				`"turns":3,"last_result":"done: tests pass","handed_to":"141a23ea","future":{"a":true},"zz":[1,2]}`,
 		},
 		{
+			name: "a session without isolation: the HEAD it started from",
+			s: Session{AgentID: "codex-4", Backend: "codex", Identity: "carol", Team: "t", RepoRoot: "/r", RepoName: "r", Branch: "main", Cwd: "/r",
+				StartedAt: start, LastActive: start, Status: StatusIdle, ThreadState: ThreadIdle, StartHead: "5e1c0a2d1f3b"},
+			want: `{"agent_id":"codex-4","backend":"codex","backend_id":null,"identity":"carol","team":"t",` +
+				`"repo_root":"/r","repo_name":"r","branch":"main","cwd":"/r","started_at":"2026-02-17T10:00:00Z",` +
+				`"last_active":"2026-02-17T10:00:00Z","status":"idle","thread_state":"idle","tag":null,"role":null,"agent_source":null,` +
+				`"turns":0,"last_result":null,"start_head":"5e1c0a2d1f3b"}`,
+		},
+		{
 			name: "an isolated session's worktree",
 			s: Session{AgentID: "codex-3", Backend: "codex", Identity: "alice", Team: "t", Cwd: "/r/.atm/worktrees/alice/src",
 				StartedAt: start, LastActive: start, Status: StatusClosed, ThreadState: ThreadClosed,
@@ -87,6 +96,16 @@ func TestStatusLive(t *testing.T) {
 	for st, live := range want {
 		if got := st.Live(); got != live {
 			t.Errorf("%q.Live() = %v, want %v", st, got, live)
+		}
+	}
+}
+
+// TestSessionKind: a record's agent kind is its Backend, and DefaultKind
+// for a record that names none (written before kinds).
+func TestSessionKind(t *testing.T) {
+	for _, tt := range []struct{ backend, want string }{{"", DefaultKind}, {"codex", "codex"}, {"claude", "claude"}} {
+		if got := (Session{Backend: tt.backend}).Kind(); got != tt.want {
+			t.Errorf("Session{Backend: %q}.Kind() = %q, want %q", tt.backend, got, tt.want)
 		}
 	}
 }

@@ -24,6 +24,7 @@ func proxyParams(t *testing.T, glob string) testscript.Params {
 	p.Cmds["killgroup"] = cmdKillGroup
 	p.Cmds["waitfile"] = cmdWaitFile
 	p.Cmds["ccsock"] = cmdCCSock
+	p.Cmds["sshd"] = cmdSSHD
 	setup := p.Setup
 	p.Setup = func(env *testscript.Env) error {
 		if err := setup(env); err != nil {

@@ -220,6 +220,19 @@ func TestREADMERecipes(t *testing.T) {
 		if !strings.Contains(res, "MOCK_REPLY") {
 			t.Errorf("the real Codex through the recipe's home: %s", clipLog(res, 3000))
 		}
+		// The recipe's CODEX_HOME lies in the clone, under /tmp for a
+		// clone there (and in this test): Codex then refuses to make its
+		// helper binaries ("Refusing to create helper binaries under
+		// temporary dir", measured on 0.171.0) and goes on; a command in
+		// its sandbox and a patch still run.
+		res = s.call(t, "tools/call", `{"name":"codex","arguments":{"identity":"rev-shell","prompt":"RUN_SHELL CMD=echo sandboxed-ok","approval-policy":"never","sandbox":"workspace-write"}}`)
+		if !strings.Contains(res, `Output:\nsandboxed-ok`) {
+			t.Errorf("a command in Codex's sandbox, with the recipe's home: %s", clipLog(res, 3000))
+		}
+		res = s.call(t, "tools/call", `{"name":"codex","arguments":{"identity":"rev-patch","prompt":"PATCH=offline/patched.txt","approval-policy":"never","sandbox":"workspace-write"}}`)
+		if _, err := os.Stat(filepath.Join(work, "offline", "patched.txt")); err != nil || !strings.Contains(res, "A offline/patched.txt") {
+			t.Errorf("a patch, with the recipe's home (%v): %s", err, clipLog(res, 3000))
+		}
 		checkIgnored(t, work, "bin", "recipe.env")
 	})
 

@@ -27,7 +27,8 @@ func (c *Client) permissionRequest(m *jsonrpcframe.Message) {
 	req, err := parsePermission(m.Params)
 	if err != nil {
 		c.log.Warn("acp: permission request not understood; answered -32602", "err", err)
-		go c.write(jsonrpcframe.NewErrorResponse(m.ID, &jsonrpcframe.Error{Code: jsonrpcframe.CodeInvalidParams, Message: err.Error()}))
+		resp := jsonrpcframe.NewErrorResponse(m.ID, &jsonrpcframe.Error{Code: jsonrpcframe.CodeInvalidParams, Message: err.Error()})
+		c.answerAsync(func() { _ = c.write(resp) })
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -44,14 +45,15 @@ func (c *Client) permissionRequest(m *jsonrpcframe.Message) {
 	c.perms[req.ID] = p
 	c.emitLocked(Event{SessionID: req.SessionID, Turn: req.Turn, Kind: EventPermission, Permission: &p.req, Raw: req.Raw})
 	c.mu.Unlock()
-	// Answered on a goroutine of its own, never on the reader (see read).
+	// Answered on a goroutine of its own, never on the reader (see read);
+	// Close joins it (the agent's death cancels ctx).
 	switch {
 	case cancelled:
-		go p.respond(Cancelled) // after session/cancel every request is cancelled
+		c.answerAsync(func() { p.respond(Cancelled) }) // after session/cancel every request is cancelled
 	case c.cfg.Asker == nil:
-		go p.respond(RejectOnce)
+		c.answerAsync(func() { p.respond(RejectOnce) })
 	default:
-		go func() { p.respond(c.cfg.Asker.Ask(ctx, p.req)) }()
+		c.answerAsync(func() { p.respond(c.cfg.Asker.Ask(ctx, p.req)) })
 	}
 }
 

@@ -22,6 +22,18 @@ func BenchmarkParseUpdate(b *testing.B) {
 	}
 }
 
+// BenchmarkParseChunk is BenchmarkParseUpdate for the update an agent
+// streams most, a message chunk (ParseUpdate's fast path).
+func BenchmarkParseChunk(b *testing.B) {
+	params := json.RawMessage(`{"sessionId":"mock-0123456789abcdef","update":{"content":{"text":"po","type":"text"},"messageId":"m-1","sessionUpdate":"agent_message_chunk"}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := acp.ParseUpdate(params); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkTurnUpdates runs turns of 1000 message chunks through the fake
 // agent: the reader's cost per update (parse, fold, queue for OnEvent),
 // with the fake agent's own cost included.

@@ -50,6 +50,11 @@ type Client struct {
 
 	exited     chan struct{} // closed when the death was handled
 	eventsDone chan struct{} // closed when the OnEvent goroutine ended
+
+	// answering are the goroutines the reader starts to answer the agent
+	// (the Asker's answers, rejections, -32601): only the reader adds to
+	// it, so Close waits for it once the reader has ended (exited).
+	answering sync.WaitGroup
 }
 
 // AgentInfo is what the agent said about itself in initialize.
@@ -122,6 +127,7 @@ func Start(ctx context.Context, cfg Config) (*Client, error) {
 		}
 		<-c.exited
 		c.closeEvents()
+		c.answering.Wait() // the agent is dead: their answers fail at once
 		return nil, fmt.Errorf("acp: start %s: %w: %w", cfg.Command, ErrHandshake, err)
 	}
 	return c, nil
@@ -151,6 +157,7 @@ func (c *Client) handshake(ctx context.Context) error {
 		return fmt.Errorf("the agent speaks protocol version %d, this client %d", res.ProtocolVersion, ProtocolVersion)
 	}
 	c.info = AgentInfo{ProtocolVersion: res.ProtocolVersion, Capabilities: parseCapabilities(res.AgentCapabilities), AuthMethods: res.AuthMethods}
+	c.info.Capabilities.Steering = steeringOf(res.Meta)
 	if res.AgentInfo != nil {
 		c.info.Name, c.info.Version = res.AgentInfo.Name, res.AgentInfo.Version
 	}
@@ -277,6 +284,10 @@ func (c *Client) answer(id jsonrpcframe.ID, result any) {
 	}
 }
 
+// answerAsync runs f, which answers the agent, on a goroutine of its own
+// that Close joins; only the reader calls it (see read).
+func (c *Client) answerAsync(f func()) { c.answering.Go(f) }
+
 // watchExit fails every pending call and permission request when the
 // agent has died.
 func (c *Client) watchExit() {
@@ -392,7 +403,9 @@ func (c *Client) Sync(ctx context.Context) error {
 // the agent: close its stdin, SIGTERM to its process group after
 // Config.StopGrace, SIGKILL after another; at once when ctx ends. It
 // returns when the agent has exited, every pending call has failed and
-// OnEvent has had every queued event (or ctx ended). Close is idempotent.
+// OnEvent has had every queued event and the answers to the agent's
+// requests have ended (their permission requests are cancelled with its
+// death), or ctx ended. Close is idempotent.
 func (c *Client) Close(ctx context.Context) error {
 	c.mu.Lock()
 	already := c.closed
@@ -415,11 +428,16 @@ func (c *Client) Close(ctx context.Context) error {
 	err := c.proc.Stop(ctx)
 	<-c.exited
 	c.closeEvents()
-	select {
-	case <-c.eventsDone:
-	case <-ctx.Done():
-		if err == nil {
-			err = ctx.Err()
+	answered := make(chan struct{})
+	go func() { c.answering.Wait(); close(answered) }()
+	for _, done := range []<-chan struct{}{c.eventsDone, answered} {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			if err == nil {
+				err = ctx.Err()
+			}
+			return err
 		}
 	}
 	return err

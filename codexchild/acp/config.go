@@ -16,7 +16,7 @@ const (
 	// set_mode and set_config_option (acpx saw session/new stall for over
 	// 45 s and set 60 s).
 	DefaultCallTimeout = 60 * time.Second
-	// DefaultTurnTimeout bounds a turn (as codexchild.DefaultTimeout).
+	// DefaultTurnTimeout bounds a turn (as codexchild.DefaultTimeout for Codex).
 	DefaultTurnTimeout = 300 * time.Second
 	// DefaultCancelTimeout is how long a turn may go on after session/cancel
 	// before the agent's process group is killed.

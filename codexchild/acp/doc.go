@@ -4,7 +4,7 @@
 // opencode acp, copilot --acp, …) as team members, as package codexchild
 // runs Codex. It lives in the codexchild module because starting and
 // supervising an agent's process is codexchild's concern; it does not
-// import codexchild (a codexchild facade will import it).
+// import codexchild nor the seam (package acpbackend imports it).
 //
 // [Start] runs the agent in its own process group (agents are process
 // trees: Gemini relaunches itself as a child, claude-agent-acp runs Claude
@@ -25,7 +25,10 @@
 // messageId; thoughts; tool calls, an update of an unknown id creating
 // one; usage) and returns the stopReason. [Session.Interrupt] sends
 // session/cancel, answers every pending permission request cancelled and
-// waits for the turn's end, then kills the process group. [Client.Status]
+// waits for the turn's end, then kills the process group.
+// [Session.Steer] hands the running turn more input, where the agent
+// advertises the steering extension (claude-agent-acp's
+// _session/steering). [Client.Status]
 // says idle, running, awaiting-approval or dead, and how the agent died.
 // [Client.Close] closes the sessions the agent can close, then stops it:
 // stdin closed, SIGTERM to the group, SIGKILL; nothing of the group
@@ -82,14 +85,15 @@
 //
 // # How it plugs in
 //
-// codexchild's NewACP (acp_backend.go there) is the Backend facade for
-// the proxy (Turn, Interrupt, Status, Close), on one Client and one
+// Package acpbackend (codexchild/acpbackend) is the facade that puts it
+// behind the seam every agent kind shares, backend.Backend (Turn,
+// Interrupt, Status, Close), on one Client and one
 // Session per thread (team member): Turn is Session.Prompt with the
 // events mapped to the proxy's neutral Activity (Config.OnEvent; OnIdle
 // flushes a batching handler; Client.Sync lets the turn's events reach
 // the handler before Turn returns) and the Asker backed by the approval
 // bridge; Interrupt is Session.Interrupt; Close is Client.Close; an
-// ExitStatus converts to codexchild.ExitStatus. Resume is LoadSession or
+// ExitStatus converts to backend.ExitStatus. Resume is LoadSession or
 // ResumeSession where the agent offers it (the replay is swallowed), else
 // a new session seeded from the proxy's transcript. TurnRequest.OnSent
 // tells the mail layer when the prompt was written.
@@ -102,7 +106,10 @@
 // permission request is registered and handed to the Asker on a new
 // goroutine. The reader writes nothing: even what it owes the agent at
 // once (a rejection without an Asker, -32601 for fs/* and terminal/*) is
-// written by a goroutine of its own. A turn
+// written by a goroutine of its own. Those goroutines, the Asker's
+// included, are the Client's: Close waits for them once the reader has
+// ended (the agent's death cancels the Asker's context), as it waits for
+// the OnEvent goroutine and the supervisor. A turn
 // ends on the reader when its answer is read (call.onEnd), so updates read
 // after it belong to no turn, and chunks of an ended turn's messageIds are
 // never folded into the next one (claude-agent-acp#551).
@@ -118,6 +125,7 @@
 //
 // The files: client.go is Start, the calls and Close; read.go the reader
 // and routing; session.go the sessions; turn.go the turns and Interrupt;
+// steer.go the steering extension;
 // approvals.go and permission.go the permission requests and the option
 // selection; update.go the session/update parser (the process
 // supervision, the start through the guard and the bad-line limiter are

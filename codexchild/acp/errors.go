@@ -15,17 +15,17 @@ import (
 // *jsonrpcframe.Error the agent sent), so errors.Is tells them apart.
 var (
 	// ErrAgentExited is wrapped by *ExitError: the agent process is not
-	// running. It is codexchild.ErrChildExited too (one sentinel for
+	// running. It is backend.ErrChildExited too (one sentinel for
 	// every supervised child).
 	ErrAgentExited = childproc.ErrExited
 	// ErrNotJSONRPC is the Cause of an *ExitError when the client killed
 	// the agent because it wrote lines in a row on stdout that are not
 	// JSON-RPC (10000; the message says how many). It is
-	// codexchild.ErrNotJSONRPC too.
+	// backend.ErrNotJSONRPC too.
 	ErrNotJSONRPC = childproc.ErrNotJSONRPC
 	// ErrStdinBlocked is the Cause of an *ExitError when the client killed
 	// the agent because a write to its stdin could not finish in time. It
-	// is codexchild.ErrStdinBlocked too.
+	// is backend.ErrStdinBlocked too.
 	ErrStdinBlocked = childproc.ErrStdinBlocked
 	// ErrTimeout is wrapped by *TimeoutError: the agent did not answer a
 	// call within its deadline.
@@ -60,15 +60,16 @@ var (
 	ErrMethodNotFound error = &jsonrpcframe.Error{Code: jsonrpcframe.CodeMethodNotFound, Message: "method not found"}
 )
 
-// ExitStatus says how the agent process died. It has the shape of
-// codexchild.ExitStatus, so a codexchild facade converts it with a plain
-// conversion (codexchild.ExitStatus(s)); this package does not import
-// codexchild, which imports it.
+// ExitStatus says how the agent process died. It has the shape of the
+// seam's backend.ExitStatus, so the ACP backend converts it with a plain
+// conversion (backend.ExitStatus(s)); this package does not import the
+// seam.
 type ExitStatus struct {
 	Code   int    // exit code, -1 when killed by a signal
 	Signal string // signal name ("killed", "terminated"), "" when it exited
-	// Reason says why the client killed the agent ("it wrote 10000 lines
-	// in a row that are not JSON-RPC on stdout"); "" when it did not.
+	// Reason says why the client killed the agent ("it wrote 10412 lines
+	// in a row that are not JSON-RPC on stdout, and 10000 is the limit"); ""
+	// when it did not.
 	Reason string
 }
 
@@ -96,10 +97,11 @@ type ExitError struct {
 	During string
 }
 
-// Error says which agent died, how, during which call and why it was
-// killed: "claude agent process killed by signal killed during
-// session/prompt because it wrote 10000 lines in a row that are not
-// JSON-RPC on stdout; stderr: …".
+// Error says which agent died, why it was killed (first, when it was),
+// how and during which call: "claude agent process stopped during
+// session/prompt: it wrote 10412 lines in a row that are not JSON-RPC on
+// stdout, and 10000 is the limit (killed by signal killed); stderr: …",
+// "claude agent process exited with code 3 during session/new".
 func (e *ExitError) Error() string {
 	var b strings.Builder
 	if e.Child == "" {
@@ -108,14 +110,17 @@ func (e *ExitError) Error() string {
 		b.WriteString(e.Child)
 	}
 	b.WriteString(" process ")
-	b.WriteString(ExitStatus{Code: e.Status.Code, Signal: e.Status.Signal}.String())
+	how := ExitStatus{Code: e.Status.Code, Signal: e.Status.Signal}.String()
+	during := ""
 	if e.During != "" {
-		b.WriteString(" during ")
-		b.WriteString(e.During)
+		during = " during " + e.During
 	}
 	if r := cmp.Or(e.Status.Reason, e.Reason); r != "" {
-		b.WriteString(" because ")
-		b.WriteString(r)
+		// ExitStatus's words, with the call between "stopped" and why.
+		full := ExitStatus{Code: e.Status.Code, Signal: e.Status.Signal, Reason: r}.String()
+		b.WriteString("stopped" + during + strings.TrimPrefix(full, "stopped"))
+	} else {
+		b.WriteString(how + during)
 	}
 	if e.Stderr != "" {
 		b.WriteString("; stderr: ")

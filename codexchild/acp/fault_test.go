@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -133,13 +134,17 @@ func TestNoOrphan(t *testing.T) {
 }
 
 // TestNoGoroutineLeak: after Close nothing of the client runs on (not
-// parallel: the parallel tests wait until it is over).
+// parallel: the parallel tests wait until it is over); an Asker still
+// deciding when the agent dies has returned by the time Close does.
 func TestNoGoroutineLeak(t *testing.T) {
 	before := runtime.NumGoroutine()
 	cfg := fakeConfig(t)
 	cfg.OnEvent = func(acp.Event) {}
+	var asked atomic.Bool
 	cfg.Asker = acp.AskerFunc(func(ctx context.Context, req acp.PermissionRequest) acp.Decision {
 		<-ctx.Done()
+		time.Sleep(100 * time.Millisecond) // an Asker that takes its time to notice
+		asked.Store(true)
 		return acp.Cancelled
 	})
 	c, err := acp.Start(t.Context(), cfg)
@@ -152,6 +157,9 @@ func TestNoGoroutineLeak(t *testing.T) {
 	waitState(t, c, acp.StateAwaitingApproval)
 	if err := c.Close(t.Context()); err != nil {
 		t.Fatal(err)
+	}
+	if !asked.Load() {
+		t.Error("Close returned while the Asker was still deciding")
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for runtime.NumGoroutine() > before {

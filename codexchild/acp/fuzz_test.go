@@ -2,6 +2,7 @@ package acp_test
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/acp"
@@ -21,11 +22,21 @@ func FuzzParseUpdate(f *testing.F) {
 		`{"sessionId":"s","update":{"sessionUpdate":"state_update","state":"idle"}}`,
 		`{"sessionId":"s","update":{"sessionUpdate":"tool_call"}}`,
 		`{"update":{}}`, `[]`, `null`, `{"sessionId":"s","update":"x"}`,
+		`{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","messageId":"m","content":{"type":"text","text":"a\u00e9\ud800"},"_meta":{}}}`,
+		`{"sessionId":"s","SessionId":"t","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"x"}}}`,
+		`{"sessionId":"s","update":{"sessionUpdate":"agent_thought_chunk","Content":{"type":"text","text":"x"},"content":{"type":"text","text":"y"}}}`,
+		`{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","title":5,"content":{"type":"text","text":"x"}}}`,
+		`{"sessionId":"s","update":{"sessionUpdate":"user_message_chunk","messageId":null,"content":{"type":"image","text":"x"}}}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		sid, ev, err := acp.ParseUpdate(json.RawMessage(b))
+		// The fast path for chunks reads what encoding/json reads.
+		gsid, gev, gerr := acp.ParseUpdateGeneral(json.RawMessage(b))
+		if (err == nil) != (gerr == nil) || sid != gsid || !reflect.DeepEqual(ev, gev) {
+			t.Fatalf("ParseUpdate(%q) = %q %+v %v; the general parser: %q %+v %v", b, sid, ev, err, gsid, gev, gerr)
+		}
 		if err != nil {
 			return
 		}

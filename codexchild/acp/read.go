@@ -16,9 +16,9 @@ import (
 // for OnEvent without blocking, permission requests go to the Asker on a
 // goroutine of their own, and the answers it owes the agent at once (a
 // rejection when there is no Asker, -32601 for a method it does not offer)
-// are written by a goroutine of their own too: an agent blocked writing
-// its stdout while its stdin is full would otherwise wait for a reader
-// that waits for it.
+// are written by a goroutine of their own too (answerAsync, joined by
+// Close): an agent blocked writing its stdout while its stdin is full
+// would otherwise wait for a reader that waits for it.
 func (c *Client) read() {
 	defer c.proc.StdoutDone()
 	r := jsonrpcframe.NewLineReader(c.proc.Stdout(), nil)
@@ -32,6 +32,7 @@ func (c *Client) read() {
 				c.garbage.Add(1)
 				if g.Bad(me) {
 					c.proc.Kill(g.Err())
+					g.Drain(r) // counted, not dispatched
 					return
 				}
 				continue
@@ -65,8 +66,9 @@ func (c *Client) dispatch(m *jsonrpcframe.Message) {
 		// fs/* and terminal/* are not offered (clientCapabilities false);
 		// nor is anything else.
 		c.log.Info("acp: agent request not offered; answered -32601", "method", m.Method)
-		go c.write(jsonrpcframe.NewErrorResponse(m.ID, &jsonrpcframe.Error{
-			Code: jsonrpcframe.CodeMethodNotFound, Message: "method not found: " + m.Method}))
+		resp := jsonrpcframe.NewErrorResponse(m.ID, &jsonrpcframe.Error{
+			Code: jsonrpcframe.CodeMethodNotFound, Message: "method not found: " + m.Method})
+		c.answerAsync(func() { _ = c.write(resp) })
 	default:
 		c.log.Warn("acp: message that is neither request, notification nor response; ignored", "id", m.ID.String())
 	}

@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 )
@@ -128,6 +129,16 @@ type wireUpdate struct {
 // an EventOther, not an error; only params that are not an object with a
 // sessionId and an update object are.
 func ParseUpdate(params json.RawMessage) (string, Event, error) {
+	if bytes.Contains(params, []byte(`_chunk"`)) && json.Valid(params) {
+		if sid, ev, ok := parseChunk(params); ok {
+			return sid, ev, nil
+		}
+	}
+	return parseUpdate(params)
+}
+
+// parseUpdate is ParseUpdate through encoding/json, for every update.
+func parseUpdate(params json.RawMessage) (string, Event, error) {
 	var p struct {
 		SessionID string          `json:"sessionId"`
 		Update    json.RawMessage `json:"update"`
@@ -145,11 +156,14 @@ func ParseUpdate(params json.RawMessage) (string, Event, error) {
 	ev := Event{SessionID: p.SessionID, Update: u.SessionUpdate, Raw: p.Update}
 	switch u.SessionUpdate {
 	case "agent_message_chunk", "agent_thought_chunk", "user_message_chunk":
-		ev.Kind = map[string]EventKind{
-			"agent_message_chunk": EventMessage,
-			"agent_thought_chunk": EventThought,
-			"user_message_chunk":  EventUserMessage,
-		}[u.SessionUpdate]
+		switch u.SessionUpdate {
+		case "agent_message_chunk":
+			ev.Kind = EventMessage
+		case "agent_thought_chunk":
+			ev.Kind = EventThought
+		default:
+			ev.Kind = EventUserMessage
+		}
 		ev.MessageID = u.MessageID
 		ev.ContentType, ev.Text = contentText(u.Content)
 	case "tool_call", "tool_call_update":

@@ -23,6 +23,9 @@ const (
 	methodSetConfigOption = "session/set_config_option"
 	methodSessionUpdate   = "session/update"
 	methodPermission      = "session/request_permission"
+	// methodSteer is the steering extension (claude-agent-acp): input for
+	// the running turn (steer.go).
+	methodSteer = "_session/steering"
 )
 
 type initializeParams struct {
@@ -52,6 +55,9 @@ type initializeResult struct {
 	AgentCapabilities json.RawMessage `json:"agentCapabilities"`
 	AgentInfo         *implementation `json:"agentInfo"`
 	AuthMethods       []AuthMethod    `json:"authMethods"`
+	// Meta is the result's own _meta, beside agentCapabilities: where the
+	// steering extension is advertised ({"steering":{"supported":true}}).
+	Meta json.RawMessage `json:"_meta"`
 }
 
 // AuthMethod is one way the agent offers to authenticate.
@@ -71,7 +77,11 @@ type Capabilities struct {
 	MCPHTTP     bool // mcpCapabilities.http
 	MCPSSE      bool // mcpCapabilities.sse
 	Image       bool // promptCapabilities.image
-	Raw         json.RawMessage
+	// Steering: the agent takes input for a running turn (the steering
+	// extension, _session/steering, advertised as _meta.steering.supported
+	// of the initialize result, not in agentCapabilities; Session.Steer).
+	Steering bool
+	Raw      json.RawMessage
 }
 
 // wireCapabilities is agentCapabilities as sent. A capability such as

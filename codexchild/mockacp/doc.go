@@ -1,6 +1,6 @@
 // Package mockacp is a program that stands in for a coding agent speaking
 // the Agent Client Protocol, version 1 (JSON-RPC over stdio, one object per
-// line), in tests: the proxy's ACP backend (codexchild's NewACP) and the
+// line), in tests: the proxy's ACP backend (package acpbackend) and the
 // testscripts run it where they would run claude-agent-acp or gemini
 // --acp. It has no model: each prompt is a script, one command a line, and
 // it does what the script says, in order.
@@ -16,8 +16,10 @@
 // "model"), session/load (the session's history replayed as
 // user_message_chunk and agent_message_chunk updates before the answer),
 // session/resume (no replay), session/close, session/set_mode,
-// session/set_config_option, session/prompt and session/cancel. Anything
-// else is -32601.
+// session/set_config_option, session/prompt and session/cancel, and, with
+// MOCKACP_STEERING=1, the steering extension _session/steering (input for
+// the running turn, which says it as "steered: TEXT" after the command it
+// came during). Anything else is -32601.
 //
 // # The script of a prompt
 //
@@ -99,6 +101,9 @@
 //	MOCKACP_GARBAGE=N      write N lines that are not JSON-RPC on stdout at
 //	                       start
 //	MOCKACP_LOG=FILE       append every message read and written to FILE
+//	MOCKACP_STEERING=1     advertise the steering extension
+//	                       (_meta.steering.supported of the initialize
+//	                       result) and take _session/steering
 //	MOCKACP_MCP=http-only  advertise mcpCapabilities.http and refuse a
 //	                       session given a stdio MCP server, as GitHub
 //	                       Copilot CLI does

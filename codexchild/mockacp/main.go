@@ -199,6 +199,11 @@ func (a *agent) initialize(m message) {
 		sc["close"] = map[string]any{}
 	}
 	caps["sessionCapabilities"] = sc
-	a.reply(m.ID, map[string]any{"protocolVersion": v, "agentCapabilities": caps,
-		"agentInfo": map[string]any{"name": "mockacp", "version": "1.0.0"}, "authMethods": []any{}})
+	res := map[string]any{"protocolVersion": v, "agentCapabilities": caps,
+		"agentInfo": map[string]any{"name": "mockacp", "version": "1.0.0"}, "authMethods": []any{}}
+	if os.Getenv("MOCKACP_STEERING") == "1" {
+		// Beside agentCapabilities, as claude-agent-acp advertises it.
+		res["_meta"] = map[string]any{"steering": map[string]any{"supported": true}}
+	}
+	a.reply(m.ID, res)
 }

@@ -83,6 +83,7 @@ func (a *agent) prompt(id json.RawMessage, s *session, text string) {
 		if done := t.run(cmd, arg, text); done {
 			return
 		}
+		t.saySteered()
 	}
 	t.record()
 	answer := map[string]any{"stopReason": t.stop}
@@ -92,6 +93,17 @@ func (a *agent) prompt(id json.RawMessage, s *session, text string) {
 	a.reply(id, answer)
 	for _, l := range t.late {
 		a.update(s.id, map[string]any{"sessionUpdate": "agent_message_chunk", "messageId": t.lastID, "content": map[string]any{"type": "text", "text": l}})
+	}
+}
+
+// saySteered says the input steered into the turn so far: "steered: TEXT".
+func (t *turn) saySteered() {
+	t.a.mu.Lock()
+	steered := t.s.steered
+	t.s.steered = nil
+	t.a.mu.Unlock()
+	for _, s := range steered {
+		t.say("agent_message_chunk", "steered: "+s)
 	}
 }
 

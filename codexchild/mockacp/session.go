@@ -18,6 +18,7 @@ type session struct {
 	specs   []serverSpec         // the MCP servers given at new or load
 	servers map[string]mcpCaller // the servers started (stdio) or initialized (http) so far
 	cancel  chan struct{}        // closed by session/cancel; nil between turns
+	steered []string             // input _session/steering gave the running turn, not said yet
 	hist    []entry              // the transcript (kept in MOCKACP_STATE)
 }
 
@@ -172,6 +173,8 @@ func (a *agent) handle(m message) {
 		a.mu.Unlock()
 		a.reply(m.ID, map[string]any{"configOptions": opts})
 		a.update(s.id, map[string]any{"sessionUpdate": "config_option_update", "configOptions": opts})
+	case "_session/steering":
+		a.steer(m.ID, p.SessionID, p.Prompt)
 	case "session/prompt":
 		s := a.session(p.SessionID)
 		if s == nil {
@@ -226,4 +229,38 @@ func (a *agent) load(id string) (saved, bool) {
 		return sv, false
 	}
 	return sv, true
+}
+
+// steer takes input for the session's running turn (_session/steering,
+// with MOCKACP_STEERING=1), which says it after its current command;
+// without a running turn it starts nothing and answers promptRequired, as
+// claude-agent-acp does for idleBehavior "promptRequired".
+func (a *agent) steer(id json.RawMessage, sid string, prompt json.RawMessage) {
+	if os.Getenv("MOCKACP_STEERING") != "1" {
+		a.replyErr(id, -32601, "Method not found: _session/steering")
+		return
+	}
+	var blocks []struct {
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(prompt, &blocks)
+	text := ""
+	for _, b := range blocks {
+		text += b.Text
+	}
+	a.mu.Lock()
+	s := a.sessions[sid]
+	running := s != nil && s.cancel != nil
+	if running {
+		s.steered = append(s.steered, text)
+	}
+	a.mu.Unlock()
+	switch {
+	case s == nil:
+		a.replyErr(id, -32002, "Resource not found: "+sid)
+	case running:
+		a.reply(id, map[string]any{"outcome": "injected"})
+	default:
+		a.reply(id, map[string]any{"outcome": "promptRequired", "reason": "noRunningTurn"})
+	}
 }

@@ -17,12 +17,12 @@ type configCmd struct {
 	codexFlags    `embed:""`
 	logFlags      `embed:""`
 	mailFlags     `embed:""`
-	JSON          bool `name:"json" help:"Print JSON: {values, sources, files, warnings, session_defaults, codex_args, agents}."`
+	JSON          bool `name:"json" help:"Print JSON: {values, sources, files, warnings, session_defaults, codex_args, agents, hosts}."`
 }
 
 // Help is shown by "atm-agent-mcp config --help".
 func (configCmd) Help() string {
-	return `Takes the same flags as serve, so you can see what "serve" would run with. Each value's source is one of: flag, env (the variable), file (the file and key), claude-code session (the team of the Claude Code session that runs it, when no team is configured), default. Unknown keys in [plugins.atm-agent-mcp], misspelt sections and [core] keys, and a team that does not exist are reported as warnings on stderr (with the closest name: "did you mean"); a bad value or a malformed file is an error. The agent kinds (the presets claude, gemini and opencode, and those of [plugins.atm-agent-mcp.agents.<name>]) are listed as agents.<name>.<key>, a preset's values with the source "preset <name>". "atm-agent-mcp doctor" checks the rest of what serve needs, and which agents are installed.`
+	return `Takes the same flags as serve, so you can see what "serve" would run with. Each value's source is one of: flag, env (the variable), file (the file and key), claude-code session (the team of the Claude Code session that runs it, when no team is configured), default. Unknown keys in [plugins.atm-agent-mcp], misspelt sections and [core] keys, and a team that does not exist are reported as warnings on stderr (with the closest name: "did you mean"); a bad value or a malformed file is an error. The agent kinds (the presets claude, gemini and opencode, and those of [plugins.atm-agent-mcp.agents.<name>]) are listed as agents.<name>.<key>, a preset's values with the source "preset <name>"; the hosts agents may run on over ssh ([plugins.atm-agent-mcp.hosts.<name>]) as hosts.<name>.<key>. "atm-agent-mcp doctor" checks the rest of what serve needs, and which agents are installed.`
 }
 
 func (c *configCmd) Run(env *runEnv) error {
@@ -58,7 +58,8 @@ func (c *configCmd) Run(env *runEnv) error {
 			Session  config.ThreadSettings         `json:"session_defaults"`
 			Args     []string                      `json:"codex_args"`
 			Agents   map[string]config.AgentConfig `json:"agents"`
-		}{map[string]any{}, map[string]config.Source{}, cfg.Files, cfg.Warnings, thread, codexArgs, cfg.Agents}
+			Hosts    map[string]config.HostConfig  `json:"hosts"`
+		}{map[string]any{}, map[string]config.Source{}, cfg.Files, cfg.Warnings, thread, codexArgs, cfg.Agents, cfg.Hosts}
 		if out.Files == nil {
 			out.Files = []string{}
 		}

@@ -56,6 +56,7 @@ func (doctorCmd) Help() string {
   claude-cache Claude Code has not cached a failure of the plugin's server (it would start sessions without it for 15 minutes)
   plugin       the Claude Code plugin and this binary are of the same version, and so is the atm-agent-mcp on PATH
   agent:NAME   each agent kind (claude, gemini, opencode, [plugins.atm-agent-mcp.agents.NAME]): its program found, and its version; a missing one fails only when configured
+  host:NAME    each host of [plugins.atm-agent-mcp.hosts.NAME]: reachable over ssh without a prompt, and the versions of git, Codex and each agent kind there; a missing program fails only for what is configured to run there
 
 Exits 1 when something serve needs is missing (0 with --exit-zero); warnings alone exit 0. Nothing is created or changed. Run from Claude Code's Bash tool, the serve of that same session holding the identity is fine.`
 }

@@ -27,6 +27,7 @@ var versionWord = regexp.MustCompile(`\bv?(\d+\.\d+(?:\.\d+)?(?:[-+][0-9A-Za-z.-
 
 // agents checks every agent kind, one line each (agent:<name>): whether its
 // program is found and, when its --version answers in time, its version.
+// A kind that runs on another host is checked there (host:<name>).
 // A preset the user did not configure and that is not installed is only a
 // fact (skip, with the install command); an agent the user configured and
 // whose program is missing is missing.
@@ -43,6 +44,10 @@ func (d *doctor) agent(ctx context.Context, a config.AgentConfig) check {
 	c := check{Name: "agent:" + a.Name}
 	if !a.Enabled {
 		c.Status, c.Detail = statusSkip, "disabled by "+a.Sources["enabled"].String()
+		return c
+	}
+	if on, src := d.cfg.HostFor(a.Name, ""); on != "" {
+		c.Status, c.Detail = statusSkip, fmt.Sprintf("runs on host %s (host from %s): checked by host:%s", on, src, on)
 		return c
 	}
 	kind := "preset " + a.Preset

@@ -20,7 +20,9 @@ import (
 // interactive, skips that server ("Skipping connection (recent failure
 // cached …)"), although `claude mcp list` says it is connected. Only
 // plugin servers are cached this way (read from Claude Code 2.1.318 and
-// 2.1.332); interactive /mcp → Reconnect clears the entry.
+// 2.1.332; testscripts' TestClaudeCodeCachedFailure has 2.1.332 write the
+// file, {"plugin:atm-agent-mcp:codex":{"timestamp":…,"id":…}}, and doctor
+// read it); interactive /mcp → Reconnect clears the entry.
 const (
 	claudeCacheFile = "mcp-needs-auth-cache.json"
 	// ourCacheKey starts the keys of this plugin's servers.

@@ -51,7 +51,7 @@ type doctor struct {
 func (d *doctor) run(ctx context.Context) []check {
 	out := []check{d.config(), d.team(), d.identity(), d.codex(ctx)}
 	out = append(out, d.login(ctx), d.bubblewrap(), d.claudeCode(), d.claudeCache(time.Now()), d.plugin(ctx))
-	return append(out, d.agents(ctx)...)
+	return append(append(out, d.agents(ctx)...), d.hosts(ctx)...)
 }
 
 // config reports the files read and their warnings.

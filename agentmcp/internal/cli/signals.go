@@ -37,11 +37,13 @@ func signalAction(seen []os.Signal, sig os.Signal) signalStep {
 // notifyShutdown returns a context cancelled by the first SIGINT or
 // SIGTERM (the graceful shutdown, FR-7); later signals act as signalAction
 // says: the exit at once re-raises the signal with its default action, so
-// the process ends by it. stop releases the signals.
+// the process ends by it. They are read only once the server's records
+// are written (RecordsWritten, recordsgate.go). stop releases the signals.
 func notifyShutdown(logger *slog.Logger) (ctx context.Context, stop func()) {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, gate := withRecordsGate(context.Background())
+	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		var seen []os.Signal
@@ -54,6 +56,7 @@ func notifyShutdown(logger *slog.Logger) (ctx context.Context, stop func()) {
 				case stepShutdown:
 					logger.Info("shutdown requested", "signal", sig.String())
 					cancel()
+					gate.wait(logger)
 				case stepGoOn:
 					logger.Info("signal during the shutdown: the same shutdown goes on (Claude Code sends SIGTERM 100 ms after SIGINT); "+
 						"a repeated signal exits at once", "signal", sig.String())

@@ -218,6 +218,10 @@ type AgentConfig struct {
 	Resume        string        `json:"resume"`        // one of AgentResumes
 	Approval      string        `json:"approval"`      // one of AgentApprovals
 	MCPTransport  string        `json:"mcp_transport"` // one of AgentTransports
+	// Host is the host the kind's agents run on (a name of
+	// Config.Hosts, or LocalHost); "" leaves the instance's (see
+	// Config.HostFor).
+	Host string `json:"host,omitempty"`
 	// Enabled is false when the user switched the agent off: agent_start
 	// refuses it.
 	Enabled bool `json:"enabled"`

@@ -490,6 +490,7 @@ args = ["--acp"]
 		"agents.qwen.resume":                           {"agents.qwen.resume", "auto", Source{Kind: SourceDefault}},
 		"agents.qwen.approval":                         {"agents.qwen.approval", "ask", Source{Kind: SourceDefault}},
 		"agents.qwen.mcp_transport":                    {"agents.qwen.mcp_transport", "stdio", Source{Kind: SourceDefault}},
+		"agents.qwen.host":                             {"agents.qwen.host", nil, Source{Kind: SourceDefault}},
 		"agents.gemini.enabled":                        {"agents.gemini.enabled", true, Source{Kind: SourceDefault}},
 		"agents.gemini.command":                        {"agents.gemini.command", "gemini", Source{Kind: SourcePreset, Detail: "gemini"}},
 		"agents.gemini.args":                           {"agents.gemini.args", []string{"--acp"}, Source{Kind: SourcePreset, Detail: "gemini"}},
@@ -497,6 +498,7 @@ args = ["--acp"]
 		"agents.gemini.resume":                         {"agents.gemini.resume", "none", Source{Kind: SourcePreset, Detail: "gemini"}},
 		"agents.gemini.approval":                       {"agents.gemini.approval", "ask", Source{Kind: SourceDefault}},
 		"agents.gemini.mcp_transport":                  {"agents.gemini.mcp_transport", "stdio", Source{Kind: SourceDefault}},
+		"agents.gemini.host":                           {"agents.gemini.host", nil, Source{Kind: SourceDefault}},
 		"agents.gemini.env.GEMINI_CLI_NO_RELAUNCH":     {"agents.gemini.env.GEMINI_CLI_NO_RELAUNCH", "true", Source{Kind: SourcePreset, Detail: "gemini"}},
 		"agents.gemini.env.GEMINI_CLI_TRUST_WORKSPACE": {"agents.gemini.env.GEMINI_CLI_TRUST_WORKSPACE", "true", Source{Kind: SourcePreset, Detail: "gemini"}},
 	}

@@ -13,7 +13,7 @@ import (
 
 // agentKeys are the keys of an agent section; any other key draws a
 // warning.
-var agentKeys = []string{"command", "args", "env", "mode", "config_options", "resume", "approval", "enabled", "mcp_transport"}
+var agentKeys = []string{"command", "args", "env", "mode", "config_options", "resume", "approval", "enabled", "mcp_transport", "host"}
 
 // agentName is the form of an agent's name: it is a tool argument
 // (agent_start's agent) and part of configuration keys.
@@ -138,6 +138,7 @@ func (r *resolver) agent(name string, files []string) AgentConfig {
 		askMode = p.AskMode
 	}
 	pick(&a.Mode, "mode", stringDec, askMode, "")
+	pick(&a.Host, "host", stringDec, "", "")
 
 	// The command, and the arguments.
 	var tail []string

@@ -157,6 +157,9 @@ type Role struct {
 	// Isolation is the isolation of the role's agents (one of Isolations,
 	// of every agent kind); "" leaves the configured one.
 	Isolation string `json:"isolation,omitempty"`
+	// Host is the host the role's agents run on (a name of Hosts, or
+	// LocalHost); "" leaves the kind's or the instance's (see HostFor).
+	Host string `json:"host,omitempty"`
 }
 
 // Resume is the --resume request of `serve`.
@@ -207,6 +210,12 @@ type Config struct {
 	// [plugins.atm-agent-mcp.agents.<name>] (see AgentConfig and Agent).
 	// Codex is not among them.
 	Agents map[string]AgentConfig
+	// Host is where agents run unless a role or their kind says otherwise
+	// (see HostFor): a name of Hosts, LocalHost, or "" for this machine.
+	Host string
+	// Hosts are the machines reached over ssh where agents may run, by
+	// name ([plugins.atm-agent-mcp.hosts.<name>]; see HostConfig).
+	Hosts map[string]HostConfig
 
 	BasePromptFile        string // absolute path, "" = Codex's own base instructions
 	ExtraInstructionsFile string // absolute path, "" = the bundled extra instructions
@@ -237,6 +246,10 @@ type Config struct {
 	WorktreeSetup string
 	// WorktreePorts is how many ports each isolated agent gets (0: none).
 	WorktreePorts int
+	// MergeCheck is the command (sh -c) that agent_merge runs in a
+	// temporary worktree at the merged tree when the call gives no check:
+	// the lead's branch moves only if it exits with 0. "" runs none.
+	MergeCheck string
 
 	AutoMail bool // inject incoming mail as turns (FR-8.8)
 	// PerThreadAutoMail overrides AutoMail for the sessions bound to an

@@ -51,6 +51,18 @@
 // merges its permission settings under the user's own. Agents have no
 // flags or ATM_AGENT_MCP_ variables.
 //
+// # Hosts
+//
+// Agents may run on other machines reached with OpenSSH's ssh: the
+// sections [plugins.atm-agent-mcp.hosts.<name>] (ssh, ssh_args, root,
+// codex_bin, agents.<kind>) resolve to [HostConfig]s in Config.Hosts,
+// their commands and paths the host's (nothing is looked up or made
+// absolute here; a kind the host does not name runs its command's name
+// from the PATH there). `host` in [plugins.atm-agent-mcp]
+// (ATM_AGENT_MCP_HOST), in a role and in an agent kind's section picks one
+// by name, "local" being this machine; [Config.HostFor] says which applies
+// (hosts.go).
+//
 // Two keys chain through more than one name:
 //
 //   - Identity (the instance identity the proxy claims): --identity,

@@ -20,8 +20,8 @@ type Entry struct {
 
 // Entries returns every resolved value with its source, in a fixed order:
 // where state lives, who the proxy is, how Codex runs, mail, approvals,
-// logging, then role presets, per-identity auto-mail switches and the
-// agent kinds (see agentEntries).
+// logging, then role presets, per-identity auto-mail switches, the
+// agent kinds (see agentEntries) and the hosts (see hostEntries).
 // effective_model is the model a session without a role gets (see
 // EffectiveModel).
 func (c *Config) Entries() []Entry {
@@ -55,6 +55,7 @@ func (c *Config) Entries() []Entry {
 		{Key: "default_identity", Value: c.DefaultIdentity},
 		{Key: "codex_bin", Value: c.CodexBin},
 		{Key: "backend", Value: c.Backend},
+		{Key: "host", Value: none(c.Host)},
 		{Key: "model", Value: none(c.Model)},
 		{Key: "fast_model", Value: none(c.FastModel)},
 		{Key: "fast", Value: c.Fast},
@@ -78,6 +79,7 @@ func (c *Config) Entries() []Entry {
 		{Key: "worktree_base", Value: none(c.WorktreeBase)},
 		{Key: "worktree_setup", Value: none(c.WorktreeSetup)},
 		{Key: "worktree_ports", Value: c.WorktreePorts},
+		{Key: "merge_check", Value: none(c.MergeCheck)},
 		{Key: "auto_mail", Value: c.AutoMail},
 		{Key: "max_mail_messages", Value: c.MaxMailMessages},
 		{Key: "max_mail_message_length", Value: c.MaxMailMessageLength},
@@ -107,6 +109,7 @@ func (c *Config) Entries() []Entry {
 		for _, f := range []struct{ k, v string }{
 			{"model", r.Model}, {"reasoning_effort", r.ReasoningEffort},
 			{"sandbox", r.Sandbox}, {"approval_policy", r.ApprovalPolicy}, {"isolation", r.Isolation},
+			{"host", r.Host},
 		} {
 			if f.v == "" {
 				continue
@@ -115,7 +118,7 @@ func (c *Config) Entries() []Entry {
 			es = append(es, Entry{Key: k, Value: f.v, Source: c.Sources[k]})
 		}
 	}
-	return append(es, c.agentEntries()...)
+	return append(append(es, c.agentEntries()...), c.hostEntries()...)
 }
 
 // agentEntries are the agents' values, agent by agent: enabled, command
@@ -150,6 +153,11 @@ func (c *Config) agentEntries() []Entry {
 		add("resume", a.Resume)
 		add("approval", a.Approval)
 		add("mcp_transport", a.MCPTransport)
+		var host any
+		if a.Host != "" {
+			host = a.Host
+		}
+		add("host", host)
 		for _, k := range slices.Sorted(maps.Keys(a.Env)) {
 			add("env."+k, shownEnv(k, a.Env[k]))
 		}

@@ -70,12 +70,12 @@ var pluginKeys = []string{
 	"auto_mail", "per_thread_auto_mail", "max_mail_messages", "max_mail_message_length",
 	"elicitation_timeout_secs", "handshake_timeout_secs", "codex_restart", "approval_fallback", "mcp_protocol", "log_level", "log_file",
 	"max_result_chars", "event_buffer_size", "lead_push",
-	"isolation", "worktree_base", "worktree_setup", "worktree_ports",
-	"roles", "agents",
+	"isolation", "worktree_base", "worktree_setup", "worktree_ports", "merge_check",
+	"roles", "agents", "host", "hosts",
 }
 
 // roleKeys are the keys of a role preset.
-var roleKeys = []string{"model", "reasoning_effort", "sandbox", "approval_policy", "isolation"}
+var roleKeys = []string{"model", "reasoning_effort", "sandbox", "approval_policy", "isolation", "host"}
 
 // Load resolves the configuration as the package documentation describes.
 // It fails on a malformed or unreadable file and on any bad value, naming
@@ -160,6 +160,7 @@ func Load(opts LoadOptions) (*Config, error) {
 		cfg.Warnings = append(cfg.Warnings, f.misspelt...)
 		cfg.Warnings = append(cfg.Warnings, unknownKeys(f)...)
 		cfg.Warnings = append(cfg.Warnings, agentWarnings(f)...)
+		cfg.Warnings = append(cfg.Warnings, hostWarnings(f)...)
 	}
 	if err := errors.Join(ferrs...); err != nil {
 		return nil, err
@@ -236,6 +237,7 @@ func (r *resolver) resolveAll(cfg *Config, opts LoadOptions) {
 	cfg.WorktreeBase = r.str("worktree_base", "", std("worktree_base", ""))
 	cfg.WorktreeSetup = r.str("worktree_setup", "", std("worktree_setup", ""))
 	cfg.WorktreePorts = r.integer("worktree_ports", DefaultWorktreePorts, 0, std("worktree_ports", ""))
+	cfg.MergeCheck = r.str("merge_check", "", std("merge_check", ""))
 	cfg.AutoMail = r.boolean("auto_mail", true, std("auto_mail", ""))
 	cfg.PerThreadAutoMail = r.perThreadAutoMail()
 	cfg.MaxMailMessages = r.integer("max_mail_messages", DefaultMaxMailMessages, 1, std("max_mail_messages", ""))
@@ -254,6 +256,9 @@ func (r *resolver) resolveAll(cfg *Config, opts LoadOptions) {
 	cfg.LogFile = r.path("log_file", std("log_file", "--log-file"))
 	cfg.Roles = r.roles()
 	cfg.Agents = r.agents()
+	cfg.Host = r.str("host", "", std("host", ""))
+	cfg.Hosts = r.hosts(cfg)
+	r.checkHostRefs(cfg)
 	cfg.Warnings = append(cfg.Warnings, r.warnings...)
 	r.resolveSession(cfg)
 
@@ -328,7 +333,7 @@ func (r *resolver) roles() map[string]Role {
 		for name, rv := range t {
 			if _, ok := rv.(map[string]any); !ok {
 				src.Key = pluginKeyPrefix + "roles." + name
-				r.errs = append(r.errs, &Error{Key: "roles." + name, Source: src, Value: tomlText(rv), Expected: "a table of model, reasoning_effort, sandbox, approval_policy, isolation"})
+				r.errs = append(r.errs, &Error{Key: "roles." + name, Source: src, Value: tomlText(rv), Expected: "a table of " + strings.Join(roleKeys, ", ")})
 				continue
 			}
 			names[name] = true
@@ -344,6 +349,7 @@ func (r *resolver) roles() map[string]Role {
 			Sandbox:         r.enum(key("sandbox"), "", Sandboxes, at("sandbox")),
 			ApprovalPolicy:  r.enum(key("approval_policy"), "", ApprovalPolicies, at("approval_policy")),
 			Isolation:       r.enum(key("isolation"), "", Isolations, at("isolation")),
+			Host:            r.str(key("host"), "", at("host")),
 		}
 		for _, k := range roleKeys {
 			if r.sources[key(k)].Kind == SourceDefault {

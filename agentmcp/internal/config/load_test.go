@@ -112,7 +112,7 @@ func TestDefaults(t *testing.T) {
 
 var cmpIgnoreSources = cmp.FilterPath(func(p cmp.Path) bool {
 	s := p.String()
-	return s == "Sources" || s == "Warnings" || s == "Files" || s == "Agents" // see agents_test.go
+	return s == "Sources" || s == "Warnings" || s == "Files" || s == "Agents" || s == "Hosts" // see agents_test.go, hosts_test.go
 }, cmp.Ignore())
 
 // TestLayers sets one key in every layer and removes the layers from the
@@ -217,6 +217,11 @@ isolation = "worktree"
 worktree_base = "main"
 worktree_setup = "make deps"
 worktree_ports = 0
+merge_check = "make test"
+host = "box"
+
+[plugins.atm-agent-mcp.hosts.box]
+ssh = "box"
 
 [plugins.atm-agent-mcp.per_thread_auto_mail]
 codex-reviewer = true
@@ -227,6 +232,7 @@ reasoning_effort = "low"
 sandbox = "workspace-write"
 approval_policy = "on-request"
 isolation = "none"
+host = "local"
 `)
 	c := f.load(t, Flags{})
 	want := &Config{
@@ -241,8 +247,8 @@ isolation = "none"
 		MaxMailMessages:   4, MaxMailMessageLength: 100, ElicitationTimeout: 7 * time.Second,
 		MaxResultChars: 5000, EventBufferSize: 50, ProgressInterval: 0,
 		ApprovalFallback: "queue", HandshakeTimeout: 7 * time.Second, CodexRestart: "on_demand", MCPProtocol: "2025-11-25", LogLevel: "debug", LogFile: filepath.Join(f.repo, "logs", "proxy.log"),
-		Isolation: "worktree", WorktreeBase: "main", WorktreeSetup: "make deps", WorktreePorts: 0,
-		Roles: map[string]Role{"worker": {Model: "gpt-5.3-codex", ReasoningEffort: "low", Sandbox: "workspace-write", ApprovalPolicy: "on-request", Isolation: "none"}},
+		Isolation: "worktree", WorktreeBase: "main", WorktreeSetup: "make deps", WorktreePorts: 0, Host: "box", MergeCheck: "make test",
+		Roles: map[string]Role{"worker": {Model: "gpt-5.3-codex", ReasoningEffort: "low", Sandbox: "workspace-write", ApprovalPolicy: "on-request", Isolation: "none", Host: "local"}},
 	}
 	if diff := cmp.Diff(want, c, cmpIgnoreSources); diff != "" {
 		t.Errorf("from file (-want +got):\n%s", diff)
@@ -279,7 +285,7 @@ isolation = "none"
 		"ATM_AGENT_MCP_LOG_LEVEL": "warn", "ATM_AGENT_MCP_LOG_FILE": "/var/log/x.log",
 		"ATM_AGENT_MCP_ROLE":      "worker",
 		"ATM_AGENT_MCP_ISOLATION": "worktree", "ATM_AGENT_MCP_WORKTREE_BASE": "origin/main", "ATM_AGENT_MCP_WORKTREE_SETUP": "npm ci",
-		"ATM_AGENT_MCP_WORKTREE_PORTS": "5",
+		"ATM_AGENT_MCP_WORKTREE_PORTS": "5", "ATM_AGENT_MCP_HOST": "local", "ATM_AGENT_MCP_MERGE_CHECK": "go test ./...",
 	}
 	for k, v := range env {
 		f.env[k] = v
@@ -300,8 +306,8 @@ isolation = "none"
 		MaxResultChars: 3000, EventBufferSize: 20, ProgressInterval: 1500 * time.Millisecond,
 		ApprovalFallback: "approve", HandshakeTimeout: 8 * time.Second, CodexRestart: "manual", MCPProtocol: "auto", LogLevel: "warn", LogFile: "/var/log/x.log", Role: "worker",
 		LeadPush: true, MessagingSocket: "/tmp/cc.sock", MessagingToken: "tok",
-		Isolation: "worktree", WorktreeBase: "origin/main", WorktreeSetup: "npm ci", WorktreePorts: 5,
-		Roles: map[string]Role{"worker": {Model: "gpt-5.3-codex", ReasoningEffort: "low", Sandbox: "workspace-write", ApprovalPolicy: "on-request", Isolation: "none"}},
+		Isolation: "worktree", WorktreeBase: "origin/main", WorktreeSetup: "npm ci", WorktreePorts: 5, Host: "local", MergeCheck: "go test ./...",
+		Roles: map[string]Role{"worker": {Model: "gpt-5.3-codex", ReasoningEffort: "low", Sandbox: "workspace-write", ApprovalPolicy: "on-request", Isolation: "none", Host: "local"}},
 	}
 	if diff := cmp.Diff(want, c, cmpIgnoreSources); diff != "" {
 		t.Errorf("from env (-want +got):\n%s", diff)
@@ -309,7 +315,7 @@ isolation = "none"
 	for _, e := range c.Entries() {
 		switch {
 		case e.Key == "home" || e.Key == "config" || e.Key == "fast" || e.Key == "readonly" || e.Key == "resume" ||
-			e.Key == "base_prompt_file" || strings.HasPrefix(e.Key, "roles.") || strings.HasPrefix(e.Key, "agents."):
+			e.Key == "base_prompt_file" || strings.HasPrefix(e.Key, "roles.") || strings.HasPrefix(e.Key, "agents.") || strings.HasPrefix(e.Key, "hosts."):
 		case e.Source.Kind != SourceEnv:
 			t.Errorf("%s: source %v, want env", e.Key, e.Source)
 		}

@@ -3,9 +3,11 @@
 // with identities start, each in a git worktree and on a branch of its own
 // (isolation "worktree"), each commits there while the project's own
 // checkout stays clean; one mails the other through its own team tools, the
-// mail arrives as a turn of the other, agent_sessions lists both, and the
-// shutdown writes their summaries and keeps their worktrees for a resume
-// (atm-agent-mcp worktrees lists them). `make demo` runs it; it needs git.
+// mail arrives as a turn of the other, agent_sessions lists both; the lead
+// reviews one's change (agent_diff) and merges both (agent_merge) into the
+// project's branch; the shutdown writes their summaries and keeps their
+// worktrees for a resume (atm-agent-mcp worktrees lists them), and `git log
+// --oneline` shows the work merged. `make demo` runs it; it needs git.
 package demo
 
 import (
@@ -156,7 +158,7 @@ func (d *demo) run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	dev, err := d.tool(ctx, "codex", map[string]any{"identity": "dev-1", "isolation": "worktree",
-		"prompt": "RUN_SHELL CMD=echo 'func Refresh() {}' >> auth.go && git commit -qam 'auth: token refresh' && echo committed on $ATM_BRANCH, ports from $ATM_PORT_BASE"})
+		"prompt": "RUN_SHELL CMD=echo 'package auth; func Refresh() {}' > refresh.go && git add refresh.go && git commit -qm 'auth: token refresh' && echo committed on $ATM_BRANCH, ports from $ATM_PORT_BASE"})
 	if err != nil {
 		return err
 	}
@@ -206,6 +208,31 @@ func (d *demo) run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	_ = s
+
+	d.say("")
+	d.say("== the lead reviews dev-1's change and merges both agents' work into its own checkout (main)")
+	if _, err := d.tool(ctx, "agent_diff", map[string]any{"agent_id": devID, "stat": true}); err != nil {
+		return err
+	}
+	if err := d.merge(ctx, devID, "auth: token refresh (dev-1)"); err != nil {
+		return err
+	}
+	if err := d.merge(ctx, archID, "auth: design (arch)"); err != nil {
+		return err
+	}
+	log, err := git(ctx, work, env, "log", "--oneline", "main")
+	if err != nil {
+		return err
+	}
+	st, err = git(ctx, work, env, "status", "--porcelain")
+	if err != nil {
+		return err
+	}
+	if st == "" {
+		st = "(clean: the merges moved main and its files, nothing else)"
+	}
+	d.say("   $ git status --porcelain      -> %s", st)
+
 	d.say("")
 	d.say("== the client closes stdin: graceful shutdown, a summary per session")
 	stdin.Close()
@@ -235,8 +262,29 @@ func (d *demo) run(ctx context.Context, cfg Config) error {
 		d.say("     %s", line)
 	}
 	d.say("")
+	d.say("   $ git log --oneline main      (both agents' work, one commit each, on the project's branch)")
+	for _, line := range strings.Split(log, "\n") {
+		d.say("     %s", line)
+	}
+	d.say("")
 	d.say("== done: the demo's team, sessions and project lived in a temporary directory, removed now; with your own team, resume a session later with `atm-agent-mcp serve --resume <agent_id>`")
 	return nil
+}
+
+// merge brings an agent's work into the lead's checkout with agent_merge,
+// once its turn (and any mail turn that the other's merge started) is
+// over: a merge is refused while the agent works.
+func (d *demo) merge(ctx context.Context, agentID, message string) error {
+	for attempt := 0; ; attempt++ {
+		if _, err := d.call(ctx, "tools/call", map[string]any{"name": "agent_wait", "arguments": map[string]any{"agent_id": agentID, "timeout_secs": 30}}); err != nil {
+			return err
+		}
+		_, err := d.tool(ctx, "agent_merge", map[string]any{"agent_id": agentID, "message": message})
+		if err == nil || attempt == 4 || !strings.Contains(err.Error(), "is running or waiting") {
+			return err
+		}
+		d.say("   (its turn runs: wait for it, then merge again)")
+	}
 }
 
 // git runs git in dir and returns its output, trimmed.
@@ -348,6 +396,15 @@ func (d *demo) tool(ctx context.Context, name string, args map[string]any) (map[
 				d.say("   %-32s %-8s %-6s %s", str(s["agent_id"]), str(s["identity"]), str(s["thread_state"]), str(s["backend_id"]))
 			}
 		}
+	case "agent_diff":
+		if len(res.Content) > 0 {
+			head, _, _ := strings.Cut(strings.TrimRight(res.Content[0].Text, "\n"), "\n\n") // the stat and the files, not the patch
+			for i, line := range strings.Split(head, "\n") {
+				d.say(map[bool]string{true: "<- %s", false: "   %s"}[i == 0], line)
+			}
+		}
+	case "agent_merge":
+		d.say("<- %s", str(sc["summary"]))
 	default:
 		if len(res.Content) > 0 {
 			d.say("<- %s", clip(res.Content[0].Text, 120))

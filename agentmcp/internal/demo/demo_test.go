@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -23,8 +24,9 @@ func TestMain(m *testing.M) {
 // TestDemo builds the binary, links mockcodex to this test binary and
 // plays the demo: the transcript shows both sessions in their own
 // worktrees, their commits on their own branches and the project's
-// checkout clean, the mail delivered as a turn, the summaries and the
-// worktrees kept.
+// checkout clean, the mail delivered as a turn, dev-1's change reviewed,
+// both merged into main (git log --oneline lists their commits above the
+// project's first), the summaries and the worktrees kept.
 func TestDemo(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "atm-agent-mcp")
@@ -45,9 +47,15 @@ func TestDemo(t *testing.T) {
 	}
 	for _, want := range []string{"identity=arch", "identity=dev-1", "branch=atm/arch", "branch=atm/dev-1",
 		"atm/arch  -> auth: design", "atm/dev-1 -> auth: token refresh", "main      -> the project", "(clean: the agents never touched",
-		"Please add rate limiting to /token.", "<team-mail", "arch/summary.md", "dev-1/summary.md", "proxy exited with code 0", " kept "} {
+		"Please add rate limiting to /token.", "<team-mail", "arch/summary.md", "dev-1/summary.md", "proxy exited with code 0", " kept ",
+		"-> tools/call agent_diff", "<- dev-1 (", "merged dev-1's work (branch atm/dev-1) into main by squash", "merged arch's work (branch atm/arch) into main by squash",
+		"(clean: the merges moved main", "$ git log --oneline main"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("transcript lacks %q:\n%s", want, out.String())
 		}
+	}
+	log := regexp.MustCompile(`\n +[0-9a-f]{7,} auth: design \(arch\)\n +[0-9a-f]{7,} auth: token refresh \(dev-1\)\n +[0-9a-f]{7,} the project\n`)
+	if !log.MatchString(out.String()) {
+		t.Errorf("git log --oneline does not show both agents' work merged above the project's first commit:\n%s", out.String())
 	}
 }

@@ -12,7 +12,7 @@
 // the current item (the command it runs, the file it edits, the tool it
 // calls, or "thinking" while the model works between items) and since
 // when; turns, with the spans of the recent ones; the token usage in the
-// one shape of every kind (codexchild.Usage); unread mail; pending
+// one shape of every kind (backend.Usage); unread mail; pending
 // approvals; recent events and messages; the last result; and Codex's own
 // sub-agents, nested under their parent from the collab items (not team
 // members). Per team: every mail between members ([Mail]: who to whom,

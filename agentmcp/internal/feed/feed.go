@@ -15,7 +15,7 @@ import (
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
 	"github.com/atm-agent-mcp/atm-agent-mcp/atmclient"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 )
 
 // Sessions are the serve's sessions as the feed reads them
@@ -313,7 +313,7 @@ const maxSpans = 50
 // published before (nil for none), unread the inbox's unread count.
 func agentOf(st session.State, prev *published, unread int, now time.Time) Agent {
 	rec := st.Record
-	a := Agent{AgentID: rec.AgentID, Identity: rec.Identity, Kind: firstNonEmpty(rec.Backend, session.KindCodex), Model: st.Model,
+	a := Agent{AgentID: rec.AgentID, Identity: rec.Identity, Kind: rec.Kind(), Model: st.Model,
 		Role: rec.Role, Tag: rec.Tag, Cwd: rec.Cwd, Repo: rec.RepoRoot, Branch: rec.Branch, Status: st.Status,
 		Turns: st.Turns, Queued: st.Queued, Usage: st.Usage, UnreadMail: max(unread, st.UnreadMail), SubAgents: st.SubAgents}
 	a.State = stateOf(st)
@@ -421,7 +421,7 @@ func (f *Feed) Answer(agentID, approvalID, decision, reason, from string) error 
 	if err != nil {
 		return err
 	}
-	if d.Kind == codexchild.Abort {
+	if d.Kind == backend.Abort {
 		return errors.New("abort is agent_interrupt's, not an approval answer")
 	}
 	if approvalID == "" {

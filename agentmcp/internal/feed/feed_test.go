@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 	"github.com/google/go-cmp/cmp"
 )
@@ -18,7 +18,7 @@ import (
 func TestAgentOf(t *testing.T) {
 	t0 := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
 	rec := registry.Session{AgentID: "codex-1", Identity: "arch", Backend: "codex", Cwd: "/w", Branch: "main"}
-	usage := &codexchild.Usage{TotalTokens: 132}
+	usage := &backend.Usage{TotalTokens: 132}
 	steps := []struct {
 		name string
 		st   session.State

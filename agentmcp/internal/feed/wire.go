@@ -3,7 +3,7 @@ package feed
 import (
 	"time"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 )
 
 // The states of an agent, as a view shows them.
@@ -44,19 +44,19 @@ type Agent struct {
 	Status string `json:"status"`
 	// Item is what it does now: the running item, or "thinking" while a
 	// turn runs between items; nil when no turn runs.
-	Item        *Item                 `json:"item,omitempty"`
-	TurnStarted *time.Time            `json:"turn_started,omitempty"`
-	Turns       int                   `json:"turns"`
-	Queued      int                   `json:"queued"`
-	Spans       []Span                `json:"spans,omitempty"`
-	Usage       *codexchild.Usage     `json:"usage,omitempty"`
-	UnreadMail  int                   `json:"unread_mail"`
-	Approvals   []Approval            `json:"approvals,omitempty"`
-	Messages    []string              `json:"messages,omitempty"`
-	Events      []Event               `json:"events,omitempty"`
-	Last        *Result               `json:"last,omitempty"`
-	Problem     string                `json:"problem,omitempty"`
-	SubAgents   []codexchild.SubAgent `json:"sub_agents,omitempty"`
+	Item        *Item              `json:"item,omitempty"`
+	TurnStarted *time.Time         `json:"turn_started,omitempty"`
+	Turns       int                `json:"turns"`
+	Queued      int                `json:"queued"`
+	Spans       []Span             `json:"spans,omitempty"`
+	Usage       *backend.Usage     `json:"usage,omitempty"`
+	UnreadMail  int                `json:"unread_mail"`
+	Approvals   []Approval         `json:"approvals,omitempty"`
+	Messages    []string           `json:"messages,omitempty"`
+	Events      []Event            `json:"events,omitempty"`
+	Last        *Result            `json:"last,omitempty"`
+	Problem     string             `json:"problem,omitempty"`
+	SubAgents   []backend.SubAgent `json:"sub_agents,omitempty"`
 	// Serve is the instance of the serve that runs it (set by a view).
 	Serve string `json:"serve,omitempty"`
 }

@@ -82,9 +82,13 @@
 // held events, the writing claim and the server→client requests waiting
 // for answers, and is never held across a write. Conn.mu is taken under
 // omu only by TryReplyNow (to free the request's id just before its
-// answer), never the other way round, and never with emu. The pipe gauge
-// has no lock: only the holder of the writing claim uses it. No lock is
-// held while a Handler or Forwarder runs.
+// answer), never the other way round, and never with emu. TryReplyNow's
+// commit runs under omu too (not emu): the locks its caller takes there
+// come after omu, and the caller never takes omu while it holds one of
+// them (in the proxy: session's Session.mu, then persister.mu; see
+// proxy's doc). The pipe gauge has no lock: only the holder of the
+// writing claim uses it. No lock is held while a Handler or Forwarder
+// runs.
 //
 // Only answers to requests (and server→client requests) wait for the
 // client. What the Codex reader calls never does: Event and Progress.Send

@@ -41,7 +41,11 @@ type outbox struct {
 	// blocking (nil when that cannot be known: every event is queued).
 	gauge *pipeGauge
 
-	// Locks: omu before emu; neither is held with the Conn's mu.
+	// Locks: omu before emu. Neither is taken with the Conn's mu held;
+	// omu is held while reserve's caller (TryReplyNow) takes the Conn's mu
+	// and runs its commit, which takes the caller's own locks (in the
+	// proxy: session's Session.mu, then persister.mu): omu before those,
+	// and no caller holds one of them when it takes omu.
 	emu      sync.Mutex // guards queue, writing, held, heldSize, spare, nextID and pending
 	nextID   int64      // the last server→client request id
 	pending  map[jsonrpcframe.ID]chan *jsonrpcframe.Message
@@ -371,7 +375,9 @@ func (c *outbox) event(build func() *jsonrpcframe.Message, hold bool) bool {
 // write is under way), no event is queued or being written, and the pipe
 // has room for it after the held events. The caller then calls
 // writeReserved (which writes the held events first); events meanwhile go
-// to the queue.
+// to the queue. omu stays held from a true reserve to writeReserved (so
+// that no other direct write takes the room); whatever the caller does in
+// between takes its locks after omu (see the outbox's Locks).
 func (c *outbox) reserve(n int) bool {
 	if c.isGone() || !c.omu.TryLock() {
 		return false

@@ -132,6 +132,12 @@ func (c *ToolCall) Release() {
 // client before that state), ends Progress, writes the answer (held events
 // first, in the same write) and reports true; the Handler's CallTool must
 // then return ErrAnswered. Otherwise it does nothing and reports false.
+//
+// Lock order: commit runs with the outbox's omu held (the claim on the
+// pipe), not emu: the locks it takes come after omu, and the caller must
+// never take omu (write a response, send progress, TryReplyNow again)
+// while it holds one of them. Then the Conn's mu is taken, under omu, to
+// free the request's id.
 func (c *ToolCall) TryReplyNow(r *ToolResult, commit func()) bool {
 	if c.conn == nil || c.ctx.Err() != nil || c.answered.Load() {
 		return false

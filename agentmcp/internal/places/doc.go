@@ -33,6 +33,23 @@
 // goroutine is started by Start and ended (and joined) by Close; a turn
 // that ends after Close is not looked at.
 //
+// # Review and merge
+//
+// Diff and Merge are agent_diff's and agent_merge's git side
+// (workspace.Manager.Diff and Merge over the session's place, which the
+// tools rebuild from the registry record for a closed session whose
+// worktree was kept). A merge's refusals become the client's errors
+// (INVALID_SESSION_PARAMS with a reason: lead_dirty, lead_busy,
+// nothing_to_merge, lead_moved, no_worktree), each saying that nothing
+// changed; a conflict and a failing check come back as they are, for the
+// tool to report as outcomes. After a merge into the lead's branch every
+// other live isolated agent of the repository gets one mail that its base
+// moved, with the stat, and the merged worktree is read again by the
+// radar, quietly. MailConflict tells an agent which files of its branch do
+// not merge and to bring the branch up to date. Mail goes out as the
+// radar's does (the ATM client, from the serve's identity, audited as
+// atm_send).
+//
 // # Locks
 //
 // Places.mu guards the live places' identities and the radar's queue; it

@@ -67,6 +67,9 @@ type Places struct {
 // agentInfo is what the radar says of an agent.
 type agentInfo struct {
 	identity, branch, path string
+	// repo is the repository's common git directory, source the checkout
+	// the worktree was made from (the lead's).
+	repo, source string
 }
 
 // pendingTurn is a worktree for the radar to look at; quiet ones (a
@@ -118,7 +121,7 @@ func (ps *Places) Place(ctx context.Context, req session.PlaceRequest) (*session
 		Base: wp.Base, BaseRef: wp.BaseRef, Source: wp.Source, Repo: wp.Repo, PortBase: wp.Ports.Base, PortCount: wp.Ports.Count,
 		Env: envMap(wp.Env()), WritableRoots: roots, Copied: wp.Copied, SetupTail: wp.SetupTail, Resumed: wp.Resumed, Note: note}
 	ps.mu.Lock()
-	ps.live[req.AgentID] = agentInfo{identity: req.Identity, branch: wp.Branch, path: wp.Path}
+	ps.live[req.AgentID] = agentInfo{identity: req.Identity, branch: wp.Branch, path: wp.Path, repo: wp.Repo, source: wp.Source}
 	ps.mu.Unlock()
 	if wp.Resumed {
 		ps.queue(p, true) // what it holds, without telling again

@@ -6,7 +6,6 @@ import (
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/workspace"
-	"github.com/atm-agent-mcp/atm-agent-mcp/atmclient"
 )
 
 // TurnEnded queues the session's worktree for the radar; it never waits.
@@ -138,11 +137,7 @@ func (ps *Places) tell(o workspace.Overlap) {
 		mails = append(mails, struct{ to, text string }{ps.cfg.Lead, leadText(o, a, b)})
 	}
 	for _, m := range mails {
-		_, err := ps.cfg.ATM.Send(ps.ctx, atmclient.SendRequest{From: ps.cfg.Lead, Team: ps.cfg.MailTeam, To: m.to, Text: m.text, Summary: subject})
-		if ps.cfg.Audit != nil {
-			ps.cfg.Audit.ATM("atm_send", ps.cfg.Lead, m.to, m.text, err)
-		}
-		if err != nil {
+		if err := ps.mail(ps.ctx, m.to, subject, m.text); err != nil {
 			ps.log.Warn("radar: cannot mail", "to", m.to, "err", err)
 		}
 	}

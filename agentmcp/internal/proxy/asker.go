@@ -6,7 +6,7 @@ import (
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/mcpconn"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 )
 
 // asker puts approvals to a legacy client with its elicitation/create (a
@@ -30,7 +30,7 @@ func (a asker) Ask(ctx context.Context, q session.Question) (session.Answer, err
 	}
 	if resp.Error != nil {
 		a.log.Warn("client answered the approval with an error; denying", "agent_id", q.AgentID, "error", string(resp.Error))
-		return session.Answer{Decision: codexchild.Decision{Kind: codexchild.Deny, Reason: "the client could not show the approval request"},
+		return session.Answer{Decision: backend.Decision{Kind: backend.Deny, Reason: "the client could not show the approval request"},
 			Outcome: "denied: client error"}, nil
 	}
 	return session.ElicitAnswer(resp.Result), nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
@@ -50,11 +51,16 @@ const (
 // window counts only children that died by themselves. While Codex is down
 // and will not come back by itself (manual mode, restarts refused, no
 // restart possible, shutting down) or a restart runs, auto-mail pauses
-// (MailPaused, for Codex sessions only) and a new session is refused at once (Unavailable); every
-// error about the dead child says what brings it back (recovery).
+// (MailPaused: asked of each session's own backend, so only for the Codex
+// sessions) and a new session is refused at once (Unavailable); every
+// error about the dead child says what brings it back (recovery), in
+// Codex's words (codexerrors.go). What the sessions ask of a backend
+// besides (its capabilities: sandboxed, its settings, one child restarted
+// as a whole, its name) is asked of the current child (capabilities
+// below).
 type codex struct {
 	cur        atomic.Pointer[backendBox]
-	newBackend func() (codexchild.Backend, error) // nil: restarts unavailable
+	newBackend func() (backend.Backend, error) // nil: restarts unavailable
 	mode       string
 	log        *slog.Logger
 	audit      *session.Auditor
@@ -82,27 +88,27 @@ type crash struct {
 // backendBox is one backend, whether its crash was noted and whether the
 // proxy stopped it itself.
 type backendBox struct {
-	b       codexchild.Backend
+	b       backend.Backend
 	crashed atomic.Bool // its crash was noted (noteCrash), once
 	stopped atomic.Bool // set under codex.mu before the proxy closes it: its exit is no crash
-	// exit is the last *codexchild.ExitError a call on it returned (with
+	// exit is the last *backend.ExitError a call on it returned (with
 	// the child's last stderr lines), or nil.
-	exit atomic.Pointer[codexchild.ExitError]
+	exit atomic.Pointer[backend.ExitError]
 }
 
 // exitError is how box's dead child died, as its calls report it.
-func (box *backendBox) exitError() *codexchild.ExitError {
+func (box *backendBox) exitError() *backend.ExitError {
 	if ee := box.exit.Load(); ee != nil {
 		return ee
 	}
 	st := box.b.Status()
 	if st.Exit == nil {
-		return &codexchild.ExitError{}
+		return &backend.ExitError{}
 	}
-	return &codexchild.ExitError{Status: *st.Exit}
+	return &backend.ExitError{Status: *st.Exit}
 }
 
-func newCodex(first codexchild.Backend, opts Options, log *slog.Logger, audit *session.Auditor) *codex {
+func newCodex(first backend.Backend, opts Options, log *slog.Logger, audit *session.Auditor) *codex {
 	c := &codex{newBackend: opts.NewBackend, mode: opts.CodexRestart, log: log, audit: audit}
 	if c.mode == "" {
 		c.mode = RestartManual
@@ -131,19 +137,19 @@ func (c *codex) observe() *backendBox {
 
 // Turn runs the turn on the current child. It waits for a restart in
 // progress first; on_demand replaces a crashed child first.
-func (c *codex) Turn(ctx context.Context, req codexchild.TurnRequest) (*codexchild.Result, error) {
+func (c *codex) Turn(ctx context.Context, req backend.TurnRequest) (*backend.Result, error) {
 	box, err := c.ready(ctx, &req)
 	if err != nil {
-		return nil, err
+		return nil, turnError(err)
 	}
 	res, err := box.b.Turn(ctx, req)
-	return res, c.explain(box, err)
+	return res, turnError(c.explain(box, err))
 }
 
 // ready returns the box a call should use: after the restart in progress,
 // if any, and after an on-demand restart of a crashed child. Before it may
 // wait it releases the caller (req.Release, once).
-func (c *codex) ready(ctx context.Context, req *codexchild.TurnRequest) (*backendBox, error) {
+func (c *codex) ready(ctx context.Context, req *backend.TurnRequest) (*backendBox, error) {
 	release := func() {
 		if req != nil && req.Release != nil {
 			req.Release()
@@ -175,7 +181,7 @@ func (c *codex) Interrupt(ctx context.Context, threadID string) error {
 	return c.explain(box, box.b.Interrupt(ctx, threadID))
 }
 
-func (c *codex) Status() codexchild.Status { return c.get().b.Status() }
+func (c *codex) Status() backend.Status { return c.get().b.Status() }
 
 // Close stops the child (shutdown): no crash is counted from now on, no
 // restart starts, and one in progress is waited for (within ctx) so that
@@ -196,12 +202,38 @@ func (c *codex) Close(ctx context.Context) error {
 	return err
 }
 
+// What the sessions ask of the Codex backend (package codexchild/backend's
+// capabilities) is asked of the current child: every Codex child answers
+// alike (codexchild.Codex), so a restart changes nothing here.
+
+// Sandboxed reports whether the current child's agents run in a sandbox.
+func (c *codex) Sandboxed() bool { return backend.IsSandboxed(c.get().b) }
+
+// Settings are the settings of its own the current child takes.
+func (c *codex) Settings() []string { return backend.SettingsOf(c.get().b) }
+
+// Options makes a thread's options as the current child does; nil when it
+// takes no settings.
+func (c *codex) Options(values map[string]any) any {
+	if cf, ok := c.get().b.(backend.Configurable); ok {
+		return cf.Options(values)
+	}
+	return nil
+}
+
+// RestartsAsWhole reports whether the current child runs every thread (it
+// is this supervisor's to restart).
+func (c *codex) RestartsAsWhole() bool { return backend.RestartsAsWhole(c.get().b) }
+
+// Name is how people call the current child's agents.
+func (c *codex) Name() string { return backend.NameOf(c.get().b, registry.DefaultKind) }
+
 // Forward and Notify pass MCP through to an mcp-server child.
 func (c *codex) Forward(ctx context.Context, m *jsonrpcframe.Message) (*jsonrpcframe.Message, error) {
 	box := c.get()
 	pt, ok := box.b.(codexchild.Passthrough)
 	if !ok {
-		return nil, codexchild.ErrUnsupported
+		return nil, backend.ErrUnsupported
 	}
 	resp, err := pt.Forward(ctx, m)
 	return resp, c.explain(box, err)
@@ -211,17 +243,17 @@ func (c *codex) Notify(ctx context.Context, m *jsonrpcframe.Message) error {
 	box := c.get()
 	pt, ok := box.b.(codexchild.Passthrough)
 	if !ok {
-		return codexchild.ErrUnsupported
+		return backend.ErrUnsupported
 	}
 	return c.explain(box, pt.Notify(ctx, m))
 }
 
 // explain adds to an error about box's dead child what brings Codex back
-// (a *session.RecoveryError), noting the crash first; other errors pass
+// (a *backend.RecoveryError), noting the crash first; other errors pass
 // unchanged.
 func (c *codex) explain(box *backendBox, err error) error {
-	var ee *codexchild.ExitError
-	if err == nil || !errors.As(err, &ee) && !errors.Is(err, codexchild.ErrHandshake) {
+	var ee *backend.ExitError
+	if err == nil || !errors.As(err, &ee) && !errors.Is(err, backend.ErrHandshake) {
 		return err
 	}
 	if ee != nil {
@@ -229,11 +261,11 @@ func (c *codex) explain(box *backendBox, err error) error {
 		c.noteCrash(box)
 	}
 	advice, data := c.recovery(box)
-	return &session.RecoveryError{Err: err, Advice: advice, Data: data}
+	return &backend.RecoveryError{Err: err, Advice: advice, Data: data}
 }
 
 // noteCrash records the crash of box's child, once, unless the proxy
-// stopped it or it could not be run at all (codexchild.ErrNotFound): the audit, the log and the crash-loop count. The crash that
+// stopped it or it could not be run at all (backend.ErrNotFound): the audit, the log and the crash-loop count. The crash that
 // makes a crash loop also logs, once, that restarts are refused and until
 // when.
 func (c *codex) noteCrash(box *backendBox) {

@@ -3,11 +3,20 @@
 //
 //   - mcpconn: the MCP connection to Claude (framing, read order, the fast
 //     path, server→client requests, events);
-//   - tools: the 16 tools, over the session manager, the ATM client and the
+//   - tools: the 18 tools, over the session manager, the ATM client and the
 //     connection;
-//   - session: the Codex agent sessions, their turns, persistence and
-//     approvals;
-//   - codexchild: the Codex child process, behind a Backend;
+//   - session: the agent sessions of every kind, their turns, persistence
+//     and approvals;
+//   - the agent kinds' backends, behind the seam codexchild/backend: one
+//     per kind, in the map by kind New gives the session manager
+//     (session.Config.Backends). The Codex child (codexchild, Options.Backend)
+//     is the default kind's (registry.DefaultKind), under this package's
+//     supervisor (child.go: restarts, crash loops, its errors in Codex's
+//     words, codexerrors.go); each configured ACP agent
+//     (codexchild/acpbackend, Options.Agents) is its own kind's, under its
+//     name. serve (agentmcp's serve.go and agents.go) builds them from the
+//     configuration; a new kind is a new entry, and the sessions ask each
+//     backend what it can do;
 //   - mailbridge: team mail turned into turns of idle sessions;
 //   - feed: what the serve publishes for a live view of its team (the
 //     sessions' states, the team's mail, approvals answered back), the
@@ -83,8 +92,8 @@
 //
 // # Locks
 //
-// The proxy's own packages have eighteen locks, each documented where it
-// is declared:
+// The proxy's own packages have twenty-three locks, each documented where
+// it is declared:
 //
 //   - mcpconn (3): Conn.mu (its reader pool shares it), and the outbox's
 //     omu → emu;
@@ -92,21 +101,35 @@
 //     started turn's cancel), a leaf;
 //   - tools (2): roundTrips.mu (the requestStates of round trips) and
 //     taskStore.mu (the MCP tasks of the connection), leaves;
-//   - proxy (4): codex.mu (child.go, restart.go: the crashes, the
+//   - proxy (5): codex.mu (child.go, restart.go: the crashes, the
 //     restarts and the restart in progress), frames.mu (frames.go: the
 //     shutdown requests handled and the identities being shut down),
-//     teamHooks.mu (team.go: the members it added) and leadPush.mu
-//     (leadpush.go: its binding and counters), each a leaf that guards its
-//     own fields and is held around nothing else;
+//     teamHooks.mu (team.go: the members it added), leadPush.mu
+//     (leadpush.go: its binding, counters and flush signal) and owned.mu
+//     (owned.go: whether a set of goroutines still takes new ones; the
+//     notifications passed on to Codex, the lead's pushes), each a leaf
+//     that guards its own fields and is held around nothing else;
+//   - feed (3): Feed.pubMu → Feed.mu → client.mu (feed's doc), none held
+//     across I/O or a call into a session;
 //   - gitctx (2): its facts cache and its watcher, leaves taken by nobody
 //     else;
-//   - places (1) and workspace (2): Places.mu (the live places and the
+//   - places (1) and workspace (3): Places.mu (the live places and the
 //     radar's queue), workspace.Ports.mu (taken before the flock of the
-//     machine-wide ports.lock) and workspace.Radar.mu (held while it
-//     compares in memory), leaves; git's own locks are git's.
+//     machine-wide ports.lock), workspace.Radar.mu (held while it
+//     compares in memory) and the setup command's tail buffer, leaves;
+//     git's own locks are git's.
 //
-// The groups are never nested: a session reaches the connection (events,
-// answers, questions) only with none of its locks held, and the
+// The groups are nested in one place only, by design: a reply answered
+// from the Codex reader (mcpconn's ToolCall.TryReplyNow, called by
+// session's replyFromReader) records the turn, under the omu it has
+// claimed, before the answer is written, so that the client never reads
+// an answer ahead of the state it reports. That commit takes Session.mu,
+// then persister.mu (a queued write, never the write itself), and the
+// leaves its notes reach (Feed.mu through the Observer; the resources'
+// 1-buffered kick), one at a time. So the order is omu → Session.mu →
+// persister.mu (→ Feed.mu), never the reverse: a session reaches the
+// connection (events, answers, questions) only with none of its locks
+// held, the feed calls into sessions with none of its own, and the
 // connection calls tools with none of its own. One lock is held across
 // I/O, by design: omu, across a write to the client that must not
 // overtake the events held before it (a response, a server→client
@@ -115,6 +138,22 @@
 // is held neither across a child's close nor across its start (a restart
 // swaps the child under it, then closes the old one and starts the new
 // one outside it), so agent_status answers during a slow restart.
+//
+// # Goroutines
+//
+// Every goroutine the proxy starts has an owner that shutdown joins:
+// the followers of the conversation and resourceNotes's (Run), the
+// shutdown requests being answered (frames.wait), the lead's pushes
+// (leadPush.close, before the bridge closes, so that what they pushed is
+// marked read), the notifications passed on to Codex (owned, ended once
+// the child is stopped), a restart (codex.Close waits for it); the other
+// packages' own (mcpconn's reader pool and pump, session's jobs and
+// persister, the bridge's workers, the feed, the radar) are joined by
+// their Close, Stop or Wait, which shutdown calls. The reader of the
+// client never waits for the lead's mail: a call that ends a turn
+// releases it (mcpconn.Release) before its flush reads the inbox, and
+// the flush waits for the push's signal (a push settled, a batch marked
+// read), not on a timer.
 //
 // # Following the conversation
 //
@@ -135,7 +174,8 @@
 // agents' worktrees let go of, not removed: a resume re-enters them), the
 // conflict radar's goroutine ends, shutdown requests being answered finish
 // (bounded), the mail bridge stops, requests still running are cancelled,
-// the sessions' goroutines end, the
-// Codex child is stopped (after a restart in progress, so that no child it
-// started outlives the proxy), and the connection's writing ends.
+// the sessions' goroutines end, every kind's backend is stopped at once
+// within one budget (closeBackends: the Codex child after a restart in
+// progress, so that no child it started outlives the proxy, and each ACP
+// backend's agents), and the connection's writing ends.
 package proxy

@@ -5,7 +5,7 @@ import (
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/mcpconn"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
@@ -21,7 +21,7 @@ type eventSink struct{ c *mcpconn.Conn }
 // {"_meta":{threadId,turnId},"agent_id","identity","method","params"}.
 // Events are held back until the Codex reader runs dry (Flush), queued, or
 // dropped when the queue is full or the client is gone (FR-19.3, FR-19.4).
-func (k eventSink) Event(e codexchild.Event, act codexchild.Activity, ids session.IDs, call session.CallRef) bool {
+func (k eventSink) Event(e backend.Event, act backend.Activity, ids session.IDs, call session.CallRef) bool {
 	var reqID json.RawMessage
 	if call != nil {
 		reqID = call.RequestID()
@@ -42,7 +42,7 @@ func (k eventSink) Flush() { k.c.Flush() }
 // child's params: _meta gets the client's requestId (or none) and the
 // agent_id, agent_id and identity are added, every other byte is the
 // child's.
-func eventMessage(e codexchild.Event, ids session.IDs, reqID json.RawMessage) *jsonrpcframe.Message {
+func eventMessage(e backend.Event, ids session.IDs, reqID json.RawMessage) *jsonrpcframe.Message {
 	var origBuf, metaBuf [16]jsonrpcframe.Member // no allocation for the split
 	orig, meta := origBuf[:0], metaBuf[:0]
 	if e.Method == "codex/event" {
@@ -99,13 +99,13 @@ func eventMessage(e codexchild.Event, ids session.IDs, reqID json.RawMessage) *j
 // progressMessage is a short human line for the activity worth reporting
 // as progress ("running `go test`", "editing 3 files"), "" for the rest,
 // whatever the agent: act is the event's backend-neutral translation.
-func progressMessage(act codexchild.Activity) string {
+func progressMessage(act backend.Activity) string {
 	switch act.Kind {
-	case codexchild.ActivityTurnStarted:
+	case backend.ActivityTurnStarted:
 		return "turn started"
-	case codexchild.ActivityApproval:
+	case backend.ActivityApproval:
 		return "waiting for approval"
-	case codexchild.ActivityItem:
+	case backend.ActivityItem:
 		if it := act.Item; it != nil && it.Started {
 			switch it.Type {
 			case "command":

@@ -4,23 +4,24 @@ import (
 	"testing"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 )
 
 // TestProgressMessage: the progress lines of a turn, from each backend's
 // events through their backend-neutral translation.
 func TestProgressMessage(t *testing.T) {
-	mcp := func(typ, params string) codexchild.Event {
-		return codexchild.Event{Method: "codex/event", Type: typ, Params: []byte(params)}
+	mcp := func(typ, params string) backend.Event {
+		return backend.Event{Method: "codex/event", Type: typ, Params: []byte(params), Translate: codexchild.Translate}
 	}
-	app := func(method, params string) codexchild.Event {
-		return codexchild.Event{Method: method, Type: method, Params: []byte(params)}
+	app := func(method, params string) backend.Event {
+		return backend.Event{Method: method, Type: method, Params: []byte(params), Translate: codexchild.Translate}
 	}
-	neutral := func(a codexchild.Activity) codexchild.Event {
-		return codexchild.Event{Method: "session/update", Type: "tool_call", Params: []byte(`{}`), Neutral: &a}
+	neutral := func(a backend.Activity) backend.Event {
+		return backend.Event{Method: "session/update", Type: "tool_call", Params: []byte(`{}`), Neutral: &a}
 	}
 	tests := []struct {
 		name string
-		e    codexchild.Event
+		e    backend.Event
 		want string
 	}{
 		{"mcp turn", mcp("task_started", `{"msg":{"type":"task_started"}}`), "turn started"},
@@ -42,10 +43,10 @@ func TestProgressMessage(t *testing.T) {
 		{"mcp message", mcp("agent_message", `{"msg":{"type":"agent_message","message":"done"}}`), ""},
 		{"mcp turn complete", mcp("task_complete", `{}`), ""},
 		{"app turn completed", app("turn/completed", `{}`), ""},
-		{"another agent's command", neutral(codexchild.Activity{Kind: codexchild.ActivityItem,
-			Item: &codexchild.Item{ID: "t1", Type: "command", Summary: "npm test", Started: true}}), "running `npm test`"},
-		{"another agent's approval", neutral(codexchild.Activity{Kind: codexchild.ActivityApproval}), "waiting for approval"},
-		{"another agent's message", neutral(codexchild.Activity{Kind: codexchild.ActivityMessage, Text: "hi"}), ""},
+		{"another agent's command", neutral(backend.Activity{Kind: backend.ActivityItem,
+			Item: &backend.Item{ID: "t1", Type: "command", Summary: "npm test", Started: true}}), "running `npm test`"},
+		{"another agent's approval", neutral(backend.Activity{Kind: backend.ActivityApproval}), "waiting for approval"},
+		{"another agent's message", neutral(backend.Activity{Kind: backend.ActivityMessage, Text: "hi"}), ""},
 	}
 	for _, tt := range tests {
 		if got := progressMessage(tt.e.Activity()); got != tt.want {

@@ -9,10 +9,11 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
-// fakeBackend is an in-process codexchild.Backend for unit tests of the
+// fakeBackend is an in-process backend.Backend for unit tests of the
 // proxy's logic. It follows the thread policy of codexchild's backends: on
 // mcp-server a thread it never ran, or whose last turn was interrupted,
 // gives way to a fresh thread; on app-server such a thread is "resumed".
@@ -23,10 +24,11 @@ import (
 //   - "EVENTS=<n>": sends n events first
 //   - "FAIL": an isError result
 type fakeBackend struct {
-	kind codexchild.Kind
+	codexchild.Codex // a Codex backend, as the seam asks it
+	kind             codexchild.Kind
 
 	mu       sync.Mutex
-	requests []codexchild.TurnRequest
+	requests []backend.TurnRequest
 	threads  map[string]bool
 	tainted  map[string]bool
 	running  map[string]chan struct{} // thread → interrupt
@@ -36,7 +38,10 @@ type fakeBackend struct {
 	// and count in cancelledAfterAnswer the turns cancelled meanwhile.
 	watchAnswered        bool
 	cancelledAfterAnswer int
-	exit                 *codexchild.ExitStatus
+	exit                 *backend.ExitStatus
+	// onNotify, when set, is what Notify does (a notification passed on
+	// to the child).
+	onNotify func(context.Context, *jsonrpcframe.Message) error
 }
 
 func newFakeBackend(kind codexchild.Kind) *fakeBackend {
@@ -45,13 +50,13 @@ func newFakeBackend(kind codexchild.Kind) *fakeBackend {
 
 func (f *fakeBackend) Kind() codexchild.Kind { return f.kind }
 
-func (f *fakeBackend) turns() []codexchild.TurnRequest {
+func (f *fakeBackend) turns() []backend.TurnRequest {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]codexchild.TurnRequest(nil), f.requests...)
+	return append([]backend.TurnRequest(nil), f.requests...)
 }
 
-func (f *fakeBackend) Turn(ctx context.Context, req codexchild.TurnRequest) (*codexchild.Result, error) {
+func (f *fakeBackend) Turn(ctx context.Context, req backend.TurnRequest) (*backend.Result, error) {
 	if req.Release != nil {
 		req.Release() // before anything waits, as codexchild's backends do
 	}
@@ -59,7 +64,7 @@ func (f *fakeBackend) Turn(ctx context.Context, req codexchild.TurnRequest) (*co
 	if f.exit != nil {
 		st := *f.exit
 		f.mu.Unlock()
-		return nil, &codexchild.ExitError{Status: st}
+		return nil, &backend.ExitError{Status: st}
 	}
 	if req.ThreadID != "" {
 		known, tainted := f.threads[req.ThreadID], f.tainted[req.ThreadID]
@@ -80,7 +85,7 @@ func (f *fakeBackend) Turn(ctx context.Context, req codexchild.TurnRequest) (*co
 	f.requests = append(f.requests, req)
 	// Codex's own results go to OnResult first, on another goroutine (the
 	// reader in codexchild), as the mcp-server backend does.
-	result := func(r *codexchild.Result) (*codexchild.Result, error) {
+	result := func(r *backend.Result) (*backend.Result, error) {
 		if req.OnResult != nil && f.kind == codexchild.KindMCPServer {
 			done := make(chan struct{})
 			go func() { req.OnResult(r); close(done) }()
@@ -111,7 +116,7 @@ func (f *fakeBackend) Turn(ctx context.Context, req codexchild.TurnRequest) (*co
 		f.threads[thread] = true
 	} else if !f.threads[thread] {
 		f.mu.Unlock()
-		return result(&codexchild.Result{ThreadID: thread, Text: "Session not found for thread_id: " + thread, IsError: true, Status: "failed"})
+		return result(&backend.Result{ThreadID: thread, Text: "Session not found for thread_id: " + thread, IsError: true, Status: "failed"})
 	}
 	f.threads[thread] = true
 	intr := make(chan struct{})
@@ -123,13 +128,13 @@ func (f *fakeBackend) Turn(ctx context.Context, req codexchild.TurnRequest) (*co
 		delete(f.running, thread)
 		f.mu.Unlock()
 	}()
-	interrupted := func(err error) (*codexchild.Result, error) {
+	interrupted := func(err error) (*backend.Result, error) {
 		f.mu.Lock()
 		if f.kind == codexchild.KindMCPServer {
 			f.tainted[thread] = true
 		}
 		f.mu.Unlock()
-		return &codexchild.Result{ThreadID: thread, Text: "interrupted", IsError: true, Status: "interrupted"}, err
+		return &backend.Result{ThreadID: thread, Text: "interrupted", IsError: true, Status: "interrupted"}, err
 	}
 	lines := strings.Split(strings.TrimSpace(req.Prompt), "\n")
 	last := strings.TrimSpace(lines[len(lines)-1])
@@ -139,7 +144,7 @@ func (f *fakeBackend) Turn(ctx context.Context, req codexchild.TurnRequest) (*co
 			return
 		}
 		p, _ := json.Marshal(map[string]any{"_meta": map[string]any{"requestId": 99, "threadId": thread}, "id": "t", "msg": map[string]any{"type": typ}})
-		h.Event(codexchild.Event{ThreadID: thread, Method: "codex/event", Type: typ, Params: p})
+		h.Event(backend.Event{ThreadID: thread, Method: "codex/event", Type: typ, Params: p, Translate: codexchild.Translate})
 	}
 	event("task_started")
 	var n int
@@ -149,7 +154,7 @@ func (f *fakeBackend) Turn(ctx context.Context, req codexchild.TurnRequest) (*co
 		}
 	}
 	// The burst is over: a Flusher hears so, as from codexchild's reader.
-	if f, ok := h.(codexchild.Flusher); ok {
+	if f, ok := h.(backend.Flusher); ok {
 		f.Flush()
 	}
 	timeout := req.Timeout
@@ -166,17 +171,17 @@ func (f *fakeBackend) Turn(ctx context.Context, req codexchild.TurnRequest) (*co
 		case <-ctx.Done():
 			return interrupted(ctx.Err())
 		case <-timer.C:
-			return nil, &codexchild.TimeoutError{After: timeout, ThreadID: thread, Partial: "partial text"}
+			return nil, &backend.TimeoutError{After: timeout, ThreadID: thread, Partial: "partial text"}
 		}
 	case strings.HasPrefix(last, "APPROVE"):
-		dec := make(chan codexchild.Decision, 1)
-		a := codexchild.NewApproval(codexchild.Approval{ID: "approval-1", Kind: codexchild.ApprovalExec, ThreadID: thread,
-			Command: "touch x", Cwd: req.Params.Cwd, Reason: "needs it"}, func(d codexchild.Decision) error {
+		dec := make(chan backend.Decision, 1)
+		a := backend.NewApproval(backend.Approval{ID: "approval-1", Kind: backend.ApprovalExec, ThreadID: thread,
+			Command: "touch x", Cwd: req.Params.Cwd, Reason: "needs it"}, func(d backend.Decision) error {
 			select {
 			case dec <- d:
 				return nil
 			default:
-				return codexchild.ErrAlreadyAnswered
+				return backend.ErrAlreadyAnswered
 			}
 		})
 		if h == nil {
@@ -186,17 +191,17 @@ func (f *fakeBackend) Turn(ctx context.Context, req codexchild.TurnRequest) (*co
 		select {
 		case d := <-dec:
 			event("task_complete")
-			return result(&codexchild.Result{ThreadID: thread, Text: "decision: " + string(d.Kind) + " " + d.Reason, Status: "completed"})
+			return result(&backend.Result{ThreadID: thread, Text: "decision: " + string(d.Kind) + " " + d.Reason, Status: "completed"})
 		case <-intr:
 			return interrupted(nil)
 		case <-ctx.Done():
 			return interrupted(ctx.Err())
 		}
 	case last == "FAIL":
-		return result(&codexchild.Result{ThreadID: thread, Text: "model error", IsError: true, Status: "failed"})
+		return result(&backend.Result{ThreadID: thread, Text: "model error", IsError: true, Status: "failed"})
 	}
 	event("task_complete")
-	return result(&codexchild.Result{ThreadID: thread, Text: "MOCK_REPLY: " + last, Status: "completed"})
+	return result(&backend.Result{ThreadID: thread, Text: "MOCK_REPLY: " + last, Status: "completed"})
 }
 
 func (f *fakeBackend) Interrupt(_ context.Context, threadID string) error {
@@ -211,7 +216,7 @@ func (f *fakeBackend) Interrupt(_ context.Context, threadID string) error {
 
 func (f *fakeBackend) Forward(_ context.Context, req *jsonrpcframe.Message) (*jsonrpcframe.Message, error) {
 	if f.kind != codexchild.KindMCPServer {
-		return nil, codexchild.ErrUnsupported
+		return nil, backend.ErrUnsupported
 	}
 	if req.Method == "echo" {
 		return jsonrpcframe.NewResponse(jsonrpcframe.IntID(1), json.RawMessage(req.Params))
@@ -220,12 +225,20 @@ func (f *fakeBackend) Forward(_ context.Context, req *jsonrpcframe.Message) (*js
 		Error: json.RawMessage(`{"code":-32601,"message":"method not found: ` + req.Method + `"}`)}, nil
 }
 
-func (f *fakeBackend) Notify(context.Context, *jsonrpcframe.Message) error { return nil }
+func (f *fakeBackend) Notify(ctx context.Context, m *jsonrpcframe.Message) error {
+	f.mu.Lock()
+	h := f.onNotify
+	f.mu.Unlock()
+	if h != nil {
+		return h(ctx, m)
+	}
+	return nil
+}
 
-func (f *fakeBackend) Status() codexchild.Status {
+func (f *fakeBackend) Status() backend.Status {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return codexchild.Status{Kind: f.kind, Started: true, Running: f.exit == nil && !f.closed, PID: 4242, Version: "fake", Exit: f.exit}
+	return backend.Status{Protocol: string(f.kind), Started: true, Running: f.exit == nil && !f.closed, PID: 4242, Version: "fake", Exit: f.exit}
 }
 
 func (f *fakeBackend) Close(context.Context) error {

@@ -15,6 +15,7 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/mcpconn"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 )
 
 // threadCPU returns the CPU time of the calling thread (zero when it cannot
@@ -29,11 +30,11 @@ func threadCPU() time.Duration {
 }
 
 // captureEvents keeps a turn's events.
-type captureEvents struct{ events []codexchild.Event }
+type captureEvents struct{ events []backend.Event }
 
-func (h *captureEvents) Event(e codexchild.Event) { h.events = append(h.events, e) }
-func (h *captureEvents) Approval(a *codexchild.Approval) {
-	_ = a.Respond(codexchild.Decision{Kind: codexchild.Deny})
+func (h *captureEvents) Event(e backend.Event) { h.events = append(h.events, e) }
+func (h *captureEvents) Approval(a *backend.Approval) {
+	_ = a.Respond(backend.Decision{Kind: backend.Deny})
 }
 
 // benchCall is the request a benchmarked turn answers.
@@ -56,9 +57,9 @@ func BenchmarkForwardEvent(b *testing.B) {
 	ctx := context.Background()
 	be := codexchild.NewMCPServer(codexchild.Config{Bin: bin, Dir: home, Env: []string{"CODEX_HOME=" + filepath.Join(home, ".codex")}})
 	h := &captureEvents{}
-	first, err := be.Turn(ctx, codexchild.TurnRequest{Prompt: "start", Params: codexchild.ThreadParams{Cwd: home}})
+	first, err := be.Turn(ctx, backend.TurnRequest{Prompt: "start", Params: backend.ThreadParams{Cwd: home}})
 	if err == nil {
-		_, err = be.Turn(ctx, codexchild.TurnRequest{ThreadID: first.ThreadID, Prompt: "bench", Handler: h})
+		_, err = be.Turn(ctx, backend.TurnRequest{ThreadID: first.ThreadID, Prompt: "bench", Handler: h})
 	}
 	_ = be.Close(ctx)
 	if err != nil {

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -13,18 +13,18 @@ import (
 func TestEventMessage(t *testing.T) {
 	tests := []struct {
 		name  string
-		e     codexchild.Event
+		e     backend.Event
 		reqID string
 		agent string
 		want  string
 	}{
-		{"mcp event", codexchild.Event{Method: "codex/event", Params: json.RawMessage(`{"_meta":{"requestId":7,"threadId":"T"},"id":"u","msg":{"type":"agent_message","message":"a \"quoted\" {text}"}}`)},
+		{"mcp event", backend.Event{Method: "codex/event", Params: json.RawMessage(`{"_meta":{"requestId":7,"threadId":"T"},"id":"u","msg":{"type":"agent_message","message":"a \"quoted\" {text}"}}`)},
 			`"c1"`, "codex-1", `{"_meta":{"threadId":"T","requestId":"c1","agent_id":"codex-1"},"agent_id":"codex-1","identity":"arch","id":"u","msg":{"type":"agent_message","message":"a \"quoted\" {text}"}}`},
-		{"no client request", codexchild.Event{Method: "codex/event", Params: json.RawMessage(` { "_meta" : { "requestId" : 7 } , "msg" : [1, {"a":"}"}] } `)},
+		{"no client request", backend.Event{Method: "codex/event", Params: json.RawMessage(` { "_meta" : { "requestId" : 7 } , "msg" : [1, {"a":"}"}] } `)},
 			"", "codex-1", `{"_meta":{"agent_id":"codex-1"},"agent_id":"codex-1","identity":"arch","msg":[1, {"a":"}"}]}`},
-		{"app-server event", codexchild.Event{Method: "item/completed", ThreadID: "T", TurnID: "U", Params: json.RawMessage(`{"item":{"type":"agentMessage"}}`)},
+		{"app-server event", backend.Event{Method: "item/completed", ThreadID: "T", TurnID: "U", Params: json.RawMessage(`{"item":{"type":"agentMessage"}}`)},
 			`3`, "codex-2", `{"_meta":{"threadId":"T","turnId":"U","requestId":3,"agent_id":"codex-2"},"agent_id":"codex-2","identity":"arch","method":"item/completed","params":{"item":{"type":"agentMessage"}}}`},
-		{"orphan without session", codexchild.Event{Method: "codex/event", Params: json.RawMessage(`{"msg":{"type":"warning"}}`)},
+		{"orphan without session", backend.Event{Method: "codex/event", Params: json.RawMessage(`{"msg":{"type":"warning"}}`)},
 			"", "", `{"_meta":{},"msg":{"type":"warning"}}`},
 	}
 	for _, tt := range tests {

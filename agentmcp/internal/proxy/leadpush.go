@@ -54,6 +54,7 @@ type leadPush struct {
 	why      string            // why mail stays in the inbox; "" when client is set
 	log      *slog.Logger
 	now      func() time.Time
+	pushes   *owned // the pushes under way, joined by close
 
 	mu        sync.Mutex // guards the fields below; never held across I/O
 	bridge    *mailbridge.Bridge
@@ -68,13 +69,17 @@ type leadPush struct {
 	backoff   time.Duration // the wait after the last failure (0 while pushes succeed)
 	reader    string        // a teammate of Claude Code's own, seen at the last offer: its lead reads the inbox itself
 	retryAt   time.Time     // no push before this while failing
+	// changed is closed, and replaced, whenever a push settles or a batch
+	// of the lead's mail is marked read: what flush waits for.
+	changed chan struct{}
 }
 
 // newLeadPush decides the path of the lead's mail from the options: the
 // socket when Claude Code offers one and lead_push is on and the identity
 // is the client's alone; otherwise the inbox, with the reason.
 func newLeadPush(opts Options, atm *atmclient.Client, log *slog.Logger) *leadPush {
-	p := &leadPush{identity: opts.Identity, team: opts.Team, atm: atm, log: log.With("lead", opts.Identity), now: opts.Now}
+	p := &leadPush{identity: opts.Identity, team: opts.Team, atm: atm, log: log.With("lead", opts.Identity), now: opts.Now,
+		pushes: newOwned(), changed: make(chan struct{})}
 	switch {
 	case !opts.LeadPush:
 		p.why = "lead_push is off"
@@ -143,8 +148,9 @@ func (p *leadPush) resume() {
 }
 
 // DeliverMessages pushes msgs to the session, one line each, on a
-// goroutine of its own (it must not block the bridge), and reports the
-// outcome through done.
+// goroutine of its own (it must not block the bridge; close joins it), and
+// reports the outcome through done. Once close has begun it pushes
+// nothing.
 func (p *leadPush) DeliverMessages(identity string, msgs []atmclient.Message, done func(sent bool)) bool {
 	if identity != p.identity || p.client == nil || len(msgs) == 0 {
 		return false
@@ -160,6 +166,7 @@ func (p *leadPush) DeliverMessages(identity string, msgs []atmclient.Message, do
 		// shows): a push as well would show the mail twice.
 		p.mu.Lock()
 		p.reader = mate
+		p.signalLocked()
 		p.mu.Unlock()
 		return false
 	}
@@ -170,34 +177,76 @@ func (p *leadPush) DeliverMessages(identity string, msgs []atmclient.Message, do
 	for i, m := range msgs {
 		lines[i] = ccmsg.Message{Content: leadText(p.team, m), From: m.From, MsgID: m.ID()}
 	}
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), pushTimeout)
+	return p.pushes.Go(func(ctx context.Context) {
+		ctx, cancel := context.WithTimeout(ctx, pushTimeout)
 		err := p.client.Send(ctx, lines...)
 		cancel()
 		p.settle(len(msgs), err)
 		done(err == nil)
-	}()
-	return true
+	})
+}
+
+// close refuses further pushes (their mail stays unread, for the next
+// serve) and waits for those under way, so that the bridge, closed after
+// it, marks what they pushed.
+func (p *leadPush) close() {
+	if !p.pushes.stop(pushTimeout) {
+		p.log.Warn("a push to the session was cut short at shutdown; its mail stays unread")
+	}
+}
+
+// signalLocked wakes the flushes waiting for a push or a mark; p.mu is
+// held.
+func (p *leadPush) signalLocked() {
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// marked is the bridge's report of a batch marked read (OnBatch): a batch
+// of the lead's mail wakes the flushes.
+func (p *leadPush) marked(b mailbridge.Batch) {
+	if !b.Raw || b.Identity != p.identity {
+		return
+	}
+	p.mu.Lock()
+	p.signalLocked()
+	p.mu.Unlock()
 }
 
 // flush waits, at most flushTimeout, until the mail for the lead that is
 // in its inbox now has been pushed and marked read. The proxy calls it
-// before it answers a call that may end a Codex turn (agent_wait, codex,
-// codex-reply): mail an agent sent to the lead during its turn then
-// reaches Claude Code's queue before the turn's result does, and the
-// model's next request carries both. It returns at once when the push is
-// off or failing, or there is no unread mail for the lead.
-func (p *leadPush) flush(ctx context.Context) {
+// before it answers a call that may end a turn (tools.EndsTurn): mail an
+// agent sent to the lead during its turn then reaches Claude Code's queue
+// before the turn's result does, and the model's next request carries
+// both. It returns at once when the push is off, failing or left to
+// Claude Code's own reader, or there is no unread mail for the lead.
+//
+// It never polls: it reads the inbox, and reads it again each time a push
+// settles or a batch of the lead's mail is marked read (changed). release
+// (optional) is called before anything that may wait, the first read
+// included: the caller's reading of its client goes on meanwhile.
+func (p *leadPush) flush(ctx context.Context, release func()) {
 	p.mu.Lock()
-	b, bound, failing := p.bridge, p.bound, p.failing
+	b, ok := p.bridge, p.client != nil && p.bound && !p.failing && p.reader == "" && p.atm != nil
 	p.mu.Unlock()
-	if p.client == nil || !bound || failing || p.atm == nil {
+	if !ok {
 		return
+	}
+	if release != nil {
+		release()
 	}
 	ctx, cancel := context.WithTimeout(ctx, flushTimeout)
 	defer cancel()
 	kicked := false
 	for {
+		// The signal is taken before the read: a push or a mark after the
+		// read closes it.
+		p.mu.Lock()
+		changed, gone := p.changed, p.failing || p.reader != "" || !p.bound
+		p.mu.Unlock()
+		if gone {
+			return
+		}
 		n, err := p.atm.Pending(ctx, p.team, p.identity)
 		if err != nil || n == 0 {
 			return
@@ -210,7 +259,7 @@ func (p *leadPush) flush(ctx context.Context) {
 		case <-ctx.Done():
 			p.log.Debug("a turn's result goes before the lead's mail: the push is still on its way", "pending", n)
 			return
-		case <-time.After(5 * time.Millisecond):
+		case <-changed:
 		}
 	}
 }
@@ -234,6 +283,7 @@ func (p *leadPush) settle(n int, err error) {
 		p.failing = false
 		p.backoff = 0
 	}
+	p.signalLocked()
 	p.mu.Unlock()
 	switch {
 	case err == nil && failing:
@@ -291,7 +341,7 @@ func (p *leadPush) pushIdle(ctx context.Context, n atmclient.IdleNotification) b
 	if !ok || p.claudeReads() != "" {
 		return false
 	}
-	p.flush(ctx)
+	p.flush(ctx, nil)
 	ctx, cancel := context.WithTimeout(ctx, pushTimeout)
 	err := p.client.Send(ctx, ccmsg.Message{Content: ccmsg.Envelope(n.From, n.From, idleText(n)), From: n.From})
 	cancel()

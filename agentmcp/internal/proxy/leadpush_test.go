@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -409,7 +410,9 @@ func TestLeadPushFlush(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	br, err := mailbridge.New(mailbridge.Config{ATM: atm, Team: "dev", Target: noTarget{}, PollInterval: time.Hour, DisableWatch: true})
+	lp := newLeadPush(Options{Team: "dev", Identity: "team-lead", DefaultIdentity: "codex", LeadPush: true,
+		MessagingSocket: sock.path, Now: time.Now}, atm, slog.New(slog.DiscardHandler))
+	br, err := mailbridge.New(mailbridge.Config{ATM: atm, Team: "dev", Target: noTarget{}, PollInterval: time.Hour, DisableWatch: true, OnBatch: lp.marked})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -417,18 +420,21 @@ func TestLeadPushFlush(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer br.Close()
-	lp := newLeadPush(Options{Team: "dev", Identity: "team-lead", DefaultIdentity: "codex", LeadPush: true,
-		MessagingSocket: sock.path, Now: time.Now}, atm, slog.New(slog.DiscardHandler))
+	defer lp.close()
 	lp.start(br)
 	ctx := context.Background()
 
 	start := time.Now()
-	lp.flush(ctx)
+	lp.flush(ctx, nil)
 	if d := time.Since(start); d > 100*time.Millisecond {
 		t.Errorf("flush with nothing unread took %v", d)
 	}
 	send(t, home, "arch", "team-lead", "done with the turn", "")
-	lp.flush(ctx)
+	released := false
+	lp.flush(ctx, func() { released = true })
+	if !released {
+		t.Error("flush with mail to wait for did not release its caller's reader first")
+	}
 	if n, err := atm.Pending(ctx, "dev", "team-lead"); n != 0 || err != nil {
 		t.Fatalf("after flush: %d unread (%v), want 0", n, err)
 	}
@@ -541,4 +547,91 @@ func TestLeadPushResumedHolder(t *testing.T) {
 	}
 	c.tool("agent_close", map[string]any{"identity": "team-lead"})
 	waitFor(t, "the push back", func() bool { return leadStatus(c)["path"] == "socket" })
+}
+
+// TestLeadFlushFreesReader: a turn-ending call whose answer waits for the
+// lead's mail (flush: pushed, not yet marked read, the inbox held by
+// another writer's lock) does not hold up the reading of the client: a
+// ping sent after it is answered first, and the call is answered once the
+// mark is made (the push's signal, not a poll).
+func TestLeadFlushFreesReader(t *testing.T) {
+	sock := listenCC(t, socketPath(t))
+	c := startProxy(t, harnessOpts{modify: leadOpts(sock.path)})
+	c.initialize(false)
+	inboxPath := filepath.Join(c.home, ".claude", "teams", "dev", "inboxes", "team-lead.json")
+	// Claude Code's lock on the inbox (a directory made with mkdir): the
+	// bridge's mark waits for it. The mail is written past the lock, as a
+	// writer that takes none would.
+	lockDir := inboxPath + ".lock"
+	if err := os.MkdirAll(filepath.Dir(inboxPath), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(lockDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	unlocked := false
+	unlock := func() {
+		if !unlocked {
+			unlocked = true
+			os.Remove(lockDir)
+		}
+	}
+	defer unlock()
+	mail := `[{"from":"arch","text":"from the turn","timestamp":"2026-11-28T10:00:00.000Z","read":false,"message_id":"m-1"}]`
+	if err := os.WriteFile(inboxPath, []byte(mail), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sock.next(t) // auth
+	if line := sock.next(t); line["message"].(map[string]any)["content"] != ccmsg.Envelope("arch", "arch", "from the turn") {
+		t.Fatalf("pushed line %v", line)
+	}
+	// The mail is pushed; its mark waits for the lock. A reply to no
+	// session ends at once, on the reader, and flushes before its answer.
+	_, reply := c.send("tools/call", map[string]any{"name": "codex-reply", "arguments": map[string]any{"agent_id": "no-such-agent", "prompt": "hi"}})
+	_, ping := c.send("ping", nil)
+	var first string
+	select {
+	case <-ping:
+		first = "ping"
+	case m := <-reply:
+		first = "codex-reply"
+		reply <- m
+	}
+	if first != "ping" {
+		t.Errorf("first answer: %s, want the ping's (the reader waited for the flush)", first)
+	}
+	unlock()
+	if m := c.wait(reply); m.Error == nil {
+		t.Errorf("codex-reply to no session: %s, want an error", m.Result)
+	}
+	waitFor(t, "the pushed message marked read", func() bool {
+		ms := inbox(t, c.home, "team-lead")
+		return len(ms) == 1 && ms[0].Read
+	})
+}
+
+// TestLeadPushClose: close waits for a push under way (its outcome is
+// reported to the bridge before close returns, so that the bridge, closed
+// next, marks it), and the push takes nothing after it.
+func TestLeadPushClose(t *testing.T) {
+	checkNoLeaks(t)
+	sock := listenCC(t, socketPath(t))
+	lp := newLeadPush(Options{Team: "dev", Identity: "team-lead", DefaultIdentity: "codex", LeadPush: true,
+		MessagingSocket: sock.path, Now: time.Now}, nil, slog.New(slog.DiscardHandler))
+	msgs := []atmclient.Message{{From: "arch", Text: "last words"}}
+	var sent atomic.Int32
+	if !lp.DeliverMessages("team-lead", msgs, func(ok bool) {
+		if ok {
+			sent.Add(1)
+		}
+	}) {
+		t.Fatal("the push took nothing")
+	}
+	lp.close()
+	if sent.Load() != 1 {
+		t.Errorf("pushes reported sent when close returned: %d, want 1", sent.Load())
+	}
+	if lp.DeliverMessages("team-lead", msgs, func(bool) { t.Error("done called after close") }) {
+		t.Error("the push took mail after close")
+	}
 }

@@ -18,7 +18,7 @@ func (s *Server) startMail(ctx context.Context) error {
 	b, err := mailbridge.New(mailbridge.Config{
 		ATM: s.atm, Team: s.opts.Team, Target: mailTarget{s},
 		PollInterval: s.opts.MailPollInterval, IdleTimeout: s.opts.MailIdleTimeout, MaxMessages: s.opts.MaxMailMessages,
-		MaxMessageLength: s.opts.MaxMailMessageLength, OnBatch: s.auditBatch, OnFrame: s.frames.onFrame, Logger: s.log, Now: s.opts.Now,
+		MaxMessageLength: s.opts.MaxMailMessageLength, OnBatch: s.onBatch, OnFrame: s.frames.onFrame, Logger: s.log, Now: s.opts.Now,
 	})
 	if err != nil {
 		return err
@@ -127,6 +127,13 @@ func (s *Server) resumeMail() {
 	for identity := range s.sessions.Live() {
 		s.mail.Idle(identity)
 	}
+}
+
+// onBatch is the bridge's report of a batch marked read: the lead's push
+// hears of its own (flush waits for it), and every batch is audited.
+func (s *Server) onBatch(b mailbridge.Batch) {
+	s.lead.marked(b)
+	s.auditBatch(b)
 }
 
 // auditBatch records an injected batch of mail (FR-9).

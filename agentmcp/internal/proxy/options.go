@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 )
 
 // ThreadDefaults are the Codex settings a new thread gets unless the caller
@@ -87,19 +87,19 @@ type Options struct {
 	Notices []string
 
 	// Backend is the Codex child. required.
-	Backend codexchild.Backend
+	Backend backend.Backend
 	// NewBackend makes a fresh Codex child for a restart (agent_restart_codex,
 	// CodexRestart on_demand). optional: nil means Codex cannot be
 	// restarted without restarting the proxy.
-	NewBackend func() (codexchild.Backend, error)
+	NewBackend func() (backend.Backend, error)
 	// CodexRestart is RestartManual or RestartOnDemand. optional: ""
 	// means manual.
 	CodexRestart string
 	// Agents are the backends of the other agent kinds by kind ("claude",
-	// "gemini", a configured agent's name: codexchild.NewACP), for
+	// "gemini", a configured agent's name: acpbackend.New), for
 	// agent_start; the proxy closes them at shutdown. optional: nil runs
 	// Codex sessions only.
-	Agents map[string]codexchild.Backend
+	Agents map[string]backend.Backend
 	// AgentCheck checks an agent kind before agent_start starts a session
 	// of it (tools.Config.AgentCheck): switched on, installed. optional.
 	AgentCheck func(kind string) error
@@ -115,8 +115,6 @@ type Options struct {
 	// ExtraInstructions are appended to the injected developer instructions
 	// (the multi-agent prompt). optional.
 	ExtraInstructions string
-	// CodexConfig are config overrides sent with every new thread. optional.
-	CodexConfig map[string]any
 
 	// Isolation is where an agent started without one, and without a role
 	// preset that sets one, works: "worktree" (a git worktree of its own)
@@ -135,6 +133,9 @@ type Options struct {
 	// WorktreePorts is how many ports each isolated agent gets. optional:
 	// 0 gives none.
 	WorktreePorts int
+	// MergeCheck is the check agent_merge runs when the call gives none
+	// (merge_check). optional: "" runs none.
+	MergeCheck string
 	// PortsDir holds the machine-wide port reservations of every serve
 	// (ports.json, ports.lock). optional: "" means Home/.config/atm/ports.
 	PortsDir string
@@ -155,6 +156,11 @@ type Options struct {
 	// SummaryTimeout bounds the summary requested on close and shutdown.
 	// optional: 0 means 10 s.
 	SummaryTimeout time.Duration
+	// RecordsClosed is called at shutdown as soon as every session's
+	// final record is written, before the summaries
+	// (session.Config.RecordsClosed): serve holds the signals after the
+	// first until then (cli.RecordsWritten). optional.
+	RecordsClosed func()
 
 	// AutoMail delivers team mail to idle sessions as turns (FR-8); a
 	// session may override it with the codex tool's auto_mail argument.

@@ -19,7 +19,7 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/tools"
 	"github.com/atm-agent-mcp/atm-agent-mcp/atmclient"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
@@ -46,6 +46,9 @@ type Server struct {
 	lead     *leadPush      // mail for the client's own identity (leadpush.go)
 	feed     *feed.Feed     // what the serve publishes for a live view (nil for a team that may be a typo)
 	notes    *resourceNotes // tells the client when the sessions' resources change (resources.go)
+	// notifying are the notifications being passed on to Codex
+	// (handler.Notify), joined by shutdown.
+	notifying *owned
 	// places are the isolated agents' worktrees and the conflict radar
 	// (places.go); nil when git is missing.
 	places *places.Places
@@ -91,6 +94,7 @@ func New(opts Options) (*Server, error) {
 	s.frames = newFrames(s)
 	s.lead = newLeadPush(opts, atm, log)
 	s.notes = newResourceNotes()
+	s.notifying = newOwned()
 	s.team = teamHooks{mail: &s.mail, lead: s.lead, atm: atm, team: opts.Team, cwd: s.sessionCwd, kind: s.sessionKind, log: log, now: opts.Now, added: map[string]bool{}}
 	s.conn = mcpconn.New(mcpconn.Config{
 		Handler:      handler{s},
@@ -106,9 +110,11 @@ func New(opts Options) (*Server, error) {
 	if s.places != nil {
 		placesView = s.places
 	}
-	agents := make(map[string]session.Backend, len(opts.Agents))
+	// One backend per agent kind: Codex's supervisor under the default
+	// kind, each configured agent under its own name.
+	backends := map[string]session.Backend{registry.DefaultKind: s.backend}
 	for kind, b := range opts.Agents {
-		agents[kind] = b
+		backends[kind] = b
 	}
 	var registryView session.Registry = session.RegistryOf(reg)
 	if opts.RegistryTeam != opts.Team {
@@ -133,12 +139,12 @@ func New(opts Options) (*Server, error) {
 		observer = s.feed
 	}
 	s.sessions, err = session.NewManager(session.Config{
-		Home: opts.Home, Team: opts.Team, Backend: s.backend, Agents: agents, Registry: registryView, Audit: s.auditor, Git: s.git,
+		Home: opts.Home, Team: opts.Team, Backends: backends, Registry: registryView, Audit: s.auditor, Git: s.git,
 		Sink: eventSink{s.conn}, Asker: asker{s.conn, log}, Mail: &s.team, Observer: observer, Places: placesView,
 		Defaults: opts.Defaults, Roles: opts.Roles, BaseInstructions: opts.BaseInstructions, ExtraInstructions: opts.ExtraInstructions,
-		CodexConfig: opts.CodexConfig, ToolServer: opts.ToolServer, ToolServerEnv: opts.ToolServerEnv,
+		ToolServer: opts.ToolServer, ToolServerEnv: opts.ToolServerEnv,
 		RequestTimeout: opts.RequestTimeout, MaxSessions: opts.MaxSessions, ElicitationTimeout: opts.ElicitationTimeout,
-		ApprovalFallback: opts.ApprovalFallback, SummaryTimeout: opts.SummaryTimeout, AutoMail: opts.AutoMail, AutoMailFor: opts.AutoMailFor,
+		ApprovalFallback: opts.ApprovalFallback, SummaryTimeout: opts.SummaryTimeout, RecordsClosed: opts.RecordsClosed, AutoMail: opts.AutoMail, AutoMailFor: opts.AutoMailFor,
 		PersistThreads: opts.PersistThreads, EventRing: opts.EventRing, MaxResultChars: opts.MaxResultChars, Cwd: opts.Cwd,
 		Changed: s.notes.changed, Logger: log, Now: opts.Now,
 	})
@@ -148,7 +154,7 @@ func New(opts Options) (*Server, error) {
 		reg.Close()
 		return nil, err
 	}
-	s.backend.afterRestart = s.sessions.AfterRestart
+	s.backend.afterRestart = func() int { return s.sessions.AfterRestart(s.backend) }
 	s.backend.restarted = s.resumeMail
 	return s, nil
 }
@@ -164,6 +170,7 @@ func (s *Server) Run(ctx context.Context, r io.Reader, w io.Writer) error {
 		Started: s.opts.Now(), Logger: s.log, Now: s.opts.Now, ProgressInterval: s.opts.ProgressInterval, LeadMail: s.leadMail,
 		ConfigWarnings: s.opts.ConfigWarnings, Notices: s.opts.Notices, TeamProblem: s.opts.TeamProblem, AgentCheck: s.opts.AgentCheck, Agents: agentStatuses(s.opts.Agents),
 		Places: s.places, Isolation: s.opts.Isolation, RoleIsolation: s.opts.RoleIsolation, WorktreeBase: s.opts.WorktreeBase,
+		MergeCheck: s.opts.MergeCheck, MaxResultChars: s.opts.MaxResultChars,
 	})
 	if s.places != nil {
 		s.places.Start() // the conflict radar, joined at shutdown
@@ -225,8 +232,8 @@ func (s *Server) Run(ctx context.Context, r io.Reader, w io.Writer) error {
 
 // agentStatuses are the other agent kinds' backends as the tools see them
 // (their status).
-func agentStatuses(agents map[string]codexchild.Backend) map[string]interface{ Status() codexchild.Status } {
-	out := make(map[string]interface{ Status() codexchild.Status }, len(agents))
+func agentStatuses(agents map[string]backend.Backend) map[string]interface{ Status() backend.Status } {
+	out := make(map[string]interface{ Status() backend.Status }, len(agents))
 	for kind, b := range agents {
 		out[kind] = b
 	}
@@ -234,10 +241,13 @@ func agentStatuses(agents map[string]codexchild.Backend) map[string]interface{ S
 }
 
 // shutdown is FR-7, in this order: no new requests; every live session
-// closed with a summary; mail delivery stopped (before the child, so that
-// batches already written to it are marked read); requests cancelled;
-// sessions' jobs ended and their state written; the child stopped; the
-// connection closed; the audit log and the registry (identities) released.
+// closed with a summary; the lead's pushes ended, then mail delivery
+// stopped (before the child, so that batches already written to it, and
+// pushed to the lead, are marked read); requests cancelled; sessions' jobs
+// ended and their state written; every kind's backend stopped
+// (closeBackends), then the notifications still being passed on to a child
+// ended; the connection closed; the audit log and the registry
+// (identities) released.
 func (s *Server) shutdown() {
 	s.conn.Refuse(proxyerr.New(proxyerr.ErrInvalidSessionParams, nil, "the proxy is shutting down"))
 	s.sessions.Shutdown()
@@ -247,6 +257,7 @@ func (s *Server) shutdown() {
 	if !s.frames.wait(5 * time.Second) {
 		s.log.Warn("a shutdown request was still being answered at shutdown")
 	}
+	s.lead.close() // its pushes end before the bridge, which marks what they pushed
 	if err := s.mail.close(); err != nil {
 		s.log.Warn("stopping mail delivery", "err", err)
 	}
@@ -258,16 +269,8 @@ func (s *Server) shutdown() {
 			s.log.Debug("closing the feed", "err", err)
 		}
 	}
-	stopCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
-	if err := s.backend.Close(stopCtx); err != nil {
-		s.log.Warn("stopping the codex child", "err", err)
-	}
-	for kind, b := range s.opts.Agents {
-		if err := b.Close(stopCtx); err != nil {
-			s.log.Warn("stopping the agents", "agent", kind, "err", err)
-		}
-	}
-	stop()
+	s.closeBackends(10 * time.Second)
+	s.notifying.stop(0) // the children are stopped: what is still being passed on is dropped
 	if !s.conn.Wait(5*time.Second) || !s.sessions.Wait(time.Second) {
 		s.log.Warn("some requests were still running at shutdown")
 	}
@@ -282,6 +285,29 @@ func (s *Server) shutdown() {
 		s.log.Warn("releasing identities", "err", err)
 	}
 	s.log.Info("shutdown complete")
+}
+
+// closeBackends stops the backend of every agent kind (the Codex child
+// and each ACP backend's agents) at once, within one budget: a slow one
+// (a child that ignores SIGTERM until its grace runs out) does not hold
+// the others' stop back, and all of them are done, or given up on, when
+// budget has passed.
+func (s *Server) closeBackends(budget time.Duration) {
+	ctx, stop := context.WithTimeout(context.Background(), budget)
+	defer stop()
+	closers := map[string]interface{ Close(context.Context) error }{registry.DefaultKind: s.backend}
+	for kind, b := range s.opts.Agents {
+		closers[kind] = b
+	}
+	var wg sync.WaitGroup
+	for kind, b := range closers {
+		wg.Go(func() {
+			if err := b.Close(ctx); err != nil {
+				s.log.Warn("stopping an agent kind's backend", "agent", kind, "err", err)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // Resume binds a previous session at start-up (serve --resume, FR-6):
@@ -335,8 +361,11 @@ func (h handler) CallTool(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.To
 	res, err := h.s.tools.CallTool(ctx, c)
 	err = h.s.configWarned.annotate(err, h.s.opts.ConfigWarnings)
 	res, err = h.s.noticed.annotate(res, err, h.s.opts.Notices)
-	if tools.EndsTurn(c.Name) {
-		h.s.lead.flush(ctx) // the lead's mail from the turn goes first (leadpush.go)
+	if tools.EndsTurn(c.Name) && !errors.Is(err, mcpconn.ErrAnswered) {
+		// The lead's mail from the turn goes first (leadpush.go), waited
+		// for off the reader. A call answered already has nothing to
+		// order.
+		h.s.lead.flush(ctx, c.Release)
 	}
 	return res, err
 }
@@ -350,10 +379,10 @@ func (h handler) Forward(ctx context.Context, m *jsonrpcframe.Message) (*jsonrpc
 	defer cancel()
 	resp, err := pt.Forward(ctx, m)
 	switch {
-	case errors.Is(err, codexchild.ErrUnsupported):
+	case errors.Is(err, backend.ErrUnsupported):
 		return nil, notFound
 	case err != nil:
-		return nil, session.BackendError(err)
+		return nil, codexError(err)
 	case resp.Error != nil:
 		return nil, &proxyerr.ChildError{Raw: resp.Error}
 	}
@@ -361,12 +390,13 @@ func (h handler) Forward(ctx context.Context, m *jsonrpcframe.Message) (*jsonrpc
 }
 
 // Notify passes a notification on to the child (mcp-server), on a goroutine
-// of its own: the child's stdin may be full.
+// of its own (the child's stdin may be full) that shutdown joins once the
+// child is stopped; from then on notifications are dropped.
 func (h handler) Notify(m *jsonrpcframe.Message) {
 	pt := h.s.backend
-	go func() {
-		if err := pt.Notify(context.Background(), m); err != nil {
+	h.s.notifying.Go(func(ctx context.Context) {
+		if err := pt.Notify(ctx, m); err != nil {
 			h.s.log.Debug("notification not forwarded to codex", "method", m.Method, "err", err)
 		}
-	}()
+	})
 }

@@ -8,12 +8,14 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/mcpconn"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 	"github.com/google/go-cmp/cmp"
 )
@@ -40,7 +42,8 @@ func TestInitializeAndToolList(t *testing.T) {
 		}
 	}
 	want := []string{"codex", "codex-reply", "agent_start", "agent_reply", "atm_send", "atm_read", "atm_broadcast", "atm_pending_count", "agent_sessions",
-		"agent_status", "agent_close", "agent_wait", "agent_interrupt", "agent_respond", "agent_list_codex_sessions", "agent_restart_codex"}
+		"agent_status", "agent_close", "agent_wait", "agent_interrupt", "agent_respond", "agent_list_codex_sessions", "agent_restart_codex",
+		"agent_diff", "agent_merge"}
 	sort.Strings(want)
 	sort.Strings(names)
 	if diff := cmp.Diff(want, names); diff != "" {
@@ -405,11 +408,42 @@ func TestShutdownWritesSummariesAndResume(t *testing.T) {
 	}
 }
 
+// TestShutdownJoinsNotify: a notification passed on to Codex whose write
+// waits (the child's stdin full) does not outlive serve: shutdown ends it
+// once the child is stopped, before Run returns.
+func TestShutdownJoinsNotify(t *testing.T) {
+	c := startProxy(t, harnessOpts{})
+	entered := make(chan struct{})
+	var ended atomic.Bool
+	c.fb.mu.Lock()
+	c.fb.onNotify = func(ctx context.Context, m *jsonrpcframe.Message) error {
+		close(entered)
+		<-ctx.Done() // the write waits for room until it is given up
+		ended.Store(true)
+		return ctx.Err()
+	}
+	c.fb.mu.Unlock()
+	c.initialize(false)
+	n, _ := jsonrpcframe.NewNotification("notifications/roots/list_changed", nil)
+	if err := c.w.Write(n); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the notification was not passed on")
+	}
+	c.close()
+	if !ended.Load() {
+		t.Error("Run returned while a notification was still being passed on to the child")
+	}
+}
+
 func TestChildDeathReported(t *testing.T) {
 	c := startProxy(t, harnessOpts{})
 	c.initialize(false)
 	c.fb.mu.Lock()
-	c.fb.exit = &codexchild.ExitStatus{Code: -1, Signal: "killed"}
+	c.fb.exit = &backend.ExitStatus{Code: -1, Signal: "killed"}
 	c.fb.mu.Unlock()
 	code, data := c.rpcErr(c.tool("codex", map[string]any{"prompt": "x", "identity": "arch"}))
 	if code != proxyerr.CodeChildProcessDead || data["signal"] != "killed" {

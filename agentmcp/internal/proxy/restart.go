@@ -8,9 +8,8 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
-	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/tools"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
@@ -111,7 +110,7 @@ func (c *codex) run(op *restartOp, old *backendBox, why string) {
 	case err != nil && nbox == nil:
 		c.log.Error("codex restart failed", "why", why, "err", err)
 	case err != nil:
-		err = session.BackendError(c.explain(nbox, err))
+		err = codexError(c.explain(nbox, err))
 		c.log.Error("codex restarted, but the new child did not start", "why", why, "previous", rep.Previous, "restarts", rep.Restarts, "err", err)
 		c.audit.Append(registry.Entry{Event: "codex_restarted", Outcome: fmt.Sprintf("%s; previous child: %s; the new child did not start: %v", why, rep.Previous, err)})
 	default:
@@ -162,11 +161,11 @@ func (c *codex) replace(old *backendBox, why string) (nbox *backendBox, rep tool
 		_ = old.b.Close(closeCtx)
 		cancel()
 	}
-	if s, ok := nb.(codexchild.Starter); ok {
+	if s, ok := nb.(backend.Starter); ok {
 		err = s.Start(context.Background()) // bounded by the handshake timeout
 	}
 	now := nb.Status()
-	rep.PID, rep.Backend = now.PID, string(now.Kind)
+	rep.PID, rep.Backend = now.PID, now.Protocol
 	return nbox, rep, err
 }
 
@@ -223,7 +222,7 @@ func (c *codex) Unavailable() error {
 	if wait {
 		return nil
 	}
-	return session.BackendError(c.explain(box, box.exitError()))
+	return codexError(c.explain(box, box.exitError()))
 }
 
 // selfRestartsLocked reports whether the next turn replaces box's dead

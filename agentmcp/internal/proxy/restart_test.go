@@ -9,14 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/tools"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
+	"github.com/google/go-cmp/cmp"
 )
 
-// stubChild is a codexchild.Backend whose start and close wait for the
+// stubChild is a backend.Backend whose start and close wait for the
 // test (gates), to hold a restart in its slow parts.
 type stubChild struct {
 	pid       int
@@ -26,25 +26,25 @@ type stubChild struct {
 	mu      sync.Mutex
 	started bool
 	running bool
-	exit    *codexchild.ExitStatus
+	exit    *backend.ExitStatus
 	closes  int
 }
 
-func (c *stubChild) Turn(context.Context, codexchild.TurnRequest) (*codexchild.Result, error) {
+func (c *stubChild) Turn(context.Context, backend.TurnRequest) (*backend.Result, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.exit != nil {
-		return nil, &codexchild.ExitError{Status: *c.exit}
+		return nil, &backend.ExitError{Status: *c.exit}
 	}
-	return &codexchild.Result{Text: "ok"}, nil
+	return &backend.Result{Text: "ok"}, nil
 }
 
 func (c *stubChild) Interrupt(context.Context, string) error { return nil }
 
-func (c *stubChild) Status() codexchild.Status {
+func (c *stubChild) Status() backend.Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := codexchild.Status{Kind: codexchild.KindAppServer, Started: c.started, Running: c.running, Exit: c.exit}
+	st := backend.Status{Protocol: string(codexchild.KindAppServer), Started: c.started, Running: c.running, Exit: c.exit}
 	if c.started {
 		st.PID = c.pid
 	}
@@ -58,7 +58,7 @@ func (c *stubChild) Start(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.exit != nil {
-		return &codexchild.ExitError{Status: *c.exit} // closed before it started
+		return &backend.ExitError{Status: *c.exit} // closed before it started
 	}
 	c.started, c.running = true, true
 	return nil
@@ -72,7 +72,7 @@ func (c *stubChild) Close(context.Context) error {
 	defer c.mu.Unlock()
 	c.closes++
 	if c.exit == nil {
-		c.exit = &codexchild.ExitStatus{Code: 0}
+		c.exit = &backend.ExitStatus{Code: 0}
 		c.running = false
 	}
 	return nil
@@ -82,14 +82,14 @@ func (c *stubChild) Close(context.Context) error {
 func (c *stubChild) die() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.exit, c.running = &codexchild.ExitStatus{Code: -1, Signal: "killed"}, false
+	c.exit, c.running = &backend.ExitStatus{Code: -1, Signal: "killed"}, false
 }
 
 // stubCodex returns a codex over first whose restarts make children from
 // next, counting them.
 func stubCodex(first *stubChild, next func(n int) *stubChild) (*codex, *atomic.Int64) {
 	var made atomic.Int64
-	c := newCodex(first, Options{NewBackend: func() (codexchild.Backend, error) {
+	c := newCodex(first, Options{NewBackend: func() (backend.Backend, error) {
 		return next(int(made.Add(1))), nil
 	}}, slog.New(slog.DiscardHandler), session.NewAuditor(nil, nil))
 	return c, &made
@@ -182,7 +182,7 @@ func TestSlowCloseHoldsNothing(t *testing.T) {
 	}
 	turned := make(chan error, 1)
 	go func() {
-		_, err := c.Turn(context.Background(), codexchild.TurnRequest{})
+		_, err := c.Turn(context.Background(), backend.TurnRequest{})
 		turned <- err
 	}()
 	select {
@@ -243,14 +243,14 @@ func TestRefusalSaysWhen(t *testing.T) {
 	for i := range 3 {
 		box := c.get()
 		box.b.(*stubChild).die()
-		_, err := c.Turn(context.Background(), codexchild.TurnRequest{})
+		_, err := c.Turn(context.Background(), backend.TurnRequest{})
 		if i < 2 {
 			if _, err := c.Restart(context.Background(), false); err != nil {
 				t.Fatalf("restart %d: %v", i+1, err)
 			}
 			continue
 		}
-		var re *session.RecoveryError
+		var re *backend.RecoveryError
 		if !errors.As(err, &re) || re.Data["restart_refused"] != true {
 			t.Fatalf("the third crash's error = %v, want a refusal", err)
 		}

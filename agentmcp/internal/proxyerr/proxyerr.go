@@ -91,7 +91,7 @@ type Error struct {
 	// Data are the members added to the JSON-RPC error's data (besides
 	// error_code and error_source). optional.
 	Data map[string]any
-	// Cause is the error underneath (a dead child's *codexchild.ExitError,
+	// Cause is the error underneath (a dead child's *backend.ExitError,
 	// say), found by errors.Is and errors.As through the Error. optional.
 	Cause error
 }

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 )
 
 // defaultEventRing is the per-session event ring size (agent_status).
@@ -30,7 +30,7 @@ type turnItem struct {
 // activity is what a session's events tell about it, for agent_status:
 // a bounded ring of events, the recent agent messages, the items of the
 // current turn and the token usage. It reads events only in the
-// backend-neutral terms of codexchild.Activity: each backend translates
+// backend-neutral terms of backend.Activity: each backend translates
 // its own dialect.
 type activity struct {
 	size     int
@@ -41,18 +41,18 @@ type activity struct {
 	usage    usageTotals
 	// subAgents are the Codex agent's own sub-agents by thread, as its
 	// collab items last told (not members of the team).
-	subAgents map[string]codexchild.SubAgent
+	subAgents map[string]backend.SubAgent
 	// problem is the current turn's last error or retry notice from the
 	// agent (its model unreachable, a stream error), nil when none.
 	problem *Problem
 }
 
-// Problem is the last error or retry notice Codex sent during a turn: why
+// Problem is the last error or retry notice the agent sent during a turn: why
 // a turn is slow or failed, for agent_status and a timeout's error.
 type Problem struct {
 	Message  string    `json:"message"`
 	At       time.Time `json:"at"`
-	Retrying bool      `json:"retrying"` // Codex said it would retry
+	Retrying bool      `json:"retrying"` // the agent said it would retry
 }
 
 const maxAgentMessages = 20
@@ -101,20 +101,20 @@ func (a *activity) message(text string) {
 }
 
 // record keeps what one event tells, in the backend-neutral terms of act
-// (the event's codexchild.Event.Activity); typ is the event's type, the
+// (the event's backend.Event.Activity); typ is the event's type, the
 // ring's label; thread is the thread it came from.
-func (a *activity) record(typ, thread string, act codexchild.Activity, now time.Time) {
+func (a *activity) record(typ, thread string, act backend.Activity, now time.Time) {
 	r := eventRecord{Time: now, Type: typ, Summary: act.Summary}
 	switch act.Kind {
-	case codexchild.ActivityTurnStarted:
+	case backend.ActivityTurnStarted:
 		a.items = nil
 		a.problem = nil
-	case codexchild.ActivityMessage:
+	case backend.ActivityMessage:
 		a.message(act.Text)
 		if r.Summary == "" {
 			r.Summary = Clip(act.Text, 120)
 		}
-	case codexchild.ActivityItem:
+	case backend.ActivityItem:
 		if act.Item == nil {
 			break
 		}
@@ -130,16 +130,16 @@ func (a *activity) record(typ, thread string, act codexchild.Activity, now time.
 		}
 		for _, sub := range act.SubAgents {
 			if a.subAgents == nil {
-				a.subAgents = map[string]codexchild.SubAgent{}
+				a.subAgents = map[string]backend.SubAgent{}
 			}
 			a.subAgents[sub.ThreadID] = sub
 		}
-	case codexchild.ActivityProblem:
+	case backend.ActivityProblem:
 		if r.Summary == "" {
 			r.Summary = Clip(act.Text, 200)
 		}
 		a.problem = &Problem{Message: Clip(act.Text, 500), At: now, Retrying: act.Retrying}
-	case codexchild.ActivityTokens:
+	case backend.ActivityTokens:
 		if act.Usage != nil {
 			a.usage.report(thread, *act.Usage)
 		}
@@ -148,20 +148,20 @@ func (a *activity) record(typ, thread string, act codexchild.Activity, now time.
 }
 
 // usageTotals adds up a session's token usage over its threads: each
-// backend reports a thread's totals so far (codexchild.Usage), and a
+// backend reports a thread's totals so far (backend.Usage), and a
 // session may run on several threads in turn (a fresh thread after an
 // interrupt, a resume in a new process). A thread's totals that go down
 // are a new count (a new process of the agent), added to what came
 // before.
 type usageTotals struct {
-	done   codexchild.Usage // the threads (and counts) before the current one
+	done   backend.Usage // the threads (and counts) before the current one
 	thread string
-	cur    codexchild.Usage
+	cur    backend.Usage
 	seen   bool
 }
 
 // report takes a thread's totals so far.
-func (u *usageTotals) report(thread string, v codexchild.Usage) {
+func (u *usageTotals) report(thread string, v backend.Usage) {
 	if u.seen && (thread != u.thread || v.TotalTokens < u.cur.TotalTokens) {
 		u.done = u.done.Add(u.cur)
 	}
@@ -169,7 +169,7 @@ func (u *usageTotals) report(thread string, v codexchild.Usage) {
 }
 
 // total is the session's usage so far, nil before any report.
-func (u *usageTotals) total() *codexchild.Usage {
+func (u *usageTotals) total() *backend.Usage {
 	if !u.seen {
 		return nil
 	}

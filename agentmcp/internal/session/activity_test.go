@@ -6,29 +6,30 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // mcpEvent is a codex/event of mcp-server with msg as recorded from Codex
 // 0.153.4 (docs/codex-wire.md#codexevent).
-func mcpEvent(msg string) codexchild.Event {
+func mcpEvent(msg string) backend.Event {
 	var m struct {
 		Type string `json:"type"`
 	}
 	_ = json.Unmarshal([]byte(msg), &m)
 	params := `{"_meta": {"requestId": 3, "threadId": "T"}, "id": "turn-1", "msg": ` + msg + `}`
-	return codexchild.Event{Method: "codex/event", Type: m.Type, Params: json.RawMessage(params)}
+	return backend.Event{Method: "codex/event", Type: m.Type, Params: json.RawMessage(params), Translate: codexchild.Translate}
 }
 
 // appEvent is an app-server notification.
-func appEvent(method, params string) codexchild.Event {
-	return codexchild.Event{Method: method, Type: method, Params: json.RawMessage(params)}
+func appEvent(method, params string) backend.Event {
+	return backend.Event{Method: method, Type: method, Params: json.RawMessage(params), Translate: codexchild.Translate}
 }
 
 // neutralEvent is an event a backend translated as it read it (ACP).
-func neutralEvent(typ string, a codexchild.Activity) codexchild.Event {
-	return codexchild.Event{Method: "session/update", Type: typ, Params: json.RawMessage(`{}`), Neutral: &a}
+func neutralEvent(typ string, a backend.Activity) backend.Event {
+	return backend.Event{Method: "session/update", Type: typ, Params: json.RawMessage(`{}`), Neutral: &a}
 }
 
 // TestActivityRecord: what agent_status reports of a turn's events — the
@@ -40,16 +41,16 @@ func TestActivityRecord(t *testing.T) {
 		summaries []string
 		items     []turnItem
 		messages  []string
-		tokens    *codexchild.Usage
+		tokens    *backend.Usage
 	}
 	tests := []struct {
 		name   string
-		events []codexchild.Event
+		events []backend.Event
 		want   want
 	}{
 		{
 			name: "command that fails",
-			events: []codexchild.Event{
+			events: []backend.Event{
 				mcpEvent(`{"type": "task_started", "turn_id": "turn-1"}`),
 				mcpEvent(`{"type": "exec_command_begin", "call_id": "call_1", "turn_id": "turn-1", "command": ["/bin/bash", "-lc", "go test ./..."], "cwd": "/w"}`),
 				mcpEvent(`{"type": "exec_command_end", "call_id": "call_1", "command": ["/bin/bash", "-lc", "go test ./..."], "stdout": "FAIL", "exit_code": 1, "status": "completed"}`),
@@ -61,7 +62,7 @@ func TestActivityRecord(t *testing.T) {
 		},
 		{
 			name: "command that succeeds, seen only at its end",
-			events: []codexchild.Event{
+			events: []backend.Event{
 				mcpEvent(`{"type": "exec_command_end", "call_id": "call_26", "process_id": "5143", "command": ["/bin/bash", "-lc", "touch probe.txt"], "exit_code": 0, "duration": {"secs": 0, "nanos": 55245201}, "status": "completed"}`),
 			},
 			want: want{
@@ -71,7 +72,7 @@ func TestActivityRecord(t *testing.T) {
 		},
 		{
 			name: "patch that fails",
-			events: []codexchild.Event{
+			events: []backend.Event{
 				mcpEvent(`{"type": "patch_apply_begin", "call_id": "call_44", "auto_approved": false, "changes": {"/w/a.txt": {"type": "add", "content": "hello\n"}, "/w/b.txt": {"type": "delete"}}}`),
 				mcpEvent(`{"type": "patch_apply_end", "call_id": "call_44", "stdout": "", "stderr": "conflict", "success": false, "changes": {}}`),
 			},
@@ -82,7 +83,7 @@ func TestActivityRecord(t *testing.T) {
 		},
 		{
 			name: "tool call, approval, messages, tokens, error, abort",
-			events: []codexchild.Event{
+			events: []backend.Event{
 				mcpEvent(`{"type": "mcp_tool_call_begin", "call_id": "call_7", "invocation": {"server": "atm", "tool": "atm_send", "arguments": {"to": "qa"}}}`),
 				mcpEvent(`{"type": "mcp_tool_call_end", "call_id": "call_7", "result": {"Ok": {}}}`),
 				mcpEvent(`{"type": "exec_approval_request", "call_id": "call_8", "command": "rm -rf build", "reason": "outside the sandbox"}`),
@@ -96,12 +97,12 @@ func TestActivityRecord(t *testing.T) {
 				summaries: []string{"atm.atm_send", "atm.atm_send: completed", "approval: rm -rf build", "Done: sent the report.", "", "", "stream disconnected", "interrupted"},
 				items:     []turnItem{{ID: "call_7", Type: "tool_call", Status: "completed", Summary: "atm.atm_send"}},
 				messages:  []string{"Done: sent the report."},
-				tokens:    &codexchild.Usage{InputTokens: 120, TotalTokens: 132},
+				tokens:    &backend.Usage{InputTokens: 120, TotalTokens: 132},
 			},
 		},
 		{
 			name: "message with escapes",
-			events: []codexchild.Event{
+			events: []backend.Event{
 				mcpEvent(`{"type": "agent_message", "message": "line one\nsaid \"hi\" \u00e9"}`),
 			},
 			want: want{
@@ -111,7 +112,7 @@ func TestActivityRecord(t *testing.T) {
 		},
 		{
 			name: "app-server items",
-			events: []codexchild.Event{
+			events: []backend.Event{
 				appEvent("turn/started", `{"threadId": "T", "turn": {"id": "turn-1"}}`),
 				appEvent("item/started", `{"threadId": "T", "item": {"id": "i1", "type": "commandExecution", "command": "/bin/bash -lc 'make test'", "status": "inProgress"}}`),
 				appEvent("item/completed", `{"threadId": "T", "item": {"id": "i1", "type": "commandExecution", "command": "/bin/bash -lc 'make test'", "status": "completed"}}`),
@@ -122,12 +123,12 @@ func TestActivityRecord(t *testing.T) {
 				summaries: []string{"", "make test: inProgress", "make test: completed", "all green", ""},
 				items:     []turnItem{{ID: "i1", Type: "command", Status: "completed", Summary: "make test"}},
 				messages:  []string{"all green"},
-				tokens:    &codexchild.Usage{TotalTokens: 9},
+				tokens:    &backend.Usage{TotalTokens: 9},
 			},
 		},
 		{
 			name: "retry notice, then a new turn forgets the items and the problem",
-			events: []codexchild.Event{
+			events: []backend.Event{
 				mcpEvent(`{"type": "exec_command_begin", "call_id": "c1", "command": ["ls"]}`),
 				mcpEvent(`{"type": "stream_error", "message": "Reconnecting... 2/5"}`),
 				mcpEvent(`{"type": "background_event", "message": "MCP server atm started"}`),
@@ -139,22 +140,22 @@ func TestActivityRecord(t *testing.T) {
 		},
 		{
 			name: "another agent's events, translated by its backend",
-			events: []codexchild.Event{
-				neutralEvent("turn", codexchild.Activity{Kind: codexchild.ActivityTurnStarted}),
-				neutralEvent("tool_call", codexchild.Activity{Kind: codexchild.ActivityItem,
-					Item: &codexchild.Item{ID: "toolu_1", Type: "command", Status: "pending", Summary: "npm test", Started: true}}),
-				neutralEvent("tool_call_update", codexchild.Activity{Kind: codexchild.ActivityItem,
-					Item: &codexchild.Item{ID: "toolu_1", Status: "completed"}}),
-				neutralEvent("agent_message_chunk", codexchild.Activity{}),
-				neutralEvent("agent_message", codexchild.Activity{Kind: codexchild.ActivityMessage, Text: "tests pass"}),
-				neutralEvent("usage_update", codexchild.Activity{Kind: codexchild.ActivityTokens, Usage: &codexchild.Usage{TotalTokens: 120, ContextTokens: 120}}),
-				neutralEvent("plan", codexchild.Activity{Kind: codexchild.ActivityNote, Summary: "plan: 2 steps"}),
+			events: []backend.Event{
+				neutralEvent("turn", backend.Activity{Kind: backend.ActivityTurnStarted}),
+				neutralEvent("tool_call", backend.Activity{Kind: backend.ActivityItem,
+					Item: &backend.Item{ID: "toolu_1", Type: "command", Status: "pending", Summary: "npm test", Started: true}}),
+				neutralEvent("tool_call_update", backend.Activity{Kind: backend.ActivityItem,
+					Item: &backend.Item{ID: "toolu_1", Status: "completed"}}),
+				neutralEvent("agent_message_chunk", backend.Activity{}),
+				neutralEvent("agent_message", backend.Activity{Kind: backend.ActivityMessage, Text: "tests pass"}),
+				neutralEvent("usage_update", backend.Activity{Kind: backend.ActivityTokens, Usage: &backend.Usage{TotalTokens: 120, ContextTokens: 120}}),
+				neutralEvent("plan", backend.Activity{Kind: backend.ActivityNote, Summary: "plan: 2 steps"}),
 			},
 			want: want{
 				summaries: []string{"", "npm test: pending", "npm test: completed", "", "tests pass", "", "plan: 2 steps"},
 				items:     []turnItem{{ID: "toolu_1", Type: "command", Status: "completed", Summary: "npm test"}},
 				messages:  []string{"tests pass"},
-				tokens:    &codexchild.Usage{TotalTokens: 120, ContextTokens: 120},
+				tokens:    &backend.Usage{TotalTokens: 120, ContextTokens: 120},
 			},
 		},
 	}
@@ -184,25 +185,25 @@ func TestActivityRecord(t *testing.T) {
 // thread's totals so far; a new thread, or totals that go down (a new
 // process counting afresh), start a new count added to the earlier ones.
 func TestUsageTotals(t *testing.T) {
-	usd := func(a float64) *codexchild.Usage {
-		return &codexchild.Usage{Cost: &codexchild.Cost{Amount: a, Currency: "USD"}}
+	usd := func(a float64) *backend.Usage {
+		return &backend.Usage{Cost: &backend.Cost{Amount: a, Currency: "USD"}}
 	}
 	type report struct {
 		thread string
-		u      codexchild.Usage
+		u      backend.Usage
 	}
 	tests := []struct {
 		name    string
 		reports []report
-		want    *codexchild.Usage
+		want    *backend.Usage
 	}{
 		{"none", nil, nil},
-		{"one thread, totals so far", []report{{"A", codexchild.Usage{InputTokens: 120, OutputTokens: 12, TotalTokens: 132}}, {"A", codexchild.Usage{InputTokens: 240, OutputTokens: 24, TotalTokens: 264}}},
-			&codexchild.Usage{InputTokens: 240, OutputTokens: 24, TotalTokens: 264}},
-		{"a second thread adds", []report{{"A", codexchild.Usage{InputTokens: 240, TotalTokens: 264}}, {"B", codexchild.Usage{InputTokens: 120, TotalTokens: 132}}},
-			&codexchild.Usage{InputTokens: 360, TotalTokens: 396}},
-		{"a thread counting afresh adds", []report{{"A", codexchild.Usage{TotalTokens: 264}}, {"A", codexchild.Usage{TotalTokens: 132}}},
-			&codexchild.Usage{TotalTokens: 396}},
+		{"one thread, totals so far", []report{{"A", backend.Usage{InputTokens: 120, OutputTokens: 12, TotalTokens: 132}}, {"A", backend.Usage{InputTokens: 240, OutputTokens: 24, TotalTokens: 264}}},
+			&backend.Usage{InputTokens: 240, OutputTokens: 24, TotalTokens: 264}},
+		{"a second thread adds", []report{{"A", backend.Usage{InputTokens: 240, TotalTokens: 264}}, {"B", backend.Usage{InputTokens: 120, TotalTokens: 132}}},
+			&backend.Usage{InputTokens: 360, TotalTokens: 396}},
+		{"a thread counting afresh adds", []report{{"A", backend.Usage{TotalTokens: 264}}, {"A", backend.Usage{TotalTokens: 132}}},
+			&backend.Usage{TotalTokens: 396}},
 		{"costs of two threads add", []report{{"A", *usd(0.5)}, {"B", *usd(0.25)}}, usd(0.75)},
 	}
 	for _, tt := range tests {
@@ -220,7 +221,7 @@ func TestUsageTotals(t *testing.T) {
 
 // BenchmarkActivityRecord records a turn's worth of mcp-server events.
 func BenchmarkActivityRecord(b *testing.B) {
-	events := []codexchild.Event{
+	events := []backend.Event{
 		mcpEvent(`{"type": "task_started", "turn_id": "turn-1"}`),
 		mcpEvent(`{"type": "agent_message_content_delta", "delta": "MOCK_REPLY"}`),
 		mcpEvent(`{"type": "agent_message", "message": "MOCK_REPLY: bench", "phase": null}`),

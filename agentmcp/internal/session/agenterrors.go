@@ -6,29 +6,30 @@ import (
 	"strings"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
-// agentError is turnError for a session of an agent kind other than Codex
-// (an ACP agent): the same codes as Codex's failures — REQUEST_TIMEOUT
-// (-32006), CHILD_PROCESS_DEAD (-32005) with how the agent died, an
-// internal error — and the same data, but the message names the kind, and
-// the advice is what holds for such an agent: each session has its own
-// agent process, which the backend starts again at the session's next
-// turn (continuing its conversation), so neither agent_restart_codex nor a
-// restart of the MCP server is needed.
+// agentError is turnError for a session of an agent kind whose backend
+// runs one process per session (an ACP agent's; no
+// backend.WholeRestarter): the same codes as the failures of a child that
+// runs every session — REQUEST_TIMEOUT (-32006), CHILD_PROCESS_DEAD
+// (-32005) with how the agent died, an internal error — and the same
+// data, but the message names the kind, and the advice is what holds for
+// such an agent: the backend starts the session's process again at its
+// next turn (continuing its conversation), so neither a restart of a
+// shared child nor of the MCP server is needed.
 func agentError(rec registry.Session, err error) error {
-	kind := kindOf(rec)
+	kind := rec.Kind()
 	again := "the next turn of the session starts a new " + kind + " process and continues the conversation"
-	if errors.Is(err, codexchild.ErrHandshake) {
+	if errors.Is(err, backend.ErrHandshake) {
 		// It never started: there may be no session to continue (a first
 		// turn keeps none).
 		again = "atm-agent-mcp doctor checks its command; the next call starts it again"
 	}
-	var te *codexchild.TimeoutError
-	var ee *codexchild.ExitError
-	var nf *codexchild.NotFoundError
+	var te *backend.TimeoutError
+	var ee *backend.ExitError
+	var nf *backend.NotFoundError
 	switch {
 	case errors.Is(err, context.Canceled):
 		return err
@@ -45,11 +46,11 @@ func agentError(rec registry.Session, err error) error {
 		data := map[string]any{"agent": kind}
 		status := exitFacts(ee, data)
 		msg := "%s agent process is not running: %s; %s"
-		if errors.Is(err, codexchild.ErrHandshake) {
+		if errors.Is(err, backend.ErrHandshake) {
 			msg = "%s could not be started: %s; %s"
 		}
 		return proxyerr.Wrap(proxyerr.ErrChildProcessDead, err, data, msg, kind, status+lastLine(ee.Stderr), again)
-	case errors.Is(err, codexchild.ErrHandshake):
+	case errors.Is(err, backend.ErrHandshake):
 		return proxyerr.Wrap(proxyerr.ErrChildProcessDead, err, map[string]any{"agent": kind, "handshake": err.Error()},
 			"%s could not be started: %v (handshake_timeout_secs bounds its start); %s", kind, err, again)
 	case errors.Is(err, context.DeadlineExceeded):

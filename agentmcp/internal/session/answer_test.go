@@ -3,26 +3,25 @@ package session
 import (
 	"testing"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
 )
 
 func TestParseAnswer(t *testing.T) {
 	tests := []struct {
 		answer, reason string
-		want           codexchild.Decision
+		want           backend.Decision
 		wantErr        bool
 	}{
-		{"approve", "", codexchild.Decision{Kind: codexchild.Approve}, false},
-		{" Yes ", "", codexchild.Decision{Kind: codexchild.Approve}, false},
-		{"approve_for_session", "", codexchild.Decision{Kind: codexchild.ApproveForSession}, false},
-		{"deny", "", codexchild.Decision{Kind: codexchild.Deny, Reason: "denied by the orchestrator"}, false},
-		{"deny: too risky", "", codexchild.Decision{Kind: codexchild.Deny, Reason: "too risky"}, false},
-		{"decline", "not now", codexchild.Decision{Kind: codexchild.Deny, Reason: "not now"}, false},
-		{"cancel", "", codexchild.Decision{Kind: codexchild.Deny, Reason: "the approval request was dismissed by the orchestrator; the action was not run"}, false},
-		{"abort", "", codexchild.Decision{Kind: codexchild.Abort, Reason: "aborted by the orchestrator"}, false},
-		{"maybe", "", codexchild.Decision{}, true},
+		{"approve", "", backend.Decision{Kind: backend.Approve}, false},
+		{" Yes ", "", backend.Decision{Kind: backend.Approve}, false},
+		{"approve_for_session", "", backend.Decision{Kind: backend.ApproveForSession}, false},
+		{"deny", "", backend.Decision{Kind: backend.Deny, Reason: "denied by the orchestrator"}, false},
+		{"deny: too risky", "", backend.Decision{Kind: backend.Deny, Reason: "too risky"}, false},
+		{"decline", "not now", backend.Decision{Kind: backend.Deny, Reason: "not now"}, false},
+		{"cancel", "", backend.Decision{Kind: backend.Deny, Reason: "the approval request was dismissed by the orchestrator; the action was not run"}, false},
+		{"abort", "", backend.Decision{Kind: backend.Abort, Reason: "aborted by the orchestrator"}, false},
+		{"maybe", "", backend.Decision{}, true},
 	}
 	for _, tt := range tests {
 		got, err := ParseAnswer(tt.answer, tt.reason)

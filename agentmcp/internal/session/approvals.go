@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
@@ -19,11 +19,11 @@ import (
 // closing or the proxy shutting down.
 type pending struct {
 	id       string
-	a        *codexchild.Approval
+	a        *backend.Approval
 	question string
 	created  time.Time
 	decided  chan Answer   // buffered 1: the first offer wins
-	answered chan struct{} // closed once Codex has been answered
+	answered chan struct{} // closed once the agent has been answered
 	once     sync.Once
 }
 
@@ -38,32 +38,33 @@ func (p *pending) offer(a Answer) bool {
 	return taken
 }
 
-// bridgeApproval answers a Codex approval (FR-18), on a goroutine of its own: with a
+// bridgeApproval answers an agent's approval (FR-18), on a goroutine of its own: with a
 // client that can be asked, through the turn's Asker (asker, else the
 // Manager's); with approval fallback "queue" (or while the client is
 // asked) it is listed in Detail and Session.Respond answers it. No answer
 // within the elicitation timeout, a client that cannot be asked (fallback
 // "deny"), a gone client or a closing session all become a denial — never
-// a JSON-RPC error, which would hang Codex's turn. s is nil for a turn
+// a JSON-RPC error, which would hang the agent's turn. s is nil for a turn
 // without a session.
-func (m *Manager) bridgeApproval(s *Session, call CallRef, asker Asker, a *codexchild.Approval) {
+func (m *Manager) bridgeApproval(s *Session, call CallRef, asker Asker, a *backend.Approval) {
 	var rec registry.Session
 	if s != nil {
 		rec = s.Record()
 	}
 	log := m.log.With("agent_id", rec.AgentID, "identity", rec.Identity, "kind", string(a.Kind))
-	what := describeApproval(a, agentName(rec.Backend))
+	what := describeApproval(a, m.cat.Name(rec.Kind()))
 	respond := func(an Answer) {
-		if err := a.Respond(an.Decision); err != nil && !errors.Is(err, codexchild.ErrAlreadyAnswered) {
+		if err := a.Respond(an.Decision); err != nil && !errors.Is(err, backend.ErrAlreadyAnswered) {
 			log.Warn("cannot answer codex approval", "err", err)
 		}
 		m.cfg.Audit.Approval(rec, what, an.Outcome)
 	}
-	if s != nil && deniedReadOnly(rec, a) && m.HeldReadOnly(rec.Role) {
-		// Another agent has no sandbox to hold it read-only: what would
+	b, _ := m.cat.of(rec)
+	if s != nil && deniedReadOnly(b, a) && m.cat.HeldReadOnly(rec.Role) {
+		// Its agent has no sandbox to hold it read-only: what would
 		// change the machine is refused here, without asking (policy.go).
 		log.Info("approval denied: the session is held read-only", "what", what)
-		respond(Answer{codexchild.Decision{Kind: codexchild.Deny, Reason: readOnlyAgentDenial}, "denied: read-only policy"})
+		respond(Answer{backend.Decision{Kind: backend.Deny, Reason: readOnlyAgentDenial}, "denied: read-only policy"})
 		return
 	}
 	if asker == nil {
@@ -72,15 +73,15 @@ func (m *Manager) bridgeApproval(s *Session, call CallRef, asker Asker, a *codex
 	if asker == nil || !asker.CanAsk() {
 		switch m.cfg.ApprovalFallback {
 		case "approve":
-			if m.heldReadOnlyTurn(s, rec) {
+			if m.cat.heldReadOnlyTurn(s, rec) {
 				// Approving would let a read-only session write or leave its
 				// sandbox without anyone deciding (policy.go).
 				log.Info("approval denied: the session is held read-only; approval_fallback=approve does not apply", "what", what)
-				respond(Answer{codexchild.Decision{Kind: codexchild.Deny, Reason: readOnlyDenial}, "denied: read-only policy"})
+				respond(Answer{backend.Decision{Kind: backend.Deny, Reason: readOnlyDenial}, "denied: read-only policy"})
 				return
 			}
 			log.Info("approval granted by policy (client has no elicitation)", "what", what)
-			respond(Answer{codexchild.Decision{Kind: codexchild.Approve}, "approved: approval_fallback=approve"})
+			respond(Answer{backend.Decision{Kind: backend.Approve}, "approved: approval_fallback=approve"})
 			return
 		case "queue":
 			asker = QueueAsker{}
@@ -90,7 +91,7 @@ func (m *Manager) bridgeApproval(s *Session, call CallRef, asker Asker, a *codex
 				"or use a client with elicitation support, or set approval_fallback = \"queue\" (answer with agent_respond) " +
 				"or \"approve\" for trusted setups."
 			log.Info("approval denied: client has no elicitation", "what", what)
-			respond(Answer{codexchild.Decision{Kind: codexchild.Deny, Reason: reason}, "denied: client has no elicitation"})
+			respond(Answer{backend.Decision{Kind: backend.Deny, Reason: reason}, "denied: client has no elicitation"})
 			return
 		}
 	}
@@ -98,12 +99,12 @@ func (m *Manager) bridgeApproval(s *Session, call CallRef, asker Asker, a *codex
 	if id == "" {
 		id = fmt.Sprintf("approval-%d", time.Now().UnixNano())
 	}
-	p := &pending{id: id, a: a, question: fmt.Sprintf("[%s] %s", firstNonEmpty(rec.Identity, "codex"), what),
+	p := &pending{id: id, a: a, question: fmt.Sprintf("[%s] %s", firstNonEmpty(rec.Identity, rec.Kind()), what),
 		created: m.now(), decided: make(chan Answer, 1), answered: make(chan struct{})}
 	defer close(p.answered)
 	if s != nil {
 		if !s.pend(p) {
-			respond(Answer{codexchild.Decision{Kind: codexchild.Deny, Reason: "the session is closing", TurnEnds: true}, "denied: session closing"})
+			respond(Answer{backend.Decision{Kind: backend.Deny, Reason: "the session is closing", TurnEnds: true}, "denied: session closing"})
 			return
 		}
 		defer s.pend(&pending{id: id}) // done: unlisted
@@ -123,7 +124,7 @@ func (m *Manager) bridgeApproval(s *Session, call CallRef, asker Asker, a *codex
 				// answered otherwise, timed out or shutting down
 			case err != nil:
 				log.Info("approval could not be asked; denying", "err", err)
-				p.offer(Answer{codexchild.Decision{Kind: codexchild.Deny, Reason: "the approval could not be asked: " + err.Error()}, "denied: client gone"})
+				p.offer(Answer{backend.Decision{Kind: backend.Deny, Reason: "the approval could not be asked: " + err.Error()}, "denied: client gone"})
 			default:
 				p.offer(an)
 			}
@@ -139,11 +140,11 @@ func (m *Manager) bridgeApproval(s *Session, call CallRef, asker Asker, a *codex
 	case <-timer.C:
 		p.offer(Answer{})
 		log.Warn("approval timed out; denying", "after", m.cfg.ElicitationTimeout, "what", what)
-		respond(Answer{codexchild.Decision{Kind: codexchild.Deny, Reason: fmt.Sprintf("no answer from the user within %s: no one answered the approval request in time", m.cfg.ElicitationTimeout)},
+		respond(Answer{backend.Decision{Kind: backend.Deny, Reason: fmt.Sprintf("no answer from the user within %s: no one answered the approval request in time", m.cfg.ElicitationTimeout)},
 			"denied: elicitation timeout"})
 	case <-m.ctx.Done():
 		p.offer(Answer{})
-		respond(Answer{codexchild.Decision{Kind: codexchild.Deny, Reason: "the proxy is shutting down", TurnEnds: true}, "denied: shutdown"})
+		respond(Answer{backend.Decision{Kind: backend.Deny, Reason: "the proxy is shutting down", TurnEnds: true}, "denied: shutdown"})
 	}
 }
 
@@ -194,7 +195,7 @@ func (s *Session) pend(p *pending) bool {
 
 // denyApprovals answers every approval the session still waits for with a
 // denial (FR-18.5), which comes with the end of the turn (the session
-// closes, the turn is interrupted), and waits (at most 2 s) until Codex
+// closes, the turn is interrupted), and waits (at most 2 s) until the agent
 // has been told.
 func (s *Session) denyApprovals(reason string) {
 	s.mu.Lock()
@@ -206,7 +207,7 @@ func (s *Session) denyApprovals(reason string) {
 	deadline := time.NewTimer(2 * time.Second)
 	defer deadline.Stop()
 	for _, p := range pend {
-		p.offer(Answer{codexchild.Decision{Kind: codexchild.Deny, Reason: reason, TurnEnds: true}, "denied: " + reason})
+		p.offer(Answer{backend.Decision{Kind: backend.Deny, Reason: reason, TurnEnds: true}, "denied: " + reason})
 	}
 	for _, p := range pend {
 		select {
@@ -220,14 +221,14 @@ func (s *Session) denyApprovals(reason string) {
 // Respond answers a pending approval of the session (agent_respond); id ""
 // names the only pending one. It returns the approval's id, or
 // INVALID_PARAMS when there is no such approval or it was answered already.
-func (s *Session) Respond(id string, d codexchild.Decision) (string, error) {
+func (s *Session) Respond(id string, d backend.Decision) (string, error) {
 	return s.RespondFrom(id, d, "agent_respond")
 }
 
 // RespondFrom is Respond for an answer that came another way (from, "the
 // view" say), which the audit names: "approve by the view". The first
 // answer wins, whichever way it came; the others are withdrawn.
-func (s *Session) RespondFrom(id string, d codexchild.Decision, from string) (string, error) {
+func (s *Session) RespondFrom(id string, d backend.Decision, from string) (string, error) {
 	s.mu.Lock()
 	p := s.approvals[id]
 	if p == nil && id == "" && len(s.approvals) == 1 {
@@ -253,41 +254,41 @@ func (s *Session) RespondFrom(id string, d codexchild.Decision, from string) (st
 // ParseAnswer reads agent_respond's answer: approve, approve_for_session,
 // deny, or "deny: <reason>"; cancel is a denial, as an elicitation's
 // cancel is; abort ends the turn.
-func ParseAnswer(ans, reason string) (codexchild.Decision, error) {
+func ParseAnswer(ans, reason string) (backend.Decision, error) {
 	ans = strings.TrimSpace(ans)
 	if k, r, ok := strings.Cut(ans, ":"); ok {
 		ans, reason = strings.TrimSpace(k), firstNonEmpty(strings.TrimSpace(reason), strings.TrimSpace(r))
 	}
 	switch strings.ToLower(ans) {
 	case "approve", "approved", "accept", "yes":
-		return codexchild.Decision{Kind: codexchild.Approve}, nil
+		return backend.Decision{Kind: backend.Approve}, nil
 	case "approve_for_session", "approved_for_session":
-		return codexchild.Decision{Kind: codexchild.ApproveForSession}, nil
+		return backend.Decision{Kind: backend.ApproveForSession}, nil
 	case "deny", "denied", "decline", "no":
-		return codexchild.Decision{Kind: codexchild.Deny, Reason: firstNonEmpty(reason, "denied by the orchestrator")}, nil
+		return backend.Decision{Kind: backend.Deny, Reason: firstNonEmpty(reason, "denied by the orchestrator")}, nil
 	case "cancel":
-		return codexchild.Decision{Kind: codexchild.Deny, Reason: firstNonEmpty(reason, "the approval request was dismissed by the orchestrator; the action was not run")}, nil
+		return backend.Decision{Kind: backend.Deny, Reason: firstNonEmpty(reason, "the approval request was dismissed by the orchestrator; the action was not run")}, nil
 	case "abort":
-		return codexchild.Decision{Kind: codexchild.Abort, Reason: firstNonEmpty(reason, "aborted by the orchestrator")}, nil
+		return backend.Decision{Kind: backend.Abort, Reason: firstNonEmpty(reason, "aborted by the orchestrator")}, nil
 	}
-	return codexchild.Decision{}, fmt.Errorf("answer %q is not approve, approve_for_session, deny or \"deny: reason\"", ans)
+	return backend.Decision{}, fmt.Errorf("answer %q is not approve, approve_for_session, deny or \"deny: reason\"", ans)
 }
 
 // describeApproval is the human question for an approval of agent (as
-// agentName names it: "Codex", "claude").
-func describeApproval(a *codexchild.Approval, agent string) string {
+// Catalogue.Name names it: "Codex", "claude").
+func describeApproval(a *backend.Approval, agent string) string {
 	switch a.Kind {
-	case codexchild.ApprovalPatch:
+	case backend.ApprovalPatch:
 		n := countChanges(a.Changes)
 		q := fmt.Sprintf("Allow %s to apply changes to %d file%s", agent, n, plural(n))
-		if n == 0 && a.Message != "" && agent != agentName(KindCodex) {
-			q = "Allow " + agent + " to change files: " + a.Message // an ACP edit names its files in its title
+		if n == 0 && a.Changes == nil && a.Message != "" {
+			q = "Allow " + agent + " to change files: " + a.Message // an ACP edit names no changes, its files in its title
 		}
 		if a.Reason != "" {
 			q += " (" + a.Reason + ")"
 		}
 		return q + "?"
-	case codexchild.ApprovalTool:
+	case backend.ApprovalTool:
 		return "Allow " + agent + " to use " + firstNonEmpty(a.Message, "a tool") + "?"
 	default:
 		q := "Allow " + agent + " to run `" + a.Command + "`"

@@ -29,7 +29,7 @@ func NewAuditor(log AuditLog, lg *slog.Logger) *Auditor {
 	return &Auditor{log: log, lg: lg}
 }
 
-// Turn records a turn forwarded to Codex (FR-9.2) with its source.
+// Turn records a turn forwarded to its agent (FR-9.2) with its source.
 func (a *Auditor) Turn(rec registry.Session, src Source, prompt, outcome string) {
 	a.Append(registry.Entry{Event: "turn:" + src.String(), AgentID: rec.AgentID, Identity: rec.Identity, Summary: prompt, Outcome: outcome})
 }

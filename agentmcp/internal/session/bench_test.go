@@ -65,7 +65,7 @@ func BenchmarkShutdownRecords(b *testing.B) {
 		gate := make(chan struct{})
 		fb.summaryGate = gate
 		fr := &finishRegistry{Registry: RegistryOf(reg), want: 5, done: make(chan struct{})}
-		m, err := NewManager(Config{Home: home, Team: "dev", Backend: fb, Registry: fr, Cwd: home, PersistThreads: true,
+		m, err := NewManager(Config{Home: home, Team: "dev", Backends: map[string]Backend{registry.DefaultKind: fb}, Registry: fr, Cwd: home, PersistThreads: true,
 			ElicitationTimeout: 5 * time.Second, SummaryTimeout: 2 * time.Second})
 		if err != nil {
 			b.Fatal(err)

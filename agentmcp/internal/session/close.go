@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
@@ -29,7 +29,7 @@ type CloseOutcome struct {
 	Already bool
 	// Usage is the session's token usage over its life (nil when its
 	// agent reported none).
-	Usage *codexchild.Usage
+	Usage *backend.Usage
 	// Released says what became of the session's own place (isolation
 	// worktree): removed, or kept with its work; nil without one, and at
 	// a shutdown (the place is kept for a resume).
@@ -71,7 +71,7 @@ func (m *Manager) Close(ctx context.Context, s *Session, summarize bool) CloseOu
 	s.mu.Unlock()
 	defer close(closed)
 
-	before, unused := m.takeUnused(s)
+	before, unused := m.resumed.take(s)
 	unused = unused && !busy
 	rec := m.closeRecord(s, busy, unused, before)
 	closedErr := proxyerr.New(proxyerr.ErrSessionClosed, map[string]any{"agent_id": agentID}, "session %s was closed", agentID)
@@ -81,7 +81,7 @@ func (m *Manager) Close(ctx context.Context, s *Session, summarize bool) CloseOu
 	s.denyApprovals("the session is being closed")
 	if busy {
 		if rec.BackendID != "" {
-			if b, err := m.backendOf(rec); err == nil {
+			if b, err := m.cat.of(rec); err == nil {
 				_ = b.Interrupt(ctx, rec.BackendID)
 			}
 		}
@@ -94,9 +94,11 @@ func (m *Manager) Close(ctx context.Context, s *Session, summarize bool) CloseOu
 	}
 	saved := false
 	if summarize && !unused {
-		saved = m.summarize(ctx, s)
+		saved = s.summarize(ctx)
 	}
-	released := m.releasePlace(ctx, s, m.Closing()) // a shutdown keeps it for a resume
+	// A merge of its work ends before its place is let go of.
+	s.waitUnheld(ctx)
+	released := s.releasePlace(ctx, m.Closing()) // a shutdown keeps it for a resume
 	s.mu.Lock()
 	s.closing = nil
 	s.mu.Unlock()
@@ -135,7 +137,7 @@ func (m *Manager) closeRecord(s *Session, busy, unused bool, before registry.Ses
 	case final != nil:
 		rec = *final // written by finishAll
 	case unused:
-		rec, err = m.closeUnused(facts.AgentID, before)
+		rec, err = closeUnused(m.cfg.Registry, facts.AgentID, before)
 	default:
 		st := registry.StatusClosed
 		if busy {
@@ -192,9 +194,7 @@ func (m *Manager) finishAll(live map[string]*Session) {
 	fns := make(map[string]func(*registry.Session), len(live))
 	owners := make(map[string]*Session, len(live))
 	for _, s := range live {
-		m.mu.Lock()
-		before, unused := m.resumed[s]
-		m.mu.Unlock()
+		before, unused := m.resumed.peek(s)
 		s.mu.Lock()
 		facts, busy, closing := s.rec, s.running != nil, s.closing != nil
 		s.mu.Unlock()
@@ -237,12 +237,12 @@ func (m *Manager) finishAll(live map[string]*Session) {
 // before, and no summary is asked for, so that Codex is not started only to
 // summarise a thread it may not know (a new mcp-server process never does)
 // and a closed session with its summary does not become interrupted.
-func (m *Manager) closeUnused(agentID string, before registry.Session) (registry.Session, error) {
+func closeUnused(reg Registry, agentID string, before registry.Session) (registry.Session, error) {
 	if before.Status.Live() {
 		// Resumed from a live record (it never is, but): close it.
-		return m.cfg.Registry.CloseSession(agentID)
+		return reg.CloseSession(agentID)
 	}
-	return m.cfg.Registry.Update(agentID, func(x *registry.Session) {
+	return reg.Update(agentID, func(x *registry.Session) {
 		x.Status, x.ThreadState, x.LastActive = before.Status, before.ThreadState, before.LastActive
 	})
 }
@@ -279,7 +279,8 @@ func (m *Manager) Discard(ctx context.Context, s *Session, why error) bool {
 
 // summarize asks the session's thread for a summary and saves it; it
 // reports whether one was saved.
-func (m *Manager) summarize(ctx context.Context, s *Session) bool {
+func (s *Session) summarize(ctx context.Context) bool {
+	m := s.m
 	rec := s.Record()
 	if rec.BackendID == "" {
 		return false
@@ -300,16 +301,19 @@ func (m *Manager) summarize(ctx context.Context, s *Session) bool {
 }
 
 // Shutdown closes every live session (FR-7): first their final records,
-// all in one write (finishAll), then in parallel within the summary budget
-// each is closed and, when Config.PersistThreads is set, asked for a
-// summary, saved if it comes in time. No session can be created or resumed
-// afterwards.
+// all in one write (finishAll), which Config.RecordsClosed hears of, then
+// in parallel within the summary budget each is closed and, when
+// Config.PersistThreads is set, asked for a summary, saved if it comes in
+// time. No session can be created or resumed afterwards.
 func (m *Manager) Shutdown() {
 	m.mu.Lock()
 	m.closing = true
 	m.mu.Unlock()
 	live := m.Live()
 	m.finishAll(live)
+	if m.cfg.RecordsClosed != nil {
+		m.cfg.RecordsClosed()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.SummaryTimeout+2*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup

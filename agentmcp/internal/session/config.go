@@ -7,16 +7,18 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/gitctx"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
-// Backend is an agent's backend as sessions use it (a codexchild.Backend):
-// the Codex child, or another kind's (an ACP agent's).
+// Backend is an agent kind's backend as sessions use it (a
+// backend.Backend: serve's supervisor of the Codex child, an ACP
+// backend). What else it can do is asked of it (its capabilities,
+// agents.go).
 type Backend interface {
-	Turn(ctx context.Context, req codexchild.TurnRequest) (*codexchild.Result, error)
+	Turn(ctx context.Context, req backend.TurnRequest) (*backend.Result, error)
 	Interrupt(ctx context.Context, threadID string) error
-	Status() codexchild.Status
+	Status() backend.Status
 }
 
 // Registry is the instance registry as sessions use it: records of
@@ -60,15 +62,15 @@ type IDs struct {
 // Sink passes a turn's events on to the client.
 type Sink interface {
 	// Event passes one event on; act is its translation
-	// (codexchild.Event.Activity), what progress reports; call is the
+	// (backend.Event.Activity), what progress reports; call is the
 	// client request that started the turn (nil for turns the proxy
 	// starts; act is zero then, and for a call that wants no progress and
 	// has no session). It runs on the backend's reader and must not block;
 	// it reports false when the event was dropped. The session has
 	// recorded the event before.
-	Event(e codexchild.Event, act codexchild.Activity, ids IDs, call CallRef) bool
-	// Flush writes the events held back since Codex's output last ran dry
-	// (codexchild.Flusher).
+	Event(e backend.Event, act backend.Activity, ids IDs, call CallRef) bool
+	// Flush writes the events held back since the backend's output last
+	// ran dry (backend.Flusher).
 	Flush()
 }
 
@@ -77,9 +79,10 @@ type Question struct {
 	ApprovalID string
 	AgentID    string
 	Identity   string
-	// Message is the human question ("[arch] Allow Codex to run `ls`?").
+	// Message is the human question ("[arch] Allow Codex to run `ls`?",
+	// "[rev] Allow claude to use Fetch?").
 	Message  string
-	Approval *codexchild.Approval
+	Approval *backend.Approval
 	// RequestID is the JSON id of the client request whose turn asks, nil
 	// for turns the proxy starts.
 	RequestID json.RawMessage
@@ -91,7 +94,7 @@ type Question struct {
 
 // Answer is a decision and how it was reached (for the audit).
 type Answer struct {
-	Decision codexchild.Decision
+	Decision backend.Decision
 	Outcome  string
 }
 
@@ -150,8 +153,9 @@ type Mail interface {
 	Stats(identity string) MailStats
 }
 
-// ThreadDefaults are the Codex settings a new thread gets unless the caller
-// overrides them; empty fields are not sent (Codex uses its own default).
+// ThreadDefaults are the settings a new thread of the default kind gets
+// unless the caller overrides them (agents.go); empty fields are not sent
+// (the agent uses its own default).
 type ThreadDefaults struct {
 	Model           string
 	ReasoningEffort string
@@ -165,15 +169,11 @@ type Config struct {
 	Home string
 	// Team is the ATM team. required.
 	Team string
-	// Backend is the Codex child: the backend of the sessions of kind
-	// "codex" (and of records that name no kind). required.
-	Backend Backend
-	// Agents are the backends of the other agent kinds by kind ("claude",
-	// "gemini", a configured agent's name): a session runs on the backend
-	// of the kind its registry record names (agents.go). The keys "codex"
-	// and "" are never looked up (they are Backend). optional: nil runs
-	// Codex sessions only.
-	Agents map[string]Backend
+	// Backends are the backends by agent kind (registry.DefaultKind's,
+	// "claude", "gemini", a configured agent's name): a session runs on
+	// the backend of the kind its registry record names, and what each
+	// can do is asked of it (agents.go). required: the default kind's.
+	Backends map[string]Backend
 	// Registry keeps the sessions (RegistryOf). required.
 	Registry Registry
 	// Audit writes the audit trail. optional: nil records nothing.
@@ -200,20 +200,19 @@ type Config struct {
 	// of their own (place.go). optional: nil refuses such a start.
 	Places Places
 
-	// Defaults are the thread settings before a role preset or the
-	// caller's arguments.
+	// Defaults are the default kind's thread settings before a role
+	// preset or the caller's arguments; their sandbox is also the
+	// operator's policy for every kind (policy.go).
 	Defaults ThreadDefaults
-	// Roles are the role presets by name.
+	// Roles are the role presets by name (of the default kind's settings,
+	// and of the policy as Defaults).
 	Roles map[string]ThreadDefaults
-	// BaseInstructions replace Codex's base instructions when the caller
-	// does not give base-instructions. optional: "" sends none.
+	// BaseInstructions replace the agent's base instructions when the
+	// caller does not give base-instructions. optional: "" sends none.
 	BaseInstructions string
 	// ExtraInstructions are appended to the injected instructions (the
 	// multi-agent prompt). optional.
 	ExtraInstructions string
-	// CodexConfig are config overrides sent with every new thread.
-	// optional.
-	CodexConfig map[string]any
 	// ToolServer is the command line of the per-thread tools-only MCP
 	// server; --team and --identity are added. optional: nil gives threads
 	// no ATM tools.
@@ -236,6 +235,11 @@ type Config struct {
 	// SummaryTimeout bounds the summary asked for on close and shutdown.
 	// optional: 0 means 10 s.
 	SummaryTimeout time.Duration
+	// RecordsClosed is called once per Shutdown, as soon as every live
+	// session's final record is written (closed, or interrupted for a
+	// busy one) and before any summary is asked for; also when there was
+	// nothing to write, or the write failed. optional.
+	RecordsClosed func()
 	// AutoMail delivers team mail to idle sessions as turns; a session may
 	// override it when it is created.
 	AutoMail bool

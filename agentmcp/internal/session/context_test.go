@@ -17,7 +17,7 @@ func TestTurnContextCache(t *testing.T) {
 	sc := sessionContext{AgentID: "codex-1", Identity: "arch", Team: "dev", Cwd: "/w/repo",
 		Repo: gitctx.Facts{Root: str("/w/repo"), Name: str("widgets"), Branch: str("main")}}
 	s := &Session{m: &Manager{cfg: Config{Team: "dev"}}}
-	first, params := s.turnContext(sc)
+	first, params := s.turnContext(sc, nil)
 	if want := sc.contextBlock() + "\n"; first != want {
 		t.Fatalf("preamble = %q, want %q", first, want)
 	}
@@ -26,7 +26,7 @@ func TestTurnContextCache(t *testing.T) {
 	}
 	block := s.cache.block
 	sc.Repo = gitctx.Facts{Root: str("/w/repo"), Name: str("widgets"), Branch: str("main")} // equal, not the same pointers
-	if s.turnContext(sc); unsafe.StringData(s.cache.block) != unsafe.StringData(block) {
+	if s.turnContext(sc, nil); unsafe.StringData(s.cache.block) != unsafe.StringData(block) {
 		t.Error("the block was rendered again although nothing changed")
 	}
 	for _, change := range []func(){
@@ -36,7 +36,7 @@ func TestTurnContextCache(t *testing.T) {
 		func() { sc.Identity = "dev-1" },
 	} {
 		change()
-		if got, _ := s.turnContext(sc); got != sc.contextBlock()+"\n" {
+		if got, _ := s.turnContext(sc, nil); got != sc.contextBlock()+"\n" {
 			t.Errorf("after a change: preamble %q, want %q", got, sc.contextBlock()+"\n")
 		}
 	}
@@ -44,7 +44,7 @@ func TestTurnContextCache(t *testing.T) {
 	s.paramsGen++ // the settings changed
 	s.mu.Unlock()
 	block = s.cache.block
-	if s.turnContext(sc); unsafe.StringData(s.cache.block) == unsafe.StringData(block) {
+	if s.turnContext(sc, nil); unsafe.StringData(s.cache.block) == unsafe.StringData(block) {
 		t.Error("the block was not rendered again after the settings changed")
 	}
 }

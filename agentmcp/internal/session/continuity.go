@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
@@ -65,7 +65,7 @@ type resumeMark struct{}
 // (the session's, "" for none) and got res; seedWhat says what the turn's
 // seed was ("" for none). nil when the turn continued the session's
 // thread and did not resume it.
-func threadNote(resumed *resumeMark, asked string, res *codexchild.Result, seedWhat string) *ThreadNote {
+func threadNote(resumed *resumeMark, asked string, res *backend.Result, seedWhat string) *ThreadNote {
 	if res == nil {
 		return nil
 	}

@@ -1,13 +1,28 @@
-// Package session is the proxy's domain: the Codex agent sessions of one
-// proxy, their queues of turns, the turns themselves, their persistence in
-// the instance registry, their approvals and what their events told. It
-// knows nothing about MCP: the client is reached only through the small
-// interfaces Sink (events), Asker (approvals), CallRef (the request that
-// started a turn) and Mail (the mail layer), which the composition root
-// implements. Observer (observe.go) is told of every change of a session
+// Package session is the proxy's domain: the agent sessions of one proxy,
+// of every agent kind, their queues of turns, the turns themselves, their
+// persistence in the instance registry, their approvals and what their
+// events told. It knows nothing about MCP: the client is reached only
+// through the small interfaces Sink (events), Asker (approvals), CallRef
+// (the request that started a turn) and Mail (the mail layer), which the
+// composition root implements. Observer (observe.go) is told of every change of a session
 // without blocking, and reads Session.State later: package feed publishes
 // the states for a live view through it, and a budget would watch
 // Session.Usage there.
+//
+// # Agent kinds
+//
+// It names no agent kind. The composition root (package proxy, from
+// serve's configuration) builds one backend per kind and gives them in a
+// map by kind (Config.Backends): serve's supervisor of the Codex child
+// under the default kind (registry.DefaultKind), one ACP backend per
+// configured agent under its name. Each talks through the seam package
+// codexchild/backend, the only agent package this one imports. A
+// session's record names its kind; the Catalogue (agents.go) picks its
+// backend by that name, lists the kinds, gives a new session's settings
+// and checks them, and everything a kind does differently is asked of its
+// backend as a capability (backend.Sandboxed, Configurable,
+// WholeRestarter, Named, Availability, MailPauser), so that a new protocol
+// is a new entry in the map and nothing here changes.
 //
 // # States and the queue
 //
@@ -46,7 +61,7 @@
 // at a shutdown or a hand-over, and released at agent_close (removed only
 // when it holds no change). Every turn of such a session runs in it: the
 // thread's cwd, its environment (ThreadParams.Env), the writable roots a
-// sandboxed Codex needs to commit (never for a read-only thread), and the
+// sandboxed agent needs to commit (never for a read-only thread), and the
 // <session-context> block that names the worktree, branch and ports. Each
 // ended turn is told to Places (TurnEnded, the conflict radar), after the
 // turn's answer and without waiting.
@@ -55,8 +70,8 @@
 //
 // A turn that a client request started may run on the goroutine that read
 // the request (Session.Run on an idle session). Before anything that may
-// wait it calls CallRef.Release, and with codexchild's OnResult hook its
-// result may be answered from the Codex reader (CallRef.TryReplyNow, which
+// wait it calls CallRef.Release, and with the backend's OnResult hook its
+// result may be answered from the backend's reader (CallRef.TryReplyNow, which
 // calls back to record the turn just before the answer is written). The
 // package never sees how either works.
 //
@@ -66,8 +81,8 @@
 // (I/O, the backend, the sink, the asker, the mail layer) while holding one.
 //
 //   - Manager.mu guards the session maps, the identities being claimed,
-//     the resumed sessions that have run no turn yet, the discarded
-//     sessions remembered (discarded.go) and the shutting-down flag.
+//     the discarded sessions remembered (discarded.go) and the
+//     shutting-down flag.
 //     Create and Rebind reserve the identity under it, drop it for the
 //     registry write and the git walk, then take it again to commit or
 //     undo.
@@ -76,18 +91,22 @@
 //   - persister.mu guards the persister's queue.
 //   - Handle.mu guards a started turn's cancel function; a leaf, taken
 //     with no other lock held.
+//   - resumedSet.mu guards the resumed sessions that have run no turn yet
+//     (Manager.resumed); a leaf.
 //
-// # When Codex is down
+// # When an agent is down
 //
-// A backend that can be down for a while tells so (Unavailable, see
-// recovery.go): Create and every turn a client asks for (Run,
+// A backend that can be down for a while tells so (backend.Availability,
+// see recovery.go): Create and every turn a client asks for (Run,
 // RunBackground, Start, AnonymousReply) then refuse at once, before any
-// registry write or audit entry, and the error says how to get Codex
-// back. Errors about a dead child carry the backend's advice
-// (RecoveryError), so that none advises an action the backend will
-// refuse. An auto-mail turn's mail counts as delivered once Codex has
-// acknowledged the turn (Turn.OnAccepted; see TryMail): a child that dies
-// before that leaves it unread, offered again after the restart.
+// registry write or audit entry, and the error says how to get the agent
+// back. Errors about a dead child carry its supervisor's advice
+// (backend.RecoveryError), so that none advises an action the supervisor
+// will refuse; only the session's own backend is asked, so another kind's
+// crash never holds a session. An auto-mail turn's mail counts as
+// delivered once the agent has acknowledged the turn (Turn.OnAccepted;
+// see TryMail): a child that dies before that leaves it unread, offered
+// again after the restart.
 //
 // # Goroutines
 //

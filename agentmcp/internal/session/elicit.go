@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 )
 
 // Dismissed is what the agent reads when the client cancels an approval
@@ -63,15 +63,15 @@ func ElicitAnswer(result json.RawMessage) Answer {
 	switch r.Action {
 	case "accept":
 		if r.Content.ApproveForSession || r.Content.Decision == "approved_for_session" {
-			return Answer{Decision: codexchild.Decision{Kind: codexchild.ApproveForSession}, Outcome: "approved for session"}
+			return Answer{Decision: backend.Decision{Kind: backend.ApproveForSession}, Outcome: "approved for session"}
 		}
-		return Answer{Decision: codexchild.Decision{Kind: codexchild.Approve}, Outcome: "approved"}
+		return Answer{Decision: backend.Decision{Kind: backend.Approve}, Outcome: "approved"}
 	case "cancel":
-		return Answer{Decision: codexchild.Decision{Kind: codexchild.Deny, Reason: Dismissed}, Outcome: "denied: the client cancelled the request"}
+		return Answer{Decision: backend.Decision{Kind: backend.Deny, Reason: Dismissed}, Outcome: "denied: the client cancelled the request"}
 	}
 	reason := strings.TrimSpace(r.Content.Reason)
 	if reason == "" {
 		reason = declinedNoReason
 	}
-	return Answer{Decision: codexchild.Decision{Kind: codexchild.Deny, Reason: reason}, Outcome: "denied: " + reason}
+	return Answer{Decision: backend.Decision{Kind: backend.Deny, Reason: reason}, Outcome: "denied: " + reason}
 }

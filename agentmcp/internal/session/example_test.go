@@ -9,27 +9,28 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
-// echoCodex answers every turn with the last line of its prompt (after the
+// echoAgent is a backend that answers every turn with the last line of its prompt (after the
 // session context the manager puts first).
-type echoCodex struct{}
+type echoAgent struct{}
 
-func (echoCodex) Turn(_ context.Context, req codexchild.TurnRequest) (*codexchild.Result, error) {
+func (echoAgent) Turn(_ context.Context, req backend.TurnRequest) (*backend.Result, error) {
 	lines := strings.Split(strings.TrimSpace(req.Prompt), "\n")
 	thread := req.ThreadID
 	if thread == "" {
 		thread = "thread-1"
 	}
-	return &codexchild.Result{ThreadID: thread, Text: "done: " + lines[len(lines)-1], Status: "completed"}, nil
+	return &backend.Result{ThreadID: thread, Text: "done: " + lines[len(lines)-1], Status: "completed"}, nil
 }
-func (echoCodex) Interrupt(context.Context, string) error { return nil }
-func (echoCodex) Status() codexchild.Status               { return codexchild.Status{} }
+func (echoAgent) Interrupt(context.Context, string) error { return nil }
+func (echoAgent) Status() backend.Status                  { return backend.Status{} }
 
 // A manager over a registry in a temporary ATM home: a session for the
-// identity "arch" runs two turns on one Codex thread, then closes.
+// identity "arch" runs two turns on one thread of the default kind's
+// backend, then closes.
 func Example() {
 	home, _ := os.MkdirTemp("", "session-example-")
 	defer os.RemoveAll(home)
@@ -42,7 +43,7 @@ func Example() {
 		return
 	}
 	defer reg.Close()
-	m, err := session.NewManager(session.Config{Home: home, Team: "dev", Backend: echoCodex{}, Registry: session.RegistryOf(reg), Cwd: home})
+	m, err := session.NewManager(session.Config{Home: home, Team: "dev", Backends: map[string]session.Backend{registry.DefaultKind: echoAgent{}}, Registry: session.RegistryOf(reg), Cwd: home})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -29,7 +29,7 @@ func (m *Manager) HandOver(ctx context.Context, to string) []registry.Session {
 	var wg sync.WaitGroup
 	for _, s := range m.Live() {
 		wg.Go(func() {
-			if rec, ok := m.handOver(ctx, s, to); ok {
+			if rec, ok := s.handOver(ctx, to); ok {
 				mu.Lock()
 				out = append(out, rec)
 				mu.Unlock()
@@ -41,8 +41,9 @@ func (m *Manager) HandOver(ctx context.Context, to string) []registry.Session {
 	return out
 }
 
-// handOver hands one session over (HandOver).
-func (m *Manager) handOver(ctx context.Context, s *Session, to string) (registry.Session, bool) {
+// handOver hands the session over (Manager.HandOver).
+func (s *Session) handOver(ctx context.Context, to string) (registry.Session, bool) {
+	m := s.m
 	s.mu.Lock()
 	if s.closing != nil || !s.rec.Status.Live() {
 		s.mu.Unlock()
@@ -67,7 +68,7 @@ func (m *Manager) handOver(ctx context.Context, s *Session, to string) (registry
 		}
 	}
 	s.denyApprovals("the session is being handed over")
-	m.releasePlace(ctx, s, true) // unlocked: the next proxy re-enters it
+	s.releasePlace(ctx, true) // unlocked: the next proxy re-enters it
 	facts := s.Record()
 	rec, err := m.cfg.Registry.Update(agentID, func(x *registry.Session) {
 		turns := max(x.Turns, facts.Turns) // the last turn's count may still be on its way to the file

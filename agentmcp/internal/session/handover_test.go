@@ -79,7 +79,7 @@ func TestHandOverAndTakeUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer next.Close()
-	m2, err := NewManager(Config{Home: h.dir, Team: "dev", Backend: h.fb, Registry: RegistryOf(next), Cwd: h.dir, PersistThreads: true})
+	m2, err := NewManager(Config{Home: h.dir, Team: "dev", Backends: map[string]Backend{registry.DefaultKind: h.fb}, Registry: RegistryOf(next), Cwd: h.dir, PersistThreads: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/leakcheck"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
@@ -30,8 +31,10 @@ import (
 // (Replaced "lost by the fake"). A summary turn waits for summaryGate to
 // be closed when it is set.
 type fakeBackend struct {
+	codexchild.Codex // a Codex backend, as the seam asks it (sandboxed, Codex's settings, one child)
+
 	mu          sync.Mutex
-	reqs        []codexchild.TurnRequest
+	reqs        []backend.TurnRequest
 	threads     int
 	running     map[string]chan struct{}
 	release     chan string
@@ -52,13 +55,13 @@ func newFakeBackend() *fakeBackend {
 	return &fakeBackend{running: map[string]chan struct{}{}, release: make(chan string)}
 }
 
-func (f *fakeBackend) requests() []codexchild.TurnRequest {
+func (f *fakeBackend) requests() []backend.TurnRequest {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]codexchild.TurnRequest(nil), f.reqs...)
+	return append([]backend.TurnRequest(nil), f.reqs...)
 }
 
-func (f *fakeBackend) Turn(ctx context.Context, req codexchild.TurnRequest) (*codexchild.Result, error) {
+func (f *fakeBackend) Turn(ctx context.Context, req backend.TurnRequest) (*backend.Result, error) {
 	if req.Release != nil {
 		req.Release()
 	}
@@ -96,7 +99,7 @@ func (f *fakeBackend) Turn(ctx context.Context, req codexchild.TurnRequest) (*co
 	}
 	lines := strings.Split(strings.TrimSpace(req.Prompt), "\n")
 	last := strings.TrimSpace(lines[len(lines)-1])
-	died := &codexchild.ExitError{Status: codexchild.ExitStatus{Code: -1, Signal: "killed"}}
+	died := &backend.ExitError{Status: backend.ExitStatus{Code: -1, Signal: "killed"}}
 	if last == "DIE" {
 		return nil, died
 	}
@@ -108,11 +111,11 @@ func (f *fakeBackend) Turn(ctx context.Context, req codexchild.TurnRequest) (*co
 	}
 	if h := req.Handler; h != nil {
 		p, _ := json.Marshal(map[string]any{"msg": map[string]any{"type": "agent_message", "message": "working on " + last}})
-		h.Event(codexchild.Event{ThreadID: thread, Method: "codex/event", Type: "agent_message", Params: p})
+		h.Event(backend.Event{ThreadID: thread, Method: "codex/event", Type: "agent_message", Params: p, Translate: codexchild.Translate})
 	}
-	interrupted := &codexchild.Result{ThreadID: thread, Text: "interrupted", IsError: true, Status: "interrupted", Replaced: replaced}
-	result := func(text string) (*codexchild.Result, error) {
-		r := &codexchild.Result{ThreadID: thread, Text: text, Status: "completed", Replaced: replaced}
+	interrupted := &backend.Result{ThreadID: thread, Text: "interrupted", IsError: true, Status: "interrupted", Replaced: replaced}
+	result := func(text string) (*backend.Result, error) {
+		r := &backend.Result{ThreadID: thread, Text: text, Status: "completed", Replaced: replaced}
 		if replyNow && req.OnResult != nil {
 			done := make(chan struct{})
 			go func() { req.OnResult(r); close(done) }() // as from codexchild's reader
@@ -128,9 +131,9 @@ func (f *fakeBackend) Turn(ctx context.Context, req codexchild.TurnRequest) (*co
 			method, typ, params = "error", "error", `{"error":{"message":"stream disconnected before completion"},"willRetry":true,"threadId":"t"}`
 		}
 		if h := req.Handler; h != nil {
-			h.Event(codexchild.Event{ThreadID: thread, Method: method, Type: typ, Params: json.RawMessage(params)})
+			h.Event(backend.Event{ThreadID: thread, Method: method, Type: typ, Params: json.RawMessage(params), Translate: codexchild.Translate})
 		}
-		return nil, &codexchild.TimeoutError{After: 2 * time.Second, ThreadID: thread}
+		return nil, &backend.TimeoutError{After: 2 * time.Second, ThreadID: thread}
 	case "BLOCK":
 		select {
 		case text := <-f.release:
@@ -141,14 +144,14 @@ func (f *fakeBackend) Turn(ctx context.Context, req codexchild.TurnRequest) (*co
 			return interrupted, ctx.Err()
 		}
 	case "APPROVE":
-		dec := make(chan codexchild.Decision, 1)
-		a := codexchild.NewApproval(codexchild.Approval{ID: "approval-1", Kind: codexchild.ApprovalExec, ThreadID: thread,
-			Command: "touch x", Cwd: req.Params.Cwd}, func(d codexchild.Decision) error {
+		dec := make(chan backend.Decision, 1)
+		a := backend.NewApproval(backend.Approval{ID: "approval-1", Kind: backend.ApprovalExec, ThreadID: thread,
+			Command: "touch x", Cwd: req.Params.Cwd}, func(d backend.Decision) error {
 			select {
 			case dec <- d:
 				return nil
 			default:
-				return codexchild.ErrAlreadyAnswered
+				return backend.ErrAlreadyAnswered
 			}
 		})
 		req.Handler.Approval(a)
@@ -174,8 +177,8 @@ func (f *fakeBackend) Interrupt(_ context.Context, threadID string) error {
 	return nil
 }
 
-func (f *fakeBackend) Status() codexchild.Status {
-	return codexchild.Status{Kind: codexchild.KindMCPServer, Started: true, Running: true}
+func (f *fakeBackend) Status() backend.Status {
+	return backend.Status{Protocol: string(codexchild.KindMCPServer), Started: true, Running: true}
 }
 
 // fakeCall is a CallRef that records what the turn did with it.
@@ -269,7 +272,7 @@ func newHarness(t *testing.T, modify func(*Config)) *harness {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, fb: newFakeBackend(), reg: &countingRegistry{Registry: RegistryOf(reg)}, dir: home}
-	cfg := Config{Home: home, Team: "dev", Backend: h.fb, Registry: h.reg, Cwd: home, AutoMail: true, PersistThreads: true,
+	cfg := Config{Home: home, Team: "dev", Backends: map[string]Backend{registry.DefaultKind: h.fb}, Registry: h.reg, Cwd: home, AutoMail: true, PersistThreads: true,
 		ElicitationTimeout: 5 * time.Second, SummaryTimeout: 2 * time.Second}
 	if modify != nil {
 		modify(&cfg)
@@ -313,3 +316,10 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // checkNoLeaks fails the test if it leaves goroutines running.
 func checkNoLeaks(t *testing.T) { leakcheck.Check(t, "session.") }
+
+// codexOptions are the Codex options of a thread's parameters (zero when
+// it has none).
+func codexOptions(p backend.ThreadParams) codexchild.Options {
+	o, _ := p.Options.(codexchild.Options)
+	return o
+}

@@ -10,7 +10,8 @@ import (
 // agent_id from this serve (View.Resumable): it has a thread, and, when it
 // is not live, no other live session holds its identity, here or in
 // another process (a running holder of the identity's claim).
-func (m *Manager) resumable(s *Session, rec registry.Session) bool {
+func (s *Session) resumable(rec registry.Session) bool {
+	m := s.m
 	if rec.BackendID == "" {
 		return false
 	}

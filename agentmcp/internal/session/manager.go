@@ -8,21 +8,21 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/gitctx"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
 // Manager owns the sessions of one proxy: it creates, finds, resumes and
-// closes them, and runs their turns on the Codex backend. See doc.go for
-// the lock order and the goroutines.
+// closes them, and runs their turns on the backend of each one's agent
+// kind (Catalogue). See doc.go for the lock order and the goroutines.
 type Manager struct {
 	cfg     Config
+	cat     *Catalogue
 	log     *slog.Logger
 	now     func() time.Time
 	persist *persister
@@ -36,26 +36,70 @@ type Manager struct {
 	byIdentity map[string]*Session // live sessions by identity
 	claiming   map[string]bool     // identities reserved by a Create or Rebind in progress
 	closing    bool                // Shutdown has begun: no new sessions
+	// discarded are the last sessions Discard dropped (discarded.go).
+	discarded discardLog
+
 	// resumed are the sessions Rebind made live that have run no turn
 	// since, with their record from before: closing one gives it back its
 	// status, without a summary turn (closeUnused).
-	resumed map[*Session]registry.Session
-	// discarded are the last sessions Discard dropped (discarded.go).
-	discarded discardLog
+	resumed resumedSet
+}
+
+// resumedSet is the Manager's resumed sessions that have run no turn yet,
+// with the record each had before Rebind. mu is a leaf lock.
+type resumedSet struct {
+	mu     sync.Mutex
+	before map[*Session]registry.Session
+}
+
+// add notes that Rebind made s live again, before being its record.
+func (r *resumedSet) add(s *Session, before registry.Session) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.before == nil {
+		r.before = map[*Session]registry.Session{}
+	}
+	r.before[s] = before
+}
+
+// used notes that s runs a turn: a resumed session is used.
+func (r *resumedSet) used(s *Session) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.before, s)
+}
+
+// peek returns the record s had before Rebind made it live, when s has run
+// no turn since; ok is false otherwise.
+func (r *resumedSet) peek(s *Session) (before registry.Session, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	before, ok = r.before[s]
+	return before, ok
+}
+
+// take is peek, and forgets s.
+func (r *resumedSet) take(s *Session) (before registry.Session, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	before, ok = r.before[s]
+	delete(r.before, s)
+	return before, ok
 }
 
 // NewManager returns a Manager holding the registry's sessions (dropping
 // the finished ones when Config.PersistThreads is false).
 func NewManager(cfg Config) (*Manager, error) {
-	if cfg.Backend == nil || cfg.Registry == nil {
-		return nil, errors.New("session: Config.Backend and Config.Registry are required")
+	if cfg.Backends[registry.DefaultKind] == nil || cfg.Registry == nil {
+		return nil, errors.New("session: Config.Backends (with the default kind's) and Config.Registry are required")
 	}
 	cfg.setDefaults()
 	m := &Manager{cfg: cfg, log: cfg.Logger, now: cfg.Now, byID: map[string]*Session{}, byIdentity: map[string]*Session{},
-		claiming: map[string]bool{}, resumed: map[*Session]registry.Session{}}
+		claiming: map[string]bool{}}
 	if m.cfg.Git == nil {
 		m.cfg.Git, m.ownGit = gitctx.New(gitctx.Config{Logger: cfg.Logger}), true
 	}
+	m.cat = &Catalogue{cfg: &m.cfg}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.persist = newPersister(cfg.Registry, cfg.Logger)
 	for _, rec := range cfg.Registry.List(registry.Filter{}) {
@@ -77,14 +121,13 @@ type CreateRequest struct {
 	Tag       string
 	Role      string
 	AgentFile string
-	// Agent is the session's agent kind: "codex" (or "") for Codex, else
-	// a key of Config.Agents. It is recorded (registry.Session.Backend)
-	// and chooses the backend of every turn of the session. optional.
+	// Agent is the session's agent kind, a key of Config.Backends.
+	// It is recorded (registry.Session.Backend) and chooses the backend of
+	// every turn of the session. optional: "" means the default kind.
 	Agent string
-	// Settings are the thread settings. For Codex, the defaults after the
-	// role preset (Settings) with the caller's arguments; for another
-	// kind, the caller's own (the configured defaults and role presets
-	// are Codex's), without Codex-only settings (CheckAgentSettings).
+	// Settings are the thread settings: the kind's defaults after the
+	// role preset (Catalogue.Defaults) with the caller's arguments, and
+	// only settings the kind takes (Catalogue.Check).
 	Settings ThreadSettings
 	// AutoMail overrides the configured auto-mail switch. optional.
 	AutoMail *bool
@@ -95,6 +138,10 @@ type CreateRequest struct {
 	// Base is the revision an isolated session's place starts from.
 	// optional: "" means the HEAD of Cwd's checkout.
 	Base string
+	// StartHead is, for a session without isolation, the commit its cwd's
+	// checkout is at now: recorded (registry.Session.StartHead), its
+	// change is read against it. optional.
+	StartHead string
 }
 
 // Create binds r.Identity to a new session of agent kind r.Agent: the
@@ -104,18 +151,15 @@ type CreateRequest struct {
 // identity is reserved while the registry is written and the git facts
 // read, without holding the manager's lock.
 func (m *Manager) Create(ctx context.Context, r CreateRequest) (*Session, error) {
-	kind := firstNonEmpty(r.Agent, KindCodex)
-	if err := m.checkAgent(kind); err != nil {
-		return nil, err
+	kind := firstNonEmpty(r.Agent, m.cat.Default())
+	if err := m.cat.check(kind, r.Settings); err != nil {
+		return nil, err // a kind not configured, or settings it does not take (agents.go)
 	}
-	if err := m.CheckAgentSettings(kind, r.Settings); err != nil {
-		return nil, err // Codex-only settings for another agent (agents.go)
-	}
-	if err := m.CheckSettings(r.Role, r.Settings); err != nil {
+	if err := m.cat.CheckSettings(r.Role, r.Settings); err != nil {
 		return nil, err // the operator's sandbox policy (policy.go)
 	}
-	if err := unavailable(m.backendFor(kind)); err != nil {
-		return nil, err // Codex is down: nothing is written (recovery.go)
+	if err := backend.Unavailable(m.cat.backend(kind)); err != nil {
+		return nil, err // its agent is down: nothing is written (recovery.go)
 	}
 	if err := m.reserve(r.Identity, nil); err != nil {
 		return nil, err
@@ -129,7 +173,7 @@ func (m *Manager) Create(ctx context.Context, r CreateRequest) (*Session, error)
 	if r.Isolation == IsolationWorktree {
 		agentID = registry.NewAgentIDFor(kind) // the place's owner, before the record
 	}
-	place, err := m.takePlace(ctx, r, agentID) // place.go: nothing recorded before it
+	place, err := m.cfg.takePlace(ctx, r, agentID) // place.go: nothing recorded before it
 	if err != nil {
 		unclaim()
 		return nil, err
@@ -143,6 +187,7 @@ func (m *Manager) Create(ctx context.Context, r CreateRequest) (*Session, error)
 	rec, err := m.cfg.Registry.Add(registry.Session{
 		AgentID: agentID, Backend: kind, Identity: r.Identity, Cwd: cwd, RepoRoot: deref(facts.Root), RepoName: deref(facts.Name), Branch: deref(facts.Branch),
 		Status: registry.StatusBusy, ThreadState: registry.ThreadBusy, Tag: r.Tag, Role: r.Role, AgentSource: r.AgentFile, Worktree: wt,
+		StartHead: r.StartHead,
 	})
 	if err != nil {
 		if place != nil {
@@ -165,7 +210,7 @@ func (m *Manager) Create(ctx context.Context, r CreateRequest) (*Session, error)
 	m.byID[rec.AgentID] = s
 	m.byIdentity[r.Identity] = s
 	m.mu.Unlock()
-	m.bindMail(s)
+	s.bindMail()
 	m.log.Info("session started", "agent_id", rec.AgentID, "identity", r.Identity, "agent", kind, "cwd", cwd)
 	s.changed()
 	m.changed()
@@ -248,7 +293,7 @@ func (m *Manager) Rebind(s *Session, src Source) error {
 		delete(m.claiming, rec.Identity)
 		m.mu.Unlock()
 	}
-	place, err := m.reenterPlace(m.ctx, s, rec) // its own worktree again (place.go)
+	place, err := s.reenterPlace(m.ctx, rec) // its own worktree again (place.go)
 	if err != nil {
 		unclaim()
 		return err
@@ -271,7 +316,7 @@ func (m *Manager) Rebind(s *Session, src Source) error {
 		return claimError(rec.Identity, err)
 	}
 	seed, seedWhat := resumeSeed(m.cfg.Registry, m.log, updated)
-	settings, _ := m.Settings(updated.Role)
+	settings, _ := m.cat.Defaults(updated.Kind(), updated.Role)
 	s.mu.Lock()
 	updated.Turns = max(updated.Turns, s.rec.Turns)
 	s.rec = updated
@@ -283,51 +328,34 @@ func (m *Manager) Rebind(s *Session, src Source) error {
 		s.place, s.released = place, nil
 		s.cache = turnCache{} // its context and parameters name the place
 	}
-	if isCodex(updated) && s.params.Model == "" && s.params.Sandbox == "" && s.params.ApprovalPolicy == "" {
-		// the defaults and role presets are Codex's
+	if m.cat.TakesDefaults(updated.Kind()) && s.params.Model == "" && s.params.Sandbox == "" && s.params.ApprovalPolicy == "" {
+		// the defaults and role presets are the default kind's (agents.go)
 		s.params = settings
 		s.paramsGen++
 	}
 	s.autoMail = autoMailFor(&m.cfg, updated.Identity)
 	s.mu.Unlock()
+	m.resumed.add(s, rec) // before it is live: its first turn finds it
 	m.mu.Lock()
 	delete(m.claiming, rec.Identity)
 	m.byIdentity[rec.Identity] = s
-	m.resumed[s] = rec
 	m.mu.Unlock()
-	m.bindMail(s)
+	s.bindMail()
 	m.cfg.Audit.Session("session_resumed", updated, fmt.Sprintf("by %s; thread %s; if it cannot be continued, a new one is given: %s",
 		src, firstNonEmpty(updated.BackendID, "none"), firstNonEmpty(seedWhat, "nothing")))
 	s.changed()
 	return nil
 }
 
-// ranTurn notes that s runs a turn: a resumed session is used.
-func (m *Manager) ranTurn(s *Session) {
-	m.mu.Lock()
-	delete(m.resumed, s)
-	m.mu.Unlock()
-}
-
-// takeUnused returns the record s had before Rebind made it live, and
-// forgets it, when s has run no turn since; ok is false otherwise.
-func (m *Manager) takeUnused(s *Session) (before registry.Session, ok bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	before, ok = m.resumed[s]
-	delete(m.resumed, s)
-	return before, ok
-}
-
 // bindMail tells the mail layer that s holds its identity.
-func (m *Manager) bindMail(s *Session) {
-	if m.cfg.Mail == nil {
+func (s *Session) bindMail() {
+	if s.m.cfg.Mail == nil {
 		return
 	}
 	s.mu.Lock()
 	identity, on := s.rec.Identity, s.autoMail
 	s.mu.Unlock()
-	m.cfg.Mail.Bind(identity, on)
+	s.m.cfg.Mail.Bind(identity, on)
 }
 
 // autoMailFor is the configured auto-mail switch for an identity.
@@ -336,31 +364,6 @@ func autoMailFor(cfg *Config, identity string) bool {
 		return cfg.AutoMailFor(identity)
 	}
 	return cfg.AutoMail
-}
-
-// Settings returns the thread defaults after the role preset, or the
-// defaults and INVALID_SESSION_PARAMS for an unknown role. The base
-// instructions are the caller's to add (Config.BaseInstructions).
-func (m *Manager) Settings(role string) (ThreadSettings, error) {
-	d := m.cfg.Defaults
-	if role != "" {
-		r, ok := m.cfg.Roles[role]
-		if !ok {
-			names := make([]string, 0, len(m.cfg.Roles))
-			for n := range m.cfg.Roles {
-				names = append(names, n)
-			}
-			sort.Strings(names)
-			def := ThreadSettings{Model: d.Model, ReasoningEffort: d.ReasoningEffort, Sandbox: d.Sandbox, ApprovalPolicy: d.ApprovalPolicy}
-			return def, proxyerr.New(proxyerr.ErrInvalidSessionParams, map[string]any{"role": role, "roles": names},
-				"unknown role %q (configured roles: %s)", role, strings.Join(names, ", "))
-		}
-		d.Model = firstNonEmpty(r.Model, d.Model)
-		d.ReasoningEffort = firstNonEmpty(r.ReasoningEffort, d.ReasoningEffort)
-		d.Sandbox = firstNonEmpty(r.Sandbox, d.Sandbox)
-		d.ApprovalPolicy = firstNonEmpty(r.ApprovalPolicy, d.ApprovalPolicy)
-	}
-	return ThreadSettings{Model: d.Model, ReasoningEffort: d.ReasoningEffort, Sandbox: d.Sandbox, ApprovalPolicy: d.ApprovalPolicy}, nil
 }
 
 // ResolveCwd applies FR-2.4: the caller's cwd (relative to the proxy's
@@ -399,8 +402,8 @@ func (m *Manager) ByIdentity(identity string) *Session {
 	return m.byIdentity[identity]
 }
 
-// ByThread returns the session bound to a Codex thread id (a live one
-// before a finished one), or nil.
+// ByThread returns the session bound to a thread id (a live one before a
+// finished one), or nil.
 func (m *Manager) ByThread(threadID string) *Session {
 	var found *Session
 	for _, s := range m.all() {
@@ -468,24 +471,26 @@ func (m *Manager) Closing() bool {
 	return m.closing
 }
 
-// AnonymousReply runs a turn on a Codex thread no session has (codex-reply
-// with an unknown threadId): the prompt goes to Codex (Config.Backend) as
-// it is, without context; Codex decides whether the thread exists.
+// AnonymousReply runs a turn on a thread no session has (codex-reply with
+// an unknown threadId): the prompt goes to the default kind's backend as
+// it is, without context; its agent decides whether the thread exists.
 func (m *Manager) AnonymousReply(ctx context.Context, call CallRef, threadID, prompt string) (*TurnResult, error) {
-	if err := unavailable(m.cfg.Backend); err != nil {
-		return nil, err // Codex is down: nothing audited (recovery.go)
+	kind := m.cat.Default()
+	b := m.cat.backend(kind)
+	if err := backend.Unavailable(b); err != nil {
+		return nil, err // its agent is down: nothing audited (recovery.go)
 	}
 	m.cfg.Audit.Append(registry.Entry{Event: "turn:claude", Summary: prompt, Outcome: "forwarded (thread " + threadID + " has no session)"})
-	res, err := m.cfg.Backend.Turn(ctx, codexchild.TurnRequest{
+	res, err := b.Turn(ctx, backend.TurnRequest{
 		ThreadID: threadID, Prompt: prompt, Timeout: m.cfg.RequestTimeout, SameThread: true,
 		Handler: &turnHandler{m: m, call: call},
 	})
 	if err != nil {
-		var te *codexchild.TimeoutError
+		var te *backend.TimeoutError
 		if errors.As(err, &te) {
-			return nil, proxyerr.New(proxyerr.ErrRequestTimeout, map[string]any{"threadId": threadID, "partial": te.Partial}, "codex turn timed out after %s", te.After)
+			return nil, proxyerr.New(proxyerr.ErrRequestTimeout, map[string]any{"threadId": threadID, "partial": te.Partial}, "%s turn timed out after %s", kind, te.After)
 		}
-		return nil, BackendError(err)
+		return nil, BackendError(kind, err)
 	}
 	return &TurnResult{ThreadID: firstNonEmpty(res.ThreadID, threadID), Text: res.Text, IsError: res.IsError,
 		Status: firstNonEmpty(res.Status, "completed")}, nil

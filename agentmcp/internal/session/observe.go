@@ -4,7 +4,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
@@ -37,7 +37,7 @@ type State struct {
 	AutoMail  bool
 	Turns     int
 	Queued    int
-	Usage     *codexchild.Usage
+	Usage     *backend.Usage
 	Approvals []ApprovalState
 	// TurnStarted is when the running turn started (zero when none runs).
 	TurnStarted time.Time
@@ -53,7 +53,7 @@ type State struct {
 	// Problem is the running turn's last error or retry notice.
 	Problem *Problem
 	// SubAgents are the agent's own sub-agents (Codex collab), by thread.
-	SubAgents []codexchild.SubAgent
+	SubAgents []backend.SubAgent
 	// UnreadMail is the mail layer's count of unread mail for the
 	// session's identity (0 without a mail layer).
 	UnreadMail int
@@ -86,7 +86,7 @@ func (s *Session) State(events int) State {
 	s.mu.Lock()
 	st := State{Record: s.rec, Status: s.statusLocked(), Model: s.params.Model, AutoMail: s.autoMail, Turns: s.rec.Turns,
 		Queued: len(s.queue), Usage: s.act.usage.total(), Problem: s.act.problem}
-	if st.Model == "" && isCodex(s.rec) {
+	if st.Model == "" && s.m.cat.TakesDefaults(s.rec.Kind()) {
 		st.Model = s.m.cfg.Defaults.Model
 	}
 	if s.running != nil {

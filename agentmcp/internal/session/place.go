@@ -183,33 +183,34 @@ func (s *Session) Released() *Released {
 
 // takePlace makes the place of a session about to be created, before
 // anything is recorded: nil without isolation.
-func (m *Manager) takePlace(ctx context.Context, r CreateRequest, agentID string) (*Place, error) {
+func (c *Config) takePlace(ctx context.Context, r CreateRequest, agentID string) (*Place, error) {
 	if r.Isolation != IsolationWorktree {
 		return nil, nil
 	}
-	if m.cfg.Places == nil {
+	if c.Places == nil {
 		return nil, errNoPlaces
 	}
-	return m.cfg.Places.Place(ctx, PlaceRequest{AgentID: agentID, Identity: r.Identity, Cwd: r.Cwd, Base: r.Base})
+	return c.Places.Place(ctx, PlaceRequest{AgentID: agentID, Identity: r.Identity, Cwd: r.Cwd, Base: r.Base})
 }
 
-// reenterPlace re-enters the recorded place of a session being resumed
-// (nil when it has none, or holds it already).
-func (m *Manager) reenterPlace(ctx context.Context, s *Session, rec registry.Session) (*Place, error) {
+// reenterPlace re-enters the recorded place (rec) of s, a session being
+// resumed (nil when it has none, or holds it already).
+func (s *Session) reenterPlace(ctx context.Context, rec registry.Session) (*Place, error) {
 	if rec.Worktree == nil || s.Place() != nil {
 		return nil, nil
 	}
-	if m.cfg.Places == nil {
+	if s.m.cfg.Places == nil {
 		return nil, errNoPlaces
 	}
-	return m.cfg.Places.Place(ctx, PlaceRequest{AgentID: rec.AgentID, Identity: rec.Identity, Cwd: rec.Cwd, Resume: rec.Worktree})
+	return s.m.cfg.Places.Place(ctx, PlaceRequest{AgentID: rec.AgentID, Identity: rec.Identity, Cwd: rec.Cwd, Resume: rec.Worktree})
 }
 
 // releasePlace lets go of the session's place (see Places.Release) and
 // forgets it; with keep false, what became of it is kept for the close's
 // outcome and written to the record. It does nothing for a session
 // without one.
-func (m *Manager) releasePlace(ctx context.Context, s *Session, keep bool) *Released {
+func (s *Session) releasePlace(ctx context.Context, keep bool) *Released {
+	m := s.m
 	s.mu.Lock()
 	p := s.place
 	s.place = nil

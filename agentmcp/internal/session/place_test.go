@@ -73,7 +73,7 @@ func TestPlaceLifecycle(t *testing.T) {
 		c.Places = fp
 		c.Defaults = ThreadDefaults{Sandbox: "workspace-write"}
 	})
-	st, _ := h.m.Settings("")
+	st, _ := h.m.Catalogue().Defaults("", "")
 	s, err := h.m.Create(context.Background(), CreateRequest{Identity: "alice", Cwd: filepath.Join(h.dir), Isolation: IsolationWorktree, Base: "main", Settings: st})
 	if err != nil {
 		t.Fatal(err)
@@ -200,7 +200,7 @@ func TestPlaceReadOnly(t *testing.T) {
 		c.Places = fp
 		c.Defaults = ThreadDefaults{Sandbox: ReadOnly}
 	})
-	st, _ := h.m.Settings("")
+	st, _ := h.m.Catalogue().Defaults("", "")
 	s, err := h.m.Create(context.Background(), CreateRequest{Identity: "ro", Cwd: h.dir, Isolation: IsolationWorktree, Settings: st})
 	if err != nil {
 		t.Fatal(err)
@@ -209,8 +209,8 @@ func TestPlaceReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := h.fb.requests()[0].Params
-	if p.Sandbox != ReadOnly || len(p.WritableRoots) != 0 || p.Env["ATM_BRANCH"] != "atm/ro" {
-		t.Errorf("read-only params: sandbox %q roots %v env %v", p.Sandbox, p.WritableRoots, p.Env)
+	if sb := codexOptions(p).Sandbox; sb != ReadOnly || len(p.WritableRoots) != 0 || p.Env["ATM_BRANCH"] != "atm/ro" {
+		t.Errorf("read-only params: sandbox %q roots %v env %v", sb, p.WritableRoots, p.Env)
 	}
 }
 

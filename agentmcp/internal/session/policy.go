@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
@@ -15,16 +15,17 @@ import (
 // sandbox after the session's role preset — is read-only is held
 // read-only. --readonly makes every one read-only. A call cannot widen it:
 // Manager.Create refuses settings that ask for more (CheckSettings), and
-// threadParams clamps what reaches Codex when every configured sandbox is
-// read-only (holdPolicy), so that no path to thread parameters (a first
-// turn, a thread started again after a restart or a resume, an adopted
-// thread, an auto-mail turn) can forget it.
+// threadParams clamps what reaches a sandboxed backend
+// (backend.Sandboxed) when every configured sandbox is read-only
+// (holdPolicy), so that no path to thread parameters (a first turn, a
+// thread started again after a restart or a resume, an adopted thread, an
+// auto-mail turn) can forget it.
 
 // ReadOnly is the sandbox the policy holds.
 const ReadOnly = "read-only"
 
-// ReadOnlyConfigKeys are the Codex config overrides (the codex tool's
-// config argument) a call may give to a session held read-only: they
+// ReadOnlyConfigKeys are the config overrides (the codex tool's config
+// argument) a call may give to a session held read-only: they
 // shape what the model says, never what the agent may touch. Every other
 // key is refused there — sandbox_mode, sandbox_workspace_write.*, profile
 // and profiles can widen the sandbox, and keys such as mcp_servers, notify
@@ -37,21 +38,22 @@ var ReadOnlyConfigKeys = []string{
 // policyNote says where a read-only policy comes from, for errors.
 const policyNote = `the operator holds this session read-only (--readonly, or sandbox = "read-only" in the configuration or the role preset)`
 
-// HeldReadOnly reports whether sessions of role (as Settings takes it) are
-// held read-only by the operator's policy.
-func (m *Manager) HeldReadOnly(role string) bool {
-	st, _ := m.Settings(role)
+// HeldReadOnly reports whether sessions of role (of any kind) are held
+// read-only by the operator's policy: the configured sandbox after the
+// role preset is read-only.
+func (c *Catalogue) HeldReadOnly(role string) bool {
+	st, _ := c.resolved(role)
 	return st.Sandbox == ReadOnly
 }
 
 // CheckSettings checks the settings of a session of role against the
 // operator's policy: for a session held read-only, a sandbox other than
-// read-only, a Codex profile (which can set sandbox_mode) and config
-// overrides outside ReadOnlyConfigKeys fail with INVALID_PARAMS (-32602)
-// naming the argument, the policy and what is allowed. Fields a caller
-// leaves empty pass.
-func (m *Manager) CheckSettings(role string, st ThreadSettings) error {
-	if !m.HeldReadOnly(role) {
+// read-only, a profile (which can set sandbox_mode) and config overrides
+// outside ReadOnlyConfigKeys fail with INVALID_PARAMS (-32602) naming the
+// argument, the policy and what is allowed. Fields a caller leaves empty
+// pass.
+func (c *Catalogue) CheckSettings(role string, st ThreadSettings) error {
+	if !c.HeldReadOnly(role) {
 		return nil
 	}
 	return policyViolation(st)
@@ -137,28 +139,28 @@ func (c *Config) holdPolicy(st ThreadSettings) ThreadSettings {
 	if len(removed) == 0 {
 		return st
 	}
-	c.Logger.Warn("read-only policy: settings clamped before they reached codex", "removed", strings.Join(removed, ", "))
+	c.Logger.Warn("read-only policy: settings clamped before they reached the agent", "removed", strings.Join(removed, ", "))
 	return st
 }
 
-// readOnlyDenial is what Codex is told when approval_fallback = "approve"
-// would have approved a request of a session held read-only.
+// readOnlyDenial is what an agent is told when approval_fallback =
+// "approve" would have approved a request of a session held read-only.
 const readOnlyDenial = "denied automatically: the operator holds this session read-only (--readonly, or sandbox = \"read-only\"), " +
 	"so approval_fallback = \"approve\" does not apply to it; work within the read-only sandbox."
 
 // heldReadOnlyTurn reports whether an approval of s's turn (rec its
 // record; nil s: a turn without a session) falls under the read-only
 // policy.
-func (m *Manager) heldReadOnlyTurn(s *Session, rec registry.Session) bool {
+func (c *Catalogue) heldReadOnlyTurn(s *Session, rec registry.Session) bool {
 	if s == nil {
-		return m.cfg.allReadOnly()
+		return c.cfg.allReadOnly()
 	}
-	return m.HeldReadOnly(rec.Role)
+	return c.HeldReadOnly(rec.Role)
 }
 
-// Agents other than Codex (agents.go) have no sandbox for the policy to
-// hold: an ACP agent runs with the rights of serve. For a session of
-// another kind held read-only (--readonly, or a read-only sandbox in the
+// An agent whose backend is not Sandboxed has no sandbox for the policy to
+// hold: an ACP agent runs with the rights of serve. For a session of such
+// a kind held read-only (--readonly, or a read-only sandbox in the
 // configuration or the session's role preset), the approval bridge denies
 // without asking every request to run a command or to change files — an
 // ACP tool call of kind execute (an exec approval), edit, delete or move
@@ -166,18 +168,18 @@ func (m *Manager) heldReadOnlyTurn(s *Session, rec registry.Session) bool {
 // fetch, an MCP tool: ApprovalTool) are asked as usual, and
 // approval_fallback = "approve" never approves any of them. What an agent
 // does without asking is its own mode's: the ACP backend sets each agent's
-// mode so that it asks. Codex-only settings (sandbox, config, profile, …)
-// are refused for other kinds whatever the policy (CheckAgentSettings).
+// mode so that it asks. Settings a kind does not take (sandbox, config,
+// profile, …) are refused for it whatever the policy (Catalogue.check).
 
-// readOnlyAgentDenial is what another agent is told when the read-only
-// policy refuses its request.
+// readOnlyAgentDenial is what an agent without a sandbox is told when the
+// read-only policy refuses its request.
 const readOnlyAgentDenial = "denied automatically: the operator holds this session read-only (--readonly, or sandbox = \"read-only\"), " +
 	"so commands and file changes are refused; read and report instead."
 
-// deniedReadOnly reports whether an approval of a session (rec its record)
-// is one the read-only policy refuses without asking, when the session is
-// held read-only: a command or a file change of an agent other than
-// Codex, whose own sandbox holds it otherwise.
-func deniedReadOnly(rec registry.Session, a *codexchild.Approval) bool {
-	return !isCodex(rec) && (a.Kind == codexchild.ApprovalExec || a.Kind == codexchild.ApprovalPatch)
+// deniedReadOnly reports whether an approval of a session on b is one the
+// read-only policy refuses without asking, when the session is held
+// read-only: a command or a file change of an agent whose backend is not
+// Sandboxed (a sandbox holds it otherwise).
+func deniedReadOnly(b Backend, a *backend.Approval) bool {
+	return !backend.IsSandboxed(b) && (a.Kind == backend.ApprovalExec || a.Kind == backend.ApprovalPatch)
 }

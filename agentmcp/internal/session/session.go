@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
@@ -63,7 +63,7 @@ type Turn struct {
 	// optional.
 	OnSent func()
 	// OnAccepted is called once the child has acknowledged the turn
-	// (codexchild.TurnRequest.OnAccepted), on the Codex reader: it must
+	// (backend.TurnRequest.OnAccepted), on the backend's reader: it must
 	// not block. optional.
 	OnAccepted func()
 	// Asker answers the turn's approvals. optional: nil means
@@ -99,17 +99,17 @@ type job struct {
 	done    func(*TurnResult, error)
 	discard func(err error)
 
-	// Set when the turn was answered from the Codex reader (replyFromReader):
+	// Set when the turn was answered from the backend's reader (replyFromReader):
 	// the session has moved on and the answer is out.
 	answered atomic.Bool
 	idle     bool // what moving on reported; read after answered
 	// stopCancel unhooks the turn from the client's request (set by
 	// Session.Run), so that the request's end does not cancel a turn that
-	// was answered from the Codex reader.
+	// was answered from the backend's reader.
 	stopCancel func() bool
 }
 
-// Session is one Codex agent session: its record, its queue of turns, its
+// Session is one agent session (of any kind): its record, its queue of turns, its
 // approvals and what its events told. Its queue enforces the single-flight
 // rule (FR-8.9): one turn in flight from any source; Claude's turns wait in
 // FIFO order and go before auto-mail, which starts only on an idle session
@@ -142,6 +142,7 @@ type Session struct {
 	// with it.
 	place       *Place
 	released    *Released
+	held        chan struct{} // non-nil while a Hold runs (hold.go); closed when it ends
 	idleCh      chan struct{}
 	turnStarted time.Time // when the running turn started (State)
 	approvals   map[string]*pending
@@ -206,7 +207,7 @@ func (s *Session) Adopt(threadID, seed string) {
 // waits in the queue first releases the caller's call (CallRef.Release). If
 // ctx ends while the turn waits, it is skipped; while it runs, it is
 // interrupted. It returns ErrAnswered when the result went to the client
-// from the Codex reader already.
+// from the backend's reader already.
 func (s *Session) Run(ctx context.Context, t Turn) (*TurnResult, error) {
 	var res *TurnResult
 	var err error
@@ -332,14 +333,14 @@ func (s *Session) Start(t Turn) (*Handle, error) {
 // TryMail starts an auto-mail turn with prompt only if the session is idle
 // with nothing queued and auto-mail on (FR-8.10, FR-17.6). report is called
 // exactly once when it returns true (the mail layer marks the mail read on
-// true, FR-8.12): true as soon as Codex acknowledged the turn (OnAccepted,
-// possibly on the Codex reader), or when the turn ended unacknowledged
+// true, FR-8.12): true as soon as the agent acknowledged the turn (OnAccepted,
+// possibly on the backend's reader), or when the turn ended unacknowledged
 // but written to a child that did not die (interrupted or timed out, and
 // silent for the backend's wait for an acknowledgement: that child has
 // the request in its input); false when the request was never written, or
-// the child died or was stopped before acknowledging it (Codex may never
+// the child died or was stopped before acknowledging it (the agent may never
 // have read it: the mail is offered again after a restart, at the price
-// of a duplicate if Codex had read it).
+// of a duplicate if the agent had read it).
 func (s *Session) TryMail(prompt string, report func(sent bool)) bool {
 	return s.TryMailThen(prompt, report, nil)
 }
@@ -356,7 +357,7 @@ func (s *Session) TryMailThen(prompt string, report func(sent bool), ended func(
 		var sent bool // set on this goroutine, by the backend's Turn
 		r, err := s.turn(ctx, j, Turn{Prompt: prompt, Source: SourceMail,
 			OnSent: func() { sent = true }, OnAccepted: func() { rep(true) }}, false)
-		rep(sent && !errors.Is(err, codexchild.ErrChildExited))
+		rep(sent && !errors.Is(err, backend.ErrChildExited))
 		return r, err
 	}
 	j.done = func(r *TurnResult, err error) {
@@ -370,7 +371,7 @@ func (s *Session) TryMailThen(prompt string, report func(sent bool), ended func(
 	j.discard = func(error) { rep(false) }
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closing != nil || s.rec.ThreadState != stateIdle || s.running != nil || len(s.queue) > 0 || !s.autoMail {
+	if s.closing != nil || s.rec.ThreadState != stateIdle || s.running != nil || len(s.queue) > 0 || !s.autoMail || s.held != nil {
 		return false
 	}
 	go s.startLocked(j)()
@@ -381,15 +382,15 @@ func (s *Session) TryMailThen(prompt string, report func(sent bool), ended func(
 // calling goroutine when inline is set (submit then returns after j has
 // finished, reporting true), else on a goroutine of its own. It fails with
 // SESSION_CLOSED when the session is closed or closing, and at once with
-// the backend's CHILD_PROCESS_DEAD when Codex is down and will not come
-// back by itself (Unavailable).
+// the backend's CHILD_PROCESS_DEAD when its agent is down and will not
+// come back by itself (backend.Availability).
 func (s *Session) submit(j *job, inline bool) (ranInline bool, err error) {
-	b, err := s.m.backendOf(s.Record())
+	b, err := s.m.cat.of(s.Record())
 	if err != nil {
 		return false, err // a kind this serve does not have (agents.go)
 	}
-	if err := unavailable(b); err != nil {
-		return false, err // Codex is down: nothing queued, written or audited (recovery.go)
+	if err := backend.Unavailable(b); err != nil {
+		return false, err // its agent is down: nothing queued, written or audited (recovery.go)
 	}
 	s.mu.Lock()
 	if s.closing != nil || s.rec.ThreadState == stateClosed {
@@ -397,7 +398,7 @@ func (s *Session) submit(j *job, inline bool) (ranInline bool, err error) {
 		s.mu.Unlock()
 		return false, proxyerr.New(proxyerr.ErrSessionClosed, map[string]any{"agent_id": id}, "session %s is closed", id)
 	}
-	if s.running != nil {
+	if s.running != nil || s.held != nil {
 		// Claude's turns keep FIFO order among themselves and go before any
 		// queued auto-mail.
 		i := len(s.queue)
@@ -438,7 +439,7 @@ func (s *Session) startLocked(j *job) (run func()) {
 		res, err := j.run(ctx, j)
 		var idle bool
 		if j.answered.Load() {
-			idle = j.idle // moved on and answered on the Codex reader
+			idle = j.idle // moved on and answered on the backend's reader
 			err = ErrAnswered
 		} else {
 			idle = s.finish(j)
@@ -528,7 +529,7 @@ func (s *Session) recordOutcome(o *outcome, full string) {
 }
 
 // Interrupt interrupts the session's running turn (agent_interrupt): its
-// approvals are denied, Codex is told, and the turn's outcome becomes
+// approvals are denied, the agent is told, and the turn's outcome becomes
 // "interrupted". It reports false when nothing was running.
 func (s *Session) Interrupt(ctx context.Context) (bool, error) {
 	s.mu.Lock()
@@ -542,7 +543,7 @@ func (s *Session) Interrupt(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	s.denyApprovals("the turn was interrupted")
-	if b, err := s.m.backendOf(rec); err == nil && thread != "" {
+	if b, err := s.m.cat.of(rec); err == nil && thread != "" {
 		_ = b.Interrupt(ctx, thread)
 	}
 	if runCancel != nil {
@@ -609,7 +610,7 @@ func (s *Session) Wait(ctx context.Context, max time.Duration, progress func(msg
 // type) in the session's activity and returns the session's agent_id and
 // identity as JSON strings (encoded once for all its events) for passing
 // it on.
-func (s *Session) recordEvent(typ, thread string, act codexchild.Activity) IDs {
+func (s *Session) recordEvent(typ, thread string, act backend.Activity) IDs {
 	s.mu.Lock()
 	had := len(s.act.messages)
 	s.act.record(typ, thread, act, s.m.now())

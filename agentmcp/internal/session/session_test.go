@@ -8,10 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
+	"github.com/google/go-cmp/cmp"
 )
 
 // runAsync runs a turn on s on a goroutine of its own; the channel gets its
@@ -122,14 +121,14 @@ func TestApprovalsFirstAnswerWins(t *testing.T) {
 	if len(d.PendingApprovals) != 1 || d.PendingApprovals[0].Command != "touch x" || d.PendingApprovals[0].Question != "[arch] Allow Codex to run `touch x` in `"+h.dir+"`?" {
 		t.Fatalf("pending approvals = %+v", d.PendingApprovals)
 	}
-	id, err := s.Respond("", codexchild.Decision{Kind: codexchild.Approve})
+	id, err := s.Respond("", backend.Decision{Kind: backend.Approve})
 	if err != nil || id != "approval-1" {
 		t.Fatalf("Respond = %q, %v", id, err)
 	}
 	if got, want := <-res, "decision: approve "; got != want {
 		t.Errorf("turn result = %q, want %q", got, want)
 	}
-	if _, err := s.Respond("approval-1", codexchild.Decision{Kind: codexchild.Deny}); !errors.Is(err, proxyerr.ErrInvalidParams) {
+	if _, err := s.Respond("approval-1", backend.Decision{Kind: backend.Deny}); !errors.Is(err, proxyerr.ErrInvalidParams) {
 		t.Errorf("second Respond: %v, want INVALID_PARAMS", err)
 	}
 }
@@ -143,7 +142,7 @@ func TestApprovalDecisions(t *testing.T) {
 		{"no client, fallback deny", nil, "decision: deny denied automatically"},
 		{"no client, fallback approve", func(c *Config) { c.ApprovalFallback = "approve" }, "decision: approve "},
 		{"client answers", func(c *Config) {
-			c.Asker = &fakeAsker{answer: Answer{codexchild.Decision{Kind: codexchild.ApproveForSession}, "ok"}}
+			c.Asker = &fakeAsker{answer: Answer{backend.Decision{Kind: backend.ApproveForSession}, "ok"}}
 		},
 			"decision: approve_for_session "},
 		{"client cannot be reached", func(c *Config) { c.Asker = &fakeAsker{err: errors.New("client gone")} },

@@ -4,20 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
 // ErrAnswered reports a turn whose result went to the client from the
-// Codex reader already (CallRef.TryReplyNow): nothing more is to be sent.
-var ErrAnswered = errors.New("session: turn answered from the codex reader")
+// backend's reader already (CallRef.TryReplyNow): nothing more is to be
+// sent.
+var ErrAnswered = errors.New("session: turn answered from the backend's reader")
 
-// ThreadSettings are the Codex parameters a session was started with,
-// reused whenever a thread has to be started again.
+// ThreadSettings are the settings a session was started with, reused
+// whenever a thread has to be started again, named as the tools'
+// arguments: the neutral ones (model, instructions) every kind takes, and
+// those only some kinds take of their own (values), which the session's
+// backend turns into its thread Options (backend.Configurable).
 type ThreadSettings struct {
 	Model                 string
 	ReasoningEffort       string
@@ -30,6 +33,26 @@ type ThreadSettings struct {
 	Config                map[string]any
 }
 
+// values are st's settings that only some kinds take, by their arguments'
+// names (backend.Configurable.Settings names them so): strings, and config
+// a map. Which kind takes which is the kinds' backends' to say.
+func (st ThreadSettings) values() map[string]any {
+	return map[string]any{"approval-policy": st.ApprovalPolicy, "compact-prompt": st.CompactPrompt, "config": st.Config,
+		"profile": st.Profile, "reasoning-effort": st.ReasoningEffort, "sandbox": st.Sandbox}
+}
+
+// set reports whether a setting's value (as values has it) is given: a
+// non-empty string or map.
+func set(v any) bool {
+	switch v := v.(type) {
+	case string:
+		return v != ""
+	case map[string]any:
+		return len(v) > 0
+	}
+	return v != nil
+}
+
 // turnCache keeps what a session's turns send that changes rarely: the
 // <session-context> block and the thread parameters, rebuilt only when
 // something they are made of changed.
@@ -38,22 +61,22 @@ type turnCache struct {
 	gen     int
 	block   string
 	preface string // block and a newline: the preamble
-	params  codexchild.ThreadParams
+	params  backend.ThreadParams
 }
 
 // turnContext returns the preamble of a turn that continues a thread and
 // the thread's parameters for sc and the session's settings, from the
 // cache when nothing changed.
-func (s *Session) turnContext(sc sessionContext) (preamble string, params codexchild.ThreadParams) {
+func (s *Session) turnContext(sc sessionContext, b Backend) (preamble string, params backend.ThreadParams) {
 	key := sc.key()
 	s.mu.Lock()
 	c := s.cache
-	settings, gen, kind := s.params, s.paramsGen, kindOf(s.rec)
+	settings, gen, kind := s.params, s.paramsGen, s.rec.Kind()
 	s.mu.Unlock()
 	if c.block == "" || c.key != key || c.gen != gen {
 		block := sc.contextBlock()
 		c = turnCache{key: key, gen: gen, block: block, preface: block + "\n",
-			params: threadParams(&s.m.cfg, sc, settings, kind)}
+			params: threadParams(&s.m.cfg, sc, settings, kind, b)}
 		s.mu.Lock()
 		s.cache = c
 		s.mu.Unlock()
@@ -61,9 +84,10 @@ func (s *Session) turnContext(sc sessionContext) (preamble string, params codexc
 	return c.preface, c.params
 }
 
-// turn runs one Codex turn for the session: refreshed context, events and
-// approvals bridged, the result recorded. With replyNow set and a client
-// call, the result may be answered from the Codex reader (replyFromReader).
+// turn runs one turn for the session on its kind's backend: refreshed
+// context, events and approvals bridged, the result recorded. With
+// replyNow set and a client call, the result may be answered from the
+// backend's reader (replyFromReader).
 func (s *Session) turn(ctx context.Context, j *job, t Turn, replyNow bool) (*TurnResult, error) {
 	m := s.m
 	release := func() {
@@ -72,7 +96,7 @@ func (s *Session) turn(ctx context.Context, j *job, t Turn, replyNow bool) (*Tur
 		}
 	}
 	if t.Source != SourceSummary {
-		m.ranTurn(s) // a resumed session is used now: its close is a real one
+		m.resumed.used(s) // a resumed session is used now: its close is a real one
 	}
 	s.mu.Lock()
 	rec, place := s.rec, s.place
@@ -94,9 +118,10 @@ func (s *Session) turn(ctx context.Context, j *job, t Turn, replyNow bool) (*Tur
 	s.mu.Unlock()
 	m.persist.async(s)
 
+	b, berr := m.cat.of(rec) // the session's kind (agents.go)
 	sc := sessionContext{AgentID: rec.AgentID, Identity: rec.Identity, Team: m.cfg.Team, Cwd: rec.Cwd, Repo: facts,
 		Tools: len(m.cfg.ToolServer) > 0, Extra: m.cfg.ExtraInstructions, Place: place}
-	preamble, params := s.turnContext(sc)
+	preamble, params := s.turnContext(sc, b)
 	if rec.BackendID == "" {
 		release() // a new thread: not the common case, no need to hurry
 	}
@@ -104,14 +129,14 @@ func (s *Session) turn(ctx context.Context, j *job, t Turn, replyNow bool) (*Tur
 	if t.Timeout > 0 {
 		timeout = t.Timeout
 	}
-	req := codexchild.TurnRequest{
+	req := backend.TurnRequest{
 		ThreadID: rec.BackendID, Prompt: t.Prompt, Preamble: preamble, Params: params, Seed: seed,
 		SameThread: t.SameThread, Timeout: timeout, Release: release, OnAccepted: t.OnAccepted,
 		OnThread: s.newThread,
 		Handler:  &turnHandler{m: m, s: s, call: t.Call, asker: t.Asker},
 	}
-	// The turn is audited once it is on its way to Codex, while Codex works
-	// on it; a turn that never reached Codex is audited with why.
+	// The turn is audited once it is on its way to the agent, while the
+	// agent works on it; a turn that never reached it is audited with why.
 	var sent bool
 	req.OnSent = func() {
 		sent = true
@@ -123,18 +148,18 @@ func (s *Session) turn(ctx context.Context, j *job, t Turn, replyNow bool) (*Tur
 	if seed == "" {
 		seedWhat = ""
 	}
-	note := func(r *codexchild.Result) *ThreadNote { return threadNote(resumed, rec.BackendID, r, seedWhat) }
+	note := func(r *backend.Result) *ThreadNote { return threadNote(resumed, rec.BackendID, r, seedWhat) }
 	if replyNow && t.Call != nil && rec.BackendID != "" {
-		req.OnResult = func(r *codexchild.Result) { s.replyFromReader(j, t, r, note(r)) }
+		req.OnResult = func(r *backend.Result) { s.replyFromReader(j, t, r, note(r)) }
 	}
-	b, err := m.backendOf(rec) // the session's kind (agents.go)
-	var res *codexchild.Result
+	err := berr
+	var res *backend.Result
 	if err == nil {
 		res, err = b.Turn(ctx, req)
 	}
 	release()
 	if j != nil && j.answered.Load() {
-		return nil, ErrAnswered // recorded and answered on the Codex reader
+		return nil, ErrAnswered // recorded and answered on the backend's reader
 	}
 	if err != nil && !sent {
 		m.cfg.Audit.Turn(rec, t.Source, t.Prompt, "not forwarded: "+err.Error())
@@ -143,7 +168,7 @@ func (s *Session) turn(ctx context.Context, j *job, t Turn, replyNow bool) (*Tur
 		err = nil // interrupted (agent_interrupt, close): report the interrupted result
 	}
 	if err != nil {
-		err = turnError(s.Record(), err)
+		err = turnError(s.Record(), b, err)
 		err = s.withProblem(err)
 		if t.Source != SourceSummary {
 			s.recordOutcome(&outcome{status: "error", err: err, finished: m.now()}, "")
@@ -161,7 +186,7 @@ func (s *Session) turn(ctx context.Context, j *job, t Turn, replyNow bool) (*Tur
 }
 
 // newThread records the thread a turn runs on as soon as the backend names
-// it (codexchild.TurnRequest.OnThread), long before a slow first turn
+// it (backend.TurnRequest.OnThread), long before a slow first turn
 // ends: a proxy killed during that turn leaves the thread to resume. It
 // may run on the backend's reader and does not wait for the write.
 func (s *Session) newThread(threadID string) {
@@ -176,11 +201,11 @@ func (s *Session) newThread(threadID string) {
 	}
 }
 
-// replyFromReader runs on the Codex reader with the turn's result: it answers
+// replyFromReader runs on the backend's reader with the turn's result: it answers
 // the client at once when that costs no waiting (the thread id is the
 // session's already, so nothing has to be persisted first), recording the
 // turn and moving the session on just before the answer is written.
-func (s *Session) replyFromReader(j *job, t Turn, res *codexchild.Result, n *ThreadNote) {
+func (s *Session) replyFromReader(j *job, t Turn, res *backend.Result, n *ThreadNote) {
 	s.mu.Lock()
 	rec, saved, place := s.rec, s.savedThread, s.place
 	s.mu.Unlock()
@@ -201,7 +226,7 @@ func (s *Session) replyFromReader(j *job, t Turn, res *codexchild.Result, n *Thr
 // recordTurn records a turn's result in the session (its thread id, the
 // count, the outcome agent_status reports) and returns the session's
 // record. text is the result's text as capped for the answer.
-func (s *Session) recordTurn(src Source, res *codexchild.Result, text string, n *ThreadNote) registry.Session {
+func (s *Session) recordTurn(src Source, res *backend.Result, text string, n *ThreadNote) registry.Session {
 	s.mu.Lock()
 	newID := res.ThreadID != "" && res.ThreadID != s.savedThread
 	if res.ThreadID != "" {
@@ -227,7 +252,7 @@ func (s *Session) recordTurn(src Source, res *codexchild.Result, text string, n 
 
 // turnResult is a turn's result; place is the session's place the turn ran
 // in (nil for none), copied.
-func turnResult(rec registry.Session, res *codexchild.Result, text string, n *ThreadNote, place *Place) *TurnResult {
+func turnResult(rec registry.Session, res *backend.Result, text string, n *ThreadNote, place *Place) *TurnResult {
 	if place != nil {
 		c := *place
 		place = &c
@@ -248,49 +273,39 @@ const (
 	EnvRegistryTeam   = "ATM_SESSION_REGISTRY_TEAM"
 )
 
-// threadParams builds the parameters of a thread: settings, the injected
-// context appended to the caller's developer instructions (FR-2.2), the
-// per-thread ATM tool server (ToolServers:
-// each backend gives it to its agent in its own way; Codex's as an
-// mcp_servers entry, with the user's own kept) and the environment of the
-// session's place (Env: each backend gives it to its agent's commands).
-// The Codex parameters (CodexParams: sandbox, config, the place's writable
-// roots unless the thread is read-only, …) are a Codex thread's alone
-// (kind codex); another agent's thread gets the neutral ones only.
-func threadParams(c *Config, sc sessionContext, st ThreadSettings, kind string) codexchild.ThreadParams {
-	codex := kind == KindCodex
-	if codex {
+// threadParams builds the parameters of a thread of kind on b: settings,
+// the injected context appended to the caller's developer instructions
+// (FR-2.2), the per-thread ATM tool server (ToolServers: each backend
+// gives it to its agent in its own way) and the environment and writable
+// roots of the session's place (Env, WritableRoots: each backend gives
+// them to its agent's commands; no writable roots for a thread held
+// read-only). The settings only some kinds take become b's own Options,
+// from those it takes (backend.Configurable); a sandboxed backend's
+// settings are held to the operator's policy first (policy.go).
+func threadParams(c *Config, sc sessionContext, st ThreadSettings, kind string, b Backend) backend.ThreadParams {
+	if backend.IsSandboxed(b) {
 		st = c.holdPolicy(st) // the operator's sandbox policy (policy.go)
 	}
 	dev := appendInstructions(st.DeveloperInstructions, sc.render())
-	p := codexchild.ThreadParams{Cwd: sc.Cwd, Model: st.Model, BaseInstructions: st.BaseInstructions, DeveloperInstructions: dev,
+	p := backend.ThreadParams{Cwd: sc.Cwd, Model: st.Model, BaseInstructions: st.BaseInstructions, DeveloperInstructions: dev,
 		Env: placeEnv(sc.Place)}
 	if len(c.ToolServer) > 0 {
 		env := map[string]string{"ATM_HOME": c.Home, EnvSessionKind: kind, EnvSessionAgentID: sc.AgentID}
 		for k, v := range c.ToolServerEnv {
 			env[k] = v
 		}
-		p.ToolServers = []codexchild.ToolServer{{Name: "atm", Command: c.ToolServer[0],
+		p.ToolServers = []backend.ToolServer{{Name: "atm", Command: c.ToolServer[0],
 			Args: append(append([]string{}, c.ToolServer[1:]...), "--team", c.Team, "--identity", sc.Identity), Env: env}}
 	}
-	if !codex {
-		return p
+	if cf, ok := b.(backend.Configurable); ok {
+		all, values := st.values(), map[string]any{}
+		for _, name := range cf.Settings() {
+			if v, ok := all[name]; ok && set(v) {
+				values[name] = v
+			}
+		}
+		p.Options = cf.Options(values)
 	}
-	cfg := map[string]any{}
-	for k, v := range c.CodexConfig {
-		cfg[k] = v
-	}
-	for k, v := range st.Config {
-		cfg[k] = v
-	}
-	if st.ReasoningEffort != "" {
-		cfg["model_reasoning_effort"] = st.ReasoningEffort
-	}
-	if len(cfg) == 0 {
-		cfg = nil
-	}
-	p.CodexParams = codexchild.CodexParams{ApprovalPolicy: st.ApprovalPolicy, Sandbox: st.Sandbox,
-		CompactPrompt: st.CompactPrompt, Profile: st.Profile, Config: cfg}
 	if sc.Place != nil && st.Sandbox != ReadOnly {
 		// What git needs to commit on the worktree's branch; never for a
 		// read-only thread (the operator's policy held above).
@@ -311,7 +326,7 @@ func capResult(n int, agentID, text string) string {
 }
 
 // Problem returns the running (or last) turn's last error or retry notice
-// from Codex, nil when none; a new notice is a new *Problem. It is cheap
+// from its agent, nil when none; a new notice is a new *Problem. It is cheap
 // enough to poll (the tools' keep-alive does, to pass a retry notice on as
 // progress at once).
 func (s *Session) Problem() *Problem {
@@ -320,8 +335,8 @@ func (s *Session) Problem() *Problem {
 	return s.act.problem
 }
 
-// withProblem adds Codex's last error or retry notice of the turn to a
-// timeout's error (and the log): a turn that hung because Codex could not
+// withProblem adds the agent's last error or retry notice of the turn to
+// a timeout's error (and the log): a turn that hung because the agent could not
 // reach its model says so, instead of an empty partial.
 func (s *Session) withProblem(err error) error {
 	var pe *proxyerr.Error
@@ -341,75 +356,86 @@ func (s *Session) withProblem(err error) error {
 	}
 	c.Data["codex_last_error"] = p.Message
 	c.Data["codex_retrying"] = p.Retrying
-	c.Msg += "; Codex's last notice: " + p.Message
-	s.m.log.Warn("codex turn timed out", "agent_id", s.Record().AgentID, "codex_last_error", p.Message, "retrying", p.Retrying)
+	rec := s.Record()
+	c.Msg += "; " + s.m.cat.Name(rec.Kind()) + "'s last notice: " + p.Message
+	s.m.log.Warn("turn timed out", "agent_id", rec.AgentID, "agent", rec.Kind(), "last_error", p.Message, "retrying", p.Retrying)
 	return &c
 }
 
-// turnError maps a backend failure to the proxy's errors (FR-11, FR-14).
-func turnError(rec registry.Session, err error) error {
-	if !isCodex(rec) {
-		return agentError(rec, err) // another kind's agent (agenterrors.go)
+// turnError maps a failure of a turn on b, the backend of rec's kind, to
+// the proxy's errors (FR-11, FR-14): a
+// backend that runs one process per thread has its own words
+// (agenterrors.go); one whose child runs every thread (a
+// backend.WholeRestarter) says how long the turn waited, and its other
+// failures come with what brings the child back (BackendError).
+func turnError(rec registry.Session, b Backend, err error) error {
+	if !backend.RestartsAsWhole(b) {
+		return agentError(rec, err)
 	}
-	var te *codexchild.TimeoutError
+	var te *backend.TimeoutError
 	if errors.As(err, &te) {
 		return proxyerr.New(proxyerr.ErrRequestTimeout, map[string]any{"agent_id": rec.AgentID, "threadId": firstNonEmpty(te.ThreadID, rec.BackendID),
 			"timeout_secs": te.After.Seconds(), "partial": te.Partial},
-			"codex turn timed out after %s (agent_id %s)", te.After, rec.AgentID)
+			"%s turn timed out after %s (agent_id %s)", rec.Kind(), te.After, rec.AgentID)
 	}
 	if errors.Is(err, context.Canceled) {
 		return err
 	}
-	return BackendError(err)
+	return BackendError(rec.Kind(), err)
 }
 
-// BackendError maps a failure of the Codex child to the proxy's errors:
-// CHILD_PROCESS_DEAD with how it died (FR-11.2) and what brings Codex back,
+// BackendError maps a failure of a child that runs every thread of kind's
+// backend (a backend.WholeRestarter) to the proxy's errors:
+// CHILD_PROCESS_DEAD with how it died (FR-11.2) and what brings it back,
 // REQUEST_TIMEOUT, or an internal error; the failure stays underneath
-// (errors.As finds the *codexchild.ExitError). The advice is the
-// backend's when it gave one (a *RecoveryError: restart, refused until,
-// shutting down), else to restart the MCP server. An error that is a
-// proxy error already is returned as it is.
-func BackendError(err error) error {
+// (errors.As finds the *backend.ExitError). The advice is the backend's
+// supervisor's when it gave one (a *backend.RecoveryError: restart,
+// refused until, shutting down), else to restart the MCP server. An error
+// that is a proxy error already is returned as it is: the supervisor of a
+// kind's child may map its failures in its kind's own words (serve's
+// Codex supervisor does, naming its configuration and how to install it).
+func BackendError(kind string, err error) error {
 	var pe *proxyerr.Error
 	if errors.As(err, &pe) {
-		return err // mapped already (a refused restart on demand, say)
+		return err // mapped already (by the kind's supervisor, a refused restart on demand, …)
 	}
 	advice, data := "restart the MCP server to start a new one", map[string]any{}
-	var re *RecoveryError
+	var re *backend.RecoveryError
 	if errors.As(err, &re) {
 		advice = re.Advice
 		for k, v := range re.Data {
 			data[k] = v
 		}
 	}
-	var ee *codexchild.ExitError
-	var nf *codexchild.NotFoundError
+	var ee *backend.ExitError
+	var nf *backend.NotFoundError
 	switch {
 	case errors.As(err, &nf):
-		return notFoundError(err, nf, re, data)
+		data["command"], data["path"], data["not_found"] = nf.Bin, nf.Path, true
+		return proxyerr.Wrap(proxyerr.ErrChildProcessDead, err, data, "%s could not be started: %s; install it, then %s", kind, nf, advice)
 	case errors.As(err, &ee):
 		status := exitFacts(ee, data)
-		return proxyerr.Wrap(proxyerr.ErrChildProcessDead, err, data, "codex child process is not running: %s (%s)", status, advice)
-	case errors.Is(err, codexchild.ErrHandshake):
+		return proxyerr.Wrap(proxyerr.ErrChildProcessDead, err, data, "%s process is not running: %s (%s)", firstNonEmpty(ee.Child, kind+" child"), status, advice)
+	case errors.Is(err, backend.ErrHandshake):
 		inner := err
 		if re != nil {
 			inner = re.Err
 		}
 		data["handshake"] = inner.Error()
 		return proxyerr.Wrap(proxyerr.ErrChildProcessDead, err, data,
-			"codex could not be started: %v (check codex_bin and handshake_timeout_secs, then %s)", inner, advice)
+			"%s could not be started: %v (check its command and handshake_timeout_secs, then %s)", kind, inner, advice)
 	case errors.Is(err, context.DeadlineExceeded):
-		return proxyerr.Wrap(proxyerr.ErrRequestTimeout, err, nil, "codex did not answer in time")
+		return proxyerr.Wrap(proxyerr.ErrRequestTimeout, err, nil, "%s did not answer in time", kind)
 	}
-	return proxyerr.Wrap(proxyerr.ErrInternal, err, nil, "codex: %v", err)
+	return proxyerr.Wrap(proxyerr.ErrInternal, err, nil, "%s: %v", kind, err)
 }
 
 // exitFacts puts how a child died into data (exit_code, signal, stderr,
-// reason) and returns it in words: "exited with code 3", "killed by
-// signal killed because it wrote 10000 lines in a row that are not
-// JSON-RPC on stdout" (ExitStatus.String says why the backend killed it).
-func exitFacts(ee *codexchild.ExitError, data map[string]any) string {
+// reason) and returns it in words: "exited with code 3", "stopped: it
+// wrote 10412 lines in a row that are not JSON-RPC on stdout, and 10000
+// is the limit (killed by signal killed)" (ExitStatus.String says why the
+// backend killed it).
+func exitFacts(ee *backend.ExitError, data map[string]any) string {
 	data["exit_code"] = ee.Status.Code
 	if ee.Status.Signal != "" {
 		data["signal"] = ee.Status.Signal
@@ -427,48 +453,6 @@ func exitFacts(ee *codexchild.ExitError, data map[string]any) string {
 	return status.String()
 }
 
-// InstallHint says how to install Codex, for errors about a missing one.
-const InstallHint = "npm install -g @openai/codex"
-
-// notFoundError is BackendError for a Codex binary that cannot be run
-// (codexchild.ErrNotFound): the message names the binary, the PATH serve
-// gave it and how to install it or point codex_bin at it. A restart helps
-// only once Codex is there, so the advice says so: agent_restart_codex
-// after installing when the backend would accept one now (a *RecoveryError
-// whose advice names it, no crash loop); else the backend's own advice (a
-// crash loop, shutting down, on_demand); without one, restarting the MCP
-// server.
-func notFoundError(err error, nf *codexchild.NotFoundError, re *RecoveryError, data map[string]any) error {
-	data["codex_bin"] = nf.Bin
-	data["path"] = nf.Path
-	data["not_found"] = true
-	data["install"] = InstallHint
-	var ee *codexchild.ExitError
-	if errors.As(err, &ee) {
-		data["exit_code"] = ee.Status.Code
-		if ee.Stderr != "" {
-			data["stderr"] = ee.Stderr
-		}
-	}
-	then := "then restart the MCP server"
-	if re != nil {
-		_, refused := re.Data["restart_refused"]
-		switch {
-		case !refused && strings.Contains(re.Advice, "agent_restart_codex"):
-			then = "after installing it, call agent_restart_codex (before that, a restart fails the same way)"
-		default:
-			then = re.Advice
-		}
-	}
-	where := "into a directory on that PATH"
-	if strings.ContainsRune(nf.Bin, '/') {
-		where = "at that path"
-	}
-	return proxyerr.Wrap(proxyerr.ErrChildProcessDead, err, data,
-		"codex could not be started: %s; install Codex (%s) %s, or set codex_bin (--codex-bin) to an installed Codex and restart the MCP server; %s",
-		nf, InstallHint, where, then)
-}
-
 // turnHandler receives one turn's events and approvals from the backend.
 // Its methods run on the backend's reader goroutine and never block.
 type turnHandler struct {
@@ -479,11 +463,11 @@ type turnHandler struct {
 }
 
 // Event records e in the session and passes it on. The event is
-// translated (codexchild.Event.Activity) once, for both, and only when
+// translated (backend.Event.Activity) once, for both, and only when
 // something reads it: a session, or a request that wants progress.
-func (h *turnHandler) Event(e codexchild.Event) {
+func (h *turnHandler) Event(e backend.Event) {
 	var ids IDs
-	var act codexchild.Activity
+	var act backend.Activity
 	if h.s != nil || h.call != nil && h.call.WantsProgress() {
 		act = e.Activity()
 	}
@@ -505,15 +489,15 @@ func (h *turnHandler) Event(e codexchild.Event) {
 	}
 }
 
-// Flush writes the events held back since Codex's output last ran dry
-// (codexchild.Flusher).
+// Flush writes the events held back since the backend's output last ran
+// dry (backend.Flusher).
 func (h *turnHandler) Flush() {
 	if sink := h.sink(); sink != nil {
 		sink.Flush()
 	}
 }
 
-func (h *turnHandler) Approval(a *codexchild.Approval) {
+func (h *turnHandler) Approval(a *backend.Approval) {
 	h.m.wg.Add(1)
 	go func() {
 		defer h.m.wg.Done()

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
@@ -49,8 +49,8 @@ type View struct {
 	// TokenUsage is the session's token usage so far, over its threads,
 	// in the one shape of every agent kind; nil before the agent reported
 	// any.
-	TokenUsage *codexchild.Usage `json:"token_usage,omitempty"`
-	Turns      int               `json:"turns"`
+	TokenUsage *backend.Usage `json:"token_usage,omitempty"`
+	Turns      int            `json:"turns"`
 }
 
 // Detail is one session as agent_status shows it: the View's facts, its
@@ -59,45 +59,45 @@ type View struct {
 // usage, pending approvals, event and mail counters. Fields are in the
 // order of their JSON names.
 type Detail struct {
-	AgentID          string            `json:"agent_id"`
-	AgentMessages    []string          `json:"agent_messages"`
-	AgentName        *string           `json:"agent_name"`
-	AgentSource      *string           `json:"agent_source"`
-	AutoMail         bool              `json:"auto_mail"`
-	Backend          string            `json:"backend"`
-	BackendID        *string           `json:"backend_id"`
-	Branch           *string           `json:"branch"`
-	Busy             bool              `json:"busy"`
-	CodexProblem     *Problem          `json:"codex_problem,omitempty"` // the turn's last error or retry notice from Codex
-	CurrentTurnItems []turnItem        `json:"current_turn_items"`
-	Cwd              string            `json:"cwd"`
-	Done             *bool             `json:"done,omitempty"` // agent_wait: whether the turn ended
-	Events           EventCounts       `json:"events"`
-	HasSummary       bool              `json:"has_summary"`
-	Identity         string            `json:"identity"`
-	Interrupted      *bool             `json:"interrupted,omitempty"` // agent_interrupt: whether a turn was interrupted
-	LastActiveAt     string            `json:"last_active_at"`
-	LastResult       *LastResult       `json:"last_result,omitempty"`
-	Mail             *MailView         `json:"mail,omitempty"`
-	PendingApprovals []ApprovalView    `json:"pending_approvals"`
-	Queued           int               `json:"queued"`
-	RecentEvents     []eventRecord     `json:"recent_events"`
-	RegistryStatus   string            `json:"registry_status"`
-	RepoName         *string           `json:"repo_name"`
-	RepoRoot         *string           `json:"repo_root"`
-	ResultMore       *bool             `json:"result_more,omitempty"`
-	ResultOffset     *int              `json:"result_offset,omitempty"`
-	ResultText       *string           `json:"result_text,omitempty"`
-	ResultTotalChars *int              `json:"result_total_chars,omitempty"`
-	Resumable        bool              `json:"resumable"`
-	Role             *string           `json:"role"`
-	StartedAt        string            `json:"started_at"`
-	Status           string            `json:"status"`
-	Tag              *string           `json:"tag"`
-	Team             string            `json:"team"`
-	ThreadState      string            `json:"thread_state"`
-	TokenUsage       *codexchild.Usage `json:"token_usage,omitempty"`
-	Turns            int               `json:"turns"`
+	AgentID          string         `json:"agent_id"`
+	AgentMessages    []string       `json:"agent_messages"`
+	AgentName        *string        `json:"agent_name"`
+	AgentSource      *string        `json:"agent_source"`
+	AutoMail         bool           `json:"auto_mail"`
+	Backend          string         `json:"backend"`
+	BackendID        *string        `json:"backend_id"`
+	Branch           *string        `json:"branch"`
+	Busy             bool           `json:"busy"`
+	CodexProblem     *Problem       `json:"codex_problem,omitempty"` // the turn's last error or retry notice from its agent (the wire name is older than other kinds)
+	CurrentTurnItems []turnItem     `json:"current_turn_items"`
+	Cwd              string         `json:"cwd"`
+	Done             *bool          `json:"done,omitempty"` // agent_wait: whether the turn ended
+	Events           EventCounts    `json:"events"`
+	HasSummary       bool           `json:"has_summary"`
+	Identity         string         `json:"identity"`
+	Interrupted      *bool          `json:"interrupted,omitempty"` // agent_interrupt: whether a turn was interrupted
+	LastActiveAt     string         `json:"last_active_at"`
+	LastResult       *LastResult    `json:"last_result,omitempty"`
+	Mail             *MailView      `json:"mail,omitempty"`
+	PendingApprovals []ApprovalView `json:"pending_approvals"`
+	Queued           int            `json:"queued"`
+	RecentEvents     []eventRecord  `json:"recent_events"`
+	RegistryStatus   string         `json:"registry_status"`
+	RepoName         *string        `json:"repo_name"`
+	RepoRoot         *string        `json:"repo_root"`
+	ResultMore       *bool          `json:"result_more,omitempty"`
+	ResultOffset     *int           `json:"result_offset,omitempty"`
+	ResultText       *string        `json:"result_text,omitempty"`
+	ResultTotalChars *int           `json:"result_total_chars,omitempty"`
+	Resumable        bool           `json:"resumable"`
+	Role             *string        `json:"role"`
+	StartedAt        string         `json:"started_at"`
+	Status           string         `json:"status"`
+	Tag              *string        `json:"tag"`
+	Team             string         `json:"team"`
+	ThreadState      string         `json:"thread_state"`
+	TokenUsage       *backend.Usage `json:"token_usage,omitempty"`
+	Turns            int            `json:"turns"`
 }
 
 // EventCounts are the events passed on to the client and dropped.
@@ -158,7 +158,7 @@ func (s *Session) View() View {
 		pid := os.Getpid()
 		v.ServePID = &pid
 	}
-	v.Resumable = s.m.resumable(s, rec)
+	v.Resumable = s.resumable(rec)
 	v.TokenUsage = usage
 	return v
 }
@@ -167,7 +167,7 @@ func (s *Session) View() View {
 // ServePID and Resumable are the caller's to set.
 func recordView(rec registry.Session, hasSummary bool) View {
 	v := View{
-		AgentID: rec.AgentID, Backend: firstNonEmpty(rec.Backend, "codex"), BackendID: nullable(rec.BackendID),
+		AgentID: rec.AgentID, Backend: rec.Kind(), BackendID: nullable(rec.BackendID),
 		Team: rec.Team, Identity: rec.Identity, Status: string(rec.Status), ThreadState: string(rec.ThreadState),
 		LastActiveAt: rec.LastActive.UTC().Format(time.RFC3339), StartedAt: rec.StartedAt.UTC().Format(time.RFC3339),
 		Tag: nullable(rec.Tag), Role: nullable(rec.Role), Cwd: rec.Cwd,
@@ -332,7 +332,7 @@ func (s *Session) Counts() EventCounts {
 
 // Usage returns the session's token usage so far, over its threads (nil
 // before its agent reported any). A budget reads it here.
-func (s *Session) Usage() *codexchild.Usage {
+func (s *Session) Usage() *backend.Usage {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.act.usage.total()

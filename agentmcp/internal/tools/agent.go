@@ -10,7 +10,7 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/places"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 )
 
 // agentSessions lists this serve's live sessions (FR-10.1); with all,
@@ -103,8 +103,8 @@ type ServerStatus struct {
 	Team        string           `json:"team"`
 	// TokenUsage is the tokens (and cost) of every session of this serve,
 	// live or closed, added up; nil when no agent reported any.
-	TokenUsage *codexchild.Usage `json:"token_usage,omitempty"`
-	UptimeSecs int               `json:"uptime_secs"`
+	TokenUsage *backend.Usage `json:"token_usage,omitempty"`
+	UptimeSecs int            `json:"uptime_secs"`
 }
 
 // LeadMail is the path that mail for the client's own identity (the lead)
@@ -180,7 +180,7 @@ func (e *Env) agentStatus(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.To
 		return &mcpconn.ToolResult{Text: jsonText(d), Structured: d}, nil
 	}
 	st := e.cfg.Child.Status()
-	child := ChildStatus{Backend: string(st.Kind), Started: st.Started, Alive: st.Running, PID: st.PID, Version: st.Version}
+	child := ChildStatus{Backend: st.Protocol, Started: st.Started, Alive: st.Running, PID: st.PID, Version: st.Version}
 	if e.cfg.Restarter != nil {
 		child.RestartCounts = e.cfg.Restarter.Restarts()
 	}
@@ -371,7 +371,7 @@ func (e *Env) agentInterrupt(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn
 	if !interrupted {
 		return &mcpconn.ToolResult{Text: "nothing to interrupt: the session is " + d.Status, Structured: d}, nil
 	}
-	return &mcpconn.ToolResult{Text: "interrupted; continue with " + replyTool(d.Backend), Structured: d}, nil
+	return &mcpconn.ToolResult{Text: "interrupted; continue with " + e.replyTool(d.Backend), Structured: d}, nil
 }
 
 // agentRespond answers a pending approval (approval_fallback "queue", or

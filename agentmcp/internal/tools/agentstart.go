@@ -17,23 +17,33 @@ var agentStartArgNames = []string{"agent", "prompt", "agent_file", "agent_id", "
 // agentReplyArgNames are the arguments of agent_reply.
 var agentReplyArgNames = []string{"agent_id", "prompt", "cwd", "background"}
 
-// codexOnlyArgs are the codex tool's arguments that agent_start does not
-// take: settings only Codex understands, and the adoption of a Codex
-// session.
-var codexOnlyArgs = []string{"approval-policy", "sandbox", "compact-prompt", "profile", "config", "thread_id"}
+// kindOnlyArgs are the codex tool's arguments that agent_start does not
+// take, in the codex tool's order: the settings some kind takes of its own
+// (the sessions' catalogue asks the kinds' backends: Codex's sandbox,
+// approval policy, …), and the adoption of a Codex session (thread_id).
+func (e *Env) kindOnlyArgs() []string {
+	own := e.m.Catalogue().Settings()
+	var out []string
+	for _, name := range codexArgNames {
+		if slices.Contains(own, name) || name == "thread_id" {
+			out = append(out, name)
+		}
+	}
+	return out
+}
 
 // agentStart starts a session of any agent kind (issue 33), or resumes one
-// by agent_id: agent "codex" (the default) is the codex tool, another kind
-// runs on that kind's backend with the same identity, context, mail,
-// approvals and background paths (start, run).
+// by agent_id: the default kind (Codex, whose tool codex is) when the call
+// names none, another kind on that kind's backend with the same identity,
+// context, mail, approvals and background paths (start, run).
 func (e *Env) agentStart(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, error) {
 	a := c.Args
 	kind, err := a.Str("agent")
 	if err != nil {
 		return nil, err
 	}
-	kind = firstNonEmpty(kind, session.KindCodex)
-	for _, name := range codexOnlyArgs {
+	kind = firstNonEmpty(kind, e.m.Catalogue().Default())
+	for _, name := range e.kindOnlyArgs() {
 		if a.Has(name) {
 			return nil, proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": name, "agent": kind},
 				"%s is a Codex-only setting, which agent_start does not take: start a Codex agent with it through the codex tool", name)
@@ -42,7 +52,7 @@ func (e *Env) agentStart(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.Too
 	if err := a.CheckUnknown("agent_start", agentStartArgNames...); err != nil {
 		return nil, err
 	}
-	if kind != session.KindCodex && !a.Has("agent_id") && e.cfg.AgentCheck != nil {
+	if !a.Has("agent_id") && e.cfg.AgentCheck != nil {
 		if err := e.cfg.AgentCheck(kind); err != nil {
 			return nil, err // not configured, switched off or not installed
 		}
@@ -59,25 +69,13 @@ func (e *Env) agentReply(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.Too
 	return e.reply(ctx, c, "agent_reply")
 }
 
-// settings are the settings of a new session of kind before the caller's
-// arguments: for Codex, the configured defaults after the role preset; for
-// another kind none (the defaults and presets are Codex settings), though
-// the role must exist.
-func (e *Env) settings(kind, role string) (session.ThreadSettings, error) {
-	st, err := e.m.Settings(role)
-	if err != nil || kind == session.KindCodex {
-		return st, err
-	}
-	return session.ThreadSettings{}, nil
-}
-
 // sameKind checks that agent_start's agent (when the call gives one) names
 // the kind of the session it resumes.
 func sameKind(c *mcpconn.ToolCall, s *session.Session, kind string) error {
 	if !c.Args.Has("agent") {
 		return nil
 	}
-	have := firstNonEmpty(s.Record().Backend, session.KindCodex)
+	have := s.Record().Kind()
 	if have == kind {
 		return nil
 	}
@@ -86,18 +84,11 @@ func sameKind(c *mcpconn.ToolCall, s *session.Session, kind string) error {
 		"session %s (%s) runs agent %q, not %q: resume it without agent, or start a new session", rec.AgentID, rec.Identity, have, kind)
 }
 
-// agentLabel is how messages name the agent of kind.
-func agentLabel(kind string) string {
-	if kind == "" || kind == session.KindCodex {
-		return "Codex"
-	}
-	return kind
-}
-
-// replyTool is the tool that continues a session of kind: codex-reply for
-// Codex, agent_reply for the others.
-func replyTool(kind string) string {
-	if kind == "" || kind == session.KindCodex {
+// replyTool is the tool that continues a session of kind ("" is the
+// default kind): codex-reply for the default kind's (Codex's tools are
+// named after it), agent_reply for the others.
+func (e *Env) replyTool(kind string) string {
+	if kind == "" || kind == e.m.Catalogue().Default() {
 		return "codex-reply"
 	}
 	return "agent_reply"

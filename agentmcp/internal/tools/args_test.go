@@ -15,7 +15,7 @@ func TestBadArguments(t *testing.T) {
 		tool, args string
 		want       string // "code message"
 	}{
-		{"nope", `{}`, `-32602 unknown tool "nope" (available: codex, codex-reply, atm_send, atm_read, atm_broadcast, atm_pending_count, agent_sessions, agent_status, agent_close, agent_wait, agent_interrupt, agent_respond, agent_list_codex_sessions, agent_restart_codex, agent_start, agent_reply)`},
+		{"nope", `{}`, `-32602 unknown tool "nope" (available: codex, codex-reply, atm_send, atm_read, atm_broadcast, atm_pending_count, agent_sessions, agent_status, agent_close, agent_wait, agent_interrupt, agent_respond, agent_list_codex_sessions, agent_restart_codex, agent_start, agent_reply, agent_diff, agent_merge)`},
 		{"codex", `{}`, `-32602 argument "prompt" is required (or agent_file, or agent_id to resume)`},
 		{"codex", `{"prompt":"  "}`, `-32602 argument "prompt" is required (or agent_file, or agent_id to resume)`},
 		{"codex", `{"prompt":5}`, `-32602 argument "prompt" must be a string`},
@@ -57,6 +57,14 @@ func TestBadArguments(t *testing.T) {
 		{"agent_sessions", `{"all":"yes"}`, `-32602 argument "all" must be a boolean`},
 		{"agent_list_codex_sessions", `{"limit":-5}`, `-32602 argument "limit" must be at least 1`},
 		{"agent_list_codex_sessions", `{"limit":1.5}`, `-32602 argument "limit" must be an integer`},
+		{"agent_diff", `{}`, `-32602 argument "agent_id" is required`},
+		{"agent_diff", `{"agent_id":"` + arch + `","paths":["a"]}`, `-32602 unknown argument(s) for agent_diff: paths (expected one of: agent_id, stat, path, offset)`},
+		{"agent_diff", `{"agent_id":"` + arch + `","offset":-1}`, `-32602 argument "offset" must not be negative`},
+		{"agent_diff", `{"agent_id":"` + arch + `","stat":"yes"}`, `-32602 argument "stat" must be a boolean`},
+		{"agent_diff", `{"agent_id":"` + arch + `"}`, `-32007 agent_diff and agent_merge need git, which was not found (or is older than 2.38) when this serve started`},
+		{"agent_merge", `{"agent_id":"codex-nope"}`, `-32002 no session with agent_id "codex-nope"`},
+		{"agent_merge", `{"agent_id":"` + arch + `","check":5}`, `-32602 argument "check" must be a string`},
+		{"agent_merge", `{"agent_id":"` + arch + `","into":"main"}`, `-32602 unknown argument(s) for agent_merge: into (expected one of: agent_id, strategy, message, check, on_conflict, to)`},
 	}
 	for _, tt := range tests {
 		_, err := h.call(tt.tool, tt.args)

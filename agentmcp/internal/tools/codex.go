@@ -30,7 +30,7 @@ func (e *Env) codex(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResu
 	if err := c.Args.CheckUnknown("codex", codexArgNames...); err != nil {
 		return nil, err
 	}
-	return e.teamWarned(e.start(ctx, c, session.KindCodex))
+	return e.teamWarned(e.start(ctx, c, e.m.Catalogue().Default()))
 }
 
 // start is codex for a session of agent kind (agent_start's agent): a new
@@ -132,7 +132,7 @@ func (e *Env) start(ctx context.Context, c *mcpconn.ToolCall, kind string) (*mcp
 	if err := atmclient.ValidateName("identity", identity); err != nil {
 		return nil, proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "identity"}, "%v", err)
 	}
-	settings, err := e.settings(kind, str["role"])
+	settings, err := e.m.Catalogue().Defaults(kind, str["role"])
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +146,7 @@ func (e *Env) start(ctx context.Context, c *mcpconn.ToolCall, kind string) (*mcp
 		settings.Sandbox = v
 	}
 	settings.BaseInstructions = str["base-instructions"]
-	if kind == session.KindCodex {
+	if e.m.Catalogue().TakesDefaults(kind) {
 		settings.BaseInstructions = firstNonEmpty(str["base-instructions"], e.cfg.BaseInstructions)
 	}
 	settings.DeveloperInstructions = str["developer-instructions"]
@@ -163,6 +163,8 @@ func (e *Env) start(ctx context.Context, c *mcpconn.ToolCall, kind string) (*mcp
 		Isolation: isolation}
 	if isolation == session.IsolationWorktree {
 		req.Base = firstNonEmpty(str["base"], e.cfg.WorktreeBase)
+	} else if e.cfg.Places != nil {
+		req.StartHead = e.cfg.Places.Head(ctx, cwd) // what agent_diff reads its change against
 	}
 	if autoMailSet {
 		req.AutoMail = &autoMail
@@ -181,8 +183,8 @@ func (e *Env) start(ctx context.Context, c *mcpconn.ToolCall, kind string) (*mcp
 	if err == nil && adopt == "" && refusedStart(res, s) {
 		// Codex refused the session outright (an isError result without a
 		// thread: a setting, its config.toml): nothing is kept either.
-		if e.m.Discard(context.WithoutCancel(ctx), s, errors.New(strings.ToLower(agentLabel(kind))+" refused it: "+res.Text)) {
-			note := fmt.Sprintf("\n\n(%s refused to start the session; no session was kept: identity %q is free)", agentLabel(kind), s.Record().Identity)
+		if e.m.Discard(context.WithoutCancel(ctx), s, errors.New(strings.ToLower(e.m.Catalogue().Name(kind))+" refused it: "+res.Text)) {
+			note := fmt.Sprintf("\n\n(%s refused to start the session; no session was kept: identity %q is free)", e.m.Catalogue().Name(kind), s.Record().Identity)
 			res.Text += note
 			if m, ok := res.Structured.(map[string]any); ok {
 				m["content"], m["session_kept"] = res.Text, false
@@ -363,7 +365,7 @@ func (e *Env) resume(ctx context.Context, c *mcpconn.ToolCall, agentID, kind, id
 	if err := sameKind(c, s, kind); err != nil {
 		return nil, err
 	}
-	if err := e.m.CheckSettings(s.Record().Role, asked); err != nil {
+	if err := e.m.Catalogue().CheckSettings(s.Record().Role, asked); err != nil {
 		return nil, err
 	}
 	if err := sameIsolation(s, isolation, base); err != nil {

@@ -1,4 +1,4 @@
-// Package tools is the proxy's 16 MCP tools — codex, codex-reply, the ATM
+// Package tools is the proxy's 18 MCP tools — codex, codex-reply, the ATM
 // mail tools (atm_send, atm_read, atm_broadcast, atm_pending_count), the
 // session tools (agent_sessions, agent_status, agent_close, agent_wait,
 // agent_interrupt, agent_respond, agent_list_codex_sessions,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/config"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/workspace"
 )
 
 // TestSchemaEnums: the enums checked are the ones tools.json declares, and
@@ -24,6 +25,9 @@ func TestSchemaEnums(t *testing.T) {
 	want := map[string]map[string][]string{
 		"codex":       {"approval-policy": config.ApprovalPolicies, "sandbox": config.Sandboxes, "isolation": config.Isolations},
 		"agent_start": {"isolation": config.Isolations},
+		// The strategies are workspace's; the others are agentMerge's words.
+		"agent_merge": {"strategy": {string(workspace.Squash), string(workspace.MergeCommit), string(workspace.Rebase)},
+			"on_conflict": {"report", "mail"}, "to": {"lead", "branch"}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("enums of tools.json (-want +got):\n%s", diff)

@@ -39,4 +39,6 @@ func Example() {
 	// agent_restart_codex []
 	// agent_start []
 	// agent_reply [agent_id prompt]
+	// agent_diff [agent_id]
+	// agent_merge [agent_id]
 }

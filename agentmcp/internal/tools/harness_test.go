@@ -18,6 +18,7 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
 	"github.com/atm-agent-mcp/atm-agent-mcp/atmclient"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
@@ -25,16 +26,18 @@ import (
 // fakeBackend answers every turn at once with "echo: <prompt's last
 // line>", on a new thread unless the turn names one.
 type fakeBackend struct {
+	codexchild.Codex // a Codex backend, as the seam asks it
+
 	mu        sync.Mutex
 	threads   int
 	approvals int
 	prompts   []string
-	params    []codexchild.ThreadParams // what each turn sent Codex
+	params    []backend.ThreadParams // what each turn sent Codex
 }
 
 // A prompt whose last line is "ASK n" asks n approvals of the command
 // "make n", one after the other, and answers with the decisions it got.
-func (f *fakeBackend) Turn(ctx context.Context, req codexchild.TurnRequest) (*codexchild.Result, error) {
+func (f *fakeBackend) Turn(ctx context.Context, req backend.TurnRequest) (*backend.Result, error) {
 	f.mu.Lock()
 	f.prompts = append(f.prompts, req.Prompt)
 	f.params = append(f.params, req.Params)
@@ -51,7 +54,7 @@ func (f *fakeBackend) Turn(ctx context.Context, req codexchild.TurnRequest) (*co
 	}
 	var asks int
 	if _, err := fmt.Sscanf(last, "ASK %d", &asks); err != nil || req.Handler == nil {
-		return &codexchild.Result{ThreadID: thread, Text: "echo: " + last, Status: "completed"}, nil
+		return &backend.Result{ThreadID: thread, Text: "echo: " + last, Status: "completed"}, nil
 	}
 	var got []string
 	for i := 1; i <= asks; i++ {
@@ -59,23 +62,23 @@ func (f *fakeBackend) Turn(ctx context.Context, req codexchild.TurnRequest) (*co
 		f.approvals++
 		id := fmt.Sprintf("approval-%d", f.approvals)
 		f.mu.Unlock()
-		decided := make(chan codexchild.Decision, 1)
-		req.Handler.Approval(codexchild.NewApproval(codexchild.Approval{ID: id, Kind: codexchild.ApprovalExec, ThreadID: thread,
-			Command: fmt.Sprintf("make %d", i), Cwd: "/src"}, func(d codexchild.Decision) error { decided <- d; return nil }))
+		decided := make(chan backend.Decision, 1)
+		req.Handler.Approval(backend.NewApproval(backend.Approval{ID: id, Kind: backend.ApprovalExec, ThreadID: thread,
+			Command: fmt.Sprintf("make %d", i), Cwd: "/src"}, func(d backend.Decision) error { decided <- d; return nil }))
 		select {
 		case d := <-decided:
 			got = append(got, strings.TrimSuffix(string(d.Kind)+": "+d.Reason, ": "))
 		case <-ctx.Done():
-			return &codexchild.Result{ThreadID: thread, Text: "interrupted", Status: "interrupted"}, ctx.Err()
+			return &backend.Result{ThreadID: thread, Text: "interrupted", Status: "interrupted"}, ctx.Err()
 		}
 	}
-	return &codexchild.Result{ThreadID: thread, Text: "decisions: " + strings.Join(got, "; "), Status: "completed"}, nil
+	return &backend.Result{ThreadID: thread, Text: "decisions: " + strings.Join(got, "; "), Status: "completed"}, nil
 }
 
 func (f *fakeBackend) Interrupt(context.Context, string) error { return nil }
 
-func (f *fakeBackend) Status() codexchild.Status {
-	return codexchild.Status{Kind: codexchild.KindMCPServer, Started: true, Running: true, Version: "0.153.4"}
+func (f *fakeBackend) Status() backend.Status {
+	return backend.Status{Protocol: string(codexchild.KindMCPServer), Started: true, Running: true, Version: "0.153.4"}
 }
 
 // fakeClient is the MCP connection as the tools see it.
@@ -120,7 +123,7 @@ func newHarness(t testing.TB, opts ...func(*session.Config)) *harness {
 		t.Fatal(err)
 	}
 	fb := &fakeBackend{}
-	cfg := session.Config{Home: home, Team: "dev", Backend: fb, Registry: session.RegistryOf(reg), Cwd: home}
+	cfg := session.Config{Home: home, Team: "dev", Backends: map[string]session.Backend{registry.DefaultKind: fb}, Registry: session.RegistryOf(reg), Cwd: home}
 	for _, o := range opts {
 		o(&cfg)
 	}

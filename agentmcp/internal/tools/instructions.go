@@ -23,6 +23,13 @@ const Instructions = "Runs OpenAI Codex agents as named members of an ATM team, 
 	"that same thread (a result whose thread could not be continued says so). `agent_sessions` lists this server's live sessions (`all: true` adds ended ones and other servers'); `agent_list_codex_sessions` finds Codex sessions to adopt (`codex` " +
 	"{thread_id}). If Codex itself stops, the errors say how to get it back (`agent_restart_codex`). When the " +
 	"operator holds sessions read-only, ask for no other sandbox.\n\n" +
+	"Worktrees: with isolation \"worktree\" (on `codex` or `agent_start`) each agent works and commits in a git worktree " +
+	"and on a branch of its own, your checkout untouched. When one is done, review its change with `agent_diff` {agent_id} " +
+	"(committed and uncommitted; long patches are paged with offset) and send it back with your comments, or bring it into " +
+	"your checkout with `agent_merge` {agent_id}: squash by default, refused while the agent works or your checkout has " +
+	"uncommitted changes; check (or merge_check) runs your tests at the merged result first; a conflict changes nothing and " +
+	"lists the hunks, and on_conflict: \"mail\" tells the agent to bring its branch up to date and resolve it; to: " +
+	"\"branch\" only leaves a branch for a pull request. After a merge the other isolated agents are told that their base moved.\n\n" +
 	"Resources: every session's summary, last result and agent messages are MCP resources, " +
 	"atm://<team>/<agent_id>/summary, .../result and .../transcript (resources/read; in Claude Code the " +
 	"ReadMcpResourceTool with this server's name, or an @-mention of one).\n\n" +

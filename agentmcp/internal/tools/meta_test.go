@@ -40,7 +40,7 @@ func TestToolsMeta(t *testing.T) {
 	if diff := cmp.Diff([]string{"codex", "codex-reply", "agent_status", "agent_wait"}, always); diff != "" {
 		t.Errorf("alwaysLoad (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[string]any{"agent_status": 200000.0, "atm_read": 200000.0}, sizes); diff != "" {
+	if diff := cmp.Diff(map[string]any{"agent_status": 200000.0, "atm_read": 200000.0, "agent_diff": 200000.0}, sizes); diff != "" {
 		t.Errorf("maxResultSizeChars (-want +got):\n%s", diff)
 	}
 	b, err := toolsOnlyList("arch")
@@ -70,7 +70,7 @@ func TestInstructionsNameRealTools(t *testing.T) {
 		}
 		named = append(named, m[1])
 	}
-	for _, want := range []string{"codex", "codex-reply", "agent_wait", "agent_status", "agent_respond", "atm_send", "agent_close"} {
+	for _, want := range []string{"codex", "codex-reply", "agent_wait", "agent_status", "agent_respond", "atm_send", "agent_close", "agent_diff", "agent_merge"} {
 		if !slices.Contains(named, want) {
 			t.Errorf("the instructions do not name %s", want)
 		}

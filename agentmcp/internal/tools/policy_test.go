@@ -3,9 +3,9 @@ package tools
 import (
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestReadOnlyPolicy: under a read-only operator sandbox no call widens a
@@ -51,12 +51,13 @@ func TestReadOnlyPolicy(t *testing.T) {
 
 	var got []string
 	for _, p := range h.fb.params {
-		got = append(got, p.Sandbox)
+		o, _ := p.Options.(codexchild.Options)
+		got = append(got, o.Sandbox)
 	}
 	if diff := cmp.Diff([]string{"read-only", "read-only", "danger-full-access"}, got); diff != "" {
 		t.Errorf("sandboxes that reached Codex (-want +got):\n%s", diff)
 	}
-	if c := h.fb.params[0].Config; c["model_reasoning_effort"] != "low" || c["sandbox_mode"] != nil {
-		t.Errorf("config of the first thread: %v", c)
+	if o, _ := h.fb.params[0].Options.(codexchild.Options); o.Config["model_reasoning_effort"] != "low" || o.Config["sandbox_mode"] != nil {
+		t.Errorf("config of the first thread: %v", o.Config)
 	}
 }

@@ -6,23 +6,23 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/mcpconn"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
+	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
+	"github.com/google/go-cmp/cmp"
 )
 
 // sayer is the fake Codex whose agent also says each prompt line "SAY
 // text" as a message of the turn, before the fake's own answer.
 type sayer struct{ *fakeBackend }
 
-func (s sayer) Turn(ctx context.Context, req codexchild.TurnRequest) (*codexchild.Result, error) {
+func (s sayer) Turn(ctx context.Context, req backend.TurnRequest) (*backend.Result, error) {
 	for _, l := range strings.Split(req.Prompt, "\n") {
 		if text, ok := strings.CutPrefix(l, "SAY "); ok && req.Handler != nil {
-			req.Handler.Event(codexchild.Event{ThreadID: req.ThreadID, Type: "agent_message",
-				Neutral: &codexchild.Activity{Kind: codexchild.ActivityMessage, Text: text}})
+			req.Handler.Event(backend.Event{ThreadID: req.ThreadID, Type: "agent_message",
+				Neutral: &backend.Activity{Kind: backend.ActivityMessage, Text: text}})
 		}
 	}
 	return s.fakeBackend.Turn(ctx, req)
@@ -35,7 +35,7 @@ func (s sayer) Turn(ctx context.Context, req codexchild.TurnRequest) (*codexchil
 // are RESOURCE_NOT_FOUND.
 func TestSessionResources(t *testing.T) {
 	h := newHarness(t, func(c *session.Config) {
-		c.Backend = sayer{c.Backend.(*fakeBackend)}
+		c.Backends[registry.DefaultKind] = sayer{c.Backends[registry.DefaultKind].(*fakeBackend)}
 		c.PersistThreads = true
 	})
 	ctx := context.Background()

@@ -65,6 +65,7 @@ type task struct {
 	s       *session.Session
 	h       *session.Handle
 	created time.Time
+	reply   string // the tool that continues the session (Env.replyTool)
 
 	// guarded by taskStore.mu:
 	updated   time.Time
@@ -92,7 +93,8 @@ func (e *Env) runTask(ctx context.Context, c *mcpconn.ToolCall, s *session.Sessi
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	now := e.cfg.Now()
-	tk := &task{id: "task-" + hex.EncodeToString(b[:]), agentID: s.Record().AgentID, s: s, created: now, updated: now}
+	tk := &task{id: "task-" + hex.EncodeToString(b[:]), agentID: s.Record().AgentID, s: s, created: now, updated: now,
+		reply: e.replyTool(s.Record().Backend)}
 	st := e.tasks
 	t.Call = taskRef{c.RawID}
 	t.Asker = session.NoAsker{} // approval_fallback decides
@@ -143,7 +145,7 @@ func (st *taskStore) finish(tk *task) {
 	switch {
 	case tk.cancelled: // interrupted, whatever the turn made of it
 		tk.status = mcpconn.TaskCancelled
-		tk.message = fmt.Sprintf("[%s] cancelled: the turn was interrupted; continue with %s (agent_id %s)", identity, replyTool(tk.s.Record().Backend), tk.agentID)
+		tk.message = fmt.Sprintf("[%s] cancelled: the turn was interrupted; continue with %s (agent_id %s)", identity, tk.reply, tk.agentID)
 	case err != nil:
 		tk.status, tk.err = mcpconn.TaskFailed, err
 		tk.message = fmt.Sprintf("[%s] failed: %v", identity, err)

@@ -14,7 +14,7 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
 	"github.com/atm-agent-mcp/atm-agent-mcp/atmclient"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 )
 
 // Definitions is the JSON array of the tools' definitions (name,
@@ -86,10 +86,10 @@ type Config struct {
 	// Identity is the proxy instance's own identity. required.
 	Identity string
 	// Child reports the Codex child's state (agent_status). required.
-	Child interface{ Status() codexchild.Status }
+	Child interface{ Status() backend.Status }
 	// Agents report the state of the other agent kinds' backends by kind
 	// (agent_status). optional.
-	Agents map[string]interface{ Status() codexchild.Status }
+	Agents map[string]interface{ Status() backend.Status }
 	// LeadMail reports the path of mail for the client's own identity
 	// (agent_status lead_mail). optional: nil leaves lead_mail out.
 	LeadMail func() LeadMail
@@ -129,6 +129,13 @@ type Config struct {
 	// call gives no base (worktree_base). optional: "" means the HEAD of
 	// the checkout that holds its cwd.
 	WorktreeBase string
+	// MergeCheck is the command agent_merge runs at the merged result when
+	// the call gives no check (merge_check). optional: "" runs none.
+	MergeCheck string
+	// MaxResultChars caps agent_diff's and agent_merge's results, text and
+	// structured content each (max_result_chars): the patch is paged to
+	// fit. optional: 0 means 80000.
+	MaxResultChars int
 	// Places are the isolated sessions' places (the same the session
 	// manager was given) and the conflict radar: agent_status lists the
 	// overlaps. optional: nil lists none.
@@ -158,7 +165,7 @@ type Config struct {
 	ProgressInterval time.Duration
 }
 
-// Env runs the proxy's 16 tools; it is the MCP connection's Handler.
+// Env runs the proxy's 18 tools; it is the MCP connection's Handler.
 type Env struct {
 	cfg   Config
 	log   *slog.Logger
@@ -175,7 +182,7 @@ type tool func(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, e
 // names lists the tools for error messages, in tools.json's order.
 var names = []string{"codex", "codex-reply", "atm_send", "atm_read", "atm_broadcast", "atm_pending_count",
 	"agent_sessions", "agent_status", "agent_close", "agent_wait", "agent_interrupt", "agent_respond", "agent_list_codex_sessions", "agent_restart_codex",
-	"agent_start", "agent_reply"}
+	"agent_start", "agent_reply", "agent_diff", "agent_merge"}
 
 // New returns the tools over cfg.
 func New(cfg Config) *Env {
@@ -209,6 +216,8 @@ func New(cfg Config) *Env {
 		"agent_respond":             e.agentRespond,
 		"agent_list_codex_sessions": e.listCodexSessions,
 		"agent_restart_codex":       e.restartCodex,
+		"agent_diff":                e.agentDiff,
+		"agent_merge":               e.agentMerge,
 	}
 	return e
 }

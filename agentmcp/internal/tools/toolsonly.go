@@ -80,10 +80,7 @@ func ServeTools(ctx context.Context, opts ToolsOptions, r io.Reader, w io.Writer
 		return err
 	}
 	defer audit.Close()
-	kind := opts.Agent
-	if kind == "" {
-		kind = registry.BackendCodex
-	}
+	kind := firstNonEmpty(opts.Agent, registry.DefaultKind)
 	tools := &atmTools{
 		atm:         atm,
 		team:        opts.Team,

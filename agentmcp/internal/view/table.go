@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/feed"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 )
 
 // stateText is how a state reads in the terminal and on the page.
@@ -192,7 +192,7 @@ func spent(agents []feed.Agent) string {
 	s := "; " + strconv.FormatInt(total, 10) + " tokens"
 	sort.Strings(currencies)
 	for _, c := range currencies {
-		s += ", " + cost(feed.Agent{Usage: &codexchild.Usage{Cost: &codexchild.Cost{Amount: costs[c], Currency: c}}})
+		s += ", " + cost(feed.Agent{Usage: &backend.Usage{Cost: &backend.Cost{Amount: costs[c], Currency: c}}})
 	}
 	return s
 }

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/feed"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -20,11 +20,11 @@ func TestWriteTable(t *testing.T) {
 		Agents: []feed.Agent{
 			{Identity: "arch", Kind: "codex", Model: "gpt-5", State: feed.StateWorking, StateSince: now.Add(-time.Minute),
 				Item: &feed.Item{Type: "command", Summary: "go test ./...", Since: now.Add(-12 * time.Second)}, Turns: 3,
-				Usage: &codexchild.Usage{TotalTokens: 396}, Serve: "lead",
-				SubAgents: []codexchild.SubAgent{{ThreadID: "019a-child-thread-id", Status: "running"}}},
+				Usage: &backend.Usage{TotalTokens: 396}, Serve: "lead",
+				SubAgents: []backend.SubAgent{{ThreadID: "019a-child-thread-id", Status: "running"}}},
 			{Identity: "rev", Kind: "claude", State: feed.StateApproval, StateSince: now.Add(-4 * time.Second),
 				Approvals: []feed.Approval{{ID: "1", Question: "[rev] Allow claude to run `make deploy`?"}}, Turns: 2, UnreadMail: 1,
-				Usage: &codexchild.Usage{TotalTokens: 12500, Cost: &codexchild.Cost{Amount: 0.012, Currency: "USD"}}, Serve: "lead"},
+				Usage: &backend.Usage{TotalTokens: 12500, Cost: &backend.Cost{Amount: 0.012, Currency: "USD"}}, Serve: "lead"},
 			{Identity: "qa", Kind: "mock", State: feed.StateGone, StateSince: now, Turns: 1, Serve: "old"},
 		}}
 	var b bytes.Buffer

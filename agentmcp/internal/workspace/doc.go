@@ -173,6 +173,7 @@
 // Codex thread's sandbox gets; Release lets go of it or removes it when it
 // holds no change. places gives Changes to a Radar on a goroutine of its
 // own when a turn ends, and mails the overlaps; the worktrees command
-// calls List and Prune. Diff and Merge are for agent_diff and agent_merge
-// (places.Places.Manager gives the Manager).
+// calls List and Prune. Diff, Head and Merge are agent_diff's and
+// agent_merge's git side, through places.Places (Diff, DiffCheckout, Head,
+// Merge), which also mails what a merge tells.
 package workspace

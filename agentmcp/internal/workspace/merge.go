@@ -81,6 +81,9 @@ type MergeResult struct {
 // nothing was changed anywhere. It matches ErrConflict.
 type ConflictError struct {
 	Conflicts []Conflict
+	// LeadBranch is the lead's branch the work did not merge into, and
+	// Lead its commit then: what the agent has to bring its branch up to.
+	LeadBranch, Lead string
 }
 
 func (e *ConflictError) Error() string {
@@ -178,6 +181,9 @@ func (m *Manager) Merge(ctx context.Context, req MergeRequest) (*MergeResult, er
 
 	progress(Progress{Phase: "merge"})
 	if err := m.compute(ctx, lead, id, rec, req, res, theirs, from, trees[1]); err != nil {
+		if ce := (*ConflictError)(nil); errors.As(err, &ce) {
+			ce.LeadBranch, ce.Lead = res.LeadBranch, res.Old
+		}
 		return nil, err
 	}
 	files, _, err := m.diffTrees(ctx, lead, res.Old, res.Commit, diffOpts{})

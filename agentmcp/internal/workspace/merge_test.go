@@ -194,6 +194,9 @@ func TestMergeConflict(t *testing.T) {
 			if !errors.As(err, &ce) || !errors.Is(err, ErrConflict) {
 				t.Fatalf("Merge: %v, want a ConflictError", err)
 			}
+			if ce.LeadBranch != "main" || ce.Lead != run(t, repo, "rev-parse", "HEAD") {
+				t.Errorf("the conflict names the lead's branch %q at %q", ce.LeadBranch, ce.Lead)
+			}
 			var got []string
 			for _, c := range ce.Conflicts {
 				s := c.Path + " " + c.Kind

@@ -90,6 +90,17 @@ func (m *Manager) Diff(ctx context.Context, req DiffRequest) (*Diff, error) {
 	return nil, errors.New("workspace: diff: give Place, or Dir and From")
 }
 
+// Head returns the commit that the HEAD of the checkout holding dir is
+// at: what a session without isolation records when it starts, to diff
+// against later (DiffRequest.From).
+func (m *Manager) Head(ctx context.Context, dir string) (string, error) {
+	h, err := m.commitOf(ctx, dir, "HEAD")
+	if err != nil {
+		return "", fmt.Errorf("workspace: HEAD of %s: %w", dir, err)
+	}
+	return h, nil
+}
+
 func (m *Manager) fillDiff(ctx context.Context, d *Diff, dir, from, tree string, req DiffRequest) (*Diff, error) {
 	d.Base = from
 	o := diffOpts{patch: !req.Stat, context: req.Context, paths: req.Paths}

@@ -88,7 +88,13 @@ func TestDiff(t *testing.T) {
 		}
 	})
 	t.Run("without isolation", func(t *testing.T) {
-		start := run(t, repo, "rev-parse", "HEAD")
+		start, err := m.Head(ctx, repo)
+		if want := run(t, repo, "rev-parse", "HEAD"); err != nil || start != want {
+			t.Fatalf("Head = %q, %v; want %s", start, err, want)
+		}
+		if _, err := m.Head(ctx, t.TempDir()); err == nil {
+			t.Error("Head outside git: no error")
+		}
 		write(t, repo, map[string]string{"keep.txt": "k\nmore\n", "lead-new.txt": "n\n"})
 		commitAll(t, repo, "lead work")
 		write(t, repo, map[string]string{"edit.txt": "1\n"})

@@ -26,9 +26,25 @@ type Spec struct {
 	Args []string
 	// Env is its whole environment. optional: nil means this process's.
 	Env []string
+	// AddEnv are the entries of Env that the caller added to this
+	// process's environment (all of Env when it replaced it): what a
+	// Launcher for another machine passes on there, where this
+	// machine's environment means nothing. Start itself does not read
+	// it. optional: nil means none.
+	AddEnv []string
 	// Dir is its working directory. optional: "" means this process's.
 	Dir string
+	// Stdin is what Start writes to the child's stdin before anything
+	// else, at most MaxStdinPreamble bytes: a Launcher's preamble for the
+	// command it wraps (say the environment a remote wrapper reads from
+	// stdin, where no other user of the host sees it). optional: nil
+	// writes nothing.
+	Stdin []byte
 }
+
+// MaxStdinPreamble bounds Spec.Stdin: it is written into the empty pipe at
+// start, which takes that much without waiting for the child to read.
+const MaxStdinPreamble = 4096
 
 // A Launcher says where a child runs: it turns the command the caller
 // asked for into the command to start on this machine. The supervisor
@@ -41,7 +57,9 @@ type Spec struct {
 // remote shell>` with the environment and the directory folded into that
 // command line, and this machine's environment for ssh itself: ssh passes
 // stdin, stdout, stderr, stdin's end and the exit status on, so the
-// supervision stays the same.
+// supervision stays the same. Such a launcher passes on Spec.AddEnv, not
+// Spec.Env, and may hand the wrapped command a preamble on stdin
+// (Spec.Stdin of what it returns).
 type Launcher func(Spec) (Spec, error)
 
 // Config says how to start a child and supervise it. Only Spec.Path is
@@ -53,7 +71,8 @@ type Config struct {
 	Name string
 	// Spec is the command to run.
 	Spec Spec
-	// Launch says where it runs. optional: nil runs Spec here.
+	// Launch says where it runs. optional: nil runs Spec here. Nothing
+	// sets it yet.
 	Launch Launcher
 	// Guard is the guard command (codexchild/guard's Main) the command is
 	// started through: its arguments come first, then the program and

@@ -38,7 +38,12 @@
 // for into the one to start here ([Launcher]). Nothing uses it yet; a
 // child on another machine would be `ssh -T host -- <command>`, started
 // and supervised the same way (ssh passes stdin's end and the exit status
-// on), the guard and the process group being this machine's.
+// on), the guard and the process group being this machine's. Because
+// [Spec].Env is a whole environment, the caller also says what it added
+// (Spec.AddEnv): that is all a launcher for another machine passes on,
+// and it may pass it in a preamble that Start writes to stdin first
+// (Spec.Stdin) rather than on a command line that every user of the host
+// can read.
 //
 // On Linux a guarded child (Config.Guard: codexchild/guard's Main) gets a
 // parent-death signal and is forked from a thread that lives as long as

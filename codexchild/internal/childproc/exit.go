@@ -14,8 +14,8 @@ var (
 	// ErrExited is wrapped by every *ExitError: the child is not running.
 	ErrExited = errors.New("child process is not running")
 	// ErrNotJSONRPC is the cause of a child killed because it wrote
-	// MaxGarbageRun lines in a row on stdout that are not JSON-RPC
-	// (Garbage.Err).
+	// MaxGarbageRun or more lines in a row on stdout that are not
+	// JSON-RPC (Garbage.Err).
 	ErrNotJSONRPC = errors.New("child wrote lines that are not JSON-RPC on stdout")
 	// ErrStdinBlocked is the cause of a child killed because a write to
 	// its stdin could not finish within Config.WriteTimeout.
@@ -26,15 +26,16 @@ var (
 type ExitStatus struct {
 	Code   int    // exit code, -1 when killed by a signal
 	Signal string // signal name ("killed", "terminated"), "" when it exited
-	// Reason says why the supervisor killed it ("it wrote 10000 lines in
-	// a row that are not JSON-RPC on stdout"); "" when it did not.
+	// Reason says why the supervisor killed it ("it wrote 10412 lines in
+	// a row that are not JSON-RPC on stdout, and 10000 is the limit"); ""
+	// when it did not.
 	Reason string
 }
 
-// String says how the child died, and why it was killed when the
-// supervisor killed it: "exited with code 3", "killed by signal
-// terminated", "killed by signal killed because it wrote 10000 lines in a
-// row that are not JSON-RPC on stdout".
+// String says how the child died, leading with why when the supervisor
+// killed it: "exited with code 3", "killed by signal terminated",
+// "stopped: it wrote 10412 lines in a row that are not JSON-RPC on
+// stdout, and 10000 is the limit (killed by signal killed)".
 func (s ExitStatus) String() string {
 	how := fmt.Sprintf("exited with code %d", s.Code)
 	if s.Signal != "" {
@@ -44,10 +45,10 @@ func (s ExitStatus) String() string {
 	case s.Reason == "":
 		return how
 	case s.Signal != "":
-		return how + " because " + s.Reason
+		return "stopped: " + s.Reason + " (" + how + ")"
 	}
 	// It exited by itself while the kill was on its way.
-	return how + " while it was being killed because " + s.Reason
+	return "stopped: " + s.Reason + " (it " + how + " while it was being killed)"
 }
 
 // ExitError reports that a child died: how, its last stderr lines and,

@@ -78,6 +78,9 @@ func Start(cfg Config) (*Process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", cfg.Spec.Path, err)
 	}
+	if len(spec.Stdin) > MaxStdinPreamble {
+		return nil, fmt.Errorf("start %s: a stdin preamble of %d bytes, more than %d", cfg.Spec.Path, len(spec.Stdin), MaxStdinPreamble)
+	}
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", cfg.Spec.Path, err)
@@ -131,6 +134,12 @@ func Start(cfg Config) (*Process, error) {
 		done:         make(chan struct{}),
 	}
 	p.log.Info(name+" started", "bin", cfg.Spec.Path, "args", cfg.Spec.Args)
+	if len(spec.Stdin) > 0 {
+		// The pipe is empty and takes MaxStdinPreamble bytes at once.
+		if _, err := p.Write(spec.Stdin); err != nil {
+			p.Kill(Because("its stdin preamble could not be written", err))
+		}
+	}
 	stderrDone := make(chan struct{})
 	go func() {
 		defer close(stderrDone)
@@ -179,12 +188,7 @@ func (p *Process) supervise(stderr *os.File, stderrDone <-chan struct{}) {
 	exit := exitStatus(p.cmd.ProcessState, err)
 	p.mu.Lock()
 	p.waited = true
-	if p.cause != nil {
-		exit.Reason = p.cause.Error()
-	}
-	p.exit = exit
 	p.mu.Unlock()
-	p.log.Info(p.name+" exited", "status", exit.String())
 	// Nothing of the group may outlive the leader.
 	_ = signalGroup(p.cmd, syscall.SIGKILL)
 	select {
@@ -193,6 +197,15 @@ func (p *Process) supervise(stderr *os.File, stderrDone <-chan struct{}) {
 		p.stdout.Close() // something outside the group holds it open
 		<-p.stdoutDone
 	}
+	// The reason is read once stdout is done: a cause may count what the
+	// owner read after the kill (Garbage.Err).
+	p.mu.Lock()
+	if p.cause != nil {
+		exit.Reason = p.cause.Error()
+	}
+	p.exit = exit
+	p.mu.Unlock()
+	p.log.Info(p.name+" exited", "status", exit.String())
 	select {
 	case <-stderrDone:
 	case <-time.After(drainGrace):

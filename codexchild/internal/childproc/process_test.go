@@ -41,7 +41,7 @@ func helperConfig(t *testing.T, mode string, args ...string) Config {
 	}
 	return Config{
 		Name:   "test child",
-		Spec:   Spec{Path: exe, Args: args, Env: append(os.Environ(), helperEnv+"="+mode)},
+		Spec:   Spec{Path: exe, Args: args, Env: append(os.Environ(), helperEnv+"="+mode), AddEnv: []string{helperEnv + "=" + mode}},
 		Grace:  200 * time.Millisecond,
 		Logger: slog.New(slog.DiscardHandler),
 	}
@@ -87,10 +87,10 @@ func TestExitStatus(t *testing.T) {
 		{ExitStatus{Code: 0}, "exited with code 0"},
 		{ExitStatus{Code: 3}, "exited with code 3"},
 		{ExitStatus{Code: -1, Signal: "terminated"}, "killed by signal terminated"},
-		{ExitStatus{Code: -1, Signal: "killed", Reason: "it wrote 10000 lines in a row that are not JSON-RPC on stdout"},
-			"killed by signal killed because it wrote 10000 lines in a row that are not JSON-RPC on stdout"},
+		{ExitStatus{Code: -1, Signal: "killed", Reason: "it wrote 10412 lines in a row that are not JSON-RPC on stdout, and 10000 is the limit"},
+			"stopped: it wrote 10412 lines in a row that are not JSON-RPC on stdout, and 10000 is the limit (killed by signal killed)"},
 		{ExitStatus{Code: 0, Reason: "it did not read its stdin for 30s"},
-			"exited with code 0 while it was being killed because it did not read its stdin for 30s"},
+			"stopped: it did not read its stdin for 30s (it exited with code 0 while it was being killed)"},
 	}
 	for _, tt := range tests {
 		if got := tt.status.String(); got != tt.want {
@@ -204,14 +204,17 @@ func TestExit(t *testing.T) {
 }
 
 // TestKilledForGarbage: a child the owner kills with the limiter's cause
-// says why and how many lines, in its status and its error, and the
-// causes survive: errors.Is finds ErrNotJSONRPC and ErrExited.
+// says why and how many lines it wrote (the lines the owner drained after
+// the kill count too: more than the limit, as the child writes on until
+// the kill lands), in its status and its error, and the causes survive:
+// errors.Is finds ErrNotJSONRPC and ErrExited.
 func TestKilledForGarbage(t *testing.T) {
 	cfg := helperConfig(t, "garbage")
 	p, err := Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	drained := make(chan int, 1)
 	go func() {
 		defer p.StdoutDone()
 		r := jsonrpcframe.NewLineReader(p.Stdout(), nil)
@@ -224,16 +227,22 @@ func TestKilledForGarbage(t *testing.T) {
 			}
 			if g.Bad(me) {
 				p.Kill(g.Err())
+				g.Drain(r)
+				drained <- g.Run()
 				return
 			}
 		}
 	}()
 	ee := waitDone(t, p, 30*time.Second)
-	reason := fmt.Sprintf("it wrote %d lines in a row that are not JSON-RPC on stdout", MaxGarbageRun)
+	n := <-drained
+	if n <= MaxGarbageRun {
+		t.Errorf("counted %d lines; want more than the %d before the kill (the child writes without pause)", n, MaxGarbageRun)
+	}
+	reason := fmt.Sprintf("it wrote %d lines in a row that are not JSON-RPC on stdout, and %d is the limit", n, MaxGarbageRun)
 	if diff := cmp.Diff(ExitStatus{Code: -1, Signal: "killed", Reason: reason}, ee.Status); diff != "" {
 		t.Errorf("status (-want +got):\n%s", diff)
 	}
-	if want := "test child process killed by signal killed because " + reason; ee.Error() != want {
+	if want := "test child process stopped: " + reason + " (killed by signal killed)"; ee.Error() != want {
 		t.Errorf("message %q, want %q", ee.Error(), want)
 	}
 	wrapped := fmt.Errorf("turn: %w", ee)
@@ -373,17 +382,20 @@ func TestStderr(t *testing.T) {
 }
 
 // shellLauncher runs a command the way a remote shell would (ssh runs
-// `$SHELL -c <command line>` on the host): the directory and the
-// environment are in the command line, the shell stays the process this
-// machine started, and the command is its child.
+// `$SHELL -c <command line>` on the host): the directory is in the
+// command line, the environment the caller added comes first on stdin
+// (KEY=VALUE lines, then an empty line), the shell stays the process this
+// machine started, and the command is its child. Nothing of this
+// process's environment is passed: the shell starts with none.
 func shellLauncher(s Spec) (Spec, error) {
-	args := []string{"-c", `cd "$1" && shift && env "$@"`, "sh", s.Dir}
-	for _, kv := range s.Env {
-		if strings.HasPrefix(kv, helperEnv+"=") || strings.HasPrefix(kv, "CHILDPROC_WHERE=") {
-			args = append(args, kv)
-		}
+	script := `while IFS= read -r kv && [ -n "$kv" ]; do export "$kv"; done; cd "$1" && shift && "$@"`
+	args := []string{"-c", script, "sh", s.Dir}
+	var pre strings.Builder
+	for _, kv := range s.AddEnv {
+		pre.WriteString(kv + "\n")
 	}
-	return Spec{Path: "/bin/sh", Args: append(append(args, s.Path), s.Args...)}, nil
+	pre.WriteString("\n")
+	return Spec{Path: "/bin/sh", Args: append(append(args, s.Path), s.Args...), Env: []string{}, Stdin: []byte(pre.String())}, nil
 }
 
 // TestLauncher: a child started through a Launcher runs where and as it
@@ -393,6 +405,7 @@ func TestLauncher(t *testing.T) {
 	dir := t.TempDir()
 	cfg := helperConfig(t, "where")
 	cfg.Spec.Env, cfg.Spec.Dir = append(cfg.Spec.Env, "CHILDPROC_WHERE=over there"), dir
+	cfg.Spec.AddEnv = append(cfg.Spec.AddEnv, "CHILDPROC_WHERE=over there")
 	cfg.Launch = shellLauncher
 	p, out := start(t, cfg)
 	ee := waitDone(t, p, 10*time.Second)
@@ -432,5 +445,28 @@ func TestOutput(t *testing.T) {
 	begin := time.Now()
 	if _, err := Output(ctx, helperConfig(t, "sleep")); !errors.Is(err, context.DeadlineExceeded) || time.Since(begin) > 5*time.Second {
 		t.Errorf("Output past its deadline = %v after %s", err, time.Since(begin))
+	}
+}
+
+// TestStdinPreamble: what a launcher puts in Spec.Stdin reaches the child
+// before anything the owner writes; a preamble the empty pipe cannot take
+// at once is refused.
+func TestStdinPreamble(t *testing.T) {
+	cfg := helperConfig(t, "echo")
+	cfg.Launch = func(s Spec) (Spec, error) { s.Stdin = []byte("first\n"); return s, nil }
+	p, out := start(t, cfg)
+	if _, err := p.Write([]byte("then\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Stop(context.Background()); err != nil {
+		t.Errorf("Stop: %v", err)
+	}
+	if diff := cmp.Diff("first\nthen\n", out()); diff != "" {
+		t.Errorf("stdout (-want +got):\n%s", diff)
+	}
+
+	cfg.Launch = func(s Spec) (Spec, error) { s.Stdin = make([]byte, MaxStdinPreamble+1); return s, nil }
+	if _, err := Start(cfg); err == nil || !strings.Contains(err.Error(), "stdin preamble") {
+		t.Errorf("Start with a preamble of %d bytes: %v, want an error", MaxStdinPreamble+1, err)
 	}
 }

@@ -1,0 +1,142 @@
+//go:build unix
+
+package testscripts
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestClaudeCodeCachedFailure: the real Claude Code 2.1.332, headless and
+// offline, with our plugin installed in its HOME as a user installs it,
+// caches a failure of our server in ~/.claude/mcp-needs-auth-cache.json
+// (here serve fails on a broken configuration file) and then starts the
+// next session without it, although the cause is gone. doctor reads the
+// file Claude Code wrote, says so and names the file to delete; once it is
+// deleted as doctor says, doctor is content and the next session has our
+// server connected (issue 37).
+func TestClaudeCodeCachedFailure(t *testing.T) {
+	claude := claudeCLI(t, "2.1.332")
+	repo, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	home := filepath.Join(dir, "home")
+	work := filepath.Join(dir, "work")
+	atmHome := filepath.Join(dir, "atm")
+	for _, d := range []string{home, work} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	makeTeam(t, atmHome, "team-lead")
+	for _, args := range [][]string{
+		{"plugin", "marketplace", "add", repo},
+		{"plugin", "install", "atm-agent-mcp@atm-agent-mcp"},
+	} {
+		cmd := exec.Command(claude, args...)
+		cmd.Dir, cmd.Env = work, claudeEnv(home, "http://127.0.0.1:9")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("claude %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	broken := filepath.Join(dir, "broken.toml")
+	if err := os.WriteFile(broken, []byte("this is [not toml\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	serveEnv := []string{"ATM_HOME=" + atmHome, "ATM_TEAM=dev", "ATM_AGENT_MCP_CODEX_BIN=mockcodex", "GIT_CEILING_DIRECTORIES=" + dir}
+	// session runs claude -p (the model says one line) and returns our
+	// server's status in its init message.
+	session := func(extra ...string) (string, *claudeP) {
+		t.Helper()
+		api := startAnthropicMock(t, []mockStep{func([]mockResult) []mockBlock { return []mockBlock{{Text: "nothing to do"}} }})
+		cp := runClaudeP(t, claude, work, claudeEnv(home, api.URL(), append(serveEnv, extra...)...), "Say hello.",
+			"--output-format", "stream-json", "--verbose")
+		if cp.err != nil {
+			cp.dump(t)
+			t.Fatalf("claude -p: %v", cp.err)
+		}
+		for _, line := range bytes.Split(cp.stdout.Bytes(), []byte("\n")) {
+			var init struct {
+				Subtype    string `json:"subtype"`
+				MCPServers []struct {
+					Name, Status string
+				} `json:"mcp_servers"`
+			}
+			if json.Unmarshal(line, &init) != nil || init.Subtype != "init" {
+				continue
+			}
+			for _, s := range init.MCPServers {
+				if s.Name == "plugin:atm-agent-mcp:codex" {
+					return s.Status, cp
+				}
+			}
+		}
+		return "", cp
+	}
+	cacheFile := filepath.Join(home, ".claude", "mcp-needs-auth-cache.json")
+	doctor := func() (string, int) {
+		t.Helper()
+		cmd := exec.Command("atm-agent-mcp", "doctor", "--team", "dev", "--codex-bin", "mockcodex")
+		cmd.Dir = work
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "ATM_HOME=" + atmHome, "GIT_CEILING_DIRECTORIES=" + dir}
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return out.String(), ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return out.String(), 0
+	}
+
+	// serve fails: Claude Code caches it.
+	if status, cp := session("ATM_CONFIG=" + broken); status != "failed" {
+		cp.dump(t)
+		t.Fatalf("with a broken configuration our server is %q, want failed", status)
+	}
+	cache, err := os.ReadFile(cacheFile)
+	if err != nil || !bytes.Contains(cache, []byte(`"plugin:atm-agent-mcp:codex"`)) {
+		t.Fatalf("Claude Code cached no failure of our server (%v): %s", err, cache)
+	}
+	t.Logf("%s: %s", filepath.Base(cacheFile), cache)
+
+	// The configuration is fixed, yet the next session goes without us.
+	status, cp := session()
+	if status == "connected" {
+		t.Errorf("the session after the failure has our server connected: the cache no longer holds it back (Claude Code changed?)")
+	}
+	t.Logf("our server in the next session: %q", status)
+
+	// doctor reads what Claude Code wrote.
+	out, code := doctor()
+	missing := regexp.MustCompile(`(?m)^missing +claude-cache +plugin:atm-agent-mcp:codex failed at [0-9:]+: Claude Code starts sessions without it until [0-9:]+ \(` +
+		regexp.QuoteMeta(cacheFile) + "; `claude mcp list` still says Connected\\)$")
+	fix := regexp.MustCompile(`(?m)^ +fix: .*or delete the file: rm (\S+) \(it holds only`)
+	m := fix.FindStringSubmatch(out)
+	if code != 1 || !missing.MatchString(out) || m == nil || m[1] != cacheFile {
+		cp.dump(t)
+		t.Fatalf("doctor after Claude Code cached the failure (exit %d):\n%s", code, out)
+	}
+
+	// Its fix, as it says it.
+	if err := os.Remove(m[1]); err != nil {
+		t.Fatal(err)
+	}
+	out, _ = doctor()
+	if !regexp.MustCompile(`(?m)^ok +claude-cache +Claude Code has cached no failure`).MatchString(out) {
+		t.Errorf("doctor after its fix:\n%s", out)
+	}
+	if status, cp := session(); status != "connected" {
+		cp.dump(t)
+		t.Errorf("after doctor's fix our server is %q, want connected", status)
+	}
+}
