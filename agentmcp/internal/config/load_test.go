@@ -86,7 +86,7 @@ func TestDefaults(t *testing.T) {
 		MaxMailMessages: 10, MaxMailMessageLength: 4096, ElicitationTimeout: 300 * time.Second,
 		MaxResultChars: 80000, EventBufferSize: 500, ProgressInterval: time.Minute,
 		ApprovalFallback: "deny", HandshakeTimeout: 60 * time.Second, CodexRestart: "manual", MCPProtocol: "auto", LogLevel: "info", Roles: map[string]Role{},
-		LeadPush: true, Isolation: "none", WorktreePorts: 10,
+		LeadPush: true, Isolation: "none", WorktreePorts: 10, SubAgentWait: 300 * time.Second,
 	}
 	if diff := cmp.Diff(want, c, cmpIgnoreSources); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
@@ -219,6 +219,8 @@ worktree_setup = "make deps"
 worktree_ports = 0
 merge_check = "make test"
 host = "box"
+busy_mail = "queue"
+sub_agent_wait_secs = 30
 
 [plugins.atm-agent-mcp.hosts.box]
 ssh = "box"
@@ -233,6 +235,7 @@ sandbox = "workspace-write"
 approval_policy = "on-request"
 isolation = "none"
 host = "local"
+busy_mail = "steer"
 `)
 	c := f.load(t, Flags{})
 	want := &Config{
@@ -248,7 +251,8 @@ host = "local"
 		MaxResultChars: 5000, EventBufferSize: 50, ProgressInterval: 0,
 		ApprovalFallback: "queue", HandshakeTimeout: 7 * time.Second, CodexRestart: "on_demand", MCPProtocol: "2025-11-25", LogLevel: "debug", LogFile: filepath.Join(f.repo, "logs", "proxy.log"),
 		Isolation: "worktree", WorktreeBase: "main", WorktreeSetup: "make deps", WorktreePorts: 0, Host: "box", MergeCheck: "make test",
-		Roles: map[string]Role{"worker": {Model: "gpt-5.3-codex", ReasoningEffort: "low", Sandbox: "workspace-write", ApprovalPolicy: "on-request", Isolation: "none", Host: "local"}},
+		BusyMail: "queue", SubAgentWait: 30 * time.Second,
+		Roles: map[string]Role{"worker": {Model: "gpt-5.3-codex", ReasoningEffort: "low", Sandbox: "workspace-write", ApprovalPolicy: "on-request", Isolation: "none", Host: "local", BusyMail: "steer"}},
 	}
 	if diff := cmp.Diff(want, c, cmpIgnoreSources); diff != "" {
 		t.Errorf("from file (-want +got):\n%s", diff)
@@ -286,6 +290,7 @@ host = "local"
 		"ATM_AGENT_MCP_ROLE":      "worker",
 		"ATM_AGENT_MCP_ISOLATION": "worktree", "ATM_AGENT_MCP_WORKTREE_BASE": "origin/main", "ATM_AGENT_MCP_WORKTREE_SETUP": "npm ci",
 		"ATM_AGENT_MCP_WORKTREE_PORTS": "5", "ATM_AGENT_MCP_HOST": "local", "ATM_AGENT_MCP_MERGE_CHECK": "go test ./...",
+		"ATM_AGENT_MCP_BUSY_MAIL": "steer", "ATM_AGENT_MCP_SUB_AGENT_WAIT_SECS": "45",
 	}
 	for k, v := range env {
 		f.env[k] = v
@@ -307,7 +312,8 @@ host = "local"
 		ApprovalFallback: "approve", HandshakeTimeout: 8 * time.Second, CodexRestart: "manual", MCPProtocol: "auto", LogLevel: "warn", LogFile: "/var/log/x.log", Role: "worker",
 		LeadPush: true, MessagingSocket: "/tmp/cc.sock", MessagingToken: "tok",
 		Isolation: "worktree", WorktreeBase: "origin/main", WorktreeSetup: "npm ci", WorktreePorts: 5, Host: "local", MergeCheck: "go test ./...",
-		Roles: map[string]Role{"worker": {Model: "gpt-5.3-codex", ReasoningEffort: "low", Sandbox: "workspace-write", ApprovalPolicy: "on-request", Isolation: "none", Host: "local"}},
+		BusyMail: "steer", SubAgentWait: 45 * time.Second,
+		Roles: map[string]Role{"worker": {Model: "gpt-5.3-codex", ReasoningEffort: "low", Sandbox: "workspace-write", ApprovalPolicy: "on-request", Isolation: "none", Host: "local", BusyMail: "steer"}},
 	}
 	if diff := cmp.Diff(want, c, cmpIgnoreSources); diff != "" {
 		t.Errorf("from env (-want +got):\n%s", diff)
