@@ -69,6 +69,14 @@ func contractSubAgents(t *testing.T, b backend.Backend, e *contractEnv) {
 		t.Errorf("events %v: the parent's turn/completed at %d, the sub-agent's end at %d; want the parent's first", rec.types(), parentEnded, childEnded)
 	}
 
+	// The next turn of the same thread waits for its own sub-agent too.
+	start = time.Now()
+	res2, err := b.Turn(ctxFor(t, 90*time.Second), backend.TurnRequest{ThreadID: res.ThreadID, Prompt: "SPAWN_SUB=2", Params: backend.ThreadParams{Cwd: e.cwd}, Handler: newRecorder(nil)})
+	if took := time.Since(start); err != nil || res2.IsError || len(res2.SubAgents) != 1 || res2.SubAgents[0].Status != "completed" ||
+		res2.SubAgents[0].ThreadID == sub.ThreadID || took < 2*time.Second {
+		t.Errorf("the thread's next turn with a sub-agent = %+v, %v after %s; want it done with its own sub-agent, after its 2 s", res2, err, took)
+	}
+
 	// An Interrupt while the turn waits for its sub-agent.
 	rec = newRecorder(nil)
 	type out struct {
