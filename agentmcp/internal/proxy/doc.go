@@ -3,7 +3,7 @@
 //
 //   - mcpconn: the MCP connection to Claude (framing, read order, the fast
 //     path, server→client requests, events);
-//   - tools: the 18 tools, over the session manager, the ATM client and the
+//   - tools: the 19 tools, over the session manager, the ATM client and the
 //     connection;
 //   - session: the agent sessions of every kind, their turns, persistence
 //     and approvals;
