@@ -77,7 +77,7 @@ func TestBadCodexCatalogue(t *testing.T) {
 					want: `^-32602 argument "output_schema" is not a JSON Schema answers can be checked against: /type: objekt is not a JSON type$`},
 				{name: "an answer that does not match its schema", bin: "mockcodex",
 					send: call("codex-reply", `{"agent_id":"$REV","prompt":"ANSWER={\"n\": \"seven\"}","output_schema":{"type":"object","properties":{"n":{"type":"integer"}}}}`),
-					want: `(?s)^The agent's answer does not follow the output schema: the answer does not match the output schema: .*\n\nIts answer was:\n\{"n": "seven"\}$`},
+					want: `(?s)^The answer does not match the output schema: .*\n\nThe agent's answer was:\n\{"n": "seven"\}$`},
 				{name: "a fork of an unknown session", bin: "mockcodex", send: call("agent_fork", `{"agent_id":"codex-nope","identity":"fork-1"}`),
 					want: `^-32002 no session with agent_id "codex-nope"`},
 				{"a child that floods mid-turn", "mockcodex", call("codex-reply", `{"agent_id":"$REV","prompt":"GARBAGE_FLOOD=20000"}`),

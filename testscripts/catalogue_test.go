@@ -124,7 +124,7 @@ func TestBadInputCatalogue(t *testing.T) {
 		{"an output_schema that is no schema", call("agent_reply", `{"agent_id":"$M1","prompt":"say {}","output_schema":"an object"}`),
 			`^-32602 argument "output_schema" is not a JSON Schema answers can be checked against: a schema is a JSON object, not "an object"$`},
 		{"an answer that does not match its schema", call("agent_reply", `{"agent_id":"$M1","prompt":"say not json","output_schema":{"type":"object"}}`),
-			`(?s)^The agent's answer does not follow the output schema: the answer is not JSON: .*\n\nIts answer was:\nnot json$`},
+			`(?s)^The answer is not JSON: .*\n\nThe agent's answer was:\nnot json$`},
 		{"a fork of an unknown session", call("agent_fork", `{"agent_id":"mock-nope","identity":"m2"}`), `^-32002 no session with agent_id "mock-nope"`},
 		{"a fork without identity", call("agent_fork", `{"agent_id":"$M1"}`), `^-32602 argument "identity" is required`},
 		{"a fork of an ACP session", call("agent_fork", `{"agent_id":"$M1","identity":"m2","prompt":"say forked"}`),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend/outputschema"
@@ -87,7 +88,7 @@ func structured(t Turn, how string, res *backend.Result) (*backend.Result, answe
 	if why != "" {
 		c := *res
 		c.IsError = true
-		c.Text = "The agent's answer does not follow the output schema: " + why + "\n\nIts answer was:\n" + res.Text
+		c.Text = strings.ToUpper(why[:1]) + why[1:] + ".\n\nThe agent's answer was:\n" + res.Text
 		res = &c
 	}
 	return res, a

@@ -33,7 +33,7 @@ func TestStructuredOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := r.Structured.(map[string]any)
-	if !r.IsError || m["output"] != nil || !strings.Contains(m["output_error"].(string), "not JSON") || !strings.HasSuffix(r.Text, "Its answer was:\nseven") {
+	if !r.IsError || m["output"] != nil || !strings.Contains(m["output_error"].(string), "not JSON") || !strings.HasSuffix(r.Text, "The agent's answer was:\nseven") {
 		t.Errorf("mismatch: isError %v, structured %v, text %q", r.IsError, m, r.Text)
 	}
 	d := h.ok("agent_status", `{"agent_id":"`+arch+`"}`)
