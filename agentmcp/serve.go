@@ -171,7 +171,7 @@ func proxyOptions(cfg *config.Config, logger *slog.Logger) (proxy.Options, error
 		Roles:            roles,
 		BaseInstructions: base, ExtraInstructions: extra,
 		Isolation: cfg.IsolationFor(""), RoleIsolation: roleIsolation, WorktreeBase: cfg.WorktreeBase,
-		WorktreeSetup: cfg.WorktreeSetup, WorktreePorts: cfg.WorktreePorts, MergeCheck: cfg.MergeCheck,
+		WorktreeSetup: cfg.WorktreeSetup, WorktreePorts: cfg.WorktreePorts, MergeCheck: cfg.MergeCheck, PortsDir: os.Getenv("ATM_PORTS_DIR"),
 		RequestTimeout: cfg.RequestTimeout, MaxSessions: cfg.MaxConcurrentThreads,
 		ElicitationTimeout: cfg.ElicitationTimeout, ApprovalFallback: cfg.ApprovalFallback, MCPProtocol: cfg.MCPProtocol,
 		NewBackend: func() (backend.Backend, error) { return newBackend(cfg, logger) }, CodexRestart: cfg.CodexRestart,
@@ -180,8 +180,23 @@ func proxyOptions(cfg *config.Config, logger *slog.Logger) (proxy.Options, error
 		MailPollInterval: cfg.MailPollInterval, MailIdleTimeout: cfg.IdleTimeout, PersistThreads: cfg.PersistThreads, MaxMailMessages: cfg.MaxMailMessages, MaxMailMessageLength: cfg.MaxMailMessageLength,
 		ToolServer: toolServer, ToolServerEnv: map[string]string{"ATM_TEAM": cfg.Team, session.EnvRegistryTeam: regTeam},
 		MaxResultChars: cfg.MaxResultChars, EventRing: cfg.EventBufferSize, ProgressInterval: progressInterval(cfg.ProgressInterval),
+		Budgets: budgets(cfg), Prices: cli.Prices(cfg),
 		Logger: logger, Version: cli.Version(),
 	}, nil
+}
+
+// budgets maps the configured token budgets onto the sessions'.
+func budgets(cfg *config.Config) session.Budgets {
+	b := session.Budgets{Session: int64(cfg.BudgetTokens), Team: int64(cfg.TeamBudgetTokens), Interrupt: cfg.BudgetInterrupt}
+	for name, r := range cfg.Roles {
+		if r.BudgetTokens > 0 {
+			if b.Roles == nil {
+				b.Roles = map[string]int64{}
+			}
+			b.Roles[name] = int64(r.BudgetTokens)
+		}
+	}
+	return b
 }
 
 // selfPath is the absolute path this program was started as. os.Args[0] is

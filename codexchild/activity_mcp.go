@@ -16,7 +16,7 @@ func mcpActivity(e backend.Event) backend.Activity {
 	switch e.Type {
 	case "task_started":
 		return backend.Activity{Kind: backend.ActivityTurnStarted}
-	case "stream_error", "background_event", "agent_message", "error", "turn_aborted", "token_count",
+	case "session_configured", "stream_error", "background_event", "agent_message", "error", "turn_aborted", "token_count",
 		"exec_command_begin", "exec_command_end", "patch_apply_begin", "patch_apply_end",
 		"mcp_tool_call_begin", "mcp_tool_call_end", "exec_approval_request", "apply_patch_approval_request":
 	default:
@@ -33,6 +33,9 @@ func mcpActivity(e backend.Event) backend.Activity {
 		return s
 	}
 	switch e.Type {
+	case "session_configured":
+		// The thread's settings as Codex took them, the model first.
+		return backend.Activity{Model: str("model")}
 	case "stream_error", "background_event":
 		// A stream error ("Reconnecting... 2/5"), or a background event
 		// that may say Codex is retrying.

@@ -36,6 +36,8 @@ func TestEventActivity(t *testing.T) {
 		want backend.Activity
 	}{
 		{"mcp turn started", mcpEvent(`{"type": "task_started", "turn_id": "turn-1"}`), backend.Activity{Kind: backend.ActivityTurnStarted}},
+		{"mcp session configured names the model", mcpEvent(`{"type": "session_configured", "session_id": "T", "thread_id": "T", "model": "gpt-5.2-codex", "model_provider_id": "openai", "approval_policy": "on-request"}`),
+			backend.Activity{Model: "gpt-5.2-codex"}},
 		{"mcp command begins", mcpEvent(`{"type": "exec_command_begin", "call_id": "call_1", "turn_id": "turn-1", "command": ["/bin/bash", "-lc", "go test ./..."], "cwd": "/w"}`),
 			backend.Activity{Kind: backend.ActivityItem, Summary: "go test ./...", Item: &backend.Item{ID: "call_1", Type: "command", Summary: "go test ./...", Started: true}}},
 		{"mcp command fails", mcpEvent(`{"type": "exec_command_end", "call_id": "call_1", "command": ["/bin/bash", "-lc", "go test ./..."], "stdout": "FAIL", "exit_code": 1, "status": "completed"}`),

@@ -205,6 +205,16 @@ func (b *AppServer) handleNotification(m *jsonrpcframe.Message) {
 		ev.TurnID = t.turnID
 		b.mu.Unlock()
 	}
+	if m.Method == "turn/started" {
+		// The turn's start carries the model its thread/start or
+		// thread/resume answer named (Activity.Model).
+		b.mu.Lock()
+		model := b.models[threadID]
+		b.mu.Unlock()
+		if model != "" {
+			ev.Neutral = &backend.Activity{Kind: backend.ActivityTurnStarted, Model: model}
+		}
+	}
 	t.mu.Lock()
 	if t.closed.Load() {
 		t.mu.Unlock()

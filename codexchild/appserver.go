@@ -53,6 +53,7 @@ type AppServer struct {
 	turns       map[string]*appTurn  // thread id → its running (or draining) turn
 	subs        map[string]*subAgent // sub-agent thread id → the running turn it belongs to (appsubagents.go)
 	loaded      map[string]bool      // threads this process started or resumed
+	models      map[string]string    // the model each loaded thread runs, as thread/start or thread/resume answered
 	approvals   map[*backend.Approval]*appApproval
 	approvalSeq int64
 
@@ -84,6 +85,7 @@ func NewAppServer(cfg Config) *AppServer {
 		turns:     map[string]*appTurn{},
 		subs:      map[string]*subAgent{},
 		loaded:    map[string]bool{},
+		models:    map[string]string{},
 		approvals: map[*backend.Approval]*appApproval{},
 	}
 	// The child is answered in kind: without "jsonrpc" until it is seen

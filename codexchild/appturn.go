@@ -386,12 +386,14 @@ func (b *AppServer) startThread(ctx context.Context, p backend.ThreadParams) (st
 		Thread struct {
 			ID string `json:"id"`
 		} `json:"thread"`
+		Model string `json:"model"`
 	}
 	if err := json.Unmarshal(resp.Result, &r); err != nil || r.Thread.ID == "" {
 		return "", nil, fmt.Errorf("codexchild: thread/start: bad result %.200s", resp.Result)
 	}
 	b.mu.Lock()
 	b.loaded[r.Thread.ID] = true
+	b.models[r.Thread.ID] = r.Model
 	b.mu.Unlock()
 	b.log.Info("codex thread started", "thread", r.Thread.ID)
 	return r.Thread.ID, nil, nil
@@ -411,8 +413,13 @@ func (b *AppServer) resumeThread(ctx context.Context, threadID string, p backend
 		b.log.Info("codex refused to resume the thread", "thread", threadID, "err", e.Message)
 		return &backend.Result{ThreadID: threadID, Text: e.Message, IsError: true, Status: "failed", Raw: resp.Error}, nil
 	}
+	var r struct {
+		Model string `json:"model"`
+	}
+	_ = json.Unmarshal(resp.Result, &r) // the model is all that is read, and optional
 	b.mu.Lock()
 	b.loaded[threadID] = true
+	b.models[threadID] = r.Model
 	b.mu.Unlock()
 	b.log.Info("codex thread resumed", "thread", threadID)
 	return nil, nil

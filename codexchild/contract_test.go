@@ -218,6 +218,7 @@ func contractTurnAndReply(t *testing.T, b backend.Backend, e *contractEnv) {
 		t.Fatalf("Turn = %+v, want MOCK_REPLY text, completed, a thread id", res)
 	}
 	checkEvents(t, rec, e, res.ThreadID)
+	checkModel(t, rec, "mock-model")
 
 	rec2 := newRecorder(nil)
 	res2, err := b.Turn(ctxFor(t, 60*time.Second), backend.TurnRequest{ThreadID: res.ThreadID, Prompt: "second turn", Handler: rec2})
@@ -313,6 +314,7 @@ func contractResume(t *testing.T, b backend.Backend, e *contractEnv) {
 		t.Errorf("resumed Turn (-want +got):\n%s", diff)
 	}
 	checkEvents(t, rec, e, res.ThreadID)
+	checkModel(t, rec, "mock-model") // as thread/resume answered
 	// A thread Codex has no rollout of cannot be resumed: the turn runs on
 	// a new thread, seeded, and says why.
 	var told []string
@@ -324,6 +326,24 @@ func contractResume(t *testing.T, b backend.Backend, e *contractEnv) {
 	}
 	if diff := cmp.Diff([]string{res3.ThreadID}, told); diff != "" {
 		t.Errorf("OnThread (-want +got):\n%s", diff)
+	}
+}
+
+// checkModel: one of the turn's events names the model the thread runs
+// (Activity.Model: mcp-server's session_configured, app-server's
+// turn/started from its thread/start or thread/resume answer), the one
+// Codex was configured with.
+func checkModel(t *testing.T, rec *recorder, want string) {
+	t.Helper()
+	evs, _ := rec.snapshot()
+	var got []string
+	for _, ev := range evs {
+		if m := ev.Activity().Model; m != "" {
+			got = append(got, ev.Type+" "+m)
+		}
+	}
+	if len(got) != 1 || !strings.HasSuffix(got[0], " "+want) {
+		t.Errorf("events naming the model: %q; want one naming %s", got, want)
 	}
 }
 

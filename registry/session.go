@@ -93,6 +93,18 @@ type Session struct {
 	// with isolation "worktree"; nil otherwise (written only when set).
 	// A resume re-enters it.
 	Worktree *Worktree `json:"worktree,omitempty"`
+	// Model is the model the agent last said it runs, else the one it was
+	// started with ("" when neither is known; written only when set): what
+	// prices the session's tokens once no serve runs it.
+	Model string `json:"model,omitempty"`
+	// Usage is the session's token usage over its life (nil until its
+	// agent reported any; written only when set): a resume counts on
+	// from it.
+	Usage *Usage `json:"usage,omitempty"`
+	// BudgetTokens is the session's token budget as it was raised (or
+	// lowered) at run time; 0 leaves the configured one (written only
+	// when set).
+	BudgetTokens int64 `json:"budget_tokens,omitempty"`
 	// StartHead is the commit that the HEAD of its cwd's checkout was at
 	// when a session without isolation started: its change (agent_diff)
 	// is the checkout's against it. "" for an isolated session (its
@@ -142,6 +154,9 @@ type sessionWire struct {
 	LastResult  *string     `json:"last_result"`
 	HandedTo    string      `json:"handed_to,omitempty"`
 	Worktree    *Worktree   `json:"worktree,omitempty"`
+	Model       string      `json:"model,omitempty"`
+	Usage       *Usage      `json:"usage,omitempty"`
+	Budget      int64       `json:"budget_tokens,omitempty"`
 	StartHead   string      `json:"start_head,omitempty"`
 	ForkedFrom  *Fork       `json:"forked_from,omitempty"`
 }
@@ -153,7 +168,7 @@ var knownFields = map[string]bool{
 	"cwd": true, "started_at": true, "last_active": true, "status": true,
 	"thread_state": true, "tag": true, "role": true, "agent_source": true,
 	"turns": true, "last_result": true, "handed_to": true, "worktree": true, "start_head": true,
-	"forked_from": true,
+	"model": true, "usage": true, "budget_tokens": true, "forked_from": true,
 }
 
 func nullable(s string) *string {
@@ -193,6 +208,9 @@ func (s Session) MarshalJSON() ([]byte, error) {
 		LastResult:  nullable(s.LastResult),
 		HandedTo:    s.HandedTo,
 		Worktree:    s.Worktree,
+		Model:       s.Model,
+		Usage:       s.Usage,
+		Budget:      s.BudgetTokens,
 		StartHead:   s.StartHead,
 		ForkedFrom:  s.ForkedFrom,
 	})
@@ -245,36 +263,41 @@ func (s *Session) UnmarshalJSON(data []byte) error {
 		extra[k] = c.Bytes()
 	}
 	*s = Session{
-		AgentID:     w.AgentID,
-		Backend:     w.Backend,
-		BackendID:   deref(w.BackendID),
-		Identity:    w.Identity,
-		Team:        w.Team,
-		RepoRoot:    deref(w.RepoRoot),
-		RepoName:    deref(w.RepoName),
-		Branch:      deref(w.Branch),
-		Cwd:         w.Cwd,
-		StartedAt:   w.StartedAt.UTC(),
-		LastActive:  w.LastActive.UTC(),
-		Status:      w.Status,
-		ThreadState: w.ThreadState,
-		Tag:         deref(w.Tag),
-		Role:        deref(w.Role),
-		AgentSource: deref(w.AgentSource),
-		Turns:       w.Turns,
-		LastResult:  deref(w.LastResult),
-		HandedTo:    w.HandedTo,
-		Worktree:    w.Worktree,
-		StartHead:   w.StartHead,
-		ForkedFrom:  w.ForkedFrom,
-		Extra:       extra,
+		AgentID:      w.AgentID,
+		Backend:      w.Backend,
+		BackendID:    deref(w.BackendID),
+		Identity:     w.Identity,
+		Team:         w.Team,
+		RepoRoot:     deref(w.RepoRoot),
+		RepoName:     deref(w.RepoName),
+		Branch:       deref(w.Branch),
+		Cwd:          w.Cwd,
+		StartedAt:    w.StartedAt.UTC(),
+		LastActive:   w.LastActive.UTC(),
+		Status:       w.Status,
+		ThreadState:  w.ThreadState,
+		Tag:          deref(w.Tag),
+		Role:         deref(w.Role),
+		AgentSource:  deref(w.AgentSource),
+		Turns:        w.Turns,
+		LastResult:   deref(w.LastResult),
+		HandedTo:     w.HandedTo,
+		Worktree:     w.Worktree,
+		Model:        w.Model,
+		Usage:        w.Usage,
+		BudgetTokens: w.Budget,
+		StartHead:    w.StartHead,
+		ForkedFrom:   w.ForkedFrom,
+		Extra:        extra,
 	}
 	return nil
 }
 
-// clone returns a copy of s whose Extra map and Worktree are its own.
+// clone returns a copy of s whose Extra map, Worktree and Usage are its
+// own.
 func (s Session) clone() Session {
 	s.Extra = maps.Clone(s.Extra)
+	s.Usage = s.Usage.clone()
 	if s.Worktree != nil {
 		w := *s.Worktree
 		s.Worktree = &w

@@ -67,6 +67,19 @@ func TestSessionJSON(t *testing.T) {
 				`"turns":0,"last_result":null,"worktree":{"name":"alice","path":"/r/.atm/worktrees/alice","branch":"atm/alice","base":"5e1c0a2",` +
 				`"base_ref":"HEAD","source":"/r","port_base":20010,"port_count":10,"released":"kept","stat":"1 files changed, 2 insertions(+), 0 deletions(-)"}}`,
 		},
+		{
+			name: "usage, the model and a raised budget",
+			s: Session{AgentID: "codex-4", Backend: "mock", Identity: "bob", Team: "t", Cwd: "/r",
+				StartedAt: start, LastActive: start, Status: StatusIdle, ThreadState: ThreadIdle, Model: "mock-small", BudgetTokens: 20000,
+				Usage: &Usage{Tokens: Tokens{InputTokens: 3200, CachedInputTokens: 1000, OutputTokens: 400, TotalTokens: 3600,
+					Cost: &Cost{Amount: 0.02, Currency: "USD"}}, Thread: "th-9", Last: &Tokens{InputTokens: 2000, OutputTokens: 100, TotalTokens: 2100}}},
+			want: `{"agent_id":"codex-4","backend":"mock","backend_id":null,"identity":"bob","team":"t",` +
+				`"repo_root":null,"repo_name":null,"branch":null,"cwd":"/r","started_at":"2026-02-17T10:00:00Z",` +
+				`"last_active":"2026-02-17T10:00:00Z","status":"idle","thread_state":"idle","tag":null,"role":null,"agent_source":null,` +
+				`"turns":0,"last_result":null,"model":"mock-small","usage":{"input_tokens":3200,"cached_input_tokens":1000,"output_tokens":400,` +
+				`"total_tokens":3600,"cost":{"amount":0.02,"currency":"USD"},"thread":"th-9","last":{"input_tokens":2000,"cached_input_tokens":0,` +
+				`"output_tokens":100,"total_tokens":2100}},"budget_tokens":20000}`,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,6 +120,30 @@ func TestStatusLive(t *testing.T) {
 		if got := st.Live(); got != live {
 			t.Errorf("%q.Live() = %v, want %v", st, got, live)
 		}
+	}
+}
+
+// TestTeamBudget: a budget set at run time is read back by every serve of
+// the team; none set reads not ok.
+func TestTeamBudget(t *testing.T) {
+	d, err := TeamDir(t.TempDir(), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := d.ReadTeamBudget(); ok || err != nil {
+		t.Fatalf("ReadTeamBudget before any = ok %v, err %v; want neither", ok, err)
+	}
+	at := time.Date(2026, 2, 17, 10, 0, 0, 0, time.UTC)
+	want := TeamBudget{Tokens: 90000, By: "team-lead", At: at}
+	if err := d.WriteTeamBudget(want); err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := d.ReadTeamBudget()
+	if !ok || err != nil {
+		t.Fatalf("ReadTeamBudget = ok %v, err %v", ok, err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ReadTeamBudget (-want +got):\n%s", diff)
 	}
 }
 

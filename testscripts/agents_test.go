@@ -118,7 +118,9 @@ func TestMixedTeams(t *testing.T) {
 // prompt with HANG (a turn to interrupt). Then acp_mixed_*.txtar with
 // claude: a Codex agent (mockcodex) and a Claude agent mail each other
 // (acp_mixed_team), and work at once in worktrees of their own, each
-// committing on its own branch (acp_mixed_worktree).
+// committing on its own branch (acp_mixed_worktree). Then two Claude
+// agents edit one file at once, each in its own worktree, with Claude
+// Code's own Edit and Write tools (acp_real_worktree).
 func TestRealAgents(t *testing.T) {
 	claude := realacp.Install(t, "claude-agent-acp", "node_modules/.bin/claude-agent-acp")
 	opencode := realacp.Install(t, "opencode", filepath.Join("node_modules", "opencode-linux-x64", "bin", "opencode"))
@@ -132,6 +134,7 @@ func TestRealAgents(t *testing.T) {
 		{"claude", "acp_real.txtar", func(work string) map[string]string { return claudeAgentEnv(claude, work, anthropic.URL()) }, anthropic.Hung()},
 		{"opencode", "acp_real.txtar", func(work string) map[string]string { return opencodeAgentEnv(opencode, work, chat.URL()+"/v1") }, chat.Hung()},
 		{"claude", "acp_mixed_*.txtar", func(work string) map[string]string { return claudeAgentEnv(claude, work, anthropic.URL()) }, nil},
+		{"claude", "acp_real_worktree.txtar", func(work string) map[string]string { return claudeAgentEnv(claude, work, anthropic.URL()) }, nil},
 	} {
 		t.Run(tc.agent+"/"+strings.TrimSuffix(tc.glob, ".txtar"), func(t *testing.T) {
 			t.Parallel() // they wait on the agents, not on the CPU

@@ -39,7 +39,8 @@ type Session struct {
 	// Guarded by c.mu:
 	modes         *SessionModes
 	configOptions json.RawMessage
-	turn          *turn // the running turn, or nil
+	model         string // the model the agent named, or the one set since
+	turn          *turn  // the running turn, or nil
 	turns         int64
 	lastCancelled bool      // the last turn that ended was cancelled
 	loading       bool      // session/load is replaying history
@@ -100,7 +101,7 @@ func (c *Client) NewSession(ctx context.Context, p SessionParams) (*Session, err
 				return
 			}
 			s = c.addSessionLocked(res.SessionID)
-			s.modes, s.configOptions = res.Modes, res.ConfigOptions
+			s.modes, s.configOptions, s.model = res.Modes, res.ConfigOptions, res.modelOf()
 		})
 	if err != nil {
 		return nil, err
@@ -145,7 +146,7 @@ func (c *Client) reopen(ctx context.Context, method string, advertised bool, id 
 			s.loading = false
 			var res sessionResult
 			if json.Unmarshal(raw, &res) == nil {
-				s.modes, s.configOptions = res.Modes, res.ConfigOptions
+				s.modes, s.configOptions, s.model = res.Modes, res.ConfigOptions, res.modelOf()
 			}
 		})
 	if err != nil {
@@ -211,10 +212,24 @@ func (s *Session) SetMode(ctx context.Context, modeID string) error {
 }
 
 // SetConfigOption sets one session configuration option
-// (session/set_config_option).
+// (session/set_config_option); a model set so is the session's Model.
 func (s *Session) SetConfigOption(ctx context.Context, id string, value any) error {
-	_, err := s.c.call(ctx, methodSetConfigOption, setConfigOptionParams{SessionID: s.id, ConfigID: id, Value: value}, s.c.cfg.callTimeout(), nil)
+	_, err := s.c.call(ctx, methodSetConfigOption, setConfigOptionParams{SessionID: s.id, ConfigID: id, Value: value}, s.c.cfg.callTimeout(),
+		func(json.RawMessage) {
+			if v, ok := value.(string); ok && id == "model" && v != "" {
+				s.model = v // on the reader, c.mu held
+			}
+		})
 	return err
+}
+
+// Model returns the model the agent said the session runs when it was
+// opened (models.currentModelId, else the "model" config option's current
+// value), or the one set with SetConfigOption since; "" when it said none.
+func (s *Session) Model() string {
+	s.c.mu.Lock()
+	defer s.c.mu.Unlock()
+	return s.model
 }
 
 // Close ends the session: session/close when the agent advertises it (a

@@ -183,7 +183,35 @@ type sessionParams struct {
 type sessionResult struct {
 	SessionID     string          `json:"sessionId"`
 	Modes         *SessionModes   `json:"modes"`
+	Models        *sessionModels  `json:"models"`
 	ConfigOptions json.RawMessage `json:"configOptions"`
+}
+
+// sessionModels are the models an agent offers for a session and the
+// current one (the unstable session-models extension); only the current
+// one is read.
+type sessionModels struct {
+	CurrentModelID string `json:"currentModelId"`
+}
+
+// modelOf is the model a session/new, session/load or session/resume
+// answer names: models.currentModelId, else the current value of the
+// "model" config option; "" when neither says.
+func (r sessionResult) modelOf() string {
+	if r.Models != nil && r.Models.CurrentModelID != "" {
+		return r.Models.CurrentModelID
+	}
+	var opts []struct {
+		ID           string `json:"id"`
+		CurrentValue any    `json:"currentValue"`
+	}
+	_ = json.Unmarshal(r.ConfigOptions, &opts)
+	for _, o := range opts {
+		if v, ok := o.CurrentValue.(string); ok && o.ID == "model" {
+			return v
+		}
+	}
+	return ""
 }
 
 // SessionModes are the modes an agent offers for a session and the one it

@@ -40,7 +40,7 @@ func TestACPTwoTurns(t *testing.T) {
 		t.Errorf("OnSent %d, OnAccepted %d times, want 1 each", sent.Load(), accepted.Load())
 	}
 	wantActs := []string{
-		"turn_started ",
+		"turn_started model=mock-large", // the model it was set to (session/set_config_option)
 		"item t1 command running \"ls -l\" started=true",
 		"item t1 command completed \"\" started=false",
 		"note plan: step one (in_progress)",

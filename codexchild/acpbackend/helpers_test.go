@@ -181,6 +181,8 @@ func (r *acpRecorder) activities() []string {
 			out = append(out, fmt.Sprintf("item %s %s %s %q started=%v", a.Item.ID, a.Item.Type, a.Item.Status, a.Item.Summary, a.Item.Started))
 		case backend.ActivityMessage:
 			out = append(out, "message "+a.Text)
+		case backend.ActivityTurnStarted:
+			out = append(out, string(a.Kind)+" "+a.Summary+"model="+a.Model)
 		default:
 			out = append(out, string(a.Kind)+" "+a.Summary)
 		}

@@ -45,7 +45,8 @@ type acpThread struct {
 	turn     *acpTurn      // the running turn, or nil
 	stopping chan struct{} // closed when the agent stopped after a turn has been closed
 	notes    []string      // denial notes for the next prompt (denialnote.go)
-	usage    backend.Usage // the thread's usage so far (acp_usage.go)
+	usage    backend.Usage // the thread's usage so far (usage.go)
+	model    string        // the model its session runs, as the agent said (acp.Session.Model)
 }
 
 // takeNotes returns the thread's denial notes, each followed by a blank
@@ -183,8 +184,9 @@ func (th *acpThread) ready(ctx context.Context, req backend.TurnRequest) (text, 
 		_ = c.Close(context.WithoutCancel(ctx))
 		return "", "", err
 	}
+	model := s.Model()
 	th.mu.Lock()
-	th.client, th.sess, th.cwd, th.stopping = c, s, p.Cwd, nil
+	th.client, th.sess, th.cwd, th.stopping, th.model = c, s, p.Cwd, nil, model
 	th.mu.Unlock()
 	b.mu.Lock()
 	th.opened = true
@@ -362,7 +364,7 @@ func (th *acpThread) run(ctx context.Context, req backend.TurnRequest, text stri
 	th.mu.Lock()
 	c, s := th.client, th.sess
 	th.turn = t
-	t.deliver(backend.Event{ThreadID: s.ID(), Method: "session/prompt", Type: "turn_started", Neutral: &backend.Activity{Kind: backend.ActivityTurnStarted}})
+	t.deliver(backend.Event{ThreadID: s.ID(), Method: "session/prompt", Type: "turn_started", Neutral: &backend.Activity{Kind: backend.ActivityTurnStarted, Model: th.model}})
 	th.mu.Unlock()
 
 	timeout := b.cfg.turnTimeout(req.Timeout)

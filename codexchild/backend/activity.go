@@ -52,6 +52,13 @@ type Activity struct {
 	// tools: spawn_agent and the like), as an item tells of them: each
 	// one's thread and state. They are not members of the team.
 	SubAgents []SubAgent
+	// Model is the model the agent says the thread runs, on whichever
+	// event tells it (whatever its Kind): mcp-server's session_configured,
+	// app-server's turn/started (the model of its thread/start or
+	// thread/resume answer), an ACP agent's turn start (the model its
+	// session/new or session/load answer named, or the one set since).
+	// "" says nothing.
+	Model string
 }
 
 // Activity returns the event in backend-neutral terms: *e.Neutral when the

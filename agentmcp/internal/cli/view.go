@@ -82,7 +82,8 @@ func (l locateFlags) team(env *runEnv) (*view.Team, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	return view.NewTeam(view.TeamConfig{Dirs: []string{dir.Path()}, Team: cfg.Team}), cfg.Team, nil
+	return view.NewTeam(view.TeamConfig{Dirs: []string{dir.Path()}, Team: cfg.Team, Registries: []registry.Dir{dir},
+		Prices: Prices(cfg), Budget: int64(cfg.TeamBudgetTokens)}), cfg.Team, nil
 }
 
 // detach starts `view` again in a session of its own, with the same
@@ -161,7 +162,7 @@ type statusCmd struct {
 
 // Help is shown by "atm-agent-mcp status --help".
 func (statusCmd) Help() string {
-	return `Prints every agent of the team, across every serve of the team on this machine, as the page of "atm-agent-mcp view" shows them: state and for how long, what it does now, turns, tokens, cost, unread mail, pending approvals. The states come from the running serves themselves; an agent of a serve that has exited is shown gone.`
+	return `Prints every agent of the team, across every serve of the team on this machine, as the page of "atm-agent-mcp view" shows them: state and for how long, what it does now, turns, tokens, cost, budget, unread mail, pending approvals, branch and (for an agent in a worktree of its own) its change. The states come from the running serves themselves; an agent of a serve that has exited is shown gone. The first line adds up the team's tokens and cost, its closed sessions included, and its budget.`
 }
 
 func (c *statusCmd) Run(env *runEnv) error {
@@ -181,6 +182,7 @@ func (c *statusCmd) Run(env *runEnv) error {
 	case <-ctx.Done():
 		return nil
 	}
+	team.Refresh() // the registry's closed sessions and the team's budget
 	if c.JSON {
 		enc := json.NewEncoder(env.stdout)
 		enc.SetIndent("", "  ")

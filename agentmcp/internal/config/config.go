@@ -170,6 +170,9 @@ type Role struct {
 	// BusyMail is busy_mail for the role's agents (one of BusyMails); ""
 	// leaves the instance's.
 	BusyMail string `json:"busy_mail,omitempty"`
+	// BudgetTokens is the token budget of each of the role's sessions; 0
+	// leaves budget_tokens (see BudgetFor).
+	BudgetTokens int `json:"budget_tokens,omitempty"`
 }
 
 // Resume is the --resume request of `serve`.
@@ -260,6 +263,16 @@ type Config struct {
 	// temporary worktree at the merged tree when the call gives no check:
 	// the lead's branch moves only if it exits with 0. "" runs none.
 	MergeCheck string
+
+	// BudgetTokens is each session's token budget when its role sets none
+	// (0: none; see BudgetFor); TeamBudgetTokens the team's, every session
+	// of the team together in every serve (0: none). BudgetInterrupt also
+	// interrupts the running turn that reaches a budget.
+	BudgetTokens     int
+	TeamBudgetTokens int
+	BudgetInterrupt  bool
+	// Prices are the models' prices by model name (budget.go).
+	Prices map[string]Price
 
 	AutoMail bool // inject incoming mail as turns (FR-8.8)
 	// BusyMail is what becomes of mail to an agent whose turn runs (one of

@@ -120,7 +120,7 @@ func (c *Config) Entries() []Entry {
 			es = append(es, Entry{Key: k, Value: f.v, Source: c.Sources[k]})
 		}
 	}
-	return append(append(es, c.agentEntries()...), c.hostEntries()...)
+	return append(append(append(es, c.budgetEntries()...), c.agentEntries()...), c.hostEntries()...)
 }
 
 // agentEntries are the agents' values, agent by agent: enabled, command

@@ -71,11 +71,12 @@ var pluginKeys = []string{
 	"elicitation_timeout_secs", "handshake_timeout_secs", "codex_restart", "approval_fallback", "mcp_protocol", "log_level", "log_file",
 	"max_result_chars", "event_buffer_size", "lead_push",
 	"isolation", "worktree_base", "worktree_setup", "worktree_ports", "merge_check",
-	"roles", "agents", "host", "hosts", "busy_mail", "sub_agent_wait_secs",
+	"roles", "agents", "host", "hosts",
+	"budget_tokens", "team_budget_tokens", "budget_interrupt", "prices", "busy_mail", "sub_agent_wait_secs",
 }
 
 // roleKeys are the keys of a role preset.
-var roleKeys = []string{"model", "reasoning_effort", "sandbox", "approval_policy", "isolation", "host", "busy_mail"}
+var roleKeys = []string{"model", "reasoning_effort", "sandbox", "approval_policy", "isolation", "host", "budget_tokens", "busy_mail"}
 
 // Load resolves the configuration as the package documentation describes.
 // It fails on a malformed or unreadable file and on any bad value, naming
@@ -257,6 +258,7 @@ func (r *resolver) resolveAll(cfg *Config, opts LoadOptions) {
 	cfg.LogLevel = r.enum("log_level", DefaultLogLevel, LogLevels, std("log_level", "--log-level"))
 	cfg.LogFile = r.path("log_file", std("log_file", "--log-file"))
 	cfg.Roles = r.roles()
+	r.resolveBudgets(cfg)
 	cfg.Agents = r.agents()
 	cfg.Host = r.str("host", "", std("host", ""))
 	cfg.Hosts = r.hosts(cfg)
@@ -353,6 +355,7 @@ func (r *resolver) roles() map[string]Role {
 			Isolation:       r.enum(key("isolation"), "", Isolations, at("isolation")),
 			Host:            r.str(key("host"), "", at("host")),
 			BusyMail:        r.enum(key("busy_mail"), "", BusyMails, at("busy_mail")),
+			BudgetTokens:    r.roleBudget(name),
 		}
 		for _, k := range roleKeys {
 			if r.sources[key(k)].Kind == SourceDefault {
@@ -475,7 +478,7 @@ func unknownKeys(f *fileLayer) []Warning {
 			}
 		}
 	}
-	return ws
+	return append(ws, priceWarnings(f)...)
 }
 
 // suggest returns " (did you mean X?)" for the known key closest to k, if

@@ -217,6 +217,9 @@ isolation = "worktree"
 worktree_base = "main"
 worktree_setup = "make deps"
 worktree_ports = 0
+budget_tokens = 200000
+team_budget_tokens = 1000000
+budget_interrupt = true
 merge_check = "make test"
 host = "box"
 busy_mail = "queue"
@@ -235,7 +238,18 @@ sandbox = "workspace-write"
 approval_policy = "on-request"
 isolation = "none"
 host = "local"
+budget_tokens = 50000
 busy_mail = "steer"
+
+[plugins.atm-agent-mcp.prices."gpt-5.3-codex"]
+input = 1.25
+cached_input = 0.125
+output = 10
+
+[plugins.atm-agent-mcp.prices.o3]
+input = 2
+output = 8
+currency = "EUR"
 `)
 	c := f.load(t, Flags{})
 	want := &Config{
@@ -252,7 +266,10 @@ busy_mail = "steer"
 		ApprovalFallback: "queue", HandshakeTimeout: 7 * time.Second, CodexRestart: "on_demand", MCPProtocol: "2025-11-25", LogLevel: "debug", LogFile: filepath.Join(f.repo, "logs", "proxy.log"),
 		Isolation: "worktree", WorktreeBase: "main", WorktreeSetup: "make deps", WorktreePorts: 0, Host: "box", MergeCheck: "make test",
 		BusyMail: "queue", SubAgentWait: 30 * time.Second,
-		Roles: map[string]Role{"worker": {Model: "gpt-5.3-codex", ReasoningEffort: "low", Sandbox: "workspace-write", ApprovalPolicy: "on-request", Isolation: "none", Host: "local", BusyMail: "steer"}},
+		Roles:        map[string]Role{"worker": {Model: "gpt-5.3-codex", ReasoningEffort: "low", Sandbox: "workspace-write", ApprovalPolicy: "on-request", Isolation: "none", Host: "local", BudgetTokens: 50000, BusyMail: "steer"}},
+		BudgetTokens: 200000, TeamBudgetTokens: 1000000, BudgetInterrupt: true,
+		Prices: map[string]Price{"gpt-5.3-codex": {Input: 1.25, CachedInput: 0.125, Output: 10, Currency: "USD"},
+			"o3": {Input: 2, CachedInput: 2, Output: 8, Currency: "EUR"}},
 	}
 	if diff := cmp.Diff(want, c, cmpIgnoreSources); diff != "" {
 		t.Errorf("from file (-want +got):\n%s", diff)
@@ -290,6 +307,7 @@ busy_mail = "steer"
 		"ATM_AGENT_MCP_ROLE":      "worker",
 		"ATM_AGENT_MCP_ISOLATION": "worktree", "ATM_AGENT_MCP_WORKTREE_BASE": "origin/main", "ATM_AGENT_MCP_WORKTREE_SETUP": "npm ci",
 		"ATM_AGENT_MCP_WORKTREE_PORTS": "5", "ATM_AGENT_MCP_HOST": "local", "ATM_AGENT_MCP_MERGE_CHECK": "go test ./...",
+		"ATM_AGENT_MCP_BUDGET_TOKENS": "7000", "ATM_AGENT_MCP_TEAM_BUDGET_TOKENS": "9000", "ATM_AGENT_MCP_BUDGET_INTERRUPT": "no",
 		"ATM_AGENT_MCP_BUSY_MAIL": "steer", "ATM_AGENT_MCP_SUB_AGENT_WAIT_SECS": "45",
 	}
 	for k, v := range env {
@@ -313,7 +331,10 @@ busy_mail = "steer"
 		LeadPush: true, MessagingSocket: "/tmp/cc.sock", MessagingToken: "tok",
 		Isolation: "worktree", WorktreeBase: "origin/main", WorktreeSetup: "npm ci", WorktreePorts: 5, Host: "local", MergeCheck: "go test ./...",
 		BusyMail: "steer", SubAgentWait: 45 * time.Second,
-		Roles: map[string]Role{"worker": {Model: "gpt-5.3-codex", ReasoningEffort: "low", Sandbox: "workspace-write", ApprovalPolicy: "on-request", Isolation: "none", Host: "local", BusyMail: "steer"}},
+		Roles:        map[string]Role{"worker": {Model: "gpt-5.3-codex", ReasoningEffort: "low", Sandbox: "workspace-write", ApprovalPolicy: "on-request", Isolation: "none", Host: "local", BudgetTokens: 50000, BusyMail: "steer"}},
+		BudgetTokens: 7000, TeamBudgetTokens: 9000, BudgetInterrupt: false,
+		Prices: map[string]Price{"gpt-5.3-codex": {Input: 1.25, CachedInput: 0.125, Output: 10, Currency: "USD"},
+			"o3": {Input: 2, CachedInput: 2, Output: 8, Currency: "EUR"}},
 	}
 	if diff := cmp.Diff(want, c, cmpIgnoreSources); diff != "" {
 		t.Errorf("from env (-want +got):\n%s", diff)
@@ -321,7 +342,7 @@ busy_mail = "steer"
 	for _, e := range c.Entries() {
 		switch {
 		case e.Key == "home" || e.Key == "config" || e.Key == "fast" || e.Key == "readonly" || e.Key == "resume" ||
-			e.Key == "base_prompt_file" || strings.HasPrefix(e.Key, "roles.") || strings.HasPrefix(e.Key, "agents.") || strings.HasPrefix(e.Key, "hosts."):
+			e.Key == "base_prompt_file" || strings.HasPrefix(e.Key, "roles.") || strings.HasPrefix(e.Key, "agents.") || strings.HasPrefix(e.Key, "hosts.") || strings.HasPrefix(e.Key, "prices."):
 		case e.Source.Kind != SourceEnv:
 			t.Errorf("%s: source %v, want env", e.Key, e.Source)
 		}
@@ -634,6 +655,10 @@ func TestBadValues(t *testing.T) {
 		{"per-thread env", "", map[string]string{"ATM_AGENT_MCP_PER_THREAD_AUTO_MAIL": "a:true"}, []string{"identity=true|false pairs"}},
 		{"two at once", "[plugins.atm-agent-mcp]\nsandbox = \"x\"\nbackend = \"y\"\n", nil, []string{"sandbox", "backend"}},
 		{"malformed", "[plugins.atm-agent-mcp]\nmodel = \n", nil, []string{".atm.toml:2: ", "malformed configuration file"}},
+		{"price without output", "[plugins.atm-agent-mcp.prices.m]\ninput = 1\n", nil, []string{"plugins.atm-agent-mcp.prices.m.output = nothing: expected the price of output tokens per million (a number): a price is never guessed"}},
+		{"negative price", "[plugins.atm-agent-mcp.prices.m]\ninput = -1\noutput = 2\n", nil, []string{"prices.m.input = -1: expected a number of 0 or more (per million tokens)"}},
+		{"price not a table", "[plugins.atm-agent-mcp.prices]\nm = 2\n", nil, []string{"expected a table of input, cached_input, output (per million tokens) and currency"}},
+		{"budget", "[plugins.atm-agent-mcp]\nbudget_tokens = -5\n", nil, []string{"budget_tokens = -5: expected an integer of 0 or more"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -700,6 +725,11 @@ frobnicate = 1
 [plugins.atm-agent-mcp.roles.w]
 sandbx = "read-only"
 
+[plugins.atm-agent-mcp.prices."gpt-5"]
+input = 1
+output = 2
+cache_input = 0.1
+
 [plugins.other]
 anything = true
 
@@ -711,6 +741,7 @@ x = "y"
 		{File: f.repoFile(), Key: "plugins.atm-agent-mcp.frobnicate", Message: "unknown key, ignored"},
 		{File: f.repoFile(), Key: "plugins.atm-agent-mcp.modle", Message: "unknown key, ignored (did you mean model?)"},
 		{File: f.repoFile(), Key: "plugins.atm-agent-mcp.roles.w.sandbx", Message: "unknown role key, ignored (did you mean sandbox?)"},
+		{File: f.repoFile(), Key: `plugins.atm-agent-mcp.prices."gpt-5".cache_input`, Message: "unknown price key, ignored (did you mean cached_input?)"},
 	}
 	if diff := cmp.Diff(want, c.Warnings); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)

@@ -15,8 +15,11 @@
 // one shape of every kind (backend.Usage); unread mail; pending
 // approvals; recent events and messages; the last result; and Codex's own
 // sub-agents, nested under their parent from the collab items (not team
-// members). Per team: every mail between members ([Mail]: who to whom,
-// when, the summary), read from the team's inboxes as written.
+// members); its token budget and its use; for an isolated agent, its
+// worktree, branch and the diff stat of its change, read off the
+// publisher's path (diff.go), and on a view's request the change itself.
+// Per team: every mail between members ([Mail]: who to whom, when, the
+// summary), read from the team's inboxes as written.
 //
 // # Why it is shaped so
 //
@@ -61,13 +64,15 @@
 //
 // # Goroutines and locks
 //
-// A Feed runs one publisher goroutine, one inbox poller, one accept loop
-// and, per client, one reader and one writer. A new client's snapshot is
-// taken after a publish of what changed since the last one, so it is
-// never behind the sessions. Feed.mu guards the dirty
-// set, the published agents, the mail ring and the client set; it is
-// never held across I/O or a call into a session (Session.State takes the
-// session's lock; the feed takes its own only after). Feed.pubMu makes
+// A Feed runs one publisher goroutine, one inbox poller, one accept loop,
+// one reader of the isolated agents' diff stats (diff.go) and, per client,
+// one reader and one writer, and one goroutine per diff a client asks
+// for. A new client's snapshot is taken after a publish of what changed
+// since the last one, so it is never behind the sessions. Feed.mu guards
+// the dirty set, the published agents, the mail ring, the client set and
+// the diff stats with their queue; it is never held across I/O or a call
+// into a session (Session.State takes the session's lock; the feed takes
+// its own only after). Feed.pubMu makes
 // publishes one at a time (the publisher's, a new client's, the last one
 // at Close) and is taken before Feed.mu. client.mu guards a client's
 // closed flag and queue; it is taken after Feed.mu.

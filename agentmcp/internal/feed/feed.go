@@ -56,6 +56,10 @@ type Config struct {
 	// MailRing is how much recent mail a snapshot carries. optional: 0
 	// means 500.
 	MailRing int
+	// Diffs read isolated agents' changes (diff.go). optional: nil
+	// publishes their worktrees without a stat, and a view's diff request
+	// is refused.
+	Diffs Diffs
 	// Logger receives the logs. optional: nil discards.
 	Logger *slog.Logger
 	// Now returns the current time. optional: nil means time.Now.
@@ -116,6 +120,13 @@ type Feed struct {
 	clients map[*client]bool
 	started bool
 	closed  bool
+	// stats are the isolated agents' diff stats as last read, statAsked
+	// when each was last asked for, statQueue the sessions to read
+	// (diff.go).
+	stats     map[string]DiffStat
+	statAsked map[string]statWant
+	statQueue map[*session.Session]bool
+	statWake  chan struct{} // 1-buffered
 }
 
 // published is an agent as last published, with what its next state is
@@ -132,7 +143,8 @@ func New(cfg Config) (*Feed, error) {
 	}
 	cfg.setDefaults()
 	return &Feed{cfg: cfg, log: cfg.Logger.With("component", "feed"), wake: make(chan struct{}, 1), stop: make(chan struct{}), pubDone: make(chan struct{}),
-		dirty: map[*session.Session]bool{}, agents: map[string]*published{}, unread: map[string]int{}, clients: map[*client]bool{}}, nil
+		dirty: map[*session.Session]bool{}, agents: map[string]*published{}, unread: map[string]int{}, clients: map[*client]bool{},
+		stats: map[string]DiffStat{}, statAsked: map[string]statWant{}, statQueue: map[*session.Session]bool{}, statWake: make(chan struct{}, 1)}, nil
 }
 
 // SessionChanged marks s for the next state (session.Observer); it never
@@ -188,8 +200,9 @@ func (f *Feed) Start(sessions Sessions) error {
 	f.started = true
 	f.mu.Unlock()
 	f.publish() // the live sessions are in the first snapshot
-	f.wg.Add(1)
+	f.wg.Add(2)
 	go f.publisher()
+	go f.statLoop()
 	go f.accept()
 	if f.cfg.ATM != nil {
 		f.wg.Add(1)
@@ -275,6 +288,8 @@ func (f *Feed) publish() {
 		f.mu.Lock()
 		prev := f.agents[st.Record.AgentID]
 		a := agentOf(st, prev, f.unread[st.Record.Identity], now)
+		a.Worktree = f.worktreeOfLocked(st.Record)
+		f.wantStatLocked(s, st)
 		f.mu.Unlock()
 		f.put(a)
 	}
@@ -315,7 +330,7 @@ func agentOf(st session.State, prev *published, unread int, now time.Time) Agent
 	rec := st.Record
 	a := Agent{AgentID: rec.AgentID, Identity: rec.Identity, Kind: rec.Kind(), Model: st.Model,
 		Role: rec.Role, Tag: rec.Tag, Cwd: rec.Cwd, Repo: rec.RepoRoot, Branch: rec.Branch, Status: st.Status,
-		Turns: st.Turns, Queued: st.Queued, Usage: st.Usage, UnreadMail: max(unread, st.UnreadMail), SubAgents: st.SubAgents}
+		Turns: st.Turns, Queued: st.Queued, Usage: st.Usage, Budget: st.Budget, UnreadMail: max(unread, st.UnreadMail), SubAgents: st.SubAgents}
 	a.State = stateOf(st)
 	a.StateSince = now
 	if prev != nil {

@@ -135,6 +135,9 @@ func (f *Feed) read(c *client) {
 			continue
 		}
 		switch fr.Type {
+		case "diff":
+			f.wg.Add(1)
+			go f.diff(c, fr) // git may take a while: the next frame is read meanwhile
 		case "answer":
 			res := Frame{Type: "answered", ID: fr.ID, OK: true}
 			if err := f.Answer(fr.AgentID, fr.ApprovalID, fr.Decision, fr.Reason, fr.From); err != nil {

@@ -3,6 +3,7 @@ package feed
 import (
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 )
 
@@ -44,19 +45,25 @@ type Agent struct {
 	Status string `json:"status"`
 	// Item is what it does now: the running item, or "thinking" while a
 	// turn runs between items; nil when no turn runs.
-	Item        *Item              `json:"item,omitempty"`
-	TurnStarted *time.Time         `json:"turn_started,omitempty"`
-	Turns       int                `json:"turns"`
-	Queued      int                `json:"queued"`
-	Spans       []Span             `json:"spans,omitempty"`
-	Usage       *backend.Usage     `json:"usage,omitempty"`
-	UnreadMail  int                `json:"unread_mail"`
-	Approvals   []Approval         `json:"approvals,omitempty"`
-	Messages    []string           `json:"messages,omitempty"`
-	Events      []Event            `json:"events,omitempty"`
-	Last        *Result            `json:"last,omitempty"`
-	Problem     string             `json:"problem,omitempty"`
-	SubAgents   []backend.SubAgent `json:"sub_agents,omitempty"`
+	Item        *Item          `json:"item,omitempty"`
+	TurnStarted *time.Time     `json:"turn_started,omitempty"`
+	Turns       int            `json:"turns"`
+	Queued      int            `json:"queued"`
+	Spans       []Span         `json:"spans,omitempty"`
+	Usage       *backend.Usage `json:"usage,omitempty"`
+	// Budget is its token budget and how much of it is used; nil without
+	// one.
+	Budget *session.BudgetState `json:"budget,omitempty"`
+	// Worktree is its own git worktree (isolation worktree) with the stat
+	// of its change; nil without one (diff.go).
+	Worktree   *Worktree          `json:"worktree,omitempty"`
+	UnreadMail int                `json:"unread_mail"`
+	Approvals  []Approval         `json:"approvals,omitempty"`
+	Messages   []string           `json:"messages,omitempty"`
+	Events     []Event            `json:"events,omitempty"`
+	Last       *Result            `json:"last,omitempty"`
+	Problem    string             `json:"problem,omitempty"`
+	SubAgents  []backend.SubAgent `json:"sub_agents,omitempty"`
 	// Serve is the instance of the serve that runs it (set by a view).
 	Serve string `json:"serve,omitempty"`
 }
@@ -122,6 +129,9 @@ type Mail struct {
 //	answer    client → serve  ID, AgentID, ApprovalID, Decision ("approve",
 //	                          "approve_for_session", "deny"), Reason, From
 //	answered  serve → client  ID, OK, Error
+//	diff      client → serve  ID, AgentID: the agent's change (diff.go)
+//	diffed    serve → client  ID, AgentID, OK, Text (the unified patch, at
+//	                          most maxPatch characters), More, Error
 type Frame struct {
 	Type       string  `json:"type"`
 	Serve      *Serve  `json:"serve,omitempty"`
@@ -137,4 +147,6 @@ type Frame struct {
 	From       string  `json:"from,omitempty"`
 	OK         bool    `json:"ok,omitempty"`
 	Error      string  `json:"error,omitempty"`
+	Text       string  `json:"text,omitempty"`
+	More       bool    `json:"more,omitempty"`
 }

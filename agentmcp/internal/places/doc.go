@@ -24,11 +24,19 @@
 // When a turn of an isolated session ends (session.Places.TurnEnded, on the
 // session's job goroutine, after the turn's answer), the session is queued,
 // never waited for. One goroutine of the radar's own reads the change of
-// each queued worktree (workspace.Manager.Changes: paths and line ranges
-// against its base, committed or not), gives it to a workspace.Radar and
-// mails, for each overlap it has not told yet, both agents and the lead
+// each queued worktree (its workspace.Tracker, one per live place: paths
+// and line ranges against its base, committed or not, reading only what
+// changed since its last look), gives it to a shared workspace.Radar, and
+// mails, for each overlap not told yet, both agents and their leads
 // through the ATM client, as atm_send does (audited as atm_send), from the
-// serve's own identity. A worktree re-entered by a resume is read once,
+// serve's own identity. The radar's state is the repository's (its git
+// directory): the agents of another serve on the same repository are
+// compared too, introduced by their serve (identity, branch, ATM team,
+// lead), and an overlap is told once, by whichever serve sees it first;
+// each agent is mailed in its own team, and each lead gets one copy. A
+// look is bounded by lookTimeout (5 s): a turn's overlaps are told within
+// it of the turn's end (the queue is drained at once, in no timed batch),
+// or logged as unread. A worktree re-entered by a resume is read once,
 // quietly: what overlapped before the restart is not told again. The
 // goroutine is started by Start and ended (and joined) by Close; a turn
 // that ends after Close is not looked at.
@@ -52,7 +60,8 @@
 //
 // # Locks
 //
-// Places.mu guards the live places' identities and the radar's queue; it
-// is a leaf, held around nothing but map operations. workspace.Radar has
-// its own (held while it compares in memory).
+// Places.mu guards the live places' identities, their trackers and the
+// radar's queue; it is a leaf, held around nothing but map operations
+// (a tracker is closed after it is let go). workspace.Tracker and
+// workspace.Radar have their own (see workspace's lock inventory).
 package places

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
@@ -40,6 +41,9 @@ type Config struct {
 	Lead string
 	// Audit records the radar's mail as atm_send does. optional.
 	Audit *session.Auditor
+	// LookTimeout bounds one look of the radar at an ended turn. optional:
+	// 0 means 5s.
+	LookTimeout time.Duration
 	// Logger receives the logs. optional: nil discards them.
 	Logger *slog.Logger
 }
@@ -47,15 +51,17 @@ type Config struct {
 // Places is session.Places over workspace, with the conflict radar. Its
 // methods are safe for concurrent use.
 type Places struct {
-	cfg   Config
-	m     *workspace.Manager
-	log   *slog.Logger
-	radar *workspace.Radar
+	cfg         Config
+	lookTimeout time.Duration
+	m           *workspace.Manager
+	log         *slog.Logger
+	radar       *workspace.Radar
 
-	mu      sync.Mutex             // guards the fields below; a leaf
-	live    map[string]agentInfo   // the live places, by agent_id
-	pending map[string]pendingTurn // the radar's queue, by agent_id
-	closed  bool                   // Close was called: nothing is queued any more
+	mu       sync.Mutex                    // guards the fields below; a leaf
+	live     map[string]agentInfo          // the live places, by agent_id
+	trackers map[string]*workspace.Tracker // the live places' changes, by agent_id
+	pending  map[string]pendingTurn        // the radar's queue, by agent_id
+	closed   bool                          // Close was called: nothing is queued any more
 
 	wake   chan struct{} // 1-buffered: the queue has work
 	ctx    context.Context
@@ -88,8 +94,12 @@ func New(cfg Config) *Places {
 		log = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Places{cfg: cfg, m: cfg.Manager, log: log.With("component", "places"), radar: workspace.NewRadar(),
-		live: map[string]agentInfo{}, pending: map[string]pendingTurn{}, wake: make(chan struct{}, 1),
+	lt := cfg.LookTimeout
+	if lt <= 0 {
+		lt = lookTimeout
+	}
+	return &Places{cfg: cfg, lookTimeout: lt, m: cfg.Manager, log: log.With("component", "places"), radar: workspace.NewSharedRadar(workspace.Owner{}),
+		live: map[string]agentInfo{}, trackers: map[string]*workspace.Tracker{}, pending: map[string]pendingTurn{}, wake: make(chan struct{}, 1),
 		ctx: ctx, cancel: cancel, done: make(chan struct{})}
 }
 
@@ -122,7 +132,12 @@ func (ps *Places) Place(ctx context.Context, req session.PlaceRequest) (*session
 		Env: envMap(wp.Env()), WritableRoots: roots, Copied: wp.Copied, SetupTail: wp.SetupTail, Resumed: wp.Resumed, Note: note}
 	ps.mu.Lock()
 	ps.live[req.AgentID] = agentInfo{identity: req.Identity, branch: wp.Branch, path: wp.Path, repo: wp.Repo, source: wp.Source}
+	old := ps.trackers[req.AgentID]
+	ps.trackers[req.AgentID] = ps.m.Track(wp)
 	ps.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
 	if wp.Resumed {
 		ps.queue(p, true) // what it holds, without telling again
 	}
@@ -173,7 +188,12 @@ func (ps *Places) Release(ctx context.Context, p *session.Place, keep bool) (ses
 	ps.mu.Lock()
 	delete(ps.live, p.AgentID)
 	delete(ps.pending, p.AgentID)
+	tr := ps.trackers[p.AgentID]
+	delete(ps.trackers, p.AgentID)
 	ps.mu.Unlock()
+	if tr != nil {
+		tr.Close() // waits for a look in progress
+	}
 	ps.radar.Forget(p.AgentID)
 	r, err := ps.m.Release(ctx, workspacePlace(p), keep)
 	out := session.Released{Removed: r.Removed, Path: r.Path, Branch: r.Branch, Ahead: r.Ahead, Dirty: r.Dirty}

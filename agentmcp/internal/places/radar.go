@@ -1,8 +1,10 @@
 package places
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/workspace"
@@ -41,10 +43,16 @@ func (ps *Places) Close() {
 	ps.mu.Lock()
 	ps.closed = true
 	ps.pending = map[string]pendingTurn{}
+	trackers := ps.trackers
+	ps.trackers = map[string]*workspace.Tracker{}
 	ps.mu.Unlock()
 	ps.cancel()
 	ps.start.Do(func() { close(ps.done) }) // never started
 	<-ps.done
+	for _, tr := range trackers {
+		tr.Close()
+	}
+	ps.radar.Close()
 }
 
 // run is the radar's goroutine.
@@ -56,34 +64,56 @@ func (ps *Places) run() {
 			return
 		case <-ps.wake:
 		}
-		ps.mu.Lock()
-		work := ps.pending
-		ps.pending = map[string]pendingTurn{}
-		ps.mu.Unlock()
-		for _, t := range work {
-			if ps.ctx.Err() != nil {
-				return
-			}
-			ps.look(t)
+		ps.pass()
+	}
+}
+
+// pass looks at every queued turn, at once (no batching window): the
+// mail of an overlap a turn made is sent before pass returns.
+func (ps *Places) pass() {
+	ps.mu.Lock()
+	work := ps.pending
+	ps.pending = map[string]pendingTurn{}
+	ps.mu.Unlock()
+	for _, t := range work {
+		if ps.ctx.Err() != nil {
+			return
 		}
+		ps.look(t)
 	}
 }
 
 // look reads one worktree's change, gives it to the radar and tells the
 // new overlaps.
 func (ps *Places) look(t pendingTurn) {
-	files, err := ps.m.Changes(ps.ctx, workspacePlace(t.p))
-	if err != nil {
-		ps.log.Warn("radar: cannot read the worktree's change", "agent_id", t.p.AgentID, "path", t.p.Path, "err", err)
-		return
-	}
 	ps.mu.Lock()
-	_, live := ps.live[t.p.AgentID]
+	tr := ps.trackers[t.p.AgentID]
+	ps.mu.Unlock()
+	if tr == nil {
+		return // released meanwhile
+	}
+	ctx, cancel := context.WithTimeout(ps.ctx, ps.lookTimeout)
+	defer cancel()
+	files, err := tr.Changes(ctx)
+	ps.mu.Lock()
+	info, live := ps.live[t.p.AgentID]
 	ps.mu.Unlock()
 	if !live {
 		return // released meanwhile
 	}
-	news := ps.radar.Update(t.p.AgentID, t.p.Repo, files)
+	if err != nil {
+		ps.log.Warn("radar: cannot read the worktree's change", "agent_id", t.p.AgentID, "path", t.p.Path, "err", err)
+		return
+	}
+	who := workspace.RadarAgent{Identity: info.identity, Branch: info.branch, Team: ps.cfg.MailTeam, Lead: ps.cfg.Lead}
+	news := ps.radar.UpdateAs(t.p.AgentID, t.p.Repo, who, files)
+	ps.mu.Lock()
+	_, live = ps.live[t.p.AgentID]
+	ps.mu.Unlock()
+	if !live { // released while it was compared: its Forget may have come first
+		ps.radar.Forget(t.p.AgentID)
+		return
+	}
 	if t.quiet {
 		return
 	}
@@ -102,42 +132,62 @@ type Overlap struct {
 	BBranch   string `json:"b_branch"`
 }
 
+// lookTimeout bounds one look of the radar (the git work and the
+// comparison) unless Config.LookTimeout says otherwise: a turn's overlaps
+// are told within it of the turn's end, or not at all (logged), and the
+// next queued look is not held up.
+const lookTimeout = 5 * time.Second
+
 // Overlaps returns every overlap between the live worktrees now, told or
-// not.
+// not: of this serve's agents and, on the repositories they work in, of
+// every other serve's (the shared radar).
 func (ps *Places) Overlaps() []Overlap {
 	all := ps.radar.Overlaps()
 	out := make([]Overlap, 0, len(all))
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
 	for _, o := range all {
-		a, b := ps.live[o.A.Agent], ps.live[o.B.Agent]
-		out = append(out, Overlap{Overlap: o, AIdentity: a.identity, ABranch: a.branch, BIdentity: b.identity, BBranch: b.branch})
+		out = append(out, Overlap{Overlap: o, AIdentity: o.A.Who.Identity, ABranch: o.A.Who.Branch,
+			BIdentity: o.B.Who.Identity, BBranch: o.B.Who.Branch})
 	}
 	return out
 }
 
-// tell mails an overlap to both agents and to the lead.
+// tell mails an overlap to both agents and to their leads (one copy to
+// each: two serves' agents have two), each in its own team, as the serve
+// that runs it introduced it to the radar.
 func (ps *Places) tell(o workspace.Overlap) {
+	a, b := o.A.Who, o.B.Who
 	ps.mu.Lock()
-	a, b := ps.live[o.A.Agent], ps.live[o.B.Agent]
+	_, live := ps.live[o.A.Agent]
 	ps.mu.Unlock()
-	if a.identity == "" || b.identity == "" {
-		return // one of them was released meanwhile
+	if !live || a.Identity == "" || b.Identity == "" {
+		return // released meanwhile, or not introduced
 	}
-	ps.log.Info("radar: two agents change one file", "file", o.File, "kind", o.Kind, "a", a.identity, "b", b.identity)
+	ps.log.Info("radar: two agents change one file", "file", o.File, "kind", o.Kind, "a", a.Identity, "b", b.Identity)
 	if ps.cfg.ATM == nil {
 		return
 	}
 	subject := "conflict radar: " + o.File
-	mails := []struct{ to, text string }{
-		{a.identity, agentText(o.File, o.Kind, o.A, a, o.B, b)},
-		{b.identity, agentText(o.File, o.Kind, o.B, b, o.A, a)},
+	type mail struct{ to, team, text string }
+	mails := []mail{
+		{a.Identity, teamOr(a.Team, ps.cfg.MailTeam), agentText(o.File, o.Kind, o.A, o.B)},
+		{b.Identity, teamOr(b.Team, ps.cfg.MailTeam), agentText(o.File, o.Kind, o.B, o.A)},
 	}
-	if ps.cfg.Lead != "" && ps.cfg.Lead != a.identity && ps.cfg.Lead != b.identity {
-		mails = append(mails, struct{ to, text string }{ps.cfg.Lead, leadText(o, a, b)})
+	for _, s := range []workspace.RadarAgent{a, b} {
+		lead, team := teamOr(s.Lead, ps.cfg.Lead), teamOr(s.Team, ps.cfg.MailTeam)
+		dup := lead == ""
+		for _, m := range mails {
+			dup = dup || m.to == lead && m.team == team
+		}
+		if !dup {
+			mails = append(mails, mail{lead, team, leadText(o)})
+		}
 	}
 	for _, m := range mails {
-		if err := ps.mail(ps.ctx, m.to, subject, m.text); err != nil {
+		to := m.to
+		if m.team != ps.cfg.MailTeam {
+			to += "@" + m.team // another serve's team
+		}
+		if err := ps.mail(ps.ctx, to, subject, m.text); err != nil {
 			ps.log.Warn("radar: cannot mail", "to", m.to, "err", err)
 		}
 	}
@@ -175,14 +225,24 @@ func ranges(s workspace.Side) string {
 }
 
 // agentText is the mail to the agent of side me about the other side.
-func agentText(file string, k workspace.OverlapKind, me workspace.Side, mi agentInfo, other workspace.Side, oi agentInfo) string {
+func agentText(file string, k workspace.OverlapKind, me, other workspace.Side) string {
+	oi := other.Who
 	return fmt.Sprintf("[conflict radar] %s (branch %s) is changing %s too, %s: yours %s, %s's %s. "+
 		"Agree with %s (atm_send) who changes what before you go on, so that one of you does not have to redo it; the lead has a copy of this.",
-		oi.identity, oi.branch, file, how(k), ranges(me), oi.identity, ranges(other), oi.identity)
+		oi.Identity, oi.Branch, file, how(k), ranges(me), oi.Identity, ranges(other), oi.Identity)
 }
 
 // leadText is the lead's copy.
-func leadText(o workspace.Overlap, a, b agentInfo) string {
+func leadText(o workspace.Overlap) string {
+	a, b := o.A.Who, o.B.Who
 	return fmt.Sprintf("[conflict radar] %s (branch %s) and %s (branch %s) both change %s, %s: %s's %s, %s's %s. Both were told.",
-		a.identity, a.branch, b.identity, b.branch, o.File, how(o.Kind), a.identity, ranges(o.A), b.identity, ranges(o.B))
+		a.Identity, a.Branch, b.Identity, b.Branch, o.File, how(o.Kind), a.Identity, ranges(o.A), b.Identity, ranges(o.B))
+}
+
+// teamOr is s, or def when s is "".
+func teamOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

@@ -92,13 +92,15 @@
 //
 // # Locks
 //
-// The proxy's own packages have twenty-three locks, each documented where
+// The proxy's own packages have twenty-five locks, each documented where
 // it is declared:
 //
 //   - mcpconn (3): Conn.mu (its reader pool shares it), and the outbox's
 //     omu → emu;
-//   - session (4): Manager.mu → Session.mu → persister.mu, and Handle.mu (a
-//     started turn's cancel), a leaf;
+//   - session (6): Manager.mu → Session.mu → persister.mu, and the leaves
+//     Handle.mu (a started turn's cancel), resumedSet.mu (the resumed
+//     sessions that have run no turn) and budgetWatch.mu (what the lead
+//     was told of the budgets);
 //   - tools (2): roundTrips.mu (the requestStates of round trips) and
 //     taskStore.mu (the MCP tasks of the connection), leaves;
 //   - proxy (5): codex.mu (child.go, restart.go: the crashes, the

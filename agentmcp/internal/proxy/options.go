@@ -3,7 +3,6 @@ package proxy
 import (
 	"log/slog"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
@@ -116,6 +115,13 @@ type Options struct {
 	// (the multi-agent prompt). optional.
 	ExtraInstructions string
 
+	// Budgets are the token budgets (session.Budgets; budget.go tells the
+	// lead). optional: none.
+	Budgets session.Budgets
+	// Prices price the agents' tokens by model. optional: nil prices
+	// nothing.
+	Prices session.Prices
+
 	// Isolation is where an agent started without one, and without a role
 	// preset that sets one, works: "worktree" (a git worktree of its own)
 	// or "none". optional: "" means none.
@@ -145,8 +151,10 @@ type Options struct {
 	// MergeCheck is the check agent_merge runs when the call gives none
 	// (merge_check). optional: "" runs none.
 	MergeCheck string
-	// PortsDir holds the machine-wide port reservations of every serve
-	// (ports.json, ports.lock). optional: "" means Home/.config/atm/ports.
+	// PortsDir holds the port reservations (ports.lock and one record per
+	// block), private to the serves given the same directory. optional:
+	// "" means the machine-wide workspace.SharedPortsDir, shared by every
+	// serve of every user.
 	PortsDir string
 
 	// RequestTimeout bounds each codex/codex-reply turn. optional: 0 means 300 s.
@@ -272,8 +280,5 @@ func (o *Options) setDefaults() {
 	}
 	if o.TakeOverWait == 0 {
 		o.TakeOverWait = 60 * time.Second
-	}
-	if o.PortsDir == "" && o.Home != "" {
-		o.PortsDir = filepath.Join(o.Home, ".config", "atm", "ports")
 	}
 }

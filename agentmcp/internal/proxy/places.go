@@ -17,8 +17,12 @@ func (s *Server) newPlaces() *places.Places {
 	var ports *workspace.Ports
 	if s.opts.WorktreePorts > 0 {
 		var err error
-		if ports, err = workspace.NewPorts(workspace.PortsConfig{Dir: s.opts.PortsDir}); err != nil {
-			s.log.Warn("isolated agents get no ports", "dir", s.opts.PortsDir, "err", err)
+		dir, shared := s.opts.PortsDir, s.opts.PortsDir == ""
+		if shared {
+			dir = workspace.SharedPortsDir
+		}
+		if ports, err = workspace.NewPorts(workspace.PortsConfig{Dir: dir, Shared: shared}); err != nil {
+			s.log.Warn("isolated agents get no ports", "dir", dir, "err", err)
 		}
 	}
 	n := s.opts.WorktreePorts

@@ -129,7 +129,7 @@ func New(opts Options) (*Server, error) {
 		// team that may be a typo must not get (registry Deferred).
 		s.feed, err = feed.New(feed.Config{
 			Serve: feed.Serve{Instance: opts.RegistryInstance, Team: opts.Team, PID: os.Getpid(), Started: opts.Now(), Version: opts.Version},
-			Dir:   filepath.Join(reg.Dir().Path(), opts.RegistryInstance), ATM: atm, Logger: log, Now: opts.Now,
+			Dir:   filepath.Join(reg.Dir().Path(), opts.RegistryInstance), ATM: atm, Logger: log, Now: opts.Now, Diffs: s.feedDiffs(),
 		})
 		if err != nil {
 			audit.Close()
@@ -141,6 +141,7 @@ func New(opts Options) (*Server, error) {
 	s.sessions, err = session.NewManager(session.Config{
 		Home: opts.Home, Team: opts.Team, Backends: backends, Registry: registryView, Audit: s.auditor, Git: s.git,
 		Sink: eventSink{s.conn}, Asker: asker{s.conn, log}, Mail: &s.team, Observer: observer, Places: placesView,
+		Budgets: opts.Budgets, BudgetNotice: s.budgetNotice, Prices: opts.Prices,
 		Defaults: opts.Defaults, Roles: opts.Roles, BaseInstructions: opts.BaseInstructions, ExtraInstructions: opts.ExtraInstructions,
 		ToolServer: opts.ToolServer, ToolServerEnv: opts.ToolServerEnv,
 		RequestTimeout: opts.RequestTimeout, MaxSessions: opts.MaxSessions, ElicitationTimeout: opts.ElicitationTimeout,

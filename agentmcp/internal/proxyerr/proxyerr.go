@@ -28,6 +28,7 @@ const (
 	CodeInvalidSessionParams = -32007
 	CodeAgentFileNotFound    = -32008
 	CodeIdentityRequired     = -32009
+	CodeBudgetExceeded       = -32010 // a token budget is used up: no new turn starts until it is raised
 )
 
 // The MCP specification's own codes (2026-07-28, -32020 to -32099), and
@@ -63,6 +64,7 @@ var (
 	ErrInvalidSessionParams = &Kind{CodeInvalidSessionParams, "INVALID_SESSION_PARAMS"}
 	ErrAgentFileNotFound    = &Kind{CodeAgentFileNotFound, "AGENT_FILE_NOT_FOUND"}
 	ErrIdentityRequired     = &Kind{CodeIdentityRequired, "IDENTITY_REQUIRED"}
+	ErrBudgetExceeded       = &Kind{CodeBudgetExceeded, "BUDGET_EXCEEDED"}
 	ErrInvalidParams        = &Kind{jsonrpcframe.CodeInvalidParams, "INVALID_PARAMS"}
 	ErrInvalidRequest       = &Kind{jsonrpcframe.CodeInvalidRequest, "INVALID_REQUEST"}
 	ErrMethodNotFound       = &Kind{jsonrpcframe.CodeMethodNotFound, "METHOD_NOT_FOUND"}

@@ -46,6 +46,8 @@ type activity struct {
 	// problem is the current turn's last error or retry notice from the
 	// agent (its model unreachable, a stream error), nil when none.
 	problem *Problem
+	// model is the model the agent last said it runs (Activity.Model).
+	model string
 }
 
 // Problem is the last error or retry notice the agent sent during a turn: why
@@ -106,6 +108,9 @@ func (a *activity) message(text string) {
 // ring's label; thread is the thread it came from.
 func (a *activity) record(typ, thread string, act backend.Activity, now time.Time) {
 	r := eventRecord{Time: now, Type: typ, Summary: act.Summary}
+	if act.Model != "" {
+		a.model = act.Model
+	}
 	switch act.Kind {
 	case backend.ActivityTurnStarted:
 		a.items = nil

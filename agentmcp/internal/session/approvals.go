@@ -109,8 +109,8 @@ func (m *Manager) bridgeApproval(s *Session, call CallRef, asker Asker, a *backe
 		}
 		defer s.pend(&pending{id: id}) // done: unlisted
 	}
-	ctx, cancel := context.WithCancel(m.ctx)
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(m.ctx)
+	defer cancel(nil)
 	if _, queued := asker.(QueueAsker); !queued {
 		q := Question{ApprovalID: id, AgentID: rec.AgentID, Identity: rec.Identity, Message: p.question, Approval: a, Offer: p.offer}
 		if call != nil {
@@ -136,6 +136,7 @@ func (m *Manager) bridgeApproval(s *Session, call CallRef, asker Asker, a *backe
 	defer timer.Stop()
 	select {
 	case an := <-p.decided:
+		cancel(&AnsweredError{Outcome: an.Outcome}) // the asker learns how, before the audit
 		respond(an)
 	case <-timer.C:
 		p.offer(Answer{})
@@ -147,6 +148,14 @@ func (m *Manager) bridgeApproval(s *Session, call CallRef, asker Asker, a *backe
 		respond(Answer{backend.Decision{Kind: backend.Deny, Reason: "the proxy is shutting down", TurnEnds: true}, "denied: shutdown"})
 	}
 }
+
+// AnsweredError is the cause of an Asker's context (context.Cause) when
+// the approval it asks about was answered: by whom and how ("approve by
+// the view", "deny by agent_respond"), so that an asker answered another
+// way can say so.
+type AnsweredError struct{ Outcome string }
+
+func (e *AnsweredError) Error() string { return "the approval was answered: " + e.Outcome }
 
 // QueueAsker asks nobody: the approval waits in the session's list
 // (agent_status) for agent_respond, or the elicitation timeout.

@@ -184,6 +184,10 @@ func finalRecord(x *registry.Session, facts registry.Session, st registry.Status
 	if facts.ForkedFrom != nil {
 		x.ForkedFrom = facts.ForkedFrom
 	}
+	if facts.Usage != nil {
+		x.Usage = facts.Usage
+	}
+	x.Model, x.BudgetTokens = firstNonEmpty(facts.Model, x.Model), facts.BudgetTokens
 }
 
 // finishAll writes the final record of every session in live with one

@@ -199,6 +199,16 @@ type Config struct {
 	// Places gives the sessions started with isolation "worktree" a place
 	// of their own (place.go). optional: nil refuses such a start.
 	Places Places
+	// Budgets are the token budgets (budget.go). optional: the zero value
+	// has none.
+	Budgets Budgets
+	// BudgetNotice tells the lead that a budget is 80 % used or used up
+	// (budget.go); it is called on the budget watcher's goroutine and may
+	// take its time. optional: nil tells nobody (the audit still has it).
+	BudgetNotice func(BudgetNotice)
+	// Prices price the agents' tokens by model (price.go). optional: nil
+	// prices nothing (an agent's own cost is still shown).
+	Prices Prices
 
 	// Defaults are the default kind's thread settings before a role
 	// preset or the caller's arguments; their sandbox is also the

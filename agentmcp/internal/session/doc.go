@@ -6,8 +6,19 @@
 // (the request that started a turn) and Mail (the mail layer), which the
 // composition root implements. Observer (observe.go) is told of every change of a session
 // without blocking, and reads Session.State later: package feed publishes
-// the states for a live view through it, and a budget would watch
-// Session.Usage there.
+// the states for a live view through it.
+//
+// # Tokens, cost and budgets
+//
+// A session's token usage (the one shape of every kind,
+// backend.Usage) is kept in its registry record, so that it counts
+// over resumes in later serves and a team's total can add up closed
+// sessions and other serves' (usagesaved.go). Its cost comes from the
+// configured price of its model, else from what its agent reports, else
+// there is none (price.go). Token budgets, a session's and the team's,
+// tell the lead at 80 % and at 100 %, then hold back new turns (and
+// auto-mail) until raised (budget.go); the budget watcher is one goroutine
+// of the Manager, woken by each usage report.
 //
 // # Agent kinds
 //
@@ -94,6 +105,8 @@
 //   - Session.mu guards the session's fields; only Session methods (and the
 //     Manager's, for a session it is creating or closing) take it.
 //   - persister.mu guards the persister's queue.
+//   - budgetWatch.mu guards what the lead was told of the budgets and the
+//     team's budget as last read; a leaf.
 //   - Handle.mu guards a started turn's cancel function; a leaf, taken
 //     with no other lock held.
 //   - resumedSet.mu guards the resumed sessions that have run no turn yet
@@ -115,8 +128,8 @@
 //
 // # Goroutines
 //
-// The Manager owns the persister (one goroutine writing the registry), one
-// goroutine per running job (or the caller's, for a turn started inline)
+// The Manager owns the persister (one goroutine writing the registry), the
+// budget watcher (budget.go), one goroutine per running job (or the caller's, for a turn started inline)
 // and one per pending approval (plus one asking the client). Manager.Stop
 // ends them; Manager.Wait waits for the jobs.
 package session

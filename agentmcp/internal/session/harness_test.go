@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +25,9 @@ import (
 //   - "DIE": the child dies after the request was written, before it
 //     acknowledged the turn (OnSent, no OnAccepted, an *ExitError)
 //   - "DIE_ACCEPTED": the child dies after it acknowledged the turn
+//   - "TOKENS n": the thread's token totals grow by n (9/10 input, 1/10
+//     output), told in an event; then the result "echo: TOKENS n"
+//   - "TOKENS_BLOCK n": as TOKENS, then as BLOCK
 //
 // Every other turn is acknowledged (OnAccepted) right after OnSent. A new
 // thread is named to OnThread before anything else; a thread in lost
@@ -42,6 +46,7 @@ type fakeBackend struct {
 	down        error // what Unavailable says: Codex is down
 	lost        map[string]bool
 	summaryGate chan struct{}
+	tokens      map[string]int64 // each thread's token total so far (TOKENS)
 }
 
 // Unavailable is the proxy's check that Codex is up (availability).
@@ -113,6 +118,21 @@ func (f *fakeBackend) Turn(ctx context.Context, req backend.TurnRequest) (*backe
 		p, _ := json.Marshal(map[string]any{"msg": map[string]any{"type": "agent_message", "message": "working on " + last}})
 		h.Event(backend.Event{ThreadID: thread, Method: "codex/event", Type: "agent_message", Params: p, Translate: codexchild.Translate})
 	}
+	if n, ok := tokensLine(last); ok && req.Handler != nil {
+		f.mu.Lock()
+		if f.tokens == nil {
+			f.tokens = map[string]int64{}
+		}
+		f.tokens[thread] += n
+		total := f.tokens[thread]
+		f.mu.Unlock()
+		u := backend.Usage{InputTokens: total * 9 / 10, OutputTokens: total - total*9/10, TotalTokens: total}
+		req.Handler.Event(backend.Event{ThreadID: thread, Method: "session/update", Type: "usage",
+			Neutral: &backend.Activity{Kind: backend.ActivityTokens, Usage: &u}})
+		if strings.HasPrefix(last, "TOKENS_BLOCK") {
+			last = "BLOCK"
+		}
+	}
 	interrupted := &backend.Result{ThreadID: thread, Text: "interrupted", IsError: true, Status: "interrupted", Replaced: replaced}
 	result := func(text string) (*backend.Result, error) {
 		r := &backend.Result{ThreadID: thread, Text: text, Status: "completed", Replaced: replaced}
@@ -165,6 +185,16 @@ func (f *fakeBackend) Turn(ctx context.Context, req backend.TurnRequest) (*backe
 		}
 	}
 	return result("echo: " + last)
+}
+
+// tokensLine reads a "TOKENS n" or "TOKENS_BLOCK n" line.
+func tokensLine(line string) (int64, bool) {
+	word, n, ok := strings.Cut(line, " ")
+	if !ok || word != "TOKENS" && word != "TOKENS_BLOCK" {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(n, 10, 64)
+	return v, err == nil
 }
 
 func (f *fakeBackend) Interrupt(_ context.Context, threadID string) error {

@@ -59,6 +59,10 @@ func (m *Manager) Elsewhere() []View {
 			}
 			v := recordView(rec, rec.BackendID != "" && tr.Dir().HasSummary(rec.Identity, rec.BackendID))
 			v.Instance = in.Identity
+			if rec.Usage != nil {
+				v.TokenUsage = m.cfg.Prices.Priced(rec.Model, ptr(usageOf(rec.Usage.Tokens))) // as its serve last wrote it
+			}
+			v.Model = rec.Model
 			if in.Running && rec.Status.Live() {
 				pid := in.Owner.PID
 				v.ServePID = &pid

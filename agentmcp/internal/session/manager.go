@@ -43,6 +43,8 @@ type Manager struct {
 	// since, with their record from before: closing one gives it back its
 	// status, without a summary turn (closeUnused).
 	resumed resumedSet
+
+	budgets *budgetWatch // the token budgets' watcher (budget.go)
 }
 
 // resumedSet is the Manager's resumed sessions that have run no turn yet,
@@ -102,6 +104,9 @@ func NewManager(cfg Config) (*Manager, error) {
 	m.cat = &Catalogue{cfg: &m.cfg}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.persist = newPersister(cfg.Registry, cfg.Logger)
+	m.budgets = newBudgetWatch(m)
+	m.wg.Add(1)
+	go m.budgets.run()
 	for _, rec := range cfg.Registry.List(registry.Filter{}) {
 		if !cfg.PersistThreads && !rec.Status.Live() {
 			if err := cfg.Registry.Remove(rec.AgentID); err != nil {
@@ -319,6 +324,7 @@ func (m *Manager) Rebind(s *Session, src Source) error {
 	settings, _ := m.cat.Defaults(updated.Kind(), updated.Role)
 	s.mu.Lock()
 	updated.Turns = max(updated.Turns, s.rec.Turns)
+	s.keepUsageLocked(&updated)
 	s.rec = updated
 	if seed != "" || s.seed == "" {
 		s.seed, s.seedWhat = seed, seedWhat

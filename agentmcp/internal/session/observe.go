@@ -10,8 +10,7 @@ import (
 // Observer is told that a session changed: an event was recorded, a turn
 // started or ended, an approval was listed or answered, the session was
 // created, resumed or closed. It is what publishes the sessions' states
-// (package feed) and the hook a budget would watch usage by
-// (Session.Usage). SessionChanged runs on the backend's reader and on the
+// (package feed). SessionChanged runs on the backend's reader and on the
 // Manager's goroutines, with no lock of this package held: it must not
 // block, and reads what it needs later (Session.State).
 type Observer interface {
@@ -30,13 +29,17 @@ func (s *Session) changed() {
 // agent_status's (busy, awaiting_approval, idle, interrupted, error,
 // closed).
 type State struct {
-	Record    registry.Session
-	Status    string
-	Model     string
-	AutoMail  bool
-	Turns     int
-	Queued    int
-	Usage     *backend.Usage
+	Record   registry.Session
+	Status   string
+	Model    string
+	AutoMail bool
+	Turns    int
+	Queued   int
+	// Usage is priced where its model has a price (price.go).
+	Usage *backend.Usage
+	// Budget is the session's token budget and its use; nil when it has
+	// none (budget.go).
+	Budget    *BudgetState
 	Approvals []ApprovalState
 	// TurnStarted is when the running turn started (zero when none runs).
 	TurnStarted time.Time
@@ -83,11 +86,8 @@ type ApprovalState struct {
 // recent events (0: none).
 func (s *Session) State(events int) State {
 	s.mu.Lock()
-	st := State{Record: s.rec, Status: s.statusLocked(), Model: s.params.Model, AutoMail: s.autoMail, Turns: s.rec.Turns,
-		Queued: len(s.queue), Usage: s.act.usage.total(), Problem: s.act.problem}
-	if st.Model == "" && s.m.cat.TakesDefaults(s.rec.Kind()) {
-		st.Model = s.m.cfg.Defaults.Model
-	}
+	st := State{Record: s.rec, Status: s.statusLocked(), Model: s.modelLocked(), AutoMail: s.autoMail, Turns: s.rec.Turns,
+		Queued: len(s.queue), Usage: s.usageLocked(), Budget: s.budgetLocked(), Problem: s.act.problem}
 	if s.running != nil {
 		st.TurnStarted = s.turnStarted
 		for i := len(s.act.items) - 1; i >= 0; i-- {

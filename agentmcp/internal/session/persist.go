@@ -148,6 +148,10 @@ func (p *persister) write(s *Session) {
 	rec := s.Record()
 	_, err := p.reg.Update(rec.AgentID, func(x *registry.Session) {
 		x.Turns = max(x.Turns, rec.Turns) // a turn that ended just before a close counts
+		if rec.Usage != nil && (x.Usage == nil || rec.Usage.TotalTokens >= x.Usage.TotalTokens) {
+			x.Usage = rec.Usage // a close's summary turn counts too
+		}
+		x.Model, x.BudgetTokens = firstNonEmpty(rec.Model, x.Model), rec.BudgetTokens
 		if !x.Status.Live() {
 			return // closed meanwhile: the close wrote the final state
 		}

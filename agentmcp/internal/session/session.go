@@ -216,8 +216,10 @@ type outcome struct {
 
 // newSession wraps a registry record; the session runs nothing yet.
 func (m *Manager) newSession(rec registry.Session) *Session {
-	return &Session{m: m, rec: rec, autoMail: true, idleCh: make(chan struct{}), turnDone: make(chan struct{}),
-		act: activity{size: m.cfg.EventRing}, savedThread: rec.BackendID}
+	s := &Session{m: m, rec: rec, autoMail: true, idleCh: make(chan struct{}), turnDone: make(chan struct{}),
+		act: activity{size: m.cfg.EventRing, model: rec.Model}, savedThread: rec.BackendID}
+	s.act.usage.seed(rec.Usage) // counted on from every earlier serve's (usagesaved.go)
+	return s
 }
 
 // Record returns a copy of the session's registry record.
@@ -415,6 +417,9 @@ func (s *Session) TryMailThen(prompt string, report func(sent bool), ended func(
 		}
 	}
 	j.discard = func(error) { rep(false) }
+	if s.overBudget(SourceMail) != nil {
+		return false // a token budget is used up: the mail waits unread (budget.go)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing != nil || s.rec.ThreadState != stateIdle || s.running != nil || len(s.queue) > 0 || !s.autoMail || s.held != nil {
@@ -437,6 +442,9 @@ func (s *Session) submit(j *job, inline bool) (ranInline bool, err error) {
 	}
 	if err := backend.Unavailable(b); err != nil {
 		return false, err // its agent is down: nothing queued, written or audited (recovery.go)
+	}
+	if err := s.overBudget(j.source); err != nil {
+		return false, err // a token budget is used up: nothing queued (budget.go)
 	}
 	s.mu.Lock()
 	if s.closing != nil || s.rec.ThreadState == stateClosed {
@@ -579,6 +587,11 @@ func (s *Session) recordOutcome(o *outcome, full string) {
 // approvals are denied, the agent is told, and the turn's outcome becomes
 // "interrupted". It reports false when nothing was running.
 func (s *Session) Interrupt(ctx context.Context) (bool, error) {
+	return s.interrupt(ctx, "by agent_interrupt")
+}
+
+// interrupt is Interrupt; why goes to the audit ("by agent_interrupt").
+func (s *Session) interrupt(ctx context.Context, why string) (bool, error) {
 	s.mu.Lock()
 	running := s.running != nil
 	runCancel := s.runCancel
@@ -607,7 +620,7 @@ func (s *Session) Interrupt(ctx context.Context) (bool, error) {
 		s.last = &outcome{status: "interrupted", text: "interrupted", isError: true, threadID: thread, finished: s.m.now()}
 	}
 	s.mu.Unlock()
-	s.m.cfg.Audit.Session("turn_interrupted", s.Record(), "by agent_interrupt")
+	s.m.cfg.Audit.Session("turn_interrupted", s.Record(), why)
 	return true, nil
 }
 
@@ -658,6 +671,9 @@ func (s *Session) Wait(ctx context.Context, max time.Duration, progress func(msg
 // identity as JSON strings (encoded once for all its events) for passing
 // it on.
 func (s *Session) recordEvent(typ, thread string, act backend.Activity) IDs {
+	if act.Kind == backend.ActivityTokens || act.Model != "" {
+		defer s.usageChanged() // kept in the record, the budgets looked at (usagesaved.go)
+	}
 	s.mu.Lock()
 	had := len(s.act.messages)
 	s.act.record(typ, thread, act, s.m.now())

@@ -50,8 +50,8 @@ func (s *Session) steerTargetLocked(b Backend) (j *job, thread string, st backen
 func (s *Session) TrySteerMail(prompt string, report func(sent bool), ended func(*TurnResult, error)) bool {
 	rec := s.Record()
 	b, err := s.m.cat.of(rec)
-	if err != nil {
-		return false
+	if err != nil || s.overBudget(SourceMail) != nil {
+		return false // a token budget is used up: the mail waits unread (budget.go)
 	}
 	s.mu.Lock()
 	j, thread, st, ok := s.steerTargetLocked(b)
@@ -93,6 +93,9 @@ func (s *Session) SteerTurn(t Turn) (wait func(context.Context) (*TurnResult, er
 	b, err := s.m.cat.of(s.Record())
 	if err != nil {
 		return nil, err
+	}
+	if s.overBudget(t.Source) != nil {
+		return nil, nil // a token budget is used up: the turn it would be is refused (budget.go)
 	}
 	s.mu.Lock()
 	j, thread, st, ok := s.steerTargetLocked(b)

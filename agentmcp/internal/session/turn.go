@@ -95,6 +95,9 @@ func (s *Session) turn(ctx context.Context, j *job, t Turn, replyNow bool) (*Tur
 			t.Call.Release()
 		}
 	}
+	if err := s.holdBudget(t); err != nil {
+		return nil, err // queued before its budget was used up (budget.go)
+	}
 	if t.Source != SourceSummary {
 		m.resumed.used(s) // a resumed session is used now: its close is a real one
 	}

@@ -21,7 +21,9 @@ type View struct {
 	Backend     string  `json:"backend"`
 	BackendID   *string `json:"backend_id"`
 	Branch      *string `json:"branch"`
-	Cwd         string  `json:"cwd"`
+	// Budget is the session's token budget and its use; nil without one.
+	Budget *BudgetState `json:"budget,omitempty"`
+	Cwd    string       `json:"cwd"`
 	// ForkedFrom is the session this one was forked from (agent_fork),
 	// and how it got that one's history; nil for a session of its own.
 	ForkedFrom *registry.Fork `json:"forked_from,omitempty"`
@@ -29,10 +31,13 @@ type View struct {
 	Identity   string         `json:"identity"`
 	// Instance is the proxy instance whose registry holds the session:
 	// this serve's, or another's of the team (agent_sessions with all).
-	Instance     string  `json:"instance"`
-	LastActiveAt string  `json:"last_active_at"`
-	RepoName     *string `json:"repo_name"`
-	RepoRoot     *string `json:"repo_root"`
+	Instance     string `json:"instance"`
+	LastActiveAt string `json:"last_active_at"`
+	// Model is the model the agent said it runs, else the one it was
+	// started with ("" when neither is known).
+	Model    string  `json:"model,omitempty"`
+	RepoName *string `json:"repo_name"`
+	RepoRoot *string `json:"repo_root"`
 	// Resumable: the session's thread can be taken up by its agent_id
 	// from this serve: codex-reply while it is live here, codex (or
 	// agent_start) with its agent_id once it has ended. It stays true when
@@ -70,8 +75,9 @@ type Detail struct {
 	Backend          string         `json:"backend"`
 	BackendID        *string        `json:"backend_id"`
 	Branch           *string        `json:"branch"`
+	Budget           *BudgetState   `json:"budget,omitempty"`
 	Busy             bool           `json:"busy"`
-	CodexProblem     *Problem       `json:"codex_problem,omitempty"` // the turn's last error or retry notice from its agent (the wire name is older than other kinds)
+	CodexProblem     *Problem       `json:"codex_problem,omitempty"` // the turn's last error or retry notice from Codex
 	CurrentTurnItems []turnItem     `json:"current_turn_items"`
 	Cwd              string         `json:"cwd"`
 	Done             *bool          `json:"done,omitempty"` // agent_wait: whether the turn ended
@@ -83,6 +89,7 @@ type Detail struct {
 	LastActiveAt     string         `json:"last_active_at"`
 	LastResult       *LastResult    `json:"last_result,omitempty"`
 	Mail             *MailView      `json:"mail,omitempty"`
+	Model            string         `json:"model,omitempty"`
 	PendingApprovals []ApprovalView `json:"pending_approvals"`
 	Queued           int            `json:"queued"`
 	RecentEvents     []eventRecord  `json:"recent_events"`
@@ -165,7 +172,7 @@ type MailView struct {
 func (s *Session) View() View {
 	s.mu.Lock()
 	rec := s.rec
-	usage := s.act.usage.total()
+	usage, budget, model := s.usageLocked(), s.budgetLocked(), s.modelLocked()
 	s.mu.Unlock()
 	v := recordView(rec, rec.BackendID != "" && s.m.cfg.Registry.HasSummary(rec.Identity, rec.BackendID))
 	if tr, ok := s.m.cfg.Registry.(teamRegistry); ok {
@@ -176,7 +183,7 @@ func (s *Session) View() View {
 		v.ServePID = &pid
 	}
 	v.Resumable = s.resumable(rec)
-	v.TokenUsage = usage
+	v.TokenUsage, v.Budget, v.Model = usage, budget, model
 	return v
 }
 
@@ -205,7 +212,7 @@ func (s *Session) Detail(offset int) Detail {
 		AgentID: v.AgentID, AgentName: v.AgentName, AgentSource: v.AgentSource, Backend: v.Backend, BackendID: v.BackendID,
 		Branch: v.Branch, Cwd: v.Cwd, HasSummary: v.HasSummary, Identity: v.Identity, LastActiveAt: v.LastActiveAt,
 		RepoName: v.RepoName, RepoRoot: v.RepoRoot, Resumable: v.Resumable, Role: v.Role, StartedAt: v.StartedAt,
-		Tag: v.Tag, Team: v.Team, ThreadState: v.ThreadState, TokenUsage: v.TokenUsage, ForkedFrom: v.ForkedFrom,
+		Tag: v.Tag, Team: v.Team, ThreadState: v.ThreadState, TokenUsage: v.TokenUsage, Budget: v.Budget, Model: v.Model, ForkedFrom: v.ForkedFrom,
 	}
 	max := s.m.cfg.MaxResultChars
 	s.mu.Lock()
@@ -349,10 +356,11 @@ func (s *Session) Counts() EventCounts {
 	return EventCounts{Forwarded: s.forwarded.Load(), Dropped: s.dropped.Load()}
 }
 
-// Usage returns the session's token usage so far, over its threads (nil
-// before its agent reported any). A budget reads it here.
+// Usage returns the session's token usage so far, over its threads and
+// the serves that ran it, priced where its model has a price (nil before
+// its agent reported any).
 func (s *Session) Usage() *backend.Usage {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.act.usage.total()
+	return s.usageLocked()
 }

@@ -101,6 +101,12 @@ type ServerStatus struct {
 	Overlaps    []places.Overlap `json:"overlaps,omitempty"`
 	PendingMail int              `json:"pending_mail"`
 	Team        string           `json:"team"`
+	// TeamBudget is the team's token budget and its use; nil without one.
+	TeamBudget *session.BudgetState `json:"team_budget,omitempty"`
+	// TeamTokenUsage is the team's: every session of the team in every
+	// serve, closed ones included (the other serves' as their records
+	// say); nil when no agent reported any.
+	TeamTokenUsage *backend.Usage `json:"team_token_usage,omitempty"`
 	// TokenUsage is the tokens (and cost) of every session of this serve,
 	// live or closed, added up; nil when no agent reported any.
 	TokenUsage *backend.Usage `json:"token_usage,omitempty"`
@@ -217,6 +223,11 @@ func (e *Env) agentStatus(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.To
 			v.TokenUsage = &total
 		}
 	}
+	if team := e.m.TeamUsage(); !team.IsZero() {
+		team.ContextTokens, team.ContextWindow = 0, 0 // a context is one session's
+		v.TeamTokenUsage = &team
+	}
+	v.TeamBudget = e.m.TeamBudget()
 	live := e.m.Live()
 	v.ActiveSessions = len(live)
 	for id, s := range live {

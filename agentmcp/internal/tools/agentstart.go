@@ -15,7 +15,7 @@ var agentStartArgNames = []string{"agent", "prompt", "agent_file", "agent_id", "
 	"model", "base-instructions", "developer-instructions", "background", "output_schema"}
 
 // agentReplyArgNames are the arguments of agent_reply.
-var agentReplyArgNames = []string{"agent_id", "prompt", "cwd", "background", "steer", "output_schema"}
+var agentReplyArgNames = []string{"agent_id", "prompt", "cwd", "background", "budget_tokens", "team_budget_tokens", "steer", "output_schema"}
 
 // kindOnlyArgs are the codex tool's arguments that agent_start does not
 // take, in the codex tool's order: the settings some kind takes of its own

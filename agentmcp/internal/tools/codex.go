@@ -271,7 +271,7 @@ func (e *Env) run(ctx context.Context, c *mcpconn.ToolCall, s *session.Session, 
 // knows is passed to Codex as it is, without context (Codex decides whether
 // it exists).
 func (e *Env) codexReply(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, error) {
-	if err := c.Args.CheckUnknown("codex-reply", "prompt", "agent_id", "threadId", "conversationId", "cwd", "background", "steer", "output_schema"); err != nil {
+	if err := c.Args.CheckUnknown("codex-reply", append([]string{"prompt", "agent_id", "threadId", "conversationId", "cwd", "background", "steer", "output_schema"}, budgetArgNames...)...); err != nil {
 		return nil, err
 	}
 	return e.reply(ctx, c, "codex-reply")
@@ -308,6 +308,10 @@ func (e *Env) reply(ctx context.Context, c *mcpconn.ToolCall, tool string) (*mcp
 	if strings.TrimSpace(prompt) == "" {
 		return nil, proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "prompt"}, "argument \"prompt\" is required")
 	}
+	budgetTokens, teamTokens, err := budgets(a)
+	if err != nil {
+		return nil, err
+	}
 	if threadID == "" {
 		threadID = convID
 	}
@@ -341,6 +345,9 @@ func (e *Env) reply(ctx context.Context, c *mcpconn.ToolCall, tool string) (*mcp
 		}
 		return nil, proxyerr.New(proxyerr.ErrSessionClosed, map[string]any{"agent_id": rec.AgentID, "status": string(rec.Status)},
 			"session %s is %s; resume it with %s and agent_id", rec.AgentID, rec.Status, with)
+	}
+	if err := e.setBudgets(ctx, s, budgetTokens, teamTokens); err != nil {
+		return nil, err // budget.go
 	}
 	if cwdArg != "" {
 		mcpconn.Release(ctx) // a directory to look at

@@ -5,8 +5,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/mcpconn"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
@@ -43,8 +45,10 @@ type rtTurn struct {
 type rtAsk struct {
 	q session.Question
 	// guarded by roundTrips.mu:
-	state string // set when put in a result
-	over  bool   // Ask returned: answered otherwise, timed out
+	state string        // set when put in a result
+	over  bool          // Ask returned: answered otherwise, timed out
+	why   error         // what ended its Ask (context.Cause)
+	done  chan struct{} // closed when its Ask returned (over)
 }
 
 // CanAsk reports true: the client declared elicitation.
@@ -55,14 +59,14 @@ func (t *rtTurn) CanAsk() bool { return true }
 // Ask returns when the approval has been answered, by the retry or
 // otherwise (timed out, agent_respond, closing): ctx ends then.
 func (t *rtTurn) Ask(ctx context.Context, q session.Question) (session.Answer, error) {
-	a := &rtAsk{q: q}
+	a := &rtAsk{q: q, done: make(chan struct{})}
 	select {
 	case t.asks <- a:
 	case <-ctx.Done():
 		return session.Answer{}, ctx.Err()
 	}
 	<-ctx.Done()
-	t.rt.over(a)
+	t.rt.over(a, context.Cause(ctx))
 	return session.Answer{}, ctx.Err()
 }
 
@@ -113,12 +117,14 @@ func (r *roundTrips) issue(t *rtTurn, a *rtAsk) bool {
 	return true
 }
 
-// over records that a's Ask returned without a retry's answer: its
+// over records that a's Ask returned without a retry's answer (why: its
+// context's cause, a *session.AnsweredError when it was answered): its
 // requestState, if it has one, is spent.
-func (r *roundTrips) over(a *rtAsk) {
+func (r *roundTrips) over(a *rtAsk, why error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	a.over = true
+	a.over, a.why = true, why
+	close(a.done)
 	if _, ok := r.states[a.state]; !ok {
 		return
 	}
@@ -127,8 +133,13 @@ func (r *roundTrips) over(a *rtAsk) {
 }
 
 // expired is why the requestState of an approval answered without its
-// retry is no longer good.
+// retry is no longer good: how it was answered, when the session said.
+// a.why is guarded by roundTrips.mu.
 func expired(a *rtAsk) string {
+	var ae *session.AnsweredError
+	if errors.As(a.why, &ae) && ae.Outcome != "" {
+		return "approval " + a.q.ApprovalID + " was answered before this retry (" + ae.Outcome + "; the first answer wins)"
+	}
 	return "approval " + a.q.ApprovalID + " was answered otherwise or timed out (a denial) before this retry"
 }
 
@@ -226,8 +237,16 @@ func (e *Env) retry(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResu
 		return inputRequired(st.a), nil
 	}
 	if st.a.q.Offer == nil || !st.a.q.Offer(*an) {
+		// Answered another way just now: its Ask learns how at once.
+		select {
+		case <-st.a.done:
+		case <-time.After(time.Second):
+		}
+		e.rt.mu.Lock()
+		why := expired(st.a)
+		e.rt.mu.Unlock()
 		return nil, proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "requestState"},
-			"requestState is no longer good: %s; the turn goes on without this call (agent_wait or agent_status tell how it ends)", expired(st.a))
+			"requestState is no longer good: %s; the turn goes on without this call (agent_wait or agent_status tell how it ends)", why)
 	}
 	return e.await(ctx, c, st.t)
 }

@@ -8,7 +8,10 @@
 // whose stream ends (it exited) has its agents shown gone at once; one
 // that starts again under the same instance is followed again. It never
 // reads registry files for live state: states come only from the feeds,
-// which come from the protocol events each serve has.
+// which come from the protocol events each serve has. The registry adds
+// only what no feed can tell: the usage of the team's sessions that no
+// running serve shows (closed, or of a serve that is gone), to the team's
+// totals, and a team budget set at run time (totals.go).
 //
 // [Server] serves one page of a Team on 127.0.0.1 only: HTML, CSS and a
 // small script embedded in the binary (assets/, go:embed; no build step),
@@ -19,7 +22,11 @@
 // Deny, its cwd and branch, its own sub-agents; the team's mail as a
 // timeline; each agent's turns as an SVG timeline; an agent's page
 // (#agent/<serve>/<agent_id>) with its recent items, messages and last
-// result.
+// result, and for an agent in a worktree of its own the change itself
+// (GET /api/diff, asked of the serve that runs the agent over its feed:
+// that serve knows the worktree and runs git there). Each agent's budget,
+// branch and diff stat are in its row, the team's totals and budget in
+// the header.
 //
 // It is a server on the user's machine, so it trusts nothing it is
 // sent. Every request must carry the random token of the address `view`

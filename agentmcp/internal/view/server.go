@@ -77,6 +77,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	mux.HandleFunc("GET /events", s.events)
 	mux.HandleFunc("GET /api/state", s.state)
 	mux.HandleFunc("POST /api/answer", s.answer)
+	mux.HandleFunc("GET /api/diff", s.diff)
 	s.srv = &http.Server{Handler: s.guard(mux), ReadHeaderTimeout: 10 * time.Second}
 	return s, nil
 }

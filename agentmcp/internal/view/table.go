@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/feed"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 )
 
@@ -29,13 +30,13 @@ func WriteTable(w io.Writer, s Snapshot, now time.Time) error {
 			live++
 		}
 	}
-	fmt.Fprintf(w, "team %s: %s, %d serve%s running%s\n", s.Team, summary(s.Agents), live, plural(live), spent(s.Agents))
+	fmt.Fprintf(w, "team %s: %s, %d serve%s running%s%s\n", s.Team, summary(s.Agents), live, plural(live), spent(s), budgetText(budgetOf(s)))
 	if len(s.Agents) == 0 {
 		return nil
 	}
 	var buf strings.Builder
 	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "AGENT\tKIND\tMODEL\tSTATE\tFOR\tDOING NOW\tTURNS\tTOKENS\tCOST\tMAIL\tAPPROVALS\tSERVE")
+	fmt.Fprintln(tw, "AGENT\tKIND\tMODEL\tSTATE\tFOR\tDOING NOW\tTURNS\tTOKENS\tCOST\tBUDGET\tMAIL\tAPPROVALS\tBRANCH\tCHANGES\tSERVE")
 	for _, a := range s.Agents {
 		forText := ""
 		if a.State != feed.StateClosed && a.State != feed.StateGone {
@@ -45,11 +46,11 @@ func WriteTable(w io.Writer, s Snapshot, now time.Time) error {
 			}
 			forText = Duration(now.Sub(t))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%d\t%d\t%s\n", a.Identity, a.Kind, dash(a.Model), stateText[a.State], dash(forText),
-			dash(clip(Doing(a), 60)), a.Turns, tokens(a), cost(a), a.UnreadMail, len(a.Approvals), a.Serve)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", a.Identity, a.Kind, dash(a.Model), stateText[a.State], dash(forText),
+			dash(clip(Doing(a), 60)), a.Turns, tokens(a), cost(a), budgetCell(a), a.UnreadMail, len(a.Approvals), dash(Branch(a)), dash(Changes(a)), a.Serve)
 		for _, sub := range a.SubAgents {
 			// Every cell, so that the columns stay one block.
-			fmt.Fprintf(tw, "  └ %s\tsub-agent\t-\t%s\t-\t%s\t\t\t\t\t\t\n", clip(sub.ThreadID, 13), sub.Status, dash(clip(sub.Message, 60)))
+			fmt.Fprintf(tw, "  └ %s\tsub-agent\t-\t%s\t-\t%s\t\t\t\t\t\t\t\t\t\n", clip(sub.ThreadID, 13), sub.Status, dash(clip(sub.Message, 60)))
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -168,18 +169,24 @@ func firstNonEmpty(v ...string) string {
 	return ""
 }
 
-// spent is the team's tokens and cost: "; 5100 tokens, $0.0320" ("" when
-// no agent reported any).
-func spent(agents []feed.Agent) string {
+// spent is the team's tokens and cost, its sessions that no feed shows
+// included (Snapshot.Totals): "; 5100 tokens, $0.0320" ("" when no agent
+// reported any).
+func spent(s Snapshot) string {
 	var total int64
 	costs := map[string]float64{}
 	var currencies []string
-	for _, a := range agents {
-		if a.Usage == nil {
+	usages := make([]*backend.Usage, 0, len(s.Agents)+1)
+	for _, a := range s.Agents {
+		usages = append(usages, a.Usage)
+	}
+	usages = append(usages, s.Totals.Recorded)
+	for _, u := range usages {
+		if u == nil {
 			continue
 		}
-		total += a.Usage.TotalTokens
-		if c := a.Usage.Cost; c != nil {
+		total += u.TotalTokens
+		if c := u.Cost; c != nil {
 			if _, ok := costs[c.Currency]; !ok {
 				currencies = append(currencies, c.Currency)
 			}
@@ -189,10 +196,64 @@ func spent(agents []feed.Agent) string {
 	if total == 0 && len(costs) == 0 {
 		return ""
 	}
-	s := "; " + strconv.FormatInt(total, 10) + " tokens"
+	out := "; " + strconv.FormatInt(total, 10) + " tokens"
 	sort.Strings(currencies)
 	for _, c := range currencies {
-		s += ", " + cost(feed.Agent{Usage: &backend.Usage{Cost: &backend.Cost{Amount: costs[c], Currency: c}}})
+		out += ", " + cost(feed.Agent{Usage: &backend.Usage{Cost: &backend.Cost{Amount: costs[c], Currency: c}}})
+	}
+	return out
+}
+
+// budgetText is the team's budget for the summary line: "; budget 84 % of
+// 10000 tokens" ("" without one).
+func budgetText(b *session.BudgetState) string {
+	if b == nil {
+		return ""
+	}
+	s := fmt.Sprintf("; budget %d %% of %d tokens", b.Percent, b.Tokens)
+	if b.Exceeded {
+		s += " (used up: no new turn starts)"
 	}
 	return s
+}
+
+// budgetCell is an agent's budget in the table: "84%", "105%!" when used
+// up, "-" without one.
+func budgetCell(a feed.Agent) string {
+	b := a.Budget
+	if b == nil {
+		return "-"
+	}
+	if b.Exceeded {
+		return strconv.Itoa(b.Percent) + "%!"
+	}
+	return strconv.Itoa(b.Percent) + "%"
+}
+
+// Branch is the branch an agent works on: its own worktree's, else its
+// checkout's.
+func Branch(a feed.Agent) string {
+	if w := a.Worktree; w != nil && w.Branch != "" {
+		return w.Branch
+	}
+	return a.Branch
+}
+
+// Changes is an isolated agent's change against its base: "2 files +5 -1"
+// ("" for an agent without a worktree, or before its stat was read).
+func Changes(a feed.Agent) string {
+	w := a.Worktree
+	switch {
+	case w == nil:
+		return ""
+	case w.Stat != nil:
+		return fmt.Sprintf("%d file%s +%d -%d", w.Stat.Files, plural(w.Stat.Files), w.Stat.Added, w.Stat.Removed)
+	case w.Released == "removed":
+		return "none (removed)"
+	}
+	var files, added, removed int
+	if n, _ := fmt.Sscanf(w.StatText, "%d files changed, %d insertions(+), %d deletions(-)", &files, &added, &removed); n == 3 {
+		return fmt.Sprintf("%d file%s +%d -%d (%s)", files, plural(files), added, removed, w.Released)
+	}
+	return w.StatText
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/feed"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
+	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
 // TeamConfig configures a Team.
@@ -28,6 +30,15 @@ type TeamConfig struct {
 	Subscriber int
 	// MailRing is how much mail is kept. optional: 0 means 1000.
 	MailRing int
+	// Registries are the team's registries, whose records add the
+	// sessions no feed shows to the team's totals and hold a team budget
+	// set at run time (totals.go). optional: none adds nothing.
+	Registries []registry.Dir
+	// Prices price the tokens of those sessions by model. optional.
+	Prices session.Prices
+	// Budget is the configured team budget in tokens. optional: 0 means
+	// none (one set at run time wins).
+	Budget int64
 	// Logger receives the logs. optional: nil discards.
 	Logger *slog.Logger
 	// Now returns the current time. optional: nil means time.Now.
@@ -44,10 +55,11 @@ type ServeState struct {
 
 // Update is one change of a Team: an agent's state, a mail, a serve.
 type Update struct {
-	Type  string      `json:"type"` // agent, mail, serve
-	Agent *feed.Agent `json:"agent,omitempty"`
-	Mail  *feed.Mail  `json:"mail,omitempty"`
-	Serve *ServeState `json:"serve,omitempty"`
+	Type   string      `json:"type"` // agent, mail, serve, totals
+	Agent  *feed.Agent `json:"agent,omitempty"`
+	Mail   *feed.Mail  `json:"mail,omitempty"`
+	Serve  *ServeState `json:"serve,omitempty"`
+	Totals *Totals     `json:"totals,omitempty"`
 }
 
 // Snapshot is everything a Team knows.
@@ -56,6 +68,9 @@ type Snapshot struct {
 	Serves []ServeState `json:"serves"`
 	Agents []feed.Agent `json:"agents"`
 	Mail   []feed.Mail  `json:"mail"`
+	// Totals are what the registries add to the agents' usage, and the
+	// team's budget (totals.go).
+	Totals Totals `json:"totals"`
 }
 
 // Team merges the feeds of every serve of a team: it finds them from
@@ -75,6 +90,7 @@ type Team struct {
 	// given a snapshot or failed.
 	ready   chan struct{}
 	pending int
+	tot     Totals // what the registries add (totals.go)
 }
 
 // serveConn is one serve's stream.
@@ -116,7 +132,7 @@ func (t *Team) Run(ctx context.Context) {
 	first := true
 	tick := time.NewTicker(t.cfg.Rescan)
 	defer tick.Stop()
-	for {
+	for n := 0; ; n++ {
 		for _, sc := range t.scan(first) {
 			wg.Add(1)
 			go func() {
@@ -125,6 +141,14 @@ func (t *Team) Run(ctx context.Context) {
 			}()
 		}
 		first = false
+		select {
+		case <-t.ready:
+			if n%totalsEvery == 0 {
+				t.refreshTotals() // after the first snapshots: what they show is not counted twice
+			}
+		default:
+			n = -1 // the first look follows the first snapshots
+		}
 		select {
 		case <-ctx.Done():
 			t.mu.Lock()
@@ -143,6 +167,12 @@ func (t *Team) Run(ctx context.Context) {
 // Ready is closed once every serve found at the start has given its
 // snapshot or could not be reached.
 func (t *Team) Ready() <-chan struct{} { return t.ready }
+
+// totalsEvery is how many rescans go between two reads of the totals.
+const totalsEvery = 4
+
+// Refresh reads the registries' totals now (status, right after Ready).
+func (t *Team) Refresh() { t.refreshTotals() }
 
 // scan reads the records and returns the serves to follow now: new ones,
 // and known ones that are not followed (gone, or a new record: a serve
@@ -247,7 +277,7 @@ func (t *Team) take(sc *serveConn, fr feed.Frame) {
 		if fr.Mail != nil {
 			t.putMailLocked(*fr.Mail)
 		}
-	case "answered":
+	case "answered", "diffed":
 		if ch := sc.waiting[fr.ID]; ch != nil {
 			delete(sc.waiting, fr.ID)
 			ch <- fr
@@ -365,7 +395,7 @@ func (t *Team) Snapshot() Snapshot {
 }
 
 func (t *Team) snapshotLocked() Snapshot {
-	s := Snapshot{Team: t.cfg.Team, Serves: []ServeState{}, Agents: []feed.Agent{}, Mail: append([]feed.Mail{}, t.mail...)}
+	s := Snapshot{Team: t.cfg.Team, Serves: []ServeState{}, Agents: []feed.Agent{}, Mail: append([]feed.Mail{}, t.mail...), Totals: t.tot}
 	for _, sc := range t.serves {
 		if sc.state.Since.IsZero() && !sc.state.Live {
 			continue // never reached
@@ -391,34 +421,54 @@ var ErrServeGone = errors.New("the serve is gone")
 // Answer sends an answer to an approval to the serve that owns it and
 // returns its verdict (nil: taken).
 func (t *Team) Answer(ctx context.Context, serve, agentID, approvalID, decision, from string) error {
+	_, err := t.ask(ctx, serve, feed.Frame{Type: "answer", AgentID: agentID, ApprovalID: approvalID, Decision: decision, From: from})
+	if err != nil {
+		return fmt.Errorf("answer: %w", err)
+	}
+	return nil
+}
+
+// Diff asks the serve that runs an isolated agent for its change against
+// its base: the unified patch (cut at the serve's limit: more says so).
+func (t *Team) Diff(ctx context.Context, serve, agentID string) (patch string, more bool, err error) {
+	fr, err := t.ask(ctx, serve, feed.Frame{Type: "diff", AgentID: agentID})
+	if err != nil {
+		return "", false, fmt.Errorf("diff: %w", err)
+	}
+	return fr.Text, fr.More, nil
+}
+
+// ask sends a request frame to a serve and waits for its answer (a
+// frame with the request's ID); an answer that is not OK is its error.
+func (t *Team) ask(ctx context.Context, serve string, req feed.Frame) (feed.Frame, error) {
 	t.mu.Lock()
 	sc := t.serves[serve]
 	if sc == nil || sc.conn == nil {
 		t.mu.Unlock()
-		return fmt.Errorf("answer: %w: %s", ErrServeGone, serve)
+		return feed.Frame{}, fmt.Errorf("%w: %s", ErrServeGone, serve)
 	}
 	sc.nextID++
-	id := sc.nextID
+	req.ID = sc.nextID
 	ch := make(chan feed.Frame, 1)
-	sc.waiting[id] = ch
+	sc.waiting[req.ID] = ch
 	conn := sc.conn
 	t.mu.Unlock()
-	if err := conn.Send(feed.Frame{Type: "answer", ID: id, AgentID: agentID, ApprovalID: approvalID, Decision: decision, From: from}); err != nil {
+	if err := conn.Send(req); err != nil {
 		t.mu.Lock()
-		delete(sc.waiting, id)
+		delete(sc.waiting, req.ID)
 		t.mu.Unlock()
-		return fmt.Errorf("answer: %w", err)
+		return feed.Frame{}, err
 	}
 	select {
 	case fr := <-ch:
 		if !fr.OK {
-			return errors.New(fr.Error)
+			return fr, errors.New(fr.Error)
 		}
-		return nil
+		return fr, nil
 	case <-ctx.Done():
 		t.mu.Lock()
-		delete(sc.waiting, id)
+		delete(sc.waiting, req.ID)
 		t.mu.Unlock()
-		return fmt.Errorf("answer: %w", ctx.Err())
+		return feed.Frame{}, ctx.Err()
 	}
 }

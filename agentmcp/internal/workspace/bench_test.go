@@ -202,57 +202,129 @@ func radarAgents() map[string][]FileChange {
 }
 
 // BenchmarkRadarCompare is the radar's own work when a turn ends: the
-// ended turn's change compared with 19 other live worktrees.
+// ended turn's change compared with 19 other live worktrees, in memory
+// and shared (the repository's state read and written under its flock,
+// as serve keeps it).
 func BenchmarkRadarCompare(b *testing.B) {
-	r := NewRadar()
-	agents := radarAgents()
-	for a, fs := range agents {
-		r.Update(a, "repo", fs)
-	}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		a := "agent" + strconv.Itoa(i%20)
-		r.Update(a, "repo", agents[a])
+	for _, shared := range []bool{false, true} {
+		name := "memory"
+		r := NewRadar()
+		repo := "repo"
+		if shared {
+			name, r, repo = "shared", NewSharedRadar(Owner{}), b.TempDir()
+		}
+		b.Run(name, func(b *testing.B) {
+			agents := radarAgents()
+			for a, fs := range agents {
+				r.Update(a, repo, fs)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				a := "agent" + strconv.Itoa(i%20)
+				r.Update(a, repo, agents[a])
+			}
+		})
 	}
 }
 
 // BenchmarkRadarTurn is the whole cost of an ended turn with 20 live
-// worktrees: the git work for the turn's worktree (Manager.Changes: a
-// snapshot and a diff with ranges against its base) and the comparison.
-// Sub-benchmarks for a small repository and for 10,000 files.
+// worktrees: the git work for the turn's worktree (its Tracker's look)
+// and the comparison with the 19 others (a shared radar, as serve has). "edit": the turn changed a line
+// of one of its files (untimed), so the look runs git over the changed
+// paths; "newfile": it made a new file; "commit": it committed (git
+// tells the base again); "idle": it changed nothing (no git). Each for a small repository and for 10,000 files. Full looks
+// (a whole snapshot: the first, or after a commit) are
+// BenchmarkChangesFull.
 func BenchmarkRadarTurn(b *testing.B) {
+	for _, n := range []int{200, 10000} {
+		for _, kind := range []string{"edit", "newfile", "commit", "idle"} {
+			b.Run(strconv.Itoa(n)+"files/"+kind, func(b *testing.B) {
+				repo := bigRepo(b, n)
+				m := newManager(b, Owner{})
+				ctx := context.Background()
+				r := NewSharedRadar(Owner{})
+				var places []*Place
+				var trackers []*Tracker
+				for a := range 20 {
+					p, err := m.Create(ctx, Request{AgentID: "codex-r" + strconv.Itoa(a), Identity: "r" + strconv.Itoa(a), Cwd: repo})
+					if err != nil {
+						b.Fatal(err)
+					}
+					changeFiles(b, p.Path, 5, a*3, "// agent "+strconv.Itoa(a))
+					tr := m.Track(p)
+					places, trackers = append(places, p), append(trackers, tr)
+					b.Cleanup(func() {
+						tr.Close()
+						run(b, p.Path, "reset", "-q", "--hard", p.Base)
+						run(b, p.Path, "clean", "-qfd")
+						m.Release(context.Background(), p, false)
+					})
+					ch, err := tr.Changes(ctx)
+					if err != nil {
+						b.Fatal(err)
+					}
+					r.Update(p.AgentID, p.Repo, ch)
+				}
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					a := i % 20
+					p, tr := places[a], trackers[a]
+					switch kind {
+					case "edit":
+						b.StopTimer()
+						changeFiles(b, p.Path, 1, a*3+i%5, "// agent "+strconv.Itoa(a)+" turn "+strconv.Itoa(i))
+						b.StartTimer()
+					case "newfile":
+						b.StopTimer()
+						write(b, p.Path, map[string]string{fmt.Sprintf("pkg%03d/new%d.go", i%100, i): "package p\n"})
+						b.StartTimer()
+					case "commit":
+						b.StopTimer()
+						run(b, p.Path, "commit", "-q", "--allow-empty", "-m", "turn "+strconv.Itoa(i))
+						b.StartTimer()
+					}
+					ch, err := tr.Changes(ctx)
+					if err != nil {
+						b.Fatal(err)
+					}
+					r.Update(p.AgentID, p.Repo, ch)
+				}
+				b.StopTimer()
+				var full int64
+				for _, tr := range trackers {
+					f, _, _ := tr.Looks()
+					full += f
+				}
+				b.ReportMetric(float64(full-20), "full-looks")
+			})
+		}
+	}
+}
+
+// BenchmarkChangesFull is a whole look at a worktree's change
+// (Manager.Changes: a snapshot through a copy of the index, `git add -A`,
+// write-tree, the diff against the base): a Tracker's first look, and
+// every look where it cannot tell what changed.
+func BenchmarkChangesFull(b *testing.B) {
 	for _, n := range []int{200, 10000} {
 		b.Run(strconv.Itoa(n)+"files", func(b *testing.B) {
 			repo := bigRepo(b, n)
 			m := newManager(b, Owner{})
 			ctx := context.Background()
-			r := NewRadar()
-			var places []*Place
-			for a := range 20 {
-				p, err := m.Create(ctx, Request{AgentID: "codex-r" + strconv.Itoa(a), Identity: "r" + strconv.Itoa(a), Cwd: repo})
-				if err != nil {
-					b.Fatal(err)
-				}
-				changeFiles(b, p.Path, 5, a*3, "// agent "+strconv.Itoa(a))
-				places = append(places, p)
-				b.Cleanup(func() {
-					run(b, p.Path, "checkout", "-q", ".")
-					m.Release(context.Background(), p, false)
-				})
-				ch, err := m.Changes(ctx, p)
-				if err != nil {
-					b.Fatal(err)
-				}
-				r.Update(p.AgentID, p.Repo, ch)
+			p, err := m.Create(ctx, Request{AgentID: "codex-full", Identity: "full", Cwd: repo})
+			if err != nil {
+				b.Fatal(err)
 			}
+			changeFiles(b, p.Path, 5, 0, "// agent")
+			b.Cleanup(func() {
+				run(b, p.Path, "checkout", "-q", ".")
+				m.Release(context.Background(), p, false)
+			})
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				p := places[i%20]
-				ch, err := m.Changes(ctx, p)
-				if err != nil {
+				if _, err := m.Changes(ctx, p); err != nil {
 					b.Fatal(err)
 				}
-				r.Update(p.AgentID, p.Repo, ch)
 			}
 		})
 	}

@@ -10,7 +10,8 @@ import (
 // WritableRoots returns the directories that a sandboxed agent needs
 // writable, besides its worktree, to commit on its branch: Codex's
 // sandbox_workspace_write.writable_roots for the session. Measured with
-// Codex 0.169 under sandbox_mode "workspace-write" (see the package doc):
+// Codex 0.171.0 and 0.153.4 (the pinned CLIs; first with 0.169.0) under
+// sandbox_mode "workspace-write" (see the package doc):
 //
 //   - the worktree's own git directory, <common>/worktrees/<name> (its
 //     index, HEAD, logs/HEAD, ORIG_HEAD, COMMIT_EDITMSG; Codex makes the

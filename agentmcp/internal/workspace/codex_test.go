@@ -13,14 +13,28 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realcodex"
 )
 
-// TestCodexCommitsInWorktree runs the real Codex 0.169 (codex exec, against
-// the loopback model mock) in an agent's worktree under sandbox_mode
-// "workspace-write", the mock's shell command committing there. With
-// WritableRoots the commit lands on the agent's branch and nothing else
-// of the repository is writable; without them, or without any one of
-// them, it fails.
+// TestCodexCommitsInWorktree runs each pinned real Codex CLI (codex exec
+// of 0.171.0, the app-server pin, and of 0.153.4, the mcp-server pin,
+// against the loopback model mock) in an agent's worktree under
+// sandbox_mode "workspace-write", the mock's shell command committing
+// there. With WritableRoots the commit lands on the agent's branch and
+// nothing else of the repository is writable; without them, or without
+// any one of them, it fails with the sandbox's "Read-only file system".
 func TestCodexCommitsInWorktree(t *testing.T) {
-	bin := realcodex.Bin(t, realcodex.AppServer)
+	for _, which := range []realcodex.Which{realcodex.AppServer, realcodex.MCPServer} {
+		t.Run(which.String(), func(t *testing.T) {
+			bin := realcodex.Bin(t, which)
+			v, err := realcodex.Version(context.Background(), bin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("codex %s", v)
+			codexCommits(t, bin)
+		})
+	}
+}
+
+func codexCommits(t *testing.T, bin string) {
 	mock, err := modelmock.Start(modelmock.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +91,11 @@ func TestCodexCommitsInWorktree(t *testing.T) {
 			}
 			write(t, p.Path, map[string]string{"feature.go": "package main\n\nfunc feature() {}\n"})
 			evil := filepath.Join(common, "hooks", "post-merge-"+p.Name)
-			cmd := "git add -A && git commit -q -m 'agent commit' && echo COMMITTED; " +
+			// git's messages go to a file in /tmp (writable under
+			// workspace-write): 0.153.4's exec does not show the
+			// command's output, and the model mock clips it.
+			gitErr := filepath.Join(t.TempDir(), "git.err")
+			cmd := "{ git add -A && git commit -q -m 'agent commit'; } 2>" + gitErr + " && echo COMMITTED; " +
 				"touch " + evil + "; git branch feature-" + p.Name + "; git config user.name mallory; true"
 			proc := realcodex.Start(t, h, bin, "exec", "--skip-git-repo-check", "--cd", p.Path,
 				"-c", "sandbox_workspace_write.writable_roots=["+strings.Join(given, ",")+"]",
@@ -89,6 +107,9 @@ func TestCodexCommitsInWorktree(t *testing.T) {
 			}
 			// codex exec shows the command's output on stderr.
 			out = append(out, read(t, proc.StderrPath)...)
+			if b, err := os.ReadFile(gitErr); err == nil {
+				out = append(out, b...)
+			}
 			head := run(t, p.Path, "log", "-1", "--format=%s")
 			if got := head == "agent commit"; got != tt.commit {
 				t.Errorf("committed: %v, want %v; codex said:\n%s", got, tt.commit, out)

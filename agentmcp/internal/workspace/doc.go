@@ -12,7 +12,9 @@
 // respect it: the lock of a live worktree is `git worktree lock --reason`
 // (so `git worktree prune` and other tools leave it alone), and what we
 // made is recorded in refs/atm/ (see record.go). The package keeps no
-// state of its own but the machine-wide port reservations; a Manager
+// state of its own but the machine-wide port reservations and the
+// radar's (shared: in the repository's git directory; a Tracker's small
+// index and watch, which a crash only costs a whole look); a Manager
 // holds no lock. A later serve, `atm-agent-mcp worktrees`, or a test after
 // a SIGKILL all read the same truth.
 //
@@ -86,9 +88,12 @@
 // setup command (sh -c, in the new worktree, with ATM_WORKTREE, ATM_BRANCH,
 // ATM_PORT_BASE, ATM_PORT_COUNT and ATM_SOURCE) runs before the worktree is
 // handed out; its output's tail is kept, and when it fails everything made
-// is removed. Ports are machine-wide blocks under an flock in a state
-// directory (ports.go), bind-probed, released at Release, and reclaimed
-// from dead owners.
+// is removed. Ports are machine-wide blocks (ports.go): every serve of
+// every user reserves in one directory made like /tmp (sticky,
+// world-writable), under an flock, each block by a record file of its
+// own (so that a user removes only their own), bind-probed, released at
+// Release, and free again once their owner is gone; nothing there is
+// followed or written through a symbolic link.
 //
 // # Review and merge
 //
@@ -120,17 +125,35 @@
 // # The radar
 //
 // On each ended turn a session's change (paths and old-side line ranges,
-// Manager.Changes) is given to a Radar, which compares it in memory with
-// the other live worktrees of the repository: same lines (ranges that
-// intersect or touch, where git's merge conflicts: checked against
-// merge-tree in the tests), same file on other lines, or a rename. Each
-// pair and file is told once (and once more if other lines become the
-// same lines).
+// as Manager.Changes gives it) is given to a Radar, which compares it in
+// memory with the other live worktrees of the repository: same lines
+// (ranges that intersect or touch, where git's merge conflicts: checked
+// against merge-tree in the tests), same file on other lines, or a
+// rename. Each pair and file is told once (and once more if other lines
+// become the same lines). A shared Radar (serve's) keeps each
+// repository's agents and what was told in the repository's common git
+// directory (atm/radar.json under an flock of atm/radar.lock,
+// radarstore.go), so that the agents of every serve working on the
+// repository are compared and an overlap is told once, by whichever
+// serve sees it first; an agent whose serve is gone is dropped by the
+// next reader.
+//
+// A whole change costs a snapshot (`git add -A` of the worktree through a
+// copy of its index: tens of milliseconds in a 10,000-file repository).
+// A Tracker (track.go) keeps one worktree's change and, where inotify
+// tells what changed (treewatch_linux.go), reads only that: no git when
+// nothing changed, one `git diff <base>` over the change's paths through
+// a small index of its own when files of the change were edited, one
+// `update-index` more when a file was added (asked first of a long-lived
+// `git check-ignore`, ignore.go). A moved ref has git tell the base again
+// (usually one merge-base); anything it cannot tell (lost events, a
+// folder moved away, a .gitignore changed, a new base) is a whole look.
 //
 // # Agents that commit: Codex's sandbox
 //
-// Measured with Codex 0.169.0, sandbox_mode "workspace-write", cwd the
-// worktree: `git add && git commit` fails with "Unable to create
+// Measured with the pinned Codex CLIs, 0.171.0 (app-server) and 0.153.4
+// (mcp-server), each through codex exec (TestCodexCommitsInWorktree; first
+// with 0.169.0), sandbox_mode "workspace-write", cwd the worktree: `git add && git commit` fails with "Unable to create
 // '<common>/worktrees/<name>/index.lock': Read-only file system" (Codex
 // makes read-only the git directory that a writable root's .git file
 // points to). The narrowest sandbox_workspace_write.writable_roots that
@@ -150,17 +173,23 @@
 // directory, which only the whole common directory would allow (hooks
 // included): so a rebase prints "Unable to create packed-refs.lock" for
 // each pseudo-ref it cleans up but completes, and can leave a stale
-// CHERRY_PICK_HEAD or REBASE_HEAD; `git merge` of the new base has no such
-// noise. TestCodexCommitsInWorktree proves the set with the real Codex.
+// CHERRY_PICK_HEAD or REBASE_HEAD (0.171.0 and 0.153.4: CHERRY_PICK_HEAD,
+// after which a `git merge` refuses, "You have not concluded your
+// cherry-pick", until the agent removes the file from its git directory);
+// `git merge` of the new base has no such noise. TestCodexCommitsInWorktree proves the set with the real Codex.
 //
 // # Locks
 //
 // A Manager holds no mutex. Ports has one mutex, taken before the flock of
 // ports.lock (an flock excludes other open files, not goroutines sharing
-// one); ports.json is replaced by rename, never locked itself. Reenter
+// one); each reservation's record is made with O_EXCL and removed by its
+// user, never locked itself. Reenter
 // takes the flock of <worktree admin dir>/atm-owner.lock around reading
-// and retaking git's lock. A Radar has one mutex, held only while it
-// compares in memory. git's own locks (index.lock, ref locks) are git's.
+// and retaking git's lock. A Radar has one mutex, taken before the flock
+// of a repository's atm/radar.lock (shared), held while it reads, compares
+// in memory and writes one repository's state. A Tracker has one mutex,
+// held for a whole look (its git commands run under it); it takes no
+// other. git's own locks (index.lock, ref locks) are git's.
 //
 // # Wiring
 //
@@ -168,11 +197,12 @@
 // interface its Config declares (session.Places: Place, Release,
 // TurnEnded), which package places implements over a *Manager (the
 // composition root, proxy, builds it with the user's git and a Ports of
-// Home/.config/atm/ports). Place creates or re-enters (resume) a worktree;
+// SharedPortsDir, or of $ATM_PORTS_DIR). Place creates or re-enters (resume) a worktree;
 // Place.Env() is what the agent's commands get, and WritableRoots what a
 // Codex thread's sandbox gets; Release lets go of it or removes it when it
-// holds no change. places gives Changes to a Radar on a goroutine of its
-// own when a turn ends, and mails the overlaps; the worktrees command
+// holds no change. places keeps a Tracker per live place and a shared
+// Radar: when a turn ends it gives the Tracker's Changes to the Radar on a
+// goroutine of its own, and mails the overlaps; the worktrees command
 // calls List and Prune. Diff, Head and Merge are agent_diff's and
 // agent_merge's git side, through places.Places (Diff, DiffCheckout, Head,
 // Merge), which also mails what a merge tells.

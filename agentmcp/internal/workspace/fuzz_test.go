@@ -77,3 +77,15 @@ func FuzzParseHunkOld(f *testing.F) {
 	f.Add("@@ -5,3 +5,2 @@")
 	f.Fuzz(func(t *testing.T, s string) { parseHunkOld(s) })
 }
+
+func FuzzParsePackedRefs(f *testing.F) {
+	f.Add([]byte("# pack-refs with: peeled fully-peeled sorted \n" +
+		"0123456789abcdef0123456789abcdef01234567 refs/heads/main\n^89abcdef0123456789abcdef0123456789abcdef\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for ref, oid := range parsePackedRefs(b) {
+			if !isOID(oid) || strings.Contains(ref, "\n") {
+				t.Fatalf("%q → %q", ref, oid)
+			}
+		}
+	})
+}

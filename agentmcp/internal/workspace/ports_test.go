@@ -1,12 +1,13 @@
 package workspace
 
 import (
-	"encoding/json"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -60,9 +61,11 @@ func TestPortsReserveRelease(t *testing.T) {
 	if _, err := p.Reserve(10, "codex-e"); err == nil {
 		t.Fatal("a full range gave a block")
 	}
-	fi, err := os.Stat(filepath.Join(dir, "ports.json"))
-	if err != nil || fi.Mode().Perm() != 0o600 {
-		t.Errorf("ports.json: %v, %v", fi, err)
+	for _, b := range []PortBlock{a, b} {
+		fi, err := os.Stat(filepath.Join(dir, recordName(b.Base, b.Count, os.Getuid(), os.Getpid())))
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("the record of %v: %v, %v", b, fi, err)
+		}
 	}
 }
 
@@ -133,9 +136,97 @@ func TestPortsConcurrent(t *testing.T) {
 			t.Errorf("port %d handed out %d times", port, n)
 		}
 	}
-	var f portsFile
-	b, _ := os.ReadFile(filepath.Join(dir, "ports.json"))
-	if err := json.Unmarshal(b, &f); err != nil || len(f.Reservations) != 20 {
-		t.Errorf("ports.json holds %d reservations (%v)", len(f.Reservations), err)
+	recs, _ := filepath.Glob(filepath.Join(dir, "*-10-*.json"))
+	if len(recs) != 20 {
+		t.Errorf("%d records for 20 reservations", len(recs))
 	}
+}
+
+// TestPortsSharedDir: the machine-wide directory is made like /tmp
+// (01777, records 0644); what is not a record of ours is never followed,
+// opened for writing or removed: a symbolic link or a FIFO named as a
+// record is skipped (no hang), a record of another user whose owner is
+// gone counts as free but stays, and a directory that is a link, or
+// another user's without the sticky bit, is refused.
+func TestPortsSharedDir(t *testing.T) {
+	first, last := freeRange(t, 30)
+	root := tempDir(t)
+	dir := filepath.Join(root, "shared")
+	p, err := NewPorts(PortsConfig{Dir: dir, Shared: true, First: first, Last: last})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.List(); err != nil { // makes the directory
+		t.Fatal(err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil || fi.Mode().Perm() != 0o777 || fi.Mode()&os.ModeSticky == 0 {
+		t.Errorf("shared dir mode %v, %v; want sticky 0777", fi.Mode(), err)
+	}
+	// Traps named as records of the first two blocks.
+	secret := filepath.Join(root, "secret")
+	os.WriteFile(secret, []byte(`{"base":0}`), 0o600)
+	os.Symlink(secret, filepath.Join(dir, recordName(first, 10, 4242, 1)))
+	if err := syscall.Mkfifo(filepath.Join(dir, recordName(first+10, 10, 4242, 2)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := p.Reserve(10, "codex-a")
+	if err != nil || b.Base != first {
+		t.Fatalf("Reserve: %v, %v; want %d (the traps are no reservations)", b, err, first)
+	}
+	rec := filepath.Join(dir, recordName(b.Base, 10, os.Getuid(), os.Getpid()))
+	if fi, err := os.Lstat(rec); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("record: %v, %v; want 0644", fi, err)
+	}
+	if s, _ := os.ReadFile(secret); string(s) != `{"base":0}` {
+		t.Errorf("a linked file was written: %q", s)
+	}
+
+	// Another user's record, its owner gone: free, but not ours to remove.
+	if os.Getuid() == 0 {
+		other := filepath.Join(dir, recordName(first+20, 10, 4242, 3))
+		dead := deadOwner(t)
+		os.WriteFile(other, []byte(`{"base":`+strconv.Itoa(first+20)+`,"count":10,"pid":3,"start":"1","host":"`+dead.Host+`"}`), 0o644)
+		os.Chown(other, 4242, 4242)
+		if err := p.Release(b); err != nil {
+			t.Fatal(err)
+		}
+		p.Reserve(10, "codex-b") // first again
+		c, err := p.Reserve(10, "codex-c")
+		if err != nil || c.Base != first+10 {
+			t.Fatalf("Reserve: %v, %v; want %d", c, err, first+10)
+		}
+		d, err := p.Reserve(10, "codex-d")
+		if err != nil || d.Base != first+20 {
+			t.Fatalf("Reserve over a dead record of another user: %v, %v; want %d", d, err, first+20)
+		}
+		if !exists(other) {
+			t.Error("another user's record was removed")
+		}
+	}
+
+	// Refused directories.
+	link := filepath.Join(root, "link")
+	os.Symlink(dir, link)
+	if _, err := mustPorts(t, link).Reserve(10, "x"); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("a linked directory: %v", err)
+	}
+	if os.Getuid() == 0 {
+		foreign := filepath.Join(root, "foreign")
+		os.Mkdir(foreign, 0o777)
+		os.Chmod(foreign, 0o777)
+		os.Chown(foreign, 4242, 4242)
+		if _, err := mustPorts(t, foreign).Reserve(10, "x"); err == nil || !strings.Contains(err.Error(), "not a shared directory") {
+			t.Errorf("another user's directory without the sticky bit: %v", err)
+		}
+	}
+}
+
+func mustPorts(t *testing.T, dir string) *Ports {
+	t.Helper()
+	p, err := NewPorts(PortsConfig{Dir: dir, Shared: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -34,6 +35,20 @@ type Side struct {
 	Path   string      `json:"path"`
 	Status string      `json:"status"`
 	Ranges []LineRange `json:"ranges,omitempty"`
+	// Who is the agent as its serve introduced it (UpdateAs).
+	Who RadarAgent `json:"-"`
+}
+
+// RadarAgent is who an agent is, as the radar's mail names it: given by
+// the serve that runs it, kept with its change so that another serve's
+// radar can mail it and its lead.
+type RadarAgent struct {
+	Identity string `json:"identity,omitempty"`
+	Branch   string `json:"branch,omitempty"`
+	// Team is the ATM team its mail goes to.
+	Team string `json:"team,omitempty"`
+	// Lead is the identity of its serve's lead (who gets a copy).
+	Lead string `json:"lead,omitempty"`
 }
 
 // Overlap is two agents changing one file of a repository.
@@ -49,18 +64,67 @@ type Overlap struct {
 	B Side `json:"b"`
 }
 
-// Radar keeps the live worktrees' changes and the overlaps already told.
-// Its methods are safe for concurrent use (one mutex, held only while
-// comparing in memory).
+// Radar keeps the live worktrees' changes and the overlaps already told,
+// per repository (keyed by its common git directory). In memory
+// (NewRadar) it compares the agents given to it; shared (NewSharedRadar)
+// it keeps each repository's state in that repository's common git
+// directory, atm/radar.json, read and written under an flock of the
+// sidecar atm/radar.lock (radarstore.go): every serve working on the repository sees the agents of the
+// others, and an overlap is told once, by whichever serve sees it first.
+// An agent whose serve is gone (its owner: pid, start time, host) is
+// dropped by the next reader.
+//
+// Its methods are safe for concurrent use: one mutex, taken before the
+// flock, held while one repository's state is read, compared in memory
+// and written (radarstore.go).
 type Radar struct {
-	mu       sync.Mutex
-	agents   map[string]*radarEntry          // by agent
-	reported map[pair]map[string]OverlapKind // told overlaps: by pair, by file
+	owner  Owner
+	shared bool
+
+	mu    sync.Mutex
+	mem   map[string]*radarState // in memory: the state, by repository
+	files map[string]*radarFile  // shared: the state's files, by repository
+	repos map[string]string      // the agents updated here → their repository
 }
 
+// radarState is one repository's agents and what was told about them.
+type radarState struct {
+	Version int                    `json:"version"`
+	Agents  map[string]*radarEntry `json:"agents"`
+	// Told are the overlaps told: by pair (agent a < agent b), by file.
+	Told map[string]map[string]map[string]OverlapKind `json:"told,omitempty"`
+}
+
+// told returns what was told about the pair pk (nil: nothing).
+func (st *radarState) told(pk pair) map[string]OverlapKind { return st.Told[pk.a][pk.b] }
+
+// setTold records what is told about pk now (nothing: forgotten).
+func (st *radarState) setTold(pk pair, files map[string]OverlapKind) {
+	if len(files) == 0 {
+		if m := st.Told[pk.a]; m != nil {
+			delete(m, pk.b)
+			if len(m) == 0 {
+				delete(st.Told, pk.a)
+			}
+		}
+		return
+	}
+	if st.Told == nil {
+		st.Told = map[string]map[string]map[string]OverlapKind{}
+	}
+	if st.Told[pk.a] == nil {
+		st.Told[pk.a] = map[string]map[string]OverlapKind{}
+	}
+	st.Told[pk.a][pk.b] = files
+}
+
+// radarEntry is one agent's change.
 type radarEntry struct {
-	repo  string
-	files map[string][]FileChange // by key path (see keys)
+	Owner Owner        `json:"owner"`
+	Who   RadarAgent   `json:"who"`
+	Files []FileChange `json:"files"`
+
+	byKey map[string][]FileChange // Files by key path (see keys), built on use
 }
 
 type pair struct{ a, b string } // a < b
@@ -72,9 +136,19 @@ func pairOf(a, b string) pair {
 	return pair{a, b}
 }
 
-// NewRadar returns an empty Radar.
+// NewRadar returns a Radar that keeps its state in memory: it compares
+// the agents of this process only.
 func NewRadar() *Radar {
-	return &Radar{agents: map[string]*radarEntry{}, reported: map[pair]map[string]OverlapKind{}}
+	return &Radar{owner: Self(), mem: map[string]*radarState{}, repos: map[string]string{}}
+}
+
+// NewSharedRadar returns a Radar that keeps each repository's state in
+// its common git directory, for owner (zero: this process).
+func NewSharedRadar(owner Owner) *Radar {
+	if owner == (Owner{}) {
+		owner = Self()
+	}
+	return &Radar{owner: owner, shared: true, files: map[string]*radarFile{}, repos: map[string]string{}}
 }
 
 // keys are the paths under which a change is compared: its base path, and
@@ -86,47 +160,64 @@ func keys(c FileChange) []string {
 	return []string{c.Path}
 }
 
-// Update stores agent's change (a live worktree of repo, the repository's
-// common git directory) and returns the overlaps with the other agents of
-// repo that were not told before: each pair and file once, and once more if
-// an overlap of other lines becomes one of the same lines. An overlap that
-// went away may be told again when it comes back.
-func (r *Radar) Update(agent, repo string, files []FileChange) []Overlap {
-	e := &radarEntry{repo: repo, files: map[string][]FileChange{}}
-	for _, f := range files {
-		for _, k := range keys(f) {
-			e.files[k] = append(e.files[k], f)
+// index returns e's files by key path.
+func (e *radarEntry) index() map[string][]FileChange {
+	if e.byKey == nil {
+		e.byKey = map[string][]FileChange{}
+		for _, f := range e.Files {
+			for _, k := range keys(f) {
+				e.byKey[k] = append(e.byKey[k], f)
+			}
 		}
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.agents[agent] = e
+	return e.byKey
+}
+
+// Update is UpdateAs with no introduction.
+func (r *Radar) Update(agent, repo string, files []FileChange) []Overlap {
+	return r.UpdateAs(agent, repo, RadarAgent{}, files)
+}
+
+// UpdateAs stores agent's change (a live worktree of repo, the
+// repository's common git directory) and returns the overlaps with the
+// other agents of repo that were not told before: each pair and file once,
+// and once more if an overlap of other lines becomes one of the same
+// lines. An overlap that went away may be told again when it comes back.
+// who says who the agent is, for the mail (another serve's radar reads
+// it). With a shared radar whose state cannot be read or written, the
+// change is compared with nothing and the error logged by the caller is
+// the only trace: it returns no overlap.
+func (r *Radar) UpdateAs(agent, repo string, who RadarAgent, files []FileChange) []Overlap {
 	var news []Overlap
-	for other, oe := range r.agents {
-		if other == agent || oe.repo != repo {
-			continue
-		}
-		found := overlapsOf(agent, e, other, oe)
-		pk := pairOf(agent, other)
-		told := r.reported[pk]
-		now := make(map[string]OverlapKind, len(found))
-		for _, o := range found {
-			prev, was := told[o.File]
-			now[o.File] = o.Kind
-			if was && (prev == o.Kind || prev == SameLines || prev == Rename || o.Kind == SameFile) {
-				now[o.File] = prev
+	r.withState(repo, func(st *radarState) bool {
+		e := &radarEntry{Owner: r.owner, Who: who, Files: files}
+		st.Agents[agent] = e
+		for _, other := range sortedAgents(st) {
+			if other == agent {
 				continue
 			}
-			o.Repo = repo
-			news = append(news, o)
+			found := overlapsOf(agent, e, other, st.Agents[other])
+			pk := pairOf(agent, other)
+			was := st.told(pk)
+			now := make(map[string]OverlapKind, len(found))
+			for _, o := range found {
+				prev, ok := was[o.File]
+				now[o.File] = o.Kind
+				if ok && (prev == o.Kind || prev == SameLines || prev == Rename || o.Kind == SameFile) {
+					now[o.File] = prev
+					continue
+				}
+				o.Repo = repo
+				news = append(news, o)
+			}
+			// An overlap that is gone is forgotten: it may be told again.
+			st.setTold(pk, now)
 		}
-		// An overlap that is gone is forgotten: it may be told again.
-		if len(now) == 0 {
-			delete(r.reported, pk)
-		} else {
-			r.reported[pk] = now
-		}
-	}
+		return true
+	})
+	r.mu.Lock()
+	r.repos[agent] = repo
+	r.mu.Unlock()
 	sortOverlaps(news)
 	return news
 }
@@ -135,40 +226,99 @@ func (r *Radar) Update(agent, repo string, files []FileChange) []Overlap {
 // about it.
 func (r *Radar) Forget(agent string) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.agents, agent)
-	for k := range r.reported {
-		if k.a == agent || k.b == agent {
-			delete(r.reported, k)
+	repo, ok := r.repos[agent]
+	delete(r.repos, agent)
+	r.mu.Unlock()
+	if !ok {
+		return
+	}
+	r.withState(repo, func(st *radarState) bool {
+		delete(st.Agents, agent)
+		dropTold(st, agent)
+		return true
+	})
+}
+
+// Overlaps returns every overlap now between the live worktrees of the
+// repositories this radar was given agents of (shared: every serve's
+// agents there), told or not, sorted by repository, file and agents.
+func (r *Radar) Overlaps() []Overlap {
+	r.mu.Lock()
+	repos := map[string]bool{}
+	for _, repo := range r.repos {
+		repos[repo] = true
+	}
+	r.mu.Unlock()
+	var all []Overlap
+	for repo := range repos {
+		r.withState(repo, func(st *radarState) bool {
+			names := sortedAgents(st)
+			for i, a := range names {
+				for _, b := range names[i+1:] {
+					for _, o := range overlapsOf(a, st.Agents[a], b, st.Agents[b]) {
+						o.Repo = repo
+						all = append(all, o)
+					}
+				}
+			}
+			return false
+		})
+	}
+	sortOverlaps(all)
+	return all
+}
+
+// sortedAgents are st's agents by name.
+func sortedAgents(st *radarState) []string {
+	names := make([]string, 0, len(st.Agents))
+	for a := range st.Agents {
+		names = append(names, a)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// dropTold forgets what was told about agent.
+func dropTold(st *radarState, agent string) {
+	delete(st.Told, agent)
+	for a, m := range st.Told {
+		delete(m, agent)
+		if len(m) == 0 {
+			delete(st.Told, a)
 		}
 	}
 }
 
-// Overlaps returns every overlap between the live worktrees now, told or
-// not, sorted by repository, file and agents.
-func (r *Radar) Overlaps() []Overlap {
+// withState runs fn on repo's state; fn reports whether it changed it.
+// Shared: see radarFile.
+func (r *Radar) withState(repo string, fn func(st *radarState) bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	names := make([]string, 0, len(r.agents))
-	for a := range r.agents {
-		names = append(names, a)
-	}
-	sort.Strings(names)
-	var all []Overlap
-	for i, a := range names {
-		for _, b := range names[i+1:] {
-			ea, eb := r.agents[a], r.agents[b]
-			if ea.repo != eb.repo {
-				continue
-			}
-			for _, o := range overlapsOf(a, ea, b, eb) {
-				o.Repo = ea.repo
-				all = append(all, o)
-			}
+	if !r.shared {
+		st := r.mem[repo]
+		if st == nil {
+			st = newRadarState()
+			r.mem[repo] = st
 		}
+		fn(st)
+		return
 	}
-	sortOverlaps(all)
-	return all
+	f := r.files[repo]
+	if f == nil {
+		f = &radarFile{dir: filepath.Join(repo, "atm")}
+		r.files[repo] = f
+	}
+	f.with(r.owner, fn)
+}
+
+// Close closes the files of a shared radar's repositories.
+func (r *Radar) Close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for repo, f := range r.files {
+		f.close()
+		delete(r.files, repo)
+	}
 }
 
 // overlapsOf compares two agents' changes: one overlap per file key they
@@ -177,23 +327,24 @@ func (r *Radar) Overlaps() []Overlap {
 func overlapsOf(a string, ea *radarEntry, b string, eb *radarEntry) []Overlap {
 	var res []Overlap
 	done := map[[2]*FileChange]bool{}
-	ks := make([]string, 0, len(ea.files))
-	for k := range ea.files {
+	fa0, fb0 := ea.index(), eb.index()
+	ks := make([]string, 0, len(fa0))
+	for k := range fa0 {
 		ks = append(ks, k)
 	}
 	sort.Strings(ks)
 	for _, k := range ks {
-		for i := range ea.files[k] {
-			fa := &ea.files[k][i]
-			for j := range eb.files[k] {
-				fb := &eb.files[k][j]
+		for i := range fa0[k] {
+			fa := &fa0[k][i]
+			for j := range fb0[k] {
+				fb := &fb0[k][j]
 				if done[[2]*FileChange{fa, fb}] {
 					continue
 				}
 				done[[2]*FileChange{fa, fb}] = true
 				res = append(res, Overlap{File: k, Kind: kindOf(*fa, *fb),
-					A: Side{Agent: a, Path: fa.Path, Status: fa.Status, Ranges: fa.Ranges},
-					B: Side{Agent: b, Path: fb.Path, Status: fb.Status, Ranges: fb.Ranges}})
+					A: Side{Agent: a, Path: fa.Path, Status: fa.Status, Ranges: fa.Ranges, Who: ea.Who},
+					B: Side{Agent: b, Path: fb.Path, Status: fb.Status, Ranges: fb.Ranges, Who: eb.Who}})
 			}
 		}
 	}

@@ -243,3 +243,65 @@ func TestParseHunkOld(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedRadar: two serves' radars on one repository (state in its
+// common git directory) compare each other's agents and tell each overlap
+// once, whichever sees it first, naming the other serve's agent as that
+// serve introduced it; an agent whose serve is gone is dropped.
+func TestSharedRadar(t *testing.T) {
+	repo := filepath.Join(tempDir(t), "repo.git")
+	serve1 := NewSharedRadar(Owner{})
+	serve2 := NewSharedRadar(liveOwner(t))
+	gone := NewSharedRadar(deadOwner(t))
+	fc := func(path string, ranges ...LineRange) []FileChange {
+		return []FileChange{{Path: path, Status: "M", Added: 1, Removed: 1, Ranges: ranges}}
+	}
+	who := func(id string) RadarAgent {
+		return RadarAgent{Identity: id, Branch: "atm/" + id, Team: "t-" + id, Lead: "lead-" + id}
+	}
+	type told struct {
+		File, A, B string
+		AWho, BWho RadarAgent
+		Kind       OverlapKind
+	}
+	steps := []struct {
+		name  string
+		radar *Radar
+		agent string
+		files []FileChange
+		want  []told
+	}{
+		{"serve 1's alice", serve1, "alice", fc("x.go", LineRange{1, 3}), nil},
+		{"serve 2's bob, same lines: told by serve 2", serve2, "bob", fc("x.go", LineRange{2, 2}),
+			[]told{{"x.go", "bob", "alice", who("bob"), who("alice"), SameLines}}},
+		{"alice's next turn: not again", serve1, "alice", fc("x.go", LineRange{1, 4}), nil},
+		{"an agent of a serve that is gone", gone, "carol", fc("x.go", LineRange{1, 1}),
+			[]told{{"x.go", "carol", "alice", who("carol"), who("alice"), SameLines}, {"x.go", "carol", "bob", who("carol"), who("bob"), SameLines}}},
+		{"bob again: carol is dropped, nothing new", serve2, "bob", fc("x.go", LineRange{2, 3}), nil},
+	}
+	for _, s := range steps {
+		var got []told
+		for _, o := range s.radar.UpdateAs(s.agent, repo, who(s.agent), s.files) {
+			got = append(got, told{o.File, o.A.Agent, o.B.Agent, o.A.Who, o.B.Who, o.Kind})
+		}
+		if d := cmp.Diff(s.want, got); d != "" {
+			t.Errorf("%s: (-want +got):\n%s", s.name, d)
+		}
+	}
+	for i, r := range []*Radar{serve1, serve2} {
+		var got []string
+		for _, o := range r.Overlaps() {
+			got = append(got, o.A.Agent+"+"+o.B.Agent+" "+o.File+" "+o.B.Who.Identity)
+		}
+		if d := cmp.Diff([]string{"alice+bob x.go bob"}, got); d != "" {
+			t.Errorf("serve %d's Overlaps (-want +got):\n%s", i+1, d)
+		}
+	}
+	serve2.Forget("bob")
+	if o := serve1.Overlaps(); len(o) != 0 {
+		t.Errorf("after serve 2 let bob go, serve 1 still sees %+v", o)
+	}
+	if !exists(filepath.Join(repo, "atm", "radar.lock")) || !exists(filepath.Join(repo, "atm", "radar.json")) {
+		t.Error("the shared state is not in the repository's git directory")
+	}
+}

@@ -213,7 +213,18 @@ func (m *Manager) diffTrees(ctx context.Context, dir, from, to string, o diffOpt
 // numstat entries ("<added>\t<removed>\t<path>" NUL, or for a rename
 // "<a>\t<r>\t" NUL old NUL new NUL), then, with -p, a NUL and the patch.
 func parseDiffTree(out string) ([]FileChange, string, error) {
+	files, _, patch, err := parseDiffRaw(out)
+	return files, patch, err
+}
+
+// blobSide is the new side of a raw diff entry: the file's mode and
+// object as the compared tree or index has it (zeros for a deletion).
+type blobSide struct{ mode, oid string }
+
+// parseDiffRaw is parseDiffTree also returning each file's new side.
+func parseDiffRaw(out string) ([]FileChange, []blobSide, string, error) {
 	var files []FileChange
+	var sides []blobSide
 	next := func() (string, bool) {
 		i := strings.IndexByte(out, 0)
 		if i < 0 {
@@ -228,18 +239,19 @@ func parseDiffTree(out string) ([]FileChange, string, error) {
 		meta, _ := next()
 		w := strings.Fields(meta)
 		if len(w) < 5 {
-			return nil, "", bad
+			return nil, nil, "", bad
 		}
 		fc := FileChange{Status: w[4][:1]}
+		sides = append(sides, blobSide{mode: strings.TrimPrefix(w[1], ":"), oid: w[3]})
 		p1, ok := next()
 		if !ok {
-			return nil, "", bad
+			return nil, nil, "", bad
 		}
 		fc.Path = p1
 		if fc.Status == "R" || fc.Status == "C" {
 			p2, ok := next()
 			if !ok {
-				return nil, "", bad
+				return nil, nil, "", bad
 			}
 			fc.OldPath, fc.Path = p1, p2
 		}
@@ -248,11 +260,11 @@ func parseDiffTree(out string) ([]FileChange, string, error) {
 	for i := range files {
 		f, ok := next()
 		if !ok {
-			return nil, "", bad
+			return nil, nil, "", bad
 		}
 		w := strings.SplitN(f, "\t", 3)
 		if len(w) != 3 {
-			return nil, "", bad
+			return nil, nil, "", bad
 		}
 		if w[2] == "" { // a rename: the two paths follow
 			next()
@@ -265,7 +277,7 @@ func parseDiffTree(out string) ([]FileChange, string, error) {
 		files[i].Added, _ = strconv.Atoi(w[0])
 		files[i].Removed, _ = strconv.Atoi(w[1])
 	}
-	return files, strings.TrimPrefix(out, "\x00"), nil
+	return files, sides, strings.TrimPrefix(out, "\x00"), nil
 }
 
 // addRanges reads the old-side line ranges of each file's hunks from a -U0
@@ -334,6 +346,14 @@ func (m *Manager) baseOf(ctx context.Context, rec record, head string) (string, 
 	lead, err := m.git.out(ctx, rec.Source, "rev-parse", "--verify", "--quiet", "HEAD")
 	if err != nil {
 		return rec.Base, nil // no lead checkout to compare with
+	}
+	return m.baseWith(ctx, rec, head, lead)
+}
+
+// baseWith is baseOf with the lead's HEAD commit known.
+func (m *Manager) baseWith(ctx context.Context, rec record, head, lead string) (string, error) {
+	if head == rec.Base {
+		return rec.Base, nil
 	}
 	mb, err := m.git.out(ctx, rec.Source, "merge-base", head, lead)
 	if err != nil {

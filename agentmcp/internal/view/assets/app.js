@@ -11,6 +11,8 @@
   const agents = new Map(); // serve/agent_id → agent
   const serves = new Map(); // instance → serve
   let mail = [];
+  let totals = {}; // what the registries add to the agents: closed sessions no feed shows, the team's budget
+  const diffs = new Map(); // agent → {key, text} of its change as last fetched
   const dirty = new Set();
   let dirtyAll = true;
   let dirtyMail = true;
@@ -70,6 +72,23 @@
     if (!u || !u.cost) return "–";
     const c = u.cost;
     return c.currency === "USD" ? "$" + c.amount.toFixed(4) : c.amount.toFixed(4) + " " + c.currency;
+  }
+  function budget(b) {
+    if (!b) return "–";
+    return b.percent + " %" + (b.exceeded ? " used up" : "");
+  }
+  function budgetTitle(b) {
+    if (!b) return "no token budget";
+    return `${b.used_tokens} of ${b.budget_tokens} tokens${b.raised ? " (raised)" : ""}` +
+      (b.exceeded ? ": no new turn starts until it is raised" : "");
+  }
+  function branchOf(a) { return (a.worktree && a.worktree.branch) || a.branch || ""; }
+  function changes(a) {
+    const w = a.worktree;
+    if (!w) return "";
+    if (w.stat) return `${w.stat.files} file${w.stat.files === 1 ? "" : "s"} +${w.stat.added} −${w.stat.removed}`;
+    if (w.released === "removed") return "no change (removed)";
+    return w.stat_text || "";
   }
   function doing(a) {
     if (a.state === "waiting_approval" && a.approvals && a.approvals.length) return "asks: " + a.approvals[0].question;
@@ -136,8 +155,12 @@
   function agentRows(a) {
     const k = keyOf(a);
     const approvals = (a.approvals || []).length;
-    const dir = (a.cwd || "").split("/").filter(Boolean).pop() || a.cwd || "";
-    const where = [dir, a.branch ? "⎇ " + a.branch : ""].filter(Boolean).join("  ");
+    const dir = ((a.worktree && a.worktree.path) || a.cwd || "").split("/").filter(Boolean).pop() || a.cwd || "";
+    const branch = branchOf(a);
+    const where = el("td", { class: "where", title: (a.worktree && a.worktree.path) || a.cwd || "" },
+      el("span", { class: "dir", text: dir }),
+      branch ? el("span", { class: "branch", text: "  ⎇ " + branch }) : null,
+      a.worktree ? el("span", { class: "changes", text: changes(a) }) : null);
     const tr = el("tr", { "data-owner": k, "data-key": k, "data-identity": a.identity, "data-state": a.state, class: a.state },
       el("td", null, el("a", { href: "#agent/" + encodeURIComponent(a.serve) + "/" + encodeURIComponent(a.agent_id), text: a.identity }),
         approvals ? el("span", { class: "badge", title: "pending approvals", text: String(approvals) }) : null),
@@ -148,15 +171,16 @@
       el("td", { class: "num", text: String(a.turns) }),
       el("td", { class: "num tokens", text: tokens(a.usage), title: tokensTitle(a.usage) }),
       el("td", { class: "num cost", text: cost(a.usage) }),
+      el("td", { class: "num budget" + (a.budget && a.budget.exceeded ? " over" : ""), text: budget(a.budget), title: budgetTitle(a.budget) }),
       el("td", { class: "num mail", text: String(a.unread_mail || 0), title: "unread mail" }),
-      el("td", { class: "where", text: where, title: a.cwd || "" }),
+      where,
       el("td", { class: "serve", text: a.serve }));
     const out = [tr];
     for (const s of a.sub_agents || []) {
       out.push(el("tr", { class: "sub", "data-owner": k },
         el("td", { text: "└ " + s.thread_id.slice(0, 13) }), el("td", { text: "sub-agent" }),
         el("td", { text: s.status }), el("td", { class: "doing", text: s.message || "" }),
-        el("td"), el("td"), el("td"), el("td"), el("td"), el("td"), el("td")));
+        el("td"), el("td"), el("td"), el("td"), el("td"), el("td"), el("td"), el("td")));
     }
     return out;
   }
@@ -168,13 +192,18 @@
     const parts = order.filter((s) => counts[s]).map((s) => counts[s] + " " + STATE_TEXT[s]);
     let total = 0;
     const costs = {};
-    for (const a of list) {
-      if (!a.usage) continue;
-      total += a.usage.total_tokens || 0;
-      if (a.usage.cost) costs[a.usage.cost.currency] = (costs[a.usage.cost.currency] || 0) + a.usage.cost.amount;
+    for (const u of list.map((a) => a.usage).concat([totals.recorded])) {
+      if (!u) continue;
+      total += u.total_tokens || 0;
+      if (u.cost) costs[u.cost.currency] = (costs[u.cost.currency] || 0) + u.cost.amount;
     }
     const spent = [total ? tokens({ total_tokens: total }) + " tokens" : ""]
       .concat(Object.entries(costs).map(([c, v]) => cost({ cost: { amount: v, currency: c } }))).filter(Boolean);
+    if (totals.budget_tokens) {
+      const pct = Math.floor((total * 100) / totals.budget_tokens);
+      spent.push(`budget ${pct} % of ${totals.budget_tokens}` + (total >= totals.budget_tokens ? " (used up)" : ""));
+    }
+    q("spent").title = totals.recorded_sessions ? `with ${totals.recorded_sessions} closed session(s) no serve shows now` : "";
     q("summary").textContent = list.length ? `${list.length} agent${list.length === 1 ? "" : "s"}: ${parts.join(", ")}` : "no agents";
     q("spent").textContent = spent.length ? "team: " + spent.join(" · ") : "";
   }
@@ -310,9 +339,15 @@
     fact("turns", String(a.turns));
     fact("tokens", tokensTitle(a.usage));
     fact("cost", a.usage && a.usage.cost ? cost(a.usage) : "");
+    fact("budget", a.budget ? budgetTitle(a.budget) : "");
     fact("unread mail", String(a.unread_mail || 0));
     fact("cwd", a.cwd);
-    fact("branch", a.branch);
+    if (a.worktree) {
+      fact("worktree", a.worktree.path);
+      fact("base", (a.worktree.base || "").slice(0, 12));
+    }
+    fact("branch", branchOf(a));
+    fact("changes", changes(a));
     fact("serve", a.serve);
     const ap = q("ap-approvals");
     ap.textContent = "";
@@ -330,6 +365,42 @@
     const am = q("ap-mail");
     am.textContent = "";
     for (const x of mail.filter((x) => x.from === a.identity || x.to === a.identity).slice(-50).reverse()) am.append(mailItem(x));
+    renderDiff(a);
+  }
+
+  // An isolated agent's change, fetched from the serve that runs it when
+  // its page opens and again when its turns or its stat change.
+  function renderDiff(a) {
+    const box = q("ap-diff-box");
+    box.hidden = !a.worktree;
+    if (!a.worktree) return;
+    q("ap-diff-stat").textContent = changes(a);
+    const k = keyOf(a);
+    const want = a.turns + "/" + JSON.stringify(a.worktree.stat || null) + "/" + a.state;
+    const have = diffs.get(k);
+    if (have && have.key === want) {
+      drawDiff(have.text, have.more);
+      return;
+    }
+    diffs.set(k, { key: want, text: have ? have.text : "reading the change…", more: false });
+    drawDiff(diffs.get(k).text, false);
+    const url = "/api/diff?token=" + encodeURIComponent(token) + "&serve=" + encodeURIComponent(a.serve) + "&agent_id=" + encodeURIComponent(a.agent_id);
+    fetch(url).then((r) => r.json()).then((res) => {
+      const text = res.ok ? (res.patch || "no change against its base") : "cannot read the change: " + res.error;
+      diffs.set(k, { key: want, text, more: !!res.more });
+      schedule();
+    }).catch((e) => { diffs.set(k, { key: want, text: String(e), more: false }); schedule(); });
+  }
+  function drawDiff(text, more) {
+    const pre = q("ap-diff");
+    if (pre.dataset.text === text) return;
+    pre.dataset.text = text;
+    pre.textContent = "";
+    for (const line of text.split("\n")) {
+      const cls = /^\+(?!\+\+)/.test(line) ? "add" : /^-(?!--)/.test(line) ? "del" : /^@@/.test(line) ? "hunk" : null;
+      pre.append(cls ? el("span", { class: cls, text: line }) : line + "\n");
+    }
+    if (more) pre.append(el("span", { class: "muted", text: "… (cut: the change is longer)" }));
   }
   window.addEventListener("hashchange", () => { dirtyAll = dirtyTimeline = dirtyMail = true; schedule(); });
   q("back").addEventListener("click", (e) => { e.preventDefault(); location.hash = ""; });
@@ -353,6 +424,7 @@
       serves.clear();
       for (const v of s.serves) serves.set(v.instance, v);
       mail = s.mail || [];
+      totals = s.totals || {};
       q("conn").textContent = "";
       dirtyAll = dirtyMail = dirtyTimeline = true;
       schedule();
@@ -374,6 +446,11 @@
       mail.push(JSON.parse(e.data).mail);
       if (mail.length > 2000) mail = mail.slice(-1000);
       dirtyMail = true;
+      schedule();
+    });
+    es.addEventListener("totals", (e) => {
+      totals = JSON.parse(e.data).totals || {};
+      dirtyAll = true;
       schedule();
     });
     es.addEventListener("serve", (e) => {

@@ -1,0 +1,307 @@
+package places
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/workspace"
+	"github.com/atm-agent-mcp/atm-agent-mcp/atmclient"
+)
+
+// TestMain isolates git from the developer's configuration.
+func TestMain(m *testing.M) {
+	home, err := os.MkdirTemp("", "places-home-")
+	if err != nil {
+		panic(err)
+	}
+	cfg := filepath.Join(home, "gitconfig")
+	if err := os.WriteFile(cfg, []byte("[user]\n\tname = Lead\n\temail = lead@example.com\n[init]\n\tdefaultBranch = main\n"), 0o600); err != nil {
+		panic(err)
+	}
+	os.Setenv("HOME", home)
+	os.Setenv("GIT_CONFIG_GLOBAL", cfg)
+	os.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	code := m.Run()
+	os.RemoveAll(home)
+	os.Exit(code)
+}
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// lines is a file of n numbered lines.
+func lines(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "line %d\n", i)
+	}
+	return b.String()
+}
+
+// setLine replaces line n (1-based) of the file at path.
+func setLine(t *testing.T, path string, n int, text string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := strings.SplitAfter(string(b), "\n")
+	ls[n-1] = text + "\n"
+	if err := os.WriteFile(path, []byte(strings.Join(ls, "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// world is a repository, an ATM home with teams, and serves' Places.
+type world struct {
+	repo string
+	atm  *atmclient.Client
+	home string
+}
+
+func newWorld(t *testing.T, teams map[string][]string) *world {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &world{repo: filepath.Join(dir, "repo"), home: filepath.Join(dir, "home")}
+	os.MkdirAll(w.repo, 0o755)
+	git(t, w.repo, "init", "-q")
+	os.WriteFile(filepath.Join(w.repo, "f.txt"), []byte(lines(20)), 0o644)
+	os.WriteFile(filepath.Join(w.repo, "g.txt"), []byte(lines(20)), 0o644)
+	git(t, w.repo, "add", "-A")
+	git(t, w.repo, "commit", "-q", "-m", "base")
+	for team, members := range teams {
+		var ms []string
+		for _, m := range members {
+			ms = append(ms, fmt.Sprintf(`{"name":%q,"agentId":"%s@%s"}`, m, m, team))
+		}
+		d := filepath.Join(w.home, ".claude", "teams", team)
+		os.MkdirAll(d, 0o755)
+		if err := os.WriteFile(filepath.Join(d, "config.json"), []byte(`{"name":"`+team+`","members":[`+strings.Join(ms, ",")+`]}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if w.atm, err = atmclient.New(atmclient.Config{Home: w.home}); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// serve is one serve's Places: its ATM team and lead.
+func (w *world) serve(t *testing.T, team, lead string, runner workspace.Runner, lookTimeout time.Duration) *Places {
+	t.Helper()
+	m, err := workspace.New(context.Background(), workspace.Config{Runner: runner})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := New(Config{Manager: m, ATM: w.atm, MailTeam: team, Lead: lead, LookTimeout: lookTimeout})
+	t.Cleanup(ps.Close)
+	return ps
+}
+
+// mails returns the radar's mails in an inbox ("agent@team").
+func (w *world) mails(t *testing.T, addr string) []string {
+	t.Helper()
+	agent, team, _ := strings.Cut(addr, "@")
+	r, err := w.atm.Read(context.Background(), team, agent, atmclient.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, m := range r.Messages {
+		if strings.HasPrefix(m.Summary, "conflict radar: ") {
+			out = append(out, m.Text)
+		}
+	}
+	return out
+}
+
+// TestRadarMail: agents of one serve or of two (each with its own team
+// and lead) edit one repository; after each agent's turn is looked at
+// (TurnEnded, then the radar's pass: what the radar's goroutine does when
+// woken), exactly the expected mails are in the inboxes: the overlap is
+// told by the pass of the later turn (no timer in between), once per pair
+// and file, both agents and each lead once; a second round tells nothing.
+func TestRadarMail(t *testing.T) {
+	type agent struct {
+		serve, identity string
+		edit            func(t *testing.T, wt string)
+	}
+	line := func(file string, n int) func(t *testing.T, wt string) {
+		return func(t *testing.T, wt string) { setLine(t, filepath.Join(wt, file), n, "changed in "+filepath.Base(wt)) }
+	}
+	teams := map[string][]string{"t1": {"lead1", "alice", "bob", "carol"}, "t2": {"lead2", "dave"}}
+	serves := map[string][2]string{"s1": {"t1", "lead1"}, "s2": {"t2", "lead2"}}
+	tests := []struct {
+		name   string
+		agents []agent
+		want   map[string][]string // inbox → the mails' texts, by a part of each
+	}{
+		{"same lines", []agent{{"s1", "alice", line("f.txt", 2)}, {"s1", "bob", line("f.txt", 3)}},
+			map[string][]string{
+				"alice@t1": {"bob (branch atm/bob) is changing f.txt too, on the same lines (merging one after the other will conflict): yours lines 2, bob's lines 3."},
+				"bob@t1":   {"alice (branch atm/alice) is changing f.txt too, on the same lines (merging one after the other will conflict): yours lines 3, alice's lines 2."},
+				"lead1@t1": {"bob (branch atm/bob) and alice (branch atm/alice) both change f.txt, on the same lines"},
+			}},
+		{"other lines", []agent{{"s1", "alice", line("f.txt", 2)}, {"s1", "bob", line("f.txt", 15)}},
+			map[string][]string{
+				"alice@t1": {"is changing f.txt too, on other lines (git can merge both, but check they fit): yours lines 2, bob's lines 15"},
+				"bob@t1":   {"is changing f.txt too, on other lines"},
+				"lead1@t1": {"both change f.txt, on other lines"},
+			}},
+		{"different files", []agent{{"s1", "alice", line("f.txt", 2)}, {"s1", "bob", line("g.txt", 2)}}, map[string][]string{}},
+		{"a rename", []agent{
+			{"s1", "alice", func(t *testing.T, wt string) { git(t, wt, "mv", "f.txt", "h.txt") }},
+			{"s1", "bob", line("f.txt", 9)}},
+			map[string][]string{
+				"alice@t1": {"bob (branch atm/bob) is changing f.txt too, and one of them renames it: yours renamed to h.txt, bob's lines 9"},
+				"bob@t1":   {"alice (branch atm/alice) is changing f.txt too, and one of them renames it: yours lines 9, alice's renamed to h.txt"},
+				"lead1@t1": {"both change f.txt, and one of them renames it"},
+			}},
+		{"three agents, one pair", []agent{{"s1", "alice", line("f.txt", 2)}, {"s1", "bob", line("g.txt", 2)}, {"s1", "carol", line("g.txt", 2)}},
+			map[string][]string{
+				"bob@t1":   {"carol (branch atm/carol) is changing g.txt too, on the same lines"},
+				"carol@t1": {"bob (branch atm/bob) is changing g.txt too, on the same lines"},
+				"lead1@t1": {"carol (branch atm/carol) and bob (branch atm/bob) both change g.txt"},
+			}},
+		{"two serves, two teams", []agent{{"s1", "alice", line("f.txt", 2)}, {"s2", "dave", line("f.txt", 2)}},
+			map[string][]string{
+				"alice@t1": {"dave (branch atm/dave) is changing f.txt too, on the same lines"},
+				"dave@t2":  {"alice (branch atm/alice) is changing f.txt too, on the same lines"},
+				"lead1@t1": {"dave (branch atm/dave) and alice (branch atm/alice) both change f.txt"},
+				"lead2@t2": {"dave (branch atm/dave) and alice (branch atm/alice) both change f.txt"},
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t, teams)
+			pss := map[string]*Places{}
+			for name, s := range serves {
+				pss[name] = w.serve(t, s[0], s[1], nil, 0)
+			}
+			places := make([]*session.Place, len(tt.agents))
+			for i, a := range tt.agents {
+				p, err := pss[a.serve].Place(context.Background(), session.PlaceRequest{AgentID: "codex-" + a.identity, Identity: a.identity, Cwd: w.repo})
+				if err != nil {
+					t.Fatal(err)
+				}
+				places[i] = p
+				a.edit(t, p.Path)
+			}
+			for round := range 2 {
+				for i, a := range tt.agents {
+					pss[a.serve].TurnEnded(places[i])
+					pss[a.serve].pass()
+				}
+				got := map[string][]string{}
+				for team, members := range teams {
+					for _, m := range members {
+						if ms := w.mails(t, m+"@"+team); len(ms) > 0 {
+							got[m+"@"+team] = ms
+						}
+					}
+				}
+				if d := cmp.Diff(tt.want, got, cmp.Comparer(func(want, got string) bool {
+					return strings.Contains(got, want) || strings.Contains(want, got)
+				})); d != "" {
+					t.Errorf("round %d: mails (-want +got):\n%s", round+1, d)
+				}
+			}
+		})
+	}
+}
+
+// hangingGit is git as the user has it, but for `git add` (the radar's
+// snapshot), which hangs until it is stopped.
+type hangingGit struct{ workspace.LocalRunner }
+
+func (h hangingGit) Run(ctx context.Context, c *workspace.Command) error {
+	if c.Name == "git" && len(c.Args) > 0 && c.Args[0] == "add" {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return h.LocalRunner.Run(ctx, c)
+}
+
+// TestRadarLookIsBounded: a look whose git hangs ends at the look's
+// bound (the pass returns), telling nothing.
+func TestRadarLookIsBounded(t *testing.T) {
+	w := newWorld(t, map[string][]string{"t1": {"lead1", "alice", "bob"}})
+	hung := w.serve(t, "t1", "lead1", hangingGit{}, 50*time.Millisecond)
+	ok := w.serve(t, "t1", "lead1", nil, 0)
+	pa, err := hung.Place(context.Background(), session.PlaceRequest{AgentID: "codex-alice", Identity: "alice", Cwd: w.repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb, err := ok.Place(context.Background(), session.PlaceRequest{AgentID: "codex-bob", Identity: "bob", Cwd: w.repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	setLine(t, filepath.Join(pa.Path, "f.txt"), 1, "alice")
+	setLine(t, filepath.Join(pb.Path, "f.txt"), 1, "bob")
+	ok.TurnEnded(pb)
+	ok.pass()
+	hung.TurnEnded(pa)
+	hung.pass() // returns: its look gave up at the bound
+	if ms := w.mails(t, "lead1@t1"); len(ms) != 0 {
+		t.Errorf("a look that could not read the change told %q", ms)
+	}
+	if o := hung.Overlaps(); len(o) != 0 {
+		t.Errorf("overlaps after a failed look: %+v", o)
+	}
+}
+
+// TestClientError: workspace's failures as the client sees them.
+func TestClientError(t *testing.T) {
+	req := session.PlaceRequest{AgentID: "codex-x", Cwd: "/somewhere", Base: "nope"}
+	tests := []struct {
+		name string
+		err  error
+		code error
+		msg  string
+	}{
+		{"outside git", fmt.Errorf("x: %w", workspace.ErrNotRepository), proxyerr.ErrInvalidParams, "needs a git repository, and /somewhere is not inside one"},
+		{"no commit", workspace.ErrNoCommits, proxyerr.ErrInvalidParams, "needs a commit to start from"},
+		{"bad base", workspace.ErrBadBase, proxyerr.ErrInvalidParams, `base "nope" is not a commit`},
+		{"held", workspace.ErrOwned, proxyerr.ErrInvalidSessionParams, "held by a live process"},
+		{"symlink", workspace.ErrSymlink, proxyerr.ErrInvalidSessionParams, "a symbolic link there could send the agents' worktrees anywhere"},
+		{"old git", workspace.ErrGitTooOld, proxyerr.ErrInvalidSessionParams, "git is too old"},
+		{"setup", &workspace.SetupError{Command: "make", Result: workspace.CommandResult{Tail: "boom"}}, proxyerr.ErrInvalidSessionParams, `worktree_setup "make" failed`},
+		{"other", errors.New("disk full"), proxyerr.ErrInternal, "the agent's worktree: disk full"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := clientError(tt.err, req)
+			if !errors.Is(err, tt.code) {
+				t.Errorf("error %v is not %v", err, tt.code)
+			}
+			if !errors.Is(err, tt.err) {
+				t.Errorf("error %v lost its cause %v", err, tt.err)
+			}
+			if !strings.Contains(err.Error(), tt.msg) {
+				t.Errorf("message %q, want it to say %q", err.Error(), tt.msg)
+			}
+		})
+	}
+}
