@@ -127,8 +127,8 @@ func teamSession(t *testing.T, claude string, run claudeRun, teammate bool) {
 		api.dump()
 		t.Logf("screen (last 6000 bytes):\n%s", clipLog(p.screen(), 6000))
 		logTail(t, "serve's log", serveLog, 15000)
-		logTail(t, "claude's debug log (teams, mailbox, messaging, MCP errors)", debugLog, 15000,
-			"uds-messaging", "Mailbox", "InboxPoller", "team", "SendMessage", "ERROR", "rror")
+		logTail(t, "claude's debug log (teams, mailbox, messaging, MCP, turns, errors)", debugLog, 15000,
+			"uds-messaging", "Mailbox", "InboxPoller", "team", "SendMessage", "MCP server", "[engine]", "ERROR", "rror")
 	}
 	must := func(err error) {
 		t.Helper()
@@ -248,11 +248,25 @@ func teamSession(t *testing.T, claude string, run claudeRun, teammate bool) {
 		t.Errorf("the reply does not name its sender:\n%s", text)
 	}
 
+	// The codex call that started codex1 ran as an MCP task (its first
+	// turn): Claude Code learns that it ended at its next tasks/get, up to
+	// the second serve suggests between polls after the turn, and then tells
+	// the lead (a <task-notification>, which may start a turn of its own).
+	// Until then it counts the task as background work still running, and
+	// /exit asks whether to stop it ("Background work is running") instead
+	// of exiting: the lead exits once Claude Code knows its work is done.
+	must(p.waitFor("the codex call's task told to the lead as completed", 30*time.Second, func() bool {
+		return taskToldCompleted(api, serveLog)
+	}))
+	must(p.waitFor("the lead's turns over", 30*time.Second, func() bool { return claudeIdle(debugLog) }))
+	step("the lead was told that the codex call's task completed")
+
 	// The lead exits: Claude Code deletes the team directory and ends
 	// serve, and nothing of the Codex side is left running.
 	p.typeLine("/exit")
 	if err := p.waitExit(30 * time.Second); err != nil {
 		dump()
+		t.Logf("the run's processes: %s", describe(survivors(home)))
 		p.stop(5 * time.Second)
 		t.Fatalf("claude after /exit: %v", err)
 	}
@@ -286,6 +300,62 @@ func teamSession(t *testing.T, claude string, run claudeRun, teammate bool) {
 		dump()
 	}
 }
+
+// serveTaskRE finds the MCP tasks serve made in its log.
+var serveTaskRE = regexp.MustCompile(`msg="codex turn runs as an MCP task" .*task=(task-[0-9a-f]+)`)
+
+// taskToldCompleted reports whether serve made an MCP task (the codex
+// call's) and Claude Code has told the lead of the conversation that it
+// completed: a request of the conversation carries its <task-notification>,
+// whose summary names serve's task id.
+func taskToldCompleted(api *keyedMock, serveLog string) bool {
+	var ids []string
+	for _, l := range grepLines(serveLog, "codex turn runs as an MCP task") {
+		if m := serveTaskRE.FindStringSubmatch(l); m != nil {
+			ids = append(ids, m[1])
+		}
+	}
+	if len(ids) == 0 {
+		return false
+	}
+	for _, r := range api.requests() {
+		if !r.Main {
+			continue
+		}
+		text := allText(r)
+		done := 0
+		for _, id := range ids {
+			if strings.Contains(text, "<task-notification>") && strings.Contains(text, "MCP task "+id+" (codex/codex) completed") {
+				done++
+			}
+		}
+		if done == len(ids) {
+			return true
+		}
+	}
+	return false
+}
+
+// claudeIdle reports whether Claude Code's debug log shows a turn of its
+// query engine and every one that started as ended ("[engine] turn N
+// start", "[engine] turn N end (…)").
+func claudeIdle(debugLog string) bool {
+	started, ended := 0, 0
+	for _, l := range grepLines(debugLog, "[engine] turn ") {
+		switch m := engineTurnRE.FindStringSubmatch(l); {
+		case m == nil:
+		case m[1] == "start":
+			started++
+		default:
+			ended++
+		}
+	}
+	return ended > 0 && started == ended
+}
+
+// engineTurnRE is the debug log's line for the start or end of an engine
+// turn.
+var engineTurnRE = regexp.MustCompile(`\[engine\] turn \d+ (start|end)\b`)
 
 // maxServeWarnings is how many WARN lines serve may log in the whole
 // interactive run, the team directory vanishing at the end included: a

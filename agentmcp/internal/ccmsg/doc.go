@@ -30,10 +30,20 @@
 // notification ("Teammate @NAME finished"): that one comes only through
 // the inbox a Claude Code lead reads.
 //
+// # Claude Code's gate
+//
+// Claude Code passes every line through its gate for peer messages and
+// drops, without a word to the writer, what the gate refuses: per sender
+// (the from field) 30 lines at once, then one every 2 s; a line equal to
+// the sender's previous one within 30 s; any line while 50 wait in its
+// queue. The package writes what it is given; the proxy paces its lines
+// under the gate (agentmcp/internal/proxy/leadgate.go,
+// docs/claude-code-peer-gate.md).
+//
 // # Design notes
 //
 // One connection per Send. Claude Code answers nothing on the socket, so a
-// writer cannot tell a line it read from one it dropped; and it closes a
+// writer cannot tell a line it took from one it dropped; and it closes a
 // connection that brings no complete line for 30 s. A kept connection could
 // therefore take a line into a socket the peer is closing and lose it
 // without an error. A fresh connection costs a dial and an auth line:

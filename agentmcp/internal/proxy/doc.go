@@ -91,10 +91,14 @@
 // Mail for the lead goes through the socket in the sender's cross-session
 // envelope too (ccmsg.Envelope): Claude Code's terminal shows it as a
 // teammate's message, without the peer warning it adds for its model.
+// Every line is paced under Claude Code's gate for peer messages, which
+// drops the lines it refuses without a word (leadgate.go): several mails
+// of a sender go into one line when its tokens or the queue's room are
+// short, a repeat is marked, and what does not fit stays unread.
 //
 // # Locks
 //
-// The proxy's own packages have twenty-five locks, each documented where
+// The proxy's own packages have twenty-six locks, each documented where
 // it is declared:
 //
 //   - mcpconn (3): Conn.mu (its reader pool shares it), and the outbox's
@@ -105,11 +109,12 @@
 //     was told of the budgets);
 //   - tools (2): roundTrips.mu (the requestStates of round trips) and
 //     taskStore.mu (the MCP tasks of the connection), leaves;
-//   - proxy (5): codex.mu (child.go, restart.go: the crashes, the
+//   - proxy (6): codex.mu (child.go, restart.go: the crashes, the
 //     restarts and the restart in progress), frames.mu (frames.go: the
 //     shutdown requests handled and the identities being shut down),
 //     teamHooks.mu (team.go: the members it added), leadPush.mu
-//     (leadpush.go: its binding, counters and flush signal) and owned.mu
+//     (leadpush.go: its binding, counters and flush signal), gate.mu
+//     (leadgate.go: the mirror of Claude Code's gate) and owned.mu
 //     (owned.go: whether a set of goroutines still takes new ones; the
 //     notifications passed on to Codex, the lead's pushes), each a leaf
 //     that guards its own fields and is held around nothing else;

@@ -31,6 +31,12 @@ const (
 	maxRetry = 30 * time.Second
 )
 
+// maxPace bounds the wait of a batch of the lead's mail for the tokens of
+// Claude Code's gate (gate.pace); a batch that would wait longer stays
+// unread for a later check. Merged lines keep the wait to a token or two
+// (gateRefill each), far below this.
+const maxPace = 20 * time.Second
+
 // flushTimeout bounds the wait of a turn's result for the lead's mail
 // (flush).
 const flushTimeout = 500 * time.Millisecond
@@ -44,6 +50,13 @@ const flushTimeout = 500 * time.Millisecond
 // showing it again; a batch it refused stays unread and is offered again
 // at the next check.
 //
+// Claude Code drops, without a word to the writer, the lines its gate for
+// peer messages refuses (leadgate.go); a dropped line's mail would be
+// marked read and never seen. So every line goes through gate: paced
+// under the gate's rate per sender and the room of its queue, several
+// messages of a sender merged into one line when its tokens are short,
+// and a repeated text marked as sent again.
+//
 // While a Codex session holds the lead's identity, that session gets its
 // mail as today (suspend), and the push resumes when it ends.
 type leadPush struct {
@@ -51,6 +64,7 @@ type leadPush struct {
 	team     string
 	atm      *atmclient.Client // counts the lead's unread mail (flush)
 	client   *ccmsg.Client     // nil: no push (why says so)
+	gate     *gate             // paces the lines under Claude Code's gate
 	why      string            // why mail stays in the inbox; "" when client is set
 	log      *slog.Logger
 	now      func() time.Time
@@ -79,7 +93,7 @@ type leadPush struct {
 // is the client's alone; otherwise the inbox, with the reason.
 func newLeadPush(opts Options, atm *atmclient.Client, log *slog.Logger) *leadPush {
 	p := &leadPush{identity: opts.Identity, team: opts.Team, atm: atm, log: log.With("lead", opts.Identity), now: opts.Now,
-		pushes: newOwned(), changed: make(chan struct{})}
+		gate: newGate(gateConfig{}, opts.Now), pushes: newOwned(), changed: make(chan struct{})}
 	switch {
 	case !opts.LeadPush:
 		p.why = "lead_push is off"
@@ -147,10 +161,12 @@ func (p *leadPush) resume() {
 	}
 }
 
-// DeliverMessages pushes msgs to the session, one line each, on a
-// goroutine of its own (it must not block the bridge; close joins it), and
-// reports the outcome through done. Once close has begun it pushes
-// nothing.
+// DeliverMessages pushes msgs to the session on a goroutine of its own (it
+// must not block the bridge; close joins it), in the lines gate.pace makes
+// of them and once they may go, and reports the outcome through done. It
+// returns false, and the mail waits for a later check, when the gate's
+// tokens are too far off (maxPace) or Claude Code's queue has no room.
+// Once close has begun it pushes nothing.
 func (p *leadPush) DeliverMessages(identity string, msgs []atmclient.Message, done func(sent bool)) bool {
 	if identity != p.identity || p.client == nil || len(msgs) == 0 {
 		return false
@@ -173,17 +189,68 @@ func (p *leadPush) DeliverMessages(identity string, msgs []atmclient.Message, do
 	p.mu.Lock()
 	p.reader = ""
 	p.mu.Unlock()
-	lines := make([]ccmsg.Message, len(msgs))
+	parts := make([]pushPart, len(msgs))
 	for i, m := range msgs {
-		lines[i] = ccmsg.Message{Content: leadText(p.team, m), From: m.From, MsgID: m.ID()}
+		from := sender(p.team, m)
+		parts[i] = pushPart{key: m.From, from: from, body: leadBody(m), msgID: m.ID()}
+	}
+	lines, at, ok := p.gate.pace(parts, maxPace)
+	if !ok {
+		p.log.Debug("mail for the lead waits: Claude Code's gate has no room for it yet", "messages", len(msgs))
+		return false
+	}
+	if wait := at.Sub(p.now()); wait > 0 || len(lines) < len(msgs) {
+		p.log.Debug("mail for the lead paced under Claude Code's gate", "messages", len(msgs), "lines", len(lines), "wait", wait)
 	}
 	return p.pushes.Go(func(ctx context.Context) {
-		ctx, cancel := context.WithTimeout(ctx, pushTimeout)
-		err := p.client.Send(ctx, lines...)
-		cancel()
+		err := p.sendAt(ctx, at, lines)
 		p.settle(len(msgs), err)
 		done(err == nil)
 	})
+}
+
+// sendAt writes lines once at has come (gate.pace's time), within
+// pushTimeout after it; ctx ends the wait.
+func (p *leadPush) sendAt(ctx context.Context, at time.Time, lines []ccmsg.Message) error {
+	if wait := at.Sub(p.now()); wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("waiting for Claude Code's gate: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, pushTimeout)
+	defer cancel()
+	return p.client.Send(ctx, lines...)
+}
+
+// callStarted and callEnded are told of each tool call of the lead's
+// (handler.CallTool): Claude Code's queue keeps the lines pushed while its
+// model waits for the call, and a call after an answer shows that the
+// model took the queue (gate's queueEstimate). Once that makes room, the
+// mail that waited for it is offered again.
+func (p *leadPush) callStarted() {
+	if p.client != nil && p.gate.callStarted() {
+		p.kick()
+	}
+}
+
+func (p *leadPush) callEnded() {
+	if p.client != nil {
+		p.gate.callEnded()
+	}
+}
+
+// kick has the bridge check the lead's inbox.
+func (p *leadPush) kick() {
+	p.mu.Lock()
+	b, bound := p.bridge, p.bound
+	p.mu.Unlock()
+	if bound {
+		b.Idle(p.identity)
+	}
 }
 
 // close refuses further pushes (their mail stays unread, for the next
@@ -306,11 +373,16 @@ func (p *leadPush) settle(n int, err error) {
 // envelope (Claude Code does not show the line's from field to it).
 func leadText(team string, m atmclient.Message) string {
 	from := sender(team, m)
-	body := m.Text
+	return ccmsg.Envelope(from, from, leadBody(m))
+}
+
+// leadBody is the body of leadText's envelope: the text, with the summary
+// in front when it says more than the text's start.
+func leadBody(m atmclient.Message) string {
 	if s := strings.TrimSpace(m.Summary); s != "" && !strings.HasPrefix(strings.TrimSpace(m.Text), strings.TrimSuffix(s, "...")) {
-		body = "(" + s + ") " + body
+		return "(" + s + ") " + m.Text
 	}
-	return ccmsg.Envelope(from, from, body)
+	return m.Text
 }
 
 // sender is m's sender as the lead names it: with its team when that is
@@ -330,7 +402,9 @@ func sender(team string, m atmclient.Message) string {
 // its inbox itself: there the frame belongs in the inbox, where Claude
 // Code shows it as "Teammate @codex1 finished"; a line on the socket
 // cannot pass as that (Claude Code escapes its <teammate-message> tags).
-// It also returns false when the push fails.
+// It also returns false when the push fails, or when Claude Code's gate
+// (gate.pace) has no room for the line within pushTimeout; it waits for
+// that room first.
 func (p *leadPush) pushIdle(ctx context.Context, n atmclient.IdleNotification) bool {
 	if p.client == nil {
 		return false
@@ -342,9 +416,12 @@ func (p *leadPush) pushIdle(ctx context.Context, n atmclient.IdleNotification) b
 		return false
 	}
 	p.flush(ctx, nil)
-	ctx, cancel := context.WithTimeout(ctx, pushTimeout)
-	err := p.client.Send(ctx, ccmsg.Message{Content: ccmsg.Envelope(n.From, n.From, idleText(n)), From: n.From})
-	cancel()
+	lines, at, ok := p.gate.pace([]pushPart{{key: n.From, from: n.From, body: idleText(n)}}, pushTimeout)
+	if !ok {
+		p.log.Debug("an idle notification goes to the inbox: Claude Code's gate has no room for it yet", "from", n.From)
+		return false
+	}
+	err := p.sendAt(ctx, at, lines)
 	p.settle(1, err)
 	return err == nil
 }

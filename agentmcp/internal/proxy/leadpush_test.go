@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -24,17 +26,23 @@ import (
 )
 
 // ccSocket plays Claude Code's messaging socket: it records every line of
-// every connection.
+// every connection, and with a gate (listenCCGate) passes each message
+// line through it as Claude Code does when it reads the line.
 type ccSocket struct {
 	path  string
 	ln    net.Listener
 	lines chan map[string]any
+	gate  *claudeGate // optional
 	wg    sync.WaitGroup
 }
 
-func listenCC(t testing.TB, path string) *ccSocket {
+func listenCC(t testing.TB, path string) *ccSocket { return listenCCGate(t, path, nil) }
+
+// listenCCGate is listenCC with Claude Code's gate for peer messages
+// (claudeGate; nil: none).
+func listenCCGate(t testing.TB, path string, gate *claudeGate) *ccSocket {
 	t.Helper()
-	s := &ccSocket{path: path, lines: make(chan map[string]any, 1024)}
+	s := &ccSocket{path: path, lines: make(chan map[string]any, 1024), gate: gate}
 	var err error
 	if s.ln, err = net.Listen("unix", path); err != nil {
 		t.Fatal(err)
@@ -55,6 +63,11 @@ func listenCC(t testing.TB, path string) *ccSocket {
 				for sc.Scan() {
 					var m map[string]any
 					json.Unmarshal(sc.Bytes(), &m)
+					if msg, ok := m["message"].(map[string]any); ok && s.gate != nil {
+						from, _ := m["from"].(string)
+						content, _ := msg["content"].(string)
+						s.gate.admit(ccmsg.Message{From: from, Content: content}, time.Now())
+					}
 					s.lines <- m
 				}
 			}()
@@ -161,6 +174,64 @@ func TestLeadPush(t *testing.T) {
 	lm := leadStatus(c)
 	if lm["path"] != "socket" || lm["pushed"] != float64(1) || lm["failures"] != float64(0) || lm["socket"] != sock.path {
 		t.Errorf("lead_mail = %v", lm)
+	}
+}
+
+// TestLeadPushGated: a burst of 40 mails from one agent, and the same
+// text three times, reach a messaging socket that drops lines as Claude
+// Code 2.1.332's gate does (claudeGate: 30 a sender at once, then one
+// every 2 s; a repeat within 30 s): every message is in a line the gate
+// took, in order, none is dropped, and all are marked read. Without the
+// pacing, 10 of the 40 would be dropped (TestClaudeCodePeerGate measures
+// that with the real Claude Code).
+func TestLeadPushGated(t *testing.T) {
+	gate := newClaudeGate()
+	sock := listenCCGate(t, socketPath(t), gate)
+	c := startProxy(t, harnessOpts{modify: leadOpts(sock.path)})
+	c.initialize(false)
+	var want []string
+	for i := range 40 {
+		text := fmt.Sprintf("step %02d done", i)
+		send(t, c.home, "arch", "team-lead", text, "")
+		want = append(want, "arch: "+text)
+	}
+	for range 3 {
+		send(t, c.home, "dev-1", "team-lead", "all tests pass", "")
+		want = append(want, "dev-1: all tests pass")
+	}
+	taken := func() []string {
+		gate.mu.Lock()
+		defer gate.mu.Unlock()
+		var out []string
+		for _, l := range gate.taken {
+			for _, b := range splitMerged(l.Content) {
+				out = append(out, l.From+": "+b)
+			}
+		}
+		return out
+	}
+	waitFor(t, "every mail taken by the gate, and marked read", func() bool {
+		if len(taken()) < len(want) {
+			return false
+		}
+		for _, m := range inbox(t, c.home, "team-lead") {
+			if !m.Read {
+				return false
+			}
+		}
+		return true
+	})
+	got := taken()
+	bySender := func(a, b string) int { return strings.Compare(a[:strings.Index(a, ":")], b[:strings.Index(b, ":")]) }
+	slices.SortStableFunc(got, bySender)
+	slices.SortStableFunc(want, bySender)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("messages the gate took (-sent +taken):\n%s", diff)
+	}
+	gate.mu.Lock()
+	defer gate.mu.Unlock()
+	if len(gate.dropped) > 0 {
+		t.Errorf("the gate dropped %d lines:\n%s", len(gate.dropped), strings.Join(gate.dropped, "\n"))
 	}
 }
 

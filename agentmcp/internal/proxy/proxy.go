@@ -359,6 +359,8 @@ func (s *Server) Resume(target string) (string, error) {
 type handler struct{ s *Server }
 
 func (h handler) CallTool(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, error) {
+	h.s.lead.callStarted() // while the lead waits, Claude Code keeps what is pushed (leadgate.go)
+	defer h.s.lead.callEnded()
 	res, err := h.s.tools.CallTool(ctx, c)
 	err = h.s.configWarned.annotate(err, h.s.opts.ConfigWarnings)
 	res, err = h.s.noticed.annotate(res, err, h.s.opts.Notices)
