@@ -33,6 +33,17 @@ func sawTogether(mock *modelmock.Server, a, b string) bool {
 	return false
 }
 
+// sawSchema reports whether a request of the model constrained its answer
+// to a JSON Schema containing substr.
+func sawSchema(mock *modelmock.Server, substr string) bool {
+	for _, r := range mock.Requests() {
+		if schema, _ := r.OutputSchema(); strings.Contains(string(schema), substr) {
+			return true
+		}
+	}
+	return false
+}
+
 // slowLadderSummary is the model of the ladder-* identities of
 // real_resume: it needs 3 s for a summary, longer than Claude Code leaves
 // serve between its SIGINT and its SIGKILL.
@@ -112,6 +123,15 @@ func TestRealCodex(t *testing.T) {
 					if !mock.SawInput("Host:      box (you run on this host") {
 						t.Error("the model never saw the host in the session context")
 					}
+				}
+				// real_powers: app-server constrained the model to the
+				// output schema; on mcp-server the fork's first request told
+				// the model the source's answer.
+				if tc.backend == "app-server" && !t.Failed() && !sawSchema(mock, `"verdict"`) {
+					t.Error("the model never got the output schema as the response's json_schema format")
+				}
+				if tc.backend == "mcp-server" && !t.Failed() && !sawTogether(mock, "You are a fork of session", "kestrel-source") {
+					t.Error("the fork's first turn did not tell the model the source's answer")
 				}
 				// real_resume: after serve was stopped as Claude Code stops
 				// it, each resumed thread carries its earlier turn, the one
