@@ -98,3 +98,20 @@ func goList(t *testing.T, args ...string) []string {
 	}
 	return strings.Fields(string(out))
 }
+
+// TestWingImports: no package of this module depends on codexchild's test
+// wing (codexchild/testing: the mocks and the real agents' installers) in
+// its non-test files; only tests may use it (go list -deps leaves test
+// files out).
+func TestWingImports(t *testing.T) {
+	const wing = "github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/"
+	deps := goList(t, "-deps", "./...")
+	if len(deps) < 50 {
+		t.Fatalf("go list -deps ./... gave %d packages: wrong directory?", len(deps))
+	}
+	for _, d := range deps {
+		if strings.HasPrefix(d, wing) {
+			t.Errorf("a package of agentmcp depends on %s", d)
+		}
+	}
+}

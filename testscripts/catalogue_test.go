@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realacp"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/realacp"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 

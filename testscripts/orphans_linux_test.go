@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/modelmock"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realacp"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realcodex"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/mockmodel"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/realacp"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/realcodex"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
@@ -65,7 +65,7 @@ func TestNoOrphansWithRealCodex(t *testing.T) {
 	}{{realcodex.MCPServer, "mcp-server"}, {realcodex.AppServer, "app-server"}} {
 		t.Run(tc.backend, func(t *testing.T) {
 			bin := realcodex.Bin(t, tc.which)
-			mock, err := modelmock.Start(modelmock.Config{})
+			mock, err := mockmodel.Start(mockmodel.Config{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/sshhost"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/sshtest"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/sshtest"
 	"github.com/google/go-cmp/cmp"
 )
 

@@ -5,7 +5,7 @@
 // --acp. It has no model: each prompt is a script, one command a line, and
 // it does what the script says, in order.
 //
-// [Main] is the whole program. The command codexchild/cmd/mockacp (make
+// [Main] is the whole program. The command codexchild/testing/cmd/mockacp (make
 // build: bin/mockacp) only calls it; a test binary runs it as a command of
 // its own, re-executing itself under the name "mockacp", so no test has to
 // build it.

@@ -3,12 +3,12 @@
 // as 0.171.0 does (docs/codex-wire.md: recorded from 0.169.0, whose wire
 // 0.171.0 keeps wherever the mock speaks, plus 0.171.0's method list),
 // byte-for-byte where recordings of the real Codex gave the bytes, and its
-// "model" answers prompts exactly as package modelmock answers the real
+// "model" answers prompts exactly as package mockmodel answers the real
 // Codex, so one test can run against both (the contract tests in package
 // codexchild do). TestRecordedAsReal compares recorded.go with the pinned
 // real CLIs.
 //
-// [Main] is the whole program. The command codexchild/cmd/mockcodex (make
+// [Main] is the whole program. The command codexchild/testing/cmd/mockcodex (make
 // build: bin/mockcodex) only calls it; test binaries run it as a command
 // of their own, re-executing themselves under the name "mockcodex" (in
 // testscripts, a command registered with testscript.Main), so no test has
@@ -25,7 +25,7 @@
 // approval_policy ("untrusted" is fatal at start, as in 0.153.4) and
 // sandbox_mode; -c overrides them.
 //
-// # Prompt keywords (the model; same texts as modelmock)
+// # Prompt keywords (the model; same texts as mockmodel)
 //
 //   - plain prompt: "MOCK_REPLY: <prompt trimmed, first 500 runes>", streamed
 //     as two deltas (halves).
@@ -54,7 +54,7 @@
 //     A rejection gives `exec_command failed: CreateProcess { message:
 //     "Rejected(\"<reason>\")" }` as the real Codex writes it.
 //   - PATCH=<path>: an apply_patch adding <path> (relative to the cwd) with
-//     "hello from modelmock\n". As in Codex, it needs approval only outside
+//     "hello from mockmodel\n". As in Codex, it needs approval only outside
 //     the writable roots (cwd, /tmp, $TMPDIR) under workspace-write, always
 //     under read-only, never under danger-full-access; then the client gets a
 //     patch approval (codex_elicitation "patch-approval" with codex_changes;
@@ -75,7 +75,7 @@
 //
 //   - EVENTS=<n>: n more agent message delta events.
 //   - SPAWN_SUB or SPAWN_SUB=<n> (app-server; SPAWN_AGENT is the same):
-//     the model calls multi_agent_v1.spawn_agent, as modelmock's does for
+//     the model calls multi_agent_v1.spawn_agent, as mockmodel's does for
 //     the real Codex, and the turn starts a sub-agent as Codex 0.171.0
 //     does: a collabAgentToolCall item (tool spawnAgent) in progress, a new
 //     thread running the task "sub-agent task" (or "SLOW=<n> sub-agent
@@ -234,7 +234,7 @@
 // permission instructions) are shortened. The codex-reply argument error
 // texts, the denied-patch output ("patch rejected by user") and the shapes of
 // mcp_startup_update and mcp_tool_call_* events were not recorded and are
-// best guesses. DELTAONLY (a modelmock keyword) is not supported.
+// best guesses. DELTAONLY (a mockmodel keyword) is not supported.
 //
 // It writes its messages with jsonrpcframe, not sourcegraph/jsonrpc2: it
 // must reproduce Codex's bytes (app-server's messages without "jsonrpc",

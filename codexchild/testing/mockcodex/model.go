@@ -13,7 +13,7 @@ import (
 )
 
 // This file is the mock model and the turn loop both protocols share. The
-// model answers exactly like package modelmock answers the real Codex (same
+// model answers exactly like package mockmodel answers the real Codex (same
 // keywords, same texts); the loop does what Codex does with the answer (run
 // the command, ask for approval, call the MCP tool) and reports every step to
 // a sink, which turns it into codex/event notifications (mcp-server) or
@@ -33,8 +33,8 @@ var (
 	floodRE    = regexp.MustCompile(`STDERR_FLOOD=(\d+)`)
 )
 
-// patchContent is modelmock.PatchContent: what a PATCH=<path> prompt adds.
-const patchContent = "hello from modelmock\n"
+// patchContent is mockmodel.PatchContent: what a PATCH=<path> prompt adds.
+const patchContent = "hello from mockmodel\n"
 
 // The texts Codex gives the model or the client in the recorded cases.
 const (
@@ -328,9 +328,9 @@ func (t *turnEnv) reply(msgID, respID, msg, userText string) (*string, error) {
 	return &msg, nil
 }
 
-// shellArgs builds the exec_command arguments modelmock sends.
+// shellArgs builds the exec_command arguments mockmodel sends.
 func shellArgs(cmd string, escalate bool) string {
-	args := map[string]any{"cmd": cmd} // a map, as modelmock sends: sorted keys
+	args := map[string]any{"cmd": cmd} // a map, as mockmodel sends: sorted keys
 	if escalate {
 		args["sandbox_permissions"] = "require_escalated"
 		args["justification"] = justification
@@ -555,7 +555,7 @@ func truncate(s string, n int) string {
 }
 
 // splitRunes splits s into n consecutive pieces (the first two halves as
-// modelmock does for n == 2; pieces may be empty).
+// mockmodel does for n == 2; pieces may be empty).
 func splitRunes(s string, n int) []string {
 	r := []rune(s)
 	out := make([]string, 0, n)
@@ -569,7 +569,7 @@ func splitRunes(s string, n int) []string {
 }
 
 // subAgentTask is the task SPAWN_SUB[=n] gives its sub-agent, as
-// modelmock's: "sub-agent task", slow for n seconds when n is given.
+// mockmodel's: "sub-agent task", slow for n seconds when n is given.
 func subAgentTask(n string) string {
 	if n == "" {
 		return "sub-agent task"

@@ -58,7 +58,7 @@ func runShell(ctx context.Context, cwd, cmd string, env []string) (execResult, e
 	return execResult{output: text, exitCode: code, duration: dur, formatted: formatted}, nil
 }
 
-// patchCommand is modelmock.PatchCommand: the apply_patch heredoc adding path.
+// patchCommand is mockmodel.PatchCommand: the apply_patch heredoc adding path.
 func patchCommand(path, content string) string {
 	var b strings.Builder
 	b.WriteString("apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: ")

@@ -1,4 +1,4 @@
-// Package modelmock is a loopback mock of the OpenAI Responses API for running
+// Package mockmodel is a loopback mock of the OpenAI Responses API for running
 // the real Codex CLI offline in tests, which also speaks the Anthropic
 // Messages API for Claude Code and claude-agent-acp.
 //
@@ -101,6 +101,26 @@
 // in what the model was given (instructions, every message of every role, tool
 // calls and tool outputs) in any request.
 //
+// # The program
+//
+// [Main] runs the mock as a program, for end-to-end tests written in other
+// languages and for humans running the real Codex CLI or claude-agent-acp
+// offline. The command codexchild/testing/cmd/mockmodel (make build:
+// bin/mockmodel) only calls it; a test binary can run it as a command of
+// its own (in testscripts, one registered with testscript.Main).
+//
+// Usage:
+//
+//	mockmodel [-addr 127.0.0.1:0] [-log requests.jsonl] [-v] [-watch-stdin=true]
+//
+// The first line on stdout is the base URL ("http://127.0.0.1:PORT/v1"), to
+// use as a Codex provider's base_url, and without its "/v1" as
+// ANTHROPIC_BASE_URL; nothing else is written to stdout. The
+// mock then serves until SIGTERM or SIGINT, or until stdin reaches EOF (so a
+// parent that dies takes it down). Run it in the background of a shell with
+// -watch-stdin=false, since such a job's stdin is /dev/null. Diagnostics go
+// to stderr; -v adds a line per request.
+//
 // # Design notes
 //
 // Each HTTP request runs in its own goroutine (net/http). The server keeps a
@@ -108,4 +128,4 @@
 // context, so a SLOW stream ends promptly when either the client hangs up or
 // the server closes. Close waits for all handlers to return, so no goroutine
 // outlives it.
-package modelmock
+package mockmodel

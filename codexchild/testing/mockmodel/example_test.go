@@ -1,4 +1,4 @@
-package modelmock_test
+package mockmodel_test
 
 import (
 	"bufio"
@@ -6,14 +6,14 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/modelmock"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/mockmodel"
 )
 
 // A Codex provider's base_url is Server.URL(); here a plain HTTP client plays
 // Codex and asks for a namespaced MCP tool call.
 func Example() {
-	srv, err := modelmock.Start(modelmock.Config{
-		Script: map[string]modelmock.Responder{"GREET": modelmock.Reply("hello, human")},
+	srv, err := mockmodel.Start(mockmodel.Config{
+		Script: map[string]mockmodel.Responder{"GREET": mockmodel.Reply("hello, human")},
 	})
 	if err != nil {
 		panic(err)

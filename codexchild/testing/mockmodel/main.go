@@ -9,8 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/modelmock"
 )
 
 // Main runs mockmodel as a program: the command line of os.Args, stdin,
@@ -45,7 +43,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	cfg := modelmock.Config{Addr: *addr, Logger: logger}
+	cfg := Config{Addr: *addr, Logger: logger}
 	if *logPath != "" {
 		f, err := os.OpenFile(*logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 		if err != nil {
@@ -68,7 +66,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		}()
 	}
 
-	srv, err := modelmock.Start(cfg)
+	srv, err := Start(cfg)
 	if err != nil {
 		return fmt.Errorf("start the mock: %w", err)
 	}

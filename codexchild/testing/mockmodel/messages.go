@@ -1,4 +1,4 @@
-package modelmock
+package mockmodel
 
 import (
 	"encoding/json"

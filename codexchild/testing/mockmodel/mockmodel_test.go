@@ -1,4 +1,4 @@
-package modelmock
+package mockmodel
 
 import (
 	"bufio"
@@ -29,7 +29,7 @@ func start(t *testing.T, cfg Config) *Server {
 		if err := s.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}
-		checkNoGoroutines(t, "modelmock.(*Server)", "modelmock.(*Stream)")
+		checkNoGoroutines(t, "mockmodel.(*Server)", "mockmodel.(*Stream)")
 	})
 	return s
 }
@@ -298,7 +298,7 @@ func TestBehaviour(t *testing.T) {
 			body: body(msg("user", "PATCH=/home/x/new file.txt")),
 			want: outcome{Status: 200, Types: seq(created, callTypes, completed),
 				Call: map[string]any{"name": "exec_command"},
-				Args: map[string]any{"cmd": "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: /home/x/new\n+hello from modelmock\n*** End Patch\nEOF"}},
+				Args: map[string]any{"cmd": "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: /home/x/new\n+hello from mockmodel\n*** End Patch\nEOF"}},
 		},
 		{
 			name: "call namespaced tool",

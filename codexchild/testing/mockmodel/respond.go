@@ -1,4 +1,4 @@
-package modelmock
+package mockmodel
 
 import (
 	"net/http"
@@ -13,7 +13,7 @@ import (
 type Responder func(s *Stream, r *Request) error
 
 // PatchContent is the content of the file a PATCH=<path> prompt adds.
-const PatchContent = "hello from modelmock\n"
+const PatchContent = "hello from mockmodel\n"
 
 // Default is the built-in keyword behaviour described in the package
 // documentation (steps 3 to 9). A [Config.Handler] may delegate to it.

@@ -1,4 +1,4 @@
-package modelmock
+package mockmodel
 
 import (
 	"context"
@@ -74,12 +74,12 @@ func Start(cfg Config) (*Server, error) {
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("modelmock: listen on %s: %w", addr, err)
+		return nil, fmt.Errorf("mockmodel: listen on %s: %w", addr, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		cfg:     cfg,
-		log:     log.With("component", "modelmock", "addr", ln.Addr().String()),
+		log:     log.With("component", "mockmodel", "addr", ln.Addr().String()),
 		ln:      ln,
 		ctx:     ctx,
 		cancel:  cancel,
@@ -155,7 +155,7 @@ func (s *Server) WaitRequests(ctx context.Context, n int) ([]Request, error) {
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("modelmock: wait for %d requests: %w", n, ctx.Err())
+			return nil, fmt.Errorf("mockmodel: wait for %d requests: %w", n, ctx.Err())
 		}
 	}
 }
@@ -191,7 +191,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, hr *http.Request) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		http.Error(w, "modelmock: closed", http.StatusServiceUnavailable)
+		http.Error(w, "mockmodel: closed", http.StatusServiceUnavailable)
 		return
 	}
 	s.active.Add(1)

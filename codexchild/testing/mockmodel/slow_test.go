@@ -1,4 +1,4 @@
-package modelmock
+package mockmodel
 
 import (
 	"bufio"
@@ -46,7 +46,7 @@ func TestSlowStopsWhenClientDisconnects(t *testing.T) {
 	cancel()
 	b.Close()
 	// The stream must end within the grace, long before its 60 s.
-	checkNoGoroutines(t, "modelmock.(*Stream).Wait")
+	checkNoGoroutines(t, "mockmodel.(*Stream).Wait")
 }
 
 func TestSlowStopsOnClose(t *testing.T) {
@@ -73,7 +73,7 @@ func TestSlowStopsOnClose(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
-	checkNoGoroutines(t, "modelmock.(*Server)", "modelmock.(*Stream)")
+	checkNoGoroutines(t, "mockmodel.(*Server)", "mockmodel.(*Stream)")
 	// After Close nothing is served.
 	if _, err := http.Post(s.URL()+"/responses", "application/json", strings.NewReader("{}")); err == nil {
 		t.Error("POST after Close succeeded")

@@ -1,4 +1,4 @@
-package modelmock
+package mockmodel
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 )
 
 // ErrStreamStarted is returned by [Stream.HTTPError] once an event was sent.
-var ErrStreamStarted = errors.New("modelmock: stream already started")
+var ErrStreamStarted = errors.New("mockmodel: stream already started")
 
 // Stream writes the answer to one POST /v1/responses: either a plain HTTP
 // error or a stream of server-sent events. It is used by one goroutine.
@@ -65,11 +65,11 @@ func (s *Stream) start() {
 func (s *Stream) Event(ev map[string]any) error {
 	typ, ok := ev["type"].(string)
 	if !ok || typ == "" {
-		return errors.New("modelmock: event without a type")
+		return errors.New("mockmodel: event without a type")
 	}
 	data, err := marshalErr(ev)
 	if err != nil {
-		return fmt.Errorf("modelmock: encode %s event: %w", typ, err)
+		return fmt.Errorf("mockmodel: encode %s event: %w", typ, err)
 	}
 	if err := s.ctx.Err(); err != nil {
 		return err
@@ -235,7 +235,7 @@ func marshalErr(v any) ([]byte, error) {
 func marshal(v any) []byte {
 	b, err := marshalErr(v)
 	if err != nil {
-		panic("modelmock: " + err.Error())
+		panic("mockmodel: " + err.Error())
 	}
 	return b
 }

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/modelmock"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/mockmodel"
 )
 
 // Anthropic is a loopback Anthropic Messages API for running
@@ -71,7 +71,7 @@ type AnthropicRequest struct {
 
 // AnthropicBlock is a content block the model sends: a tool_use (Tool and
 // Input) or text.
-type AnthropicBlock = modelmock.Block
+type AnthropicBlock = mockmodel.Block
 
 // ReadAnthropic reads a POST …/v1/messages request. For any other
 // request, or a body that is not such JSON, it answers 404 or 400 itself
@@ -176,8 +176,8 @@ func anthropicUserContent(content json.RawMessage) (string, []string) {
 
 // WriteAnthropic writes the model's message: streamed as SSE, or whole.
 // Its tool_use ids are toolu_<idPrefix>_<index>. It is
-// [modelmock.WriteMessage], the writer of the mock that bin/mockmodel
+// [mockmodel.WriteMessage], the writer of the mock that bin/mockmodel
 // serves.
 func WriteAnthropic(w http.ResponseWriter, stream bool, blocks []AnthropicBlock, idPrefix string) {
-	modelmock.WriteMessage(w, stream, blocks, idPrefix)
+	mockmodel.WriteMessage(w, stream, blocks, idPrefix)
 }

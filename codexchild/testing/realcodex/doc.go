@@ -1,5 +1,5 @@
 // Package realcodex helps tests run the real Codex CLI offline, against the
-// loopback model mock of package modelmock.
+// loopback model mock of package mockmodel.
 //
 // A test asks for a binary with [Bin] (skipped loudly when the binary is not
 // installed, failed when ATM_REQUIRE_REAL_CODEX=1), prepares a CODEX_HOME with
@@ -7,7 +7,7 @@
 // removed at cleanup), and spawns Codex with [Start], which supervises the
 // process group and stops it at cleanup:
 //
-//	mock, _ := modelmock.Start(modelmock.Config{})
+//	mock, _ := mockmodel.Start(mockmodel.Config{})
 //	defer mock.Close()
 //	home := realcodex.NewHome(t, mock.URL(), nil)
 //	p := realcodex.Start(t, home, realcodex.Bin(t, realcodex.MCPServer), "mcp-server")

@@ -5,7 +5,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realcodex"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/realcodex"
 )
 
 // The tool server that Home.ToolServer makes Codex start speaks plain NDJSON

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realcodex"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/realcodex"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -193,7 +193,7 @@ func TestHomesDirFor(t *testing.T) {
 			"clone under /tmp, a real home", wd, userHome, filepath.Join(userHome, ".cache", "atm-agent-mcp-test")})
 	}
 	if here, err := os.Getwd(); err == nil && !strings.HasPrefix(here, "/tmp/") && !strings.HasPrefix(here, os.TempDir()) {
-		repo := filepath.Dir(filepath.Dir(here)) // codexchild/realcodex
+		repo := filepath.Dir(filepath.Dir(filepath.Dir(here))) // codexchild/testing/realcodex
 		tests = append(tests, struct{ name, wd, home, want string }{
 			"this clone", here, t.TempDir(), filepath.Join(repo, ".cache", "realcodex")})
 	}

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realcodex"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/realcodex"
 )
 
 func TestMain(m *testing.M) {

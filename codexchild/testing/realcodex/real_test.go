@@ -10,19 +10,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/modelmock"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realcodex"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/mockmodel"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/realcodex"
 	"github.com/google/go-cmp/cmp"
 )
 
-// These tests drive the real, pinned Codex CLIs against modelmock. Each turn
+// These tests drive the real, pinned Codex CLIs against mockmodel. Each turn
 // takes well under a second; every wait is bounded by stepTimeout.
 
 const stepTimeout = 45 * time.Second
 
-func startMock(t *testing.T) *modelmock.Server {
+func startMock(t *testing.T) *mockmodel.Server {
 	t.Helper()
-	mock, err := modelmock.Start(modelmock.Config{})
+	mock, err := mockmodel.Start(mockmodel.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func checkNoProcesses(t *testing.T, h *realcodex.Home) {
 }
 
 // waitInFlight waits until the mock has n streams open.
-func waitInFlight(t *testing.T, mock *modelmock.Server, n int, within time.Duration) {
+func waitInFlight(t *testing.T, mock *mockmodel.Server, n int, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for mock.InFlight() != n {
@@ -107,7 +107,7 @@ func waitInFlight(t *testing.T, mock *modelmock.Server, n int, within time.Durat
 
 // checkRequestsOf checks the mock's requests for the thread carry its id and
 // the mock API key.
-func checkRequestsOf(t *testing.T, mock *modelmock.Server, tid string) {
+func checkRequestsOf(t *testing.T, mock *mockmodel.Server, tid string) {
 	t.Helper()
 	n := 0
 	for _, r := range mock.Requests() {
@@ -221,14 +221,14 @@ func TestRealMCPServer(t *testing.T) {
 			t.Fatalf("got %d elicitations, want 1: %v", len(el), el)
 		}
 		got := []any{el[0]["codex_elicitation"], el[0]["codex_changes"]}
-		want := []any{"patch-approval", map[string]any{path: map[string]any{"type": "add", "content": modelmock.PatchContent}}}
+		want := []any{"patch-approval", map[string]any{path: map[string]any{"type": "add", "content": mockmodel.PatchContent}}}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("elicitation (-want +got):\n%s", diff)
 		}
 		if !strings.Contains(text, "Success. Updated the following files:\nA "+path) {
 			t.Errorf("text %q", text)
 		}
-		if got := readFile(t, path); got != modelmock.PatchContent {
+		if got := readFile(t, path); got != mockmodel.PatchContent {
 			t.Errorf("patched file holds %q", got)
 		}
 	})
@@ -241,7 +241,7 @@ func TestRealMCPServer(t *testing.T) {
 		if len(el) != 0 || !strings.Contains(text, "Success.") {
 			t.Errorf("text %q, elicitations %v", text, el)
 		}
-		if got := readFile(t, path); got != modelmock.PatchContent {
+		if got := readFile(t, path); got != mockmodel.PatchContent {
 			t.Errorf("patched file holds %q", got)
 		}
 	})
@@ -287,7 +287,7 @@ func TestRealMCPServer(t *testing.T) {
 
 // checkToolCall checks one echo_identity call went through the tool server
 // and back to the model.
-func checkToolCall(t *testing.T, mock *modelmock.Server, h *realcodex.Home, identity, tid, text string) {
+func checkToolCall(t *testing.T, mock *mockmodel.Server, h *realcodex.Home, identity, tid, text string) {
 	t.Helper()
 	want := "identity=" + identity + " thread=" + tid + " text=hi from the model"
 	if !strings.HasPrefix(text, "MOCK_DONE: tool output was: ") || !strings.HasSuffix(text, want) {
@@ -440,7 +440,7 @@ func TestRealAppServer(t *testing.T) {
 		if !strings.Contains(text, "Success. Updated the following files:\nA "+path) {
 			t.Errorf("text %q", text)
 		}
-		if got := readFile(t, path); got != modelmock.PatchContent {
+		if got := readFile(t, path); got != mockmodel.PatchContent {
 			t.Errorf("patched file holds %q", got)
 		}
 	})
@@ -453,7 +453,7 @@ func TestRealAppServer(t *testing.T) {
 		if len(ap) != 0 || !strings.Contains(text, "Success.") {
 			t.Errorf("text %q, approvals %v", text, ap)
 		}
-		if got := readFile(t, path); got != modelmock.PatchContent {
+		if got := readFile(t, path); got != mockmodel.PatchContent {
 			t.Errorf("patched file holds %q", got)
 		}
 	})

@@ -1,13 +1,13 @@
 // Command mockmodel serves the loopback model mock, the OpenAI Responses
 // API and the Anthropic Messages API (make build: bin/mockmodel). It is package
-// github.com/atm-agent-mcp/atm-agent-mcp/codexchild/mockmodel, whose
+// github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/mockmodel, whose
 // documentation describes its usage.
 package main
 
 import (
 	"os"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/mockmodel"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/mockmodel"
 )
 
 func main() {
