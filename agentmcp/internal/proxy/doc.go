@@ -73,10 +73,11 @@
 //
 // # Claude Code's dialect
 //
-// Codex agents are teammates of Claude Code's agent teams, so they answer
+// Serve's agents, of every kind, are teammates of Claude Code's agent
+// teams, so they answer
 // its protocol frames as native teammates do (frames.go). The mail bridge
-// hands over every frame found in a bound inbox; a shutdown_request to a
-// Codex agent closes its session as agent_close does (a busy turn is
+// hands over every frame found in a bound inbox; a shutdown_request to an
+// agent closes its session as agent_close does (a busy turn is
 // interrupted first, then a summary is asked for; the identity is
 // released; audited) on a goroutine of its own, and then answers with a
 // shutdown_response (approve: true, its request_id) from the agent's
@@ -86,8 +87,8 @@
 // plan_approval_request, permission_request and every other frame are
 // logged at info and audited as frame:<type>; idle notifications and
 // shutdown responses for an agent are logged at debug; the bridge marks
-// them all read, and no Codex agent ever sees a frame. Frames in the inbox
-// of serve's own identity (the lead's, bound with BindTarget while no Codex
+// them all read, and no agent ever sees a frame. Frames in the inbox
+// of serve's own identity (the lead's, bound with BindTarget while no
 // session holds it) are only logged at debug and stay unread for Claude
 // Code's own reader. When a mail turn
 // ends (session.TryMailThen), every sender of its mail but the agent itself
@@ -146,7 +147,7 @@
 //     git's own locks are git's.
 //
 // The groups are nested in one place only, by design: a reply answered
-// from the Codex reader (mcpconn's ToolCall.TryReplyNow, called by
+// from a backend's reader (mcpconn's ToolCall.TryReplyNow, called by
 // session's replyFromReader) records the turn, under the omu it has
 // claimed, before the answer is written, so that the client never reads
 // an answer ahead of the state it reports. That commit takes Session.mu,
@@ -159,7 +160,7 @@
 // connection calls tools with none of its own. One lock is held across
 // I/O, by design: omu, across a write to the client that must not
 // overtake the events held before it (a response, a server→client
-// request, progress); what the Codex reader calls takes omu only with
+// request, progress); what a backend's reader calls takes omu only with
 // TryLock (see mcpconn's doc). No other lock is held across I/O: codex.mu
 // is held neither across a child's close nor across its start (a restart
 // swaps the child under it, then closes the old one and starts the new
