@@ -112,15 +112,16 @@
 //
 // # Locks
 //
-// The proxy's own packages have twenty-eight locks, each documented where
+// The proxy's own packages have twenty-nine locks, each documented where
 // it is declared:
 //
 //   - mcpconn (3): Conn.mu (its reader pool shares it), and the outbox's
 //     omu → emu;
-//   - session (6): Manager.mu → Session.mu → persister.mu, and the leaves
+//   - session (7): Manager.mu → Session.mu → persister.mu, and the leaves
 //     Handle.mu (a started turn's cancel), resumedSet.mu (the resumed
-//     sessions that have run no turn) and budgetWatch.mu (what the lead
-//     was told of the budgets);
+//     sessions that have run no turn), budgetWatch.mu (what the lead
+//     was told of the budgets) and Absent.mu (the discarded sessions
+//     remembered);
 //   - tools (2): roundTrips.mu (the requestStates of round trips) and
 //     taskStore.mu (the MCP tasks of the connection), leaves;
 //   - proxy (8): codex.mu (child.go, restart.go: the crashes, the

@@ -173,7 +173,7 @@ func TestTeamBudget(t *testing.T) {
 	if !errors.As(err, &pe) || !errors.Is(err, proxyerr.ErrBudgetExceeded) || pe.Data["scope"] != "team" {
 		t.Fatalf("a turn over the team's budget = %v, want BUDGET_EXCEEDED of scope team", err)
 	}
-	st, err := h.m.SetTeamBudget(5000)
+	st, err := h.m.TeamBudgets().Set(5000)
 	if err != nil {
 		t.Fatal(err)
 	}

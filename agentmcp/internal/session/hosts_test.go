@@ -66,7 +66,7 @@ func TestHosts(t *testing.T) {
 	})
 	ctx := context.Background()
 
-	cwd, err := h.m.ResolveCwdOn(ctx, "box", "repo")
+	cwd, err := h.m.Catalogue().ResolveCwd(ctx, "box", "repo")
 	if err != nil || cwd != "/srv/repo" {
 		t.Fatalf("ResolveCwdOn(box, repo) = %q, %v", cwd, err)
 	}
@@ -74,7 +74,7 @@ func TestHosts(t *testing.T) {
 		{"box", "nowhere", `cwd "nowhere" on host box: /srv/nowhere is not an existing directory there`},
 		{"far", "repo", `host "far" is not configured (hosts: box)`},
 	} {
-		if _, err := h.m.ResolveCwdOn(ctx, tt.host, tt.dir); !errors.Is(err, proxyerr.ErrInvalidParams) || !strings.Contains(err.Error(), tt.want) {
+		if _, err := h.m.Catalogue().ResolveCwd(ctx, tt.host, tt.dir); !errors.Is(err, proxyerr.ErrInvalidParams) || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("ResolveCwdOn(%s, %s) = %v, want INVALID_PARAMS saying %q", tt.host, tt.dir, err, tt.want)
 		}
 	}

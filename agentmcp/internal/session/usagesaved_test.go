@@ -141,7 +141,7 @@ func TestTeamUsage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got := h.m.TeamUsage()
+	got := h.m.TeamBudgets().Usage()
 	want := backend.Usage{InputTokens: 900 + 180 + 2000, CachedInputTokens: 1000, OutputTokens: 100 + 20 + 500, TotalTokens: 3700,
 		Cost: &backend.Cost{Amount: (1000*1 + 1000*0.5 + 500*4) / 1e6, Currency: "USD"}}
 	if diff := cmp.Diff(want, got); diff != "" {

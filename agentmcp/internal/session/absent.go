@@ -2,12 +2,30 @@ package session
 
 import (
 	"fmt"
+	"log/slog"
+	"sync"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
-// teamRegistry is what SessionNotFound asks of Config.Registry, if it has
+// Absent answers for the agent_ids a Manager does not hold: one it
+// discarded (discarded.go), one another instance of the team holds, and
+// the list of those (listing.go). It reads the team's registries, never
+// writes them; its methods are safe for concurrent use.
+type Absent struct {
+	cfg  *Config
+	log  *slog.Logger
+	held func(agentID string) bool // the Manager holds the session of agentID
+
+	mu        sync.Mutex // guards discarded; a leaf
+	discarded discardLog // the last sessions Manager.Discard dropped
+}
+
+// Absent returns the Manager's answers for agent_ids it does not hold.
+func (m *Manager) Absent() *Absent { return m.absent }
+
+// teamRegistry is what Absent asks of Config.Registry, if it has
 // it (*registry.Registry and RegistryOf's adapter do): the team's state
 // directory, to read the other instances' registries, and this instance's
 // identity.
@@ -16,21 +34,21 @@ type teamRegistry interface {
 	Identity() string
 }
 
-// SessionNotFound is the SESSION_NOT_FOUND error for an agent_id this
+// NotFound is the SESSION_NOT_FOUND error for an agent_id this
 // proxy's registry does not hold. When another instance of the team holds
 // it, the error says which, whether that instance's serve runs (its pid,
 // from its claim's holder file, and whether that process is alive) and how
 // to resume the session: there, or with serve --identity of that instance
 // (registry.Dir.Owner: a pid that is gone, a zombie or reused is no
 // running serve).
-// For a session this Manager discarded it is DiscardedError.
-func (m *Manager) SessionNotFound(agentID string) error {
-	if err := m.DiscardedError(agentID); err != nil {
+// For a session the Manager discarded it is Discarded's error.
+func (a *Absent) NotFound(agentID string) error {
+	if err := a.Discarded(agentID); err != nil {
 		return err
 	}
 	msg := fmt.Sprintf("no session with agent_id %q in this proxy's registry", agentID)
 	data := map[string]any{"agent_id": agentID}
-	tr, ok := m.cfg.Registry.(teamRegistry)
+	tr, ok := a.cfg.Registry.(teamRegistry)
 	if !ok || registry.ValidateAgentID(agentID) != nil {
 		return proxyerr.New(proxyerr.ErrSessionNotFound, data, "%s", msg)
 	}
