@@ -99,19 +99,34 @@ func goList(t *testing.T, args ...string) []string {
 	return strings.Fields(string(out))
 }
 
-// TestWingImports: no package of this module depends on codexchild's test
-// wing (codexchild/testing: the mocks and the real agents' installers) in
-// its non-test files; only tests may use it (go list -deps leaves test
-// files out).
+// TestWingImports: no package of this module depends on test support in
+// its non-test files: codexchild's test wing (codexchild/testing: the
+// mocks and the real agents' installers) and the fake backend the domain's
+// tests script (internal/fakebackend); only tests may use them (go list
+// -deps leaves test files out).
 func TestWingImports(t *testing.T) {
-	const wing = "github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/"
-	deps := goList(t, "-deps", "./...")
-	if len(deps) < 50 {
-		t.Fatalf("go list -deps ./... gave %d packages: wrong directory?", len(deps))
+	const mod = "github.com/atm-agent-mcp/atm-agent-mcp/"
+	support := []string{mod + "codexchild/testing/", mod + "agentmcp/internal/fakebackend"}
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}{{range .Deps}} {{.}}{{end}}", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
 	}
-	for _, d := range deps {
-		if strings.HasPrefix(d, wing) {
-			t.Errorf("a package of agentmcp depends on %s", d)
+	isSupport := func(p string) bool {
+		return slices.ContainsFunc(support, func(s string) bool { return strings.HasPrefix(p, s) })
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) < 10 {
+		t.Fatalf("go list ./... gave %d packages: wrong directory?", len(lines))
+	}
+	for _, line := range lines {
+		words := strings.Fields(line)
+		if isSupport(words[0]) {
+			continue
+		}
+		for _, d := range words[1:] {
+			if isSupport(d) {
+				t.Errorf("%s depends on test support %s", words[0], d)
+			}
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/fakebackend"
 	"io"
 	"os"
 	"path/filepath"
@@ -23,7 +24,7 @@ type testConn struct {
 	w    jsonrpcframe.Writer
 	in   io.WriteCloser
 	srv  *Server
-	fb   *fakeBackend
+	fb   *fakebackend.Backend
 	home string
 
 	stalled atomic.Bool // set: the client stops reading the proxy's output
@@ -80,7 +81,7 @@ func startProxyAt(t *testing.T, home string, ho harnessOpts) *testConn {
 	if _, err := os.Stat(filepath.Join(home, ".claude", "teams", "dev", "config.json")); err != nil {
 		writeTeam(t, home, "dev", "team-lead", "arch", "dev-1", "codex", "proxy")
 	}
-	fb := newFakeBackend(ho.kind)
+	fb := fakebackend.New(fakebackend.Config{Protocol: ho.kind})
 	opts := Options{Home: home, Team: "dev", Identity: "proxy", Backend: fb, Cwd: home, AutoMail: true, PersistThreads: true,
 		SummaryTimeout: 2 * time.Second}
 	if ho.modify != nil {

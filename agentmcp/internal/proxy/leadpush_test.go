@@ -418,7 +418,7 @@ func TestTeamMembership(t *testing.T) {
 		t.Fatal(err)
 	}
 	res = c.structured(c.tool("codex", map[string]any{"prompt": "still here", "identity": "codex2"}))
-	if res["content"] != "MOCK_REPLY: still here" {
+	if res["content"] != "echo: still here" {
 		t.Errorf("codex after the team vanished: %v", res)
 	}
 	c.tool("agent_close", map[string]any{"agent_id": res["agent_id"]})

@@ -85,7 +85,7 @@ func TestHandOverIsolated(t *testing.T) {
 	if w, _ := res["worktree"].(map[string]any); w == nil || w["path"] != wt || w["resumed"] != true {
 		t.Errorf("after the take-up the worktree is %v, want %s re-entered", res["worktree"], wt)
 	}
-	reqs := n.fb.turns()
+	reqs := n.fb.Requests()
 	last := reqs[len(reqs)-1].Params
 	if last.Cwd != wt || last.Env["ATM_WORKTREE"] != wt || last.Env["ATM_BRANCH"] != "atm/codex1" {
 		t.Errorf("the turn after the take-up: cwd %q env %v", last.Cwd, last.Env)

@@ -79,7 +79,7 @@ func TestSessionBudget(t *testing.T) {
 		t.Errorf("the 100 %% notice (-want +got):\n%s", diff)
 	}
 
-	before := len(h.fb.requests())
+	before := len(h.fb.Requests())
 	err = turn(s, "hello")
 	var pe *proxyerr.Error
 	if !errors.Is(err, proxyerr.ErrBudgetExceeded) || !errors.As(err, &pe) {
@@ -96,7 +96,7 @@ func TestSessionBudget(t *testing.T) {
 	if _, err := s.RunBackground(Turn{Prompt: "later", Source: SourceClaude}); !errors.Is(err, proxyerr.ErrBudgetExceeded) {
 		t.Errorf("a background turn over the budget = %v, want BUDGET_EXCEEDED", err)
 	}
-	if n := len(h.fb.requests()) - before; n != 0 {
+	if n := len(h.fb.Requests()) - before; n != 0 {
 		t.Errorf("%d turns reached the agent over the budget", n)
 	}
 	if d := s.Detail(0); d.Budget == nil || !d.Budget.Exceeded || d.Budget.Tokens != 1000 {

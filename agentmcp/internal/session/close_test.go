@@ -41,7 +41,7 @@ func TestClose(t *testing.T) {
 				queued = runAsync(s, Turn{Prompt: "later", Source: SourceClaude})
 				waitFor(t, "a turn to be queued", func() bool { return s.Detail(0).Queued == 1 })
 			}
-			before := len(h.fb.requests())
+			before := len(h.fb.Requests())
 			out := h.m.Close(context.Background(), s, tt.summarize)
 			if tt.busy {
 				if got := <-queued; !strings.Contains(got, "was closed") {
@@ -53,7 +53,7 @@ func TestClose(t *testing.T) {
 				t.Errorf("Close = %+v, want status %s, summary saved %v", out, tt.wantStatus, tt.summarize)
 			}
 			var summaries int
-			for _, r := range h.fb.requests()[before:] {
+			for _, r := range h.fb.Requests()[before:] {
 				if r.Prompt == summaryPrompt {
 					summaries++
 					if !r.SameThread || r.ThreadID != "thread-1" {
@@ -91,9 +91,7 @@ func TestClose(t *testing.T) {
 func TestShutdownRecordsFirst(t *testing.T) {
 	h := newHarness(t, nil)
 	gate := make(chan struct{})
-	h.fb.mu.Lock()
-	h.fb.summaryGate = gate
-	h.fb.mu.Unlock()
+	h.fb.Gate(summaryPrompt, gate)
 	idle, busy := h.create("arch"), h.create("dev-1")
 	for _, s := range []*Session{idle, busy} {
 		if _, err := s.Run(context.Background(), Turn{Prompt: "work " + s.Record().Identity, Source: SourceClaude}); err != nil {

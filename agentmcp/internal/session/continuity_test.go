@@ -45,9 +45,9 @@ func TestResumeContinuity(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			h.fb.mu.Lock()
-			h.fb.lost = map[string]bool{"thread-1": tt.lost}
-			h.fb.mu.Unlock()
+			if tt.lost {
+				h.fb.Lose("thread-1")
+			}
 			if err := h.m.Rebind(s, SourceClaude); err != nil {
 				t.Fatal(err)
 			}
@@ -58,7 +58,7 @@ func TestResumeContinuity(t *testing.T) {
 			if diff := cmp.Diff(tt.want, res.Thread); diff != "" {
 				t.Errorf("Thread (-want +got):\n%s", diff)
 			}
-			reqs := h.fb.requests()
+			reqs := h.fb.Requests()
 			if got := reqs[len(reqs)-1]; got.ThreadID != "thread-1" || got.Seed != tt.wantSeed {
 				t.Errorf("turn asked for thread %q with seed %q, want thread-1 with %q", got.ThreadID, got.Seed, tt.wantSeed)
 			}
@@ -72,7 +72,7 @@ func TestResumeContinuity(t *testing.T) {
 			if err != nil || next.Thread != nil {
 				t.Errorf("the next turn = %+v, %v; want no thread note", next, err)
 			}
-			if reqs := h.fb.requests(); reqs[len(reqs)-1].Seed != "" {
+			if reqs := h.fb.Requests(); reqs[len(reqs)-1].Seed != "" {
 				t.Errorf("the next turn carried a seed %q", reqs[len(reqs)-1].Seed)
 			}
 		})
@@ -88,9 +88,7 @@ func TestReplacedThreadSaysSo(t *testing.T) {
 	if _, err := s.Run(context.Background(), Turn{Prompt: "hello", Source: SourceClaude}); err != nil {
 		t.Fatal(err)
 	}
-	h.fb.mu.Lock()
-	h.fb.lost = map[string]bool{"thread-1": true}
-	h.fb.mu.Unlock()
+	h.fb.Lose("thread-1")
 	res, err := s.Run(context.Background(), Turn{Prompt: "again", Source: SourceClaude})
 	if err != nil {
 		t.Fatal(err)
@@ -118,6 +116,6 @@ func TestThreadIDRecordedAtOnce(t *testing.T) {
 	if !s.Detail(0).Busy {
 		t.Error("the turn ended before the check")
 	}
-	h.fb.release <- "ok"
+	h.fb.Answer("ok")
 	<-first
 }

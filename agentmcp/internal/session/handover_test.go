@@ -54,7 +54,7 @@ func TestHandOverAndTakeUp(t *testing.T) {
 	if msg := <-running; msg != "interrupted" {
 		t.Errorf("the running turn: %q, want interrupted", msg)
 	}
-	for _, r := range h.fb.requests() {
+	for _, r := range h.fb.Requests() {
 		if r.Prompt == summaryPrompt {
 			t.Error("a summary was asked for: the thread goes on elsewhere")
 		}

@@ -24,7 +24,7 @@ func TestHoldRefused(t *testing.T) {
 	if called || !errors.Is(err, ErrBusy) || !errors.Is(err, proxyerr.ErrInvalidSessionParams) {
 		t.Errorf("Hold during a turn: called %v, err %v; want refused with ErrBusy", called, err)
 	}
-	h.fb.release <- "done"
+	h.fb.Answer("done")
 	<-first
 
 	inside := make(chan struct{})
@@ -60,7 +60,7 @@ func TestHoldKeepsTurnsOut(t *testing.T) {
 	err := s.Hold(context.Background(), func(context.Context) error {
 		queued = runAsync(s, Turn{Prompt: "during the hold", Source: SourceClaude, Call: call})
 		waitFor(t, "the turn to be queued", func() bool { return s.Detail(0).Queued == 1 })
-		turnsInside = len(h.fb.requests())
+		turnsInside = len(h.fb.Requests())
 		mailInside = s.TryMail("<team-mail>hi</team-mail>", func(bool) { t.Error("report called for a refused delivery") })
 		return want
 	})

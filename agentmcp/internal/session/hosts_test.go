@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"errors"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/fakebackend"
 	"path"
 	"strings"
 	"sync"
@@ -56,13 +57,13 @@ func strp(s string) *string { return &s }
 // An unknown host, a kind the host does not run, and isolation on a host
 // are refused before anything is recorded.
 func TestHosts(t *testing.T) {
-	remote := newFakeBackend()
+	remote := fakebackend.New(fakebackend.Config{})
 	box := &fakeHost{root: "/srv", dirs: map[string]bool{"/srv": true, "/srv/repo": true},
 		facts:    gitctx.Facts{Root: strp("/srv/repo"), Name: strp("widgets"), Branch: strp("trunk")},
 		backends: map[string]Backend{registry.DefaultKind: remote}}
 	h := newHarness(t, func(c *Config) {
 		c.Hosts = map[string]Host{"box": box}
-		c.Backends["plain"] = &plainBackend{f: newFakeBackend()} // here, not on the host
+		c.Backends["plain"] = &plainBackend{f: fakebackend.New(fakebackend.Config{})} // here, not on the host
 	})
 	ctx := context.Background()
 
@@ -90,10 +91,10 @@ func TestHosts(t *testing.T) {
 	if _, err := s.Run(ctx, Turn{Prompt: "hello", Source: SourceClaude}); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(h.fb.requests()); n != 0 {
+	if n := len(h.fb.Requests()); n != 0 {
 		t.Errorf("the local backend ran %d turns of a session on a host", n)
 	}
-	reqs := remote.requests()
+	reqs := remote.Requests()
 	if len(reqs) != 1 {
 		t.Fatalf("the host's backend ran %d turns, want 1", len(reqs))
 	}
@@ -117,7 +118,7 @@ func TestHosts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	reqs = remote.requests()
+	reqs = remote.Requests()
 	if got := reqs[len(reqs)-1].Preamble; !strings.Contains(got, "Branch:    feature") {
 		t.Errorf("the third turn's context:\n%s\nwant the branch read there after the second", got)
 	}

@@ -51,7 +51,7 @@ func TestTryMailReportsAcceptance(t *testing.T) {
 			if !ok {
 				t.Fatal("TryMailThen on an idle session = false")
 			}
-			waitFor(t, "the mail turn to run", func() bool { return len(h.fb.requests()) == 2 })
+			waitFor(t, "the mail turn to run", func() bool { return len(h.fb.Requests()) == 2 })
 			tt.finish(h, s)
 			<-ended
 			mu.Lock()
@@ -101,12 +101,10 @@ func TestTurnsRefusedWhileCodexDown(t *testing.T) {
 	}
 	settled()
 	down := proxyerr.New(proxyerr.ErrChildProcessDead, nil, "codex child process is not running: killed by signal killed (call agent_restart_codex to start a new one)")
-	h.fb.mu.Lock()
-	h.fb.down = down
-	h.fb.mu.Unlock()
+	h.fb.SetDown(down)
 
 	type state struct{ Requests, RegistryWrites, Audit int }
-	now := func() state { return state{len(h.fb.requests()), h.reg.count(), audit.count()} }
+	now := func() state { return state{len(h.fb.Requests()), h.reg.count(), audit.count()} }
 	before := now()
 	call := &fakeCall{}
 	turns := []struct {
@@ -137,9 +135,7 @@ func TestTurnsRefusedWhileCodexDown(t *testing.T) {
 		t.Errorf("session after the refused turns: busy %v, thread %q; want idle on %q", d.Busy, s.Record().BackendID, thread)
 	}
 
-	h.fb.mu.Lock()
-	h.fb.down = nil
-	h.fb.mu.Unlock()
+	h.fb.SetDown(nil)
 	if r, err := s.Run(context.Background(), Turn{Prompt: "back", Source: SourceClaude}); err != nil || r.Text != "echo: back" {
 		t.Errorf("Run once Codex is back = %+v, %v", r, err)
 	}

@@ -45,14 +45,14 @@ func TestRunQueuesInOrderAndReleasesQueuedCalls(t *testing.T) {
 		}
 		c.mu.Unlock()
 	}
-	h.fb.release <- "first done"
+	h.fb.Answer("first done")
 	got := []string{<-first, <-a, <-b}
 	want := []string{"first done", "echo: a", "echo: b"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("results (-want +got):\n%s", diff)
 	}
 	var prompts []string
-	for _, r := range h.fb.requests() {
+	for _, r := range h.fb.Requests() {
 		prompts = append(prompts, r.Prompt[strings.LastIndex(r.Prompt, "\n")+1:])
 	}
 	if diff := cmp.Diff([]string{"BLOCK", "a", "b"}, prompts); diff != "" {
@@ -82,7 +82,7 @@ func TestQueuePutsClaudeBeforeMail(t *testing.T) {
 	queue("mail-1", SourceMail)
 	queue("claude-1", SourceClaude)
 	queue("claude-2", SourceClaude)
-	h.fb.release <- "ok"
+	h.fb.Answer("ok")
 	<-first
 	for range 3 {
 		<-done
@@ -100,7 +100,7 @@ func TestTryMailOnlyWhenIdle(t *testing.T) {
 	if s.TryMail("mail while busy", func(bool) { t.Error("report called for a refused delivery") }) {
 		t.Error("TryMail on a busy session = true, want false")
 	}
-	h.fb.release <- "ok"
+	h.fb.Answer("ok")
 	<-first
 	sent := make(chan bool, 1)
 	if !s.TryMail("<team-mail>hi</team-mail>", func(ok bool) { sent <- ok }) {
@@ -250,9 +250,7 @@ func TestReplyFromReaderRecordsTheTurnFirst(t *testing.T) {
 	if r, err := s.Run(context.Background(), Turn{Prompt: "start", Source: SourceClaude}); err != nil || r.ThreadID == "" {
 		t.Fatalf("first turn: %+v, %v", r, err)
 	}
-	h.fb.mu.Lock()
-	h.fb.onResult = true
-	h.fb.mu.Unlock()
+	h.fb.AnswerFromReader(true)
 	call := &fakeCall{replyNow: true, detailFor: s}
 	_, err := s.Run(context.Background(), Turn{Prompt: "again", Source: SourceClaude, Call: call})
 	if !errors.Is(err, ErrAnswered) {
@@ -277,7 +275,7 @@ func TestTurnContext(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	reqs := h.fb.requests()
+	reqs := h.fb.Requests()
 	first, second := reqs[0], reqs[1]
 	if first.ThreadID != "" || second.ThreadID != "thread-1" {
 		t.Errorf("thread ids = %q, %q; want a new thread, then thread-1", first.ThreadID, second.ThreadID)
@@ -297,20 +295,21 @@ func TestTurnContext(t *testing.T) {
 
 // TestDetailFitsTheResultCap: agent_status's detail (what Claude Code shows
 // the model, whole) stays within max_result_chars however long the result
-// and the activity, and paging on with offset + len(result_text) reads the
-// whole result.
+// and the activity (the latest agent message long too: clipped once, then
+// the result's page shrinks), and paging on with offset + len(result_text)
+// reads the whole result.
 func TestDetailFitsTheResultCap(t *testing.T) {
 	const limit = 3000
 	h := newHarness(t, func(c *Config) { c.MaxResultChars = limit })
 	s := h.create("arch")
 	ctx := context.Background()
 	for i := range 8 {
-		if _, err := s.Run(ctx, Turn{Prompt: strings.Repeat("m", 1800) + fmt.Sprint(i), Source: SourceClaude}); err != nil {
+		if _, err := s.Run(ctx, Turn{Prompt: "SAY " + strings.Repeat("m", 1800) + fmt.Sprint(i), Source: SourceClaude}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	long := strings.Repeat("0123456789", 1000) + "THE-END"
-	go func() { h.fb.release <- long }()
+	go func() { h.fb.Answer(long) }()
 	if _, err := s.Run(ctx, Turn{Prompt: "BLOCK", Source: SourceClaude}); err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/fakebackend"
 	"testing"
 	"time"
 
@@ -56,7 +57,7 @@ func TestUsageSeed(t *testing.T) {
 func TestUsageOverResume(t *testing.T) {
 	checkNoLeaks(t)
 	home := t.TempDir()
-	fb := newFakeBackend()
+	fb := fakebackend.New(fakebackend.Config{})
 	serve := func() (*Manager, func()) {
 		reg, err := registry.Open(registry.Config{Home: home, Team: "dev", Identity: "proxy"})
 		if err != nil {

@@ -109,8 +109,8 @@ func TestRoundTripApprovals(t *testing.T) {
 	if got, want := r.Text, "decisions: approve; deny: "+session.Dismissed; got != want || r.Input != nil {
 		t.Errorf("turn result:\n got  %s\n want %s", got, want)
 	}
-	if n := len(h.ok("agent_sessions", "")["sessions"].([]any)); n != 1 || len(h.fb.prompts) != 1 {
-		t.Errorf("%d sessions and %d turns after the round trips, want 1 and 1", n, len(h.fb.prompts))
+	if n := len(h.ok("agent_sessions", "")["sessions"].([]any)); n != 1 || len(h.fb.Prompts()) != 1 {
+		t.Errorf("%d sessions and %d turns after the round trips, want 1 and 1", n, len(h.fb.Prompts()))
 	}
 
 	// No retry within the elicitation timeout: a denial; the state is spent.
