@@ -73,18 +73,6 @@ func hostFor(t *testing.T, srv *sshtest.Server, cfg sshhost.Config) *sshhost.Hos
 	return h
 }
 
-// waitFor polls ok for up to 15 s.
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // startServer starts a loopback sshd with defaults.
 func startServer(t *testing.T) *sshtest.Server {
 	t.Helper()

@@ -14,6 +14,7 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/leakcheck"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/poll"
 )
 
 // recorder is a turn's Handler and Flusher: it keeps what the turn told
@@ -179,15 +180,12 @@ func TestBlock(t *testing.T) {
 // waitRunning waits until a turn runs on thread.
 func waitRunning(t *testing.T, f *Backend, thread string) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+	poll.Until(t, "a turn on "+thread, func() bool {
 		f.mu.Lock()
+		defer f.mu.Unlock()
 		_, ok := f.running[thread]
-		f.mu.Unlock()
-		if ok {
-			return
-		}
-	}
-	t.Fatalf("no turn runs on %s", thread)
+		return ok
+	})
 }
 
 // TestThreads: each protocol's thread policy, as the turn the fake took

@@ -15,6 +15,7 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/mcpconn"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/poll"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 	"github.com/google/go-cmp/cmp"
 )
@@ -187,7 +188,7 @@ func TestReplyWaitsForBusySession(t *testing.T) {
 	res := c.structured(c.tool("codex", map[string]any{"prompt": "start", "identity": "dev-1"}))
 	agentID := res["agent_id"].(string)
 	_, slow := c.send("tools/call", map[string]any{"name": "codex-reply", "arguments": map[string]any{"agent_id": agentID, "prompt": "BLOCK"}})
-	waitFor(t, "the slow turn", func() bool { return len(c.fb.Requests()) == 2 })
+	poll.Until(t, "the slow turn", func() bool { return len(c.fb.Requests()) == 2 })
 	_, second := c.send("tools/call", map[string]any{"name": "codex-reply", "arguments": map[string]any{"agent_id": agentID, "prompt": "second"}})
 	time.Sleep(50 * time.Millisecond)
 	if n := len(c.fb.Requests()); n != 2 {
@@ -205,7 +206,7 @@ func TestReplyWaitsForBusySession(t *testing.T) {
 	if got["content"] != "echo: second" {
 		t.Errorf("queued reply = %v", got)
 	}
-	waitFor(t, "idle", func() bool {
+	poll.Until(t, "idle", func() bool {
 		return c.structured(c.tool("agent_status", map[string]any{"agent_id": agentID}))["thread_state"] == "idle"
 	})
 }
@@ -216,7 +217,7 @@ func TestCloseBusySessionFailsQueued(t *testing.T) {
 	res := c.structured(c.tool("codex", map[string]any{"prompt": "start", "identity": "dev-1"}))
 	agentID := res["agent_id"].(string)
 	_, slow := c.send("tools/call", map[string]any{"name": "codex-reply", "arguments": map[string]any{"agent_id": agentID, "prompt": "BLOCK"}})
-	waitFor(t, "the slow turn", func() bool { return len(c.fb.Requests()) == 2 })
+	poll.Until(t, "the slow turn", func() bool { return len(c.fb.Requests()) == 2 })
 	_, queued := c.send("tools/call", map[string]any{"name": "codex-reply", "arguments": map[string]any{"agent_id": agentID, "prompt": "queued"}})
 	time.Sleep(50 * time.Millisecond)
 	closed := c.structured(c.tool("agent_close", map[string]any{"identity": "dev-1", "summary": true}))
@@ -255,7 +256,7 @@ func TestEventsTaggedAndProgress(t *testing.T) {
 	m := c.call("tools/call", map[string]any{"name": "codex", "arguments": map[string]any{"prompt": "EVENTS=3", "identity": "arch"},
 		"_meta": map[string]any{"progressToken": "tok-1"}})
 	res := c.structured(m)
-	waitFor(t, "events", func() bool { return len(c.notifications("codex/event")) >= 5 })
+	poll.Until(t, "events", func() bool { return len(c.notifications("codex/event")) >= 5 })
 	for _, e := range c.notifications("codex/event") {
 		var p struct {
 			AgentID string `json:"agent_id"`
@@ -495,14 +496,14 @@ func TestEventsDroppedWhenClientGone(t *testing.T) {
 	sess := c.srv.sessions.Get(res["agent_id"].(string))
 	c.hangUp()
 	c.send("ping", nil) // its answer finds the pipe closed
-	waitFor(t, "the proxy to see the client gone", func() bool {
+	poll.Until(t, "the proxy to see the client gone", func() bool {
 		return !c.srv.conn.Event(func() *jsonrpcframe.Message { return nil }, false)
 	})
 	before := sess.Counts().Dropped
 	if !sess.TryMail("EVENTS=25", func(bool) {}) {
 		t.Fatal("the mail turn did not start")
 	}
-	waitFor(t, "the turn to end", func() bool { return sess.Detail(0).Turns == 2 && sess.Detail(0).Status == "idle" })
+	poll.Until(t, "the turn to end", func() bool { return sess.Detail(0).Turns == 2 && sess.Detail(0).Status == "idle" })
 	if got := sess.Counts().Dropped - before; got < 25 {
 		t.Errorf("dropped %d events, want at least 25", got)
 	}
@@ -527,7 +528,7 @@ func TestEventsNeverWaitForAStalledClient(t *testing.T) {
 	if !sess.TryMail("EVENTS=3000", func(bool) {}) {
 		t.Fatal("the mail turn did not start")
 	}
-	waitFor(t, "the turn to end while the client does not read", func() bool {
+	poll.Until(t, "the turn to end while the client does not read", func() bool {
 		return sess.Detail(0).Turns == 2 && sess.Detail(0).Status == "idle"
 	})
 	counts := sess.Counts()
@@ -616,7 +617,7 @@ func TestRepliesAnswerTheRecordedState(t *testing.T) {
 			sess := c.srv.sessions.Get(agent)
 			c.stalled.Store(true)
 			_, flood := c.send("tools/call", map[string]any{"name": "codex-reply", "arguments": map[string]any{"agent_id": agent, "prompt": "EVENTS=3000"}})
-			waitFor(t, "the flooding turn's end", func() bool { return sess.Detail(0).Turns == 9 })
+			poll.Until(t, "the flooding turn's end", func() bool { return sess.Detail(0).Turns == 9 })
 			c.stalled.Store(false)
 			if got := c.structured(c.wait(flood))["content"]; got != "echo: EVENTS=3000" {
 				t.Errorf("reply after the stall = %v", got)

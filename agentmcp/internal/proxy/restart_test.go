@@ -3,17 +3,18 @@ package proxy
 import (
 	"context"
 	"errors"
-	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/fakebackend"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/fakebackend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/tools"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/poll"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -62,7 +63,7 @@ func TestRestartsCoalesce(t *testing.T) {
 			var wg sync.WaitGroup
 			for i, force := range tt.force {
 				if i == 1 {
-					waitFor(t, "the first restart to begin", func() bool { return c.Restarts().Restarting })
+					poll.Until(t, "the first restart to begin", func() bool { return c.Restarts().Restarting })
 				}
 				wg.Add(1)
 				go func() {
@@ -70,7 +71,7 @@ func TestRestartsCoalesce(t *testing.T) {
 					reps[i], errs[i] = c.Restart(context.Background(), force)
 				}()
 			}
-			waitFor(t, "every call to wait for the restart", func() bool { return c.callers() == len(tt.force) })
+			poll.Until(t, "every call to wait for the restart", func() bool { return c.callers() == len(tt.force) })
 			close(gate)
 			wg.Wait()
 			for i := range tt.force {
@@ -115,7 +116,7 @@ func TestSlowCloseHoldsNothing(t *testing.T) {
 		_, err := c.Restart(context.Background(), true)
 		restarted <- err
 	}()
-	waitFor(t, "the restart to begin", func() bool { return c.Restarts().Restarting })
+	poll.Until(t, "the restart to begin", func() bool { return c.Restarts().Restarting })
 	if !c.MailPaused() {
 		t.Error("MailPaused() = false during a restart, want true")
 	}
@@ -157,10 +158,10 @@ func TestCloseWaitsForRestart(t *testing.T) {
 		_, err := c.Restart(context.Background(), false)
 		restarted <- err
 	}()
-	waitFor(t, "the new child to be in place", func() bool { return c.Status().PID == 0 && c.Restarts().Restarting })
+	poll.Until(t, "the new child to be in place", func() bool { return c.Status().PID == 0 && c.Restarts().Restarting })
 	closed := make(chan error, 1)
 	go func() { closed <- c.Close(context.Background()) }()
-	waitFor(t, "Close to stop the new child", func() bool { return second.Closes() > 0 })
+	poll.Until(t, "Close to stop the new child", func() bool { return second.Closes() > 0 })
 	close(gate)
 	if err := <-closed; err != nil {
 		t.Errorf("Close: %v", err)

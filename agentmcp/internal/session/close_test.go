@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/poll"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
@@ -37,9 +38,9 @@ func TestClose(t *testing.T) {
 			var first, queued chan string
 			if tt.busy {
 				first = runAsync(s, Turn{Prompt: "BLOCK", Source: SourceClaude})
-				waitFor(t, "the turn to run", func() bool { return s.Detail(0).Busy })
+				poll.Until(t, "the turn to run", func() bool { return s.Detail(0).Busy })
 				queued = runAsync(s, Turn{Prompt: "later", Source: SourceClaude})
-				waitFor(t, "a turn to be queued", func() bool { return s.Detail(0).Queued == 1 })
+				poll.Until(t, "a turn to be queued", func() bool { return s.Detail(0).Queued == 1 })
 			}
 			before := len(h.fb.Requests())
 			out := h.m.Close(context.Background(), s, tt.summarize)
@@ -99,7 +100,7 @@ func TestShutdownRecordsFirst(t *testing.T) {
 		}
 	}
 	running := runAsync(busy, Turn{Prompt: "BLOCK", Source: SourceClaude})
-	waitFor(t, "the turn to run", func() bool { return busy.Detail(0).Busy })
+	poll.Until(t, "the turn to run", func() bool { return busy.Detail(0).Busy })
 	done := make(chan struct{})
 	go func() { h.m.Shutdown(); close(done) }()
 	type fact struct {
@@ -125,7 +126,7 @@ func TestShutdownRecordsFirst(t *testing.T) {
 		}
 		return out
 	})
-	waitFor(t, "both records closed while the summaries wait", func() bool { return cmp.Diff(want, facts(), sortFacts) == "" })
+	poll.Until(t, "both records closed while the summaries wait", func() bool { return cmp.Diff(want, facts(), sortFacts) == "" })
 	if h.reg.HasSummary("arch", "thread-1") {
 		t.Error("a summary was saved before the model gave it")
 	}

@@ -2,9 +2,10 @@ package session
 
 import (
 	"context"
-	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 	"testing"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/poll"
+	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -109,7 +110,7 @@ func TestThreadIDRecordedAtOnce(t *testing.T) {
 	h := newHarness(t, nil)
 	s := h.create("arch")
 	first := runAsync(s, Turn{Prompt: "BLOCK", Source: SourceClaude})
-	waitFor(t, "the thread in the registry while the turn runs", func() bool {
+	poll.Until(t, "the thread in the registry while the turn runs", func() bool {
 		recs := h.reg.List(registry.Filter{})
 		return len(recs) == 1 && recs[0].BackendID == "thread-1"
 	})

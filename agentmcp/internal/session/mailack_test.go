@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/poll"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 	"github.com/google/go-cmp/cmp"
 )
@@ -51,7 +52,7 @@ func TestTryMailReportsAcceptance(t *testing.T) {
 			if !ok {
 				t.Fatal("TryMailThen on an idle session = false")
 			}
-			waitFor(t, "the mail turn to run", func() bool { return len(h.fb.Requests()) == 2 })
+			poll.Until(t, "the mail turn to run", func() bool { return len(h.fb.Requests()) == 2 })
 			tt.finish(h, s)
 			<-ended
 			mu.Lock()

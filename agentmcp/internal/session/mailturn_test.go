@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/poll"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -51,7 +52,7 @@ func TestTryMailThenReportsTheEnd(t *testing.T) {
 			if !ok {
 				t.Fatal("TryMailThen on an idle session = false")
 			}
-			waitFor(t, "the mail turn to run", func() bool { return len(h.fb.Requests()) == 2 })
+			poll.Until(t, "the mail turn to run", func() bool { return len(h.fb.Requests()) == 2 })
 			tt.finish(h, s)
 			if diff := cmp.Diff(tt.want, <-ended); diff != "" {
 				t.Errorf("ended (-want +got):\n%s", diff)

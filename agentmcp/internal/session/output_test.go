@@ -2,10 +2,10 @@ package session
 
 import (
 	"context"
-	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/fakebackend"
 	"strings"
 	"testing"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/fakebackend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend/outputschema"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )

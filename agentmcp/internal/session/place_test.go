@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/poll"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 	"github.com/google/go-cmp/cmp"
 )
@@ -107,7 +108,7 @@ func TestPlaceLifecycle(t *testing.T) {
 			}
 		}
 	}
-	waitFor(t, "two ended turns told", func() bool { _, _, e := fp.snapshot(); return len(e) == 2 })
+	poll.Until(t, "two ended turns told", func() bool { _, _, e := fp.snapshot(); return len(e) == 2 })
 
 	out := h.m.Close(context.Background(), s, false)
 	want := &Released{Path: "/repo/.atm/worktrees/alice", Branch: "atm/alice", Dirty: 1, Stat: "1 files changed, 1 insertions(+), 0 deletions(-)"}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/poll"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -32,12 +33,12 @@ func TestRunQueuesInOrderAndReleasesQueuedCalls(t *testing.T) {
 	h := newHarness(t, nil)
 	s := h.create("arch")
 	first := runAsync(s, Turn{Prompt: "BLOCK", Source: SourceClaude})
-	waitFor(t, "the first turn to run", func() bool { return s.Detail(0).Busy })
+	poll.Until(t, "the first turn to run", func() bool { return s.Detail(0).Busy })
 	calls := []*fakeCall{{}, {}}
 	a := runAsync(s, Turn{Prompt: "a", Source: SourceClaude, Call: calls[0]})
-	waitFor(t, "a to be queued", func() bool { return s.Detail(0).Queued == 1 })
+	poll.Until(t, "a to be queued", func() bool { return s.Detail(0).Queued == 1 })
 	b := runAsync(s, Turn{Prompt: "b", Source: SourceClaude, Call: calls[1]})
-	waitFor(t, "b to be queued", func() bool { return s.Detail(0).Queued == 2 })
+	poll.Until(t, "b to be queued", func() bool { return s.Detail(0).Queued == 2 })
 	for i, c := range calls {
 		c.mu.Lock()
 		if c.releases == 0 {
@@ -67,7 +68,7 @@ func TestQueuePutsClaudeBeforeMail(t *testing.T) {
 	h := newHarness(t, nil)
 	s := h.create("arch")
 	first := runAsync(s, Turn{Prompt: "BLOCK", Source: SourceClaude})
-	waitFor(t, "the first turn to run", func() bool { return s.Detail(0).Busy })
+	poll.Until(t, "the first turn to run", func() bool { return s.Detail(0).Busy })
 	var order []string
 	done := make(chan struct{}, 3)
 	queue := func(name string, src Source) {
@@ -96,7 +97,7 @@ func TestTryMailOnlyWhenIdle(t *testing.T) {
 	h := newHarness(t, nil)
 	s := h.create("arch")
 	first := runAsync(s, Turn{Prompt: "BLOCK", Source: SourceClaude})
-	waitFor(t, "the first turn to run", func() bool { return s.Detail(0).Busy })
+	poll.Until(t, "the first turn to run", func() bool { return s.Detail(0).Busy })
 	if s.TryMail("mail while busy", func(bool) { t.Error("report called for a refused delivery") }) {
 		t.Error("TryMail on a busy session = true, want false")
 	}
@@ -109,14 +110,14 @@ func TestTryMailOnlyWhenIdle(t *testing.T) {
 	if !<-sent {
 		t.Error("report(false), want report(true) once the turn was sent")
 	}
-	waitFor(t, "the mail turn to end", func() bool { return s.Detail(0).Status == "idle" && s.Detail(0).Turns == 2 })
+	poll.Until(t, "the mail turn to end", func() bool { return s.Detail(0).Status == "idle" && s.Detail(0).Turns == 2 })
 }
 
 func TestApprovalsFirstAnswerWins(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.ApprovalFallback = "queue" })
 	s := h.create("arch")
 	res := runAsync(s, Turn{Prompt: "APPROVE", Source: SourceClaude})
-	waitFor(t, "the approval to be pending", func() bool { return s.Detail(0).Status == "awaiting_approval" })
+	poll.Until(t, "the approval to be pending", func() bool { return s.Detail(0).Status == "awaiting_approval" })
 	d := s.Detail(0)
 	if len(d.PendingApprovals) != 1 || d.PendingApprovals[0].Command != "touch x" || d.PendingApprovals[0].Question != "[arch] Allow Codex to run `touch x` in `"+h.dir+"`?" {
 		t.Fatalf("pending approvals = %+v", d.PendingApprovals)
@@ -182,7 +183,7 @@ func TestCloseDeniesPendingApprovals(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.ApprovalFallback = "queue" })
 	s := h.create("arch")
 	res := runAsync(s, Turn{Prompt: "APPROVE", Source: SourceClaude})
-	waitFor(t, "the approval to be pending", func() bool { return s.Detail(0).Status == "awaiting_approval" })
+	poll.Until(t, "the approval to be pending", func() bool { return s.Detail(0).Status == "awaiting_approval" })
 	h.m.Close(context.Background(), s, false)
 	if got, want := <-res, "decision: deny the session is being closed"; got != want {
 		t.Errorf("turn result = %q, want %q", got, want)

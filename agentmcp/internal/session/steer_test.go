@@ -3,14 +3,15 @@ package session
 import (
 	"context"
 	"errors"
-	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/fakebackend"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/fakebackend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/poll"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
@@ -51,7 +52,7 @@ func steeringHarness(t *testing.T, refuse error) (*harness, *steeringBackend, *S
 	if _, err := s.RunBackground(Turn{Prompt: "BLOCK", Source: SourceClaude}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the BLOCK turn to run", func() bool { return len(h.fb.Requests()) == 2 })
+	poll.Until(t, "the BLOCK turn to run", func() bool { return len(h.fb.Requests()) == 2 })
 	return h, sb, s
 }
 
@@ -115,7 +116,7 @@ func TestTrySteerMail(t *testing.T) {
 		if _, err := s.RunBackground(Turn{Prompt: "BLOCK", Source: SourceClaude}); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the BLOCK turn to run", func() bool { return len(h.fb.Requests()) == 2 })
+		poll.Until(t, "the BLOCK turn to run", func() bool { return len(h.fb.Requests()) == 2 })
 		if s.TrySteerMail("mail", func(bool) { t.Error("report called") }, nil) {
 			t.Error("TrySteerMail on a backend without Steerer = true")
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/poll"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/sshtest"
 )
 
@@ -56,5 +57,5 @@ func TestLeakCheck(t *testing.T) {
 	if len(fake.errors) != 1 || !strings.Contains(fake.errors[0], "still running on the host") || !strings.Contains(fake.errors[0], pid+": sleep 301") {
 		t.Errorf("leak check reported %q", fake.errors)
 	}
-	waitFor(t, "the leaked sleep to be killed", func() bool { return len(srv.Processes()) == 0 })
+	poll.Until(t, "the leaked sleep to be killed", func() bool { return len(srv.Processes()) == 0 })
 }

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/poll"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/sshtest"
 	"github.com/google/go-cmp/cmp"
 )
@@ -46,7 +46,7 @@ func TestFaults(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the session's sleep", func() bool { return hasProc(srv, "sleep 300") })
+	poll.Until(t, "the session's sleep", func() bool { return hasProc(srv, "sleep 300") })
 	srv.DropConnections()
 	if err := cmd.Wait(); err == nil {
 		t.Errorf("ssh exited 0 after its connection was dropped; want an error")
@@ -57,7 +57,7 @@ func TestFaults(t *testing.T) {
 	for _, p := range srv.Processes() {
 		_ = syscall.Kill(p.PID, syscall.SIGKILL)
 	}
-	waitFor(t, "the orphan to be gone", func() bool { return len(srv.Processes()) == 0 })
+	poll.Until(t, "the orphan to be gone", func() bool { return len(srv.Processes()) == 0 })
 
 	port := srv.Port
 	srv.Stop()
@@ -82,15 +82,4 @@ func hasProc(srv *sshtest.Server, cmdline string) bool {
 		}
 	}
 	return false
-}
-
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
