@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
@@ -148,8 +150,6 @@ func TestApprovalDecisions(t *testing.T) {
 			"decision: approve_for_session "},
 		{"client cannot be reached", func(c *Config) { c.Asker = &fakeAsker{err: errors.New("client gone")} },
 			"decision: deny the approval could not be asked: client gone"},
-		{"nobody answers in time", func(c *Config) { c.Asker = &fakeAsker{block: true}; c.ElicitationTimeout = 20 * time.Millisecond },
-			"decision: deny no answer from the user within 20ms"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -163,17 +163,50 @@ func TestApprovalDecisions(t *testing.T) {
 	}
 }
 
-// fakeAsker answers every question the same way, or blocks until ctx ends.
+// TestApprovalTimeout: an approval nobody answers is denied when the
+// elicitation timeout passes, not before, saying after how long; the
+// asker's question ends with it. Time is the point here, so it runs on
+// testing/synctest's clock: the default five minutes pass at once.
+func TestApprovalTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		asker := &fakeAsker{block: true}
+		h := newHarness(t, func(c *Config) { c.Asker = asker; c.ElicitationTimeout = 5 * time.Minute })
+		s := h.create("arch")
+		start := time.Now()
+		res := runAsync(s, Turn{Prompt: "APPROVE", Source: SourceClaude})
+		time.Sleep(5*time.Minute - time.Second)
+		synctest.Wait()
+		if st := s.Detail(0).Status; st != "awaiting_approval" {
+			t.Errorf("a second before the timeout the session is %q, want awaiting_approval", st)
+		}
+		got := <-res
+		if want := "decision: deny no answer from the user within 5m0s"; !strings.HasPrefix(got, want) {
+			t.Errorf("turn result = %q, want it to start with %q", got, want)
+		}
+		if d := time.Since(start); d != 5*time.Minute {
+			t.Errorf("denied after %v, want exactly the timeout (5m0s)", d)
+		}
+		synctest.Wait()
+		if n := asker.ended.Load(); n != 1 {
+			t.Errorf("%d questions ended, want the one asked", n)
+		}
+	})
+}
+
+// fakeAsker answers every question the same way, or blocks until ctx ends
+// (counting the questions so ended).
 type fakeAsker struct {
 	answer Answer
 	err    error
 	block  bool
+	ended  atomic.Int64
 }
 
 func (a *fakeAsker) CanAsk() bool { return true }
 func (a *fakeAsker) Ask(ctx context.Context, q Question) (Answer, error) {
 	if a.block {
 		<-ctx.Done()
+		a.ended.Add(1)
 		return Answer{}, ctx.Err()
 	}
 	return a.answer, a.err
@@ -231,18 +264,44 @@ func TestCreateHoldsNoLockWhileTheRegistryWrites(t *testing.T) {
 	}
 }
 
-func TestPersisterCoalesces(t *testing.T) {
-	h := newHarness(t, nil)
-	s := h.create("arch")
-	before := h.reg.count()
-	p := newPersister(h.reg, h.m.log)
-	for range 5 {
+// TestPersisterDebounce: writes queued within the debounce window cost one
+// registry write, made when the window ends and not before; a write that
+// must not wait (soon: a new thread's id) is made at once, one a caller
+// waits for (now) before it returns, and close flushes what is queued.
+// Time is the point, so it runs on testing/synctest's clock.
+func TestPersisterDebounce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil)
+		s := h.create("arch")
+		synctest.Wait()
+		before := h.reg.count()
+		p := newPersister(h.reg, h.m.log)
+		writes := func() int { synctest.Wait(); return h.reg.count() - before }
+		for range 5 {
+			p.async(s)
+		}
+		time.Sleep(persistDebounce - time.Millisecond)
+		if n := writes(); n != 0 {
+			t.Errorf("%d writes before the debounce window ended, want none", n)
+		}
+		time.Sleep(time.Millisecond)
+		if n := writes(); n != 1 {
+			t.Errorf("%d writes for 5 queued within the window, want 1", n)
+		}
+		p.soon(s)
+		if n := writes(); n != 2 {
+			t.Errorf("%d writes after soon, want 2 (at once, no debounce)", n)
+		}
+		p.now(s)
+		if n := h.reg.count() - before; n != 3 {
+			t.Errorf("%d writes when now returned, want 3", n)
+		}
 		p.async(s)
-	}
-	p.close()
-	if got := h.reg.count() - before; got != 1 {
-		t.Errorf("registry updates for 5 queued writes of one session = %d, want 1", got)
-	}
+		p.close()
+		if n := h.reg.count() - before; n != 4 {
+			t.Errorf("%d writes after close, want 4 (the queued one flushed)", n)
+		}
+	})
 }
 
 func TestReplyFromReaderRecordsTheTurnFirst(t *testing.T) {
