@@ -47,8 +47,10 @@
 // mail again.
 //
 // A turn's events reach its backend.Handler on the backend's reader
-// goroutine, each with [Translate] as its Event.Translate: a Codex event is
-// put in neutral terms only when somebody reads it. A Handler that is also
+// goroutine, each with its protocol's translation as its Event.Translate
+// (the one [Translate] picks by the event's method, chosen when the event
+// is read): a Codex event is put in neutral terms only when somebody reads
+// it. A Handler that is also
 // a backend.Flusher can pass them on in batches: the reader calls Flush
 // whenever it has nothing more of the child's output to read.
 //
