@@ -173,7 +173,10 @@ func TestBadInputCatalogue(t *testing.T) {
 	if !strings.HasPrefix(dup, "-32600 request id \"c\" is already in use") {
 		t.Errorf("the same id twice: %s", dup)
 	}
-	if first := p.waitAnswer(t, before); !strings.Contains(first, "MOCK_REPLY: SLOW=1") {
+	// The first is answered: its turn's reply, or, when the lead's mail to
+	// qa left unread above ("to qa") was steered into that running turn
+	// (busy_mail's default for the lead's mail), the reply to that mail.
+	if first := p.waitAnswer(t, before); !strings.Contains(first, "MOCK_REPLY: SLOW=1") && !strings.Contains(first, "to qa") {
 		t.Errorf("the first request of the id: %s", first)
 	}
 	p.close(t)

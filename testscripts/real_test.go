@@ -1,6 +1,7 @@
 package testscripts
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -60,6 +61,38 @@ func slowLadderSummary(r *mockmodel.Request) mockmodel.Responder {
 	})
 }
 
+// modelSawCmd is the command of the real_*.txtar scenarios
+//
+//	model-saw TEXT
+//
+// which waits until a request of the loopback model had TEXT in its input,
+// at most waitLimit. A scenario waits so for a turn that Codex must have:
+// Codex puts a turn's prompt into its thread after turn/started, on its way
+// to the model, and a turn cut before that (on a loaded machine, tens of
+// milliseconds later) ends with nothing of it in the thread.
+func modelSawCmd(mock *mockmodel.Server) func(ts *testscript.TestScript, neg bool, args []string) {
+	return func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 1 {
+			ts.Fatalf("usage: model-saw TEXT")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit(ts))
+		defer cancel()
+		for seen := 0; ; {
+			reqs, err := mock.WaitRequests(ctx, seen+1)
+			if err != nil {
+				ts.Fatalf("model-saw: no request of the model had %q in its input: %v", args[0], err)
+			}
+			for _, r := range reqs[seen:] {
+				if strings.Contains(strings.Join(r.InputTexts(), "\n"), args[0]) {
+					ts.Logf("model-saw: request %d has %q", r.N, args[0])
+					return
+				}
+			}
+			seen = len(reqs)
+		}
+	}
+}
+
 func TestRealCodex(t *testing.T) {
 	for _, tc := range []struct {
 		which   realcodex.Which
@@ -79,6 +112,7 @@ func TestRealCodex(t *testing.T) {
 			p := proxyParams(t, "real_*.txtar")
 			p.Cmds["model-wait"] = modelWait(mock)
 			p.Cmds["model-count"] = modelCount(mock)
+			p.Cmds["model-saw"] = modelSawCmd(mock)
 			setup := p.Setup
 			p.Setup = func(env *testscript.Env) error { // runs once per script, in parallel
 				if err := setup(env); err != nil {
