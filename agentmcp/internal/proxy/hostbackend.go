@@ -125,6 +125,7 @@ func (b *hostBackend) Turn(ctx context.Context, req backend.TurnRequest) (*backe
 		return nil, b.failed(err)
 	}
 	res, err := cur.Turn(ctx, req)
+	b.p.checkForwards() // for the next turn, should one of this turn's tool calls have found the forward gone
 	return res, b.failed(err)
 }
 
