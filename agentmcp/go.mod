@@ -14,7 +14,10 @@ require (
 	github.com/sourcegraph/jsonrpc2 v0.2.3
 )
 
-require github.com/fsnotify/fsnotify v1.10.1 // indirect
+require (
+	github.com/fsnotify/fsnotify v1.10.1 // indirect
+	github.com/google/jsonschema-go v0.4.3 // indirect
+)
 
 require (
 	github.com/atm-agent-mcp/atm-agent-mcp/mailbridge v0.2.0

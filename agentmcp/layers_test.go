@@ -65,6 +65,11 @@ var kindLayers = []struct {
 	{"agentmcp/internal/feed", []string{"codexchild", "codexchild/acpbackend", "codexchild/acp"}},
 	{"agentmcp/internal/view", []string{"codexchild", "codexchild/acpbackend", "codexchild/acp"}},
 	{"codexchild/backend", []string{"codexchild", "codexchild/acpbackend", "codexchild/acp"}},
+	// The check of an answer against an output schema is the domain's, the
+	// same for every kind (a kind that cannot constrain its agent is
+	// checked the same way), so it sits under the seam and, like the seam,
+	// knows no kind.
+	{"codexchild/backend/outputschema", []string{"codexchild", "codexchild/acpbackend", "codexchild/acp"}},
 	{"codexchild", []string{"codexchild/acpbackend", "codexchild/acp"}},
 	{"codexchild/acpbackend", []string{"codexchild"}},
 }

@@ -116,9 +116,10 @@ func proxyOptions(cfg *config.Config, logger *slog.Logger) (proxy.Options, error
 		return proxy.Options{}, err
 	}
 	roles := map[string]proxy.ThreadDefaults{}
-	roleIsolation := map[string]string{}
+	roleIsolation, roleBusyMail := map[string]string{}, map[string]string{}
 	for name := range cfg.Roles {
 		roleIsolation[name] = cfg.IsolationFor(name)
+		roleBusyMail[name] = cfg.Roles[name].BusyMail
 		ts, err := cfg.ThreadDefaults(name)
 		if err != nil {
 			return proxy.Options{}, err
@@ -176,7 +177,7 @@ func proxyOptions(cfg *config.Config, logger *slog.Logger) (proxy.Options, error
 		ElicitationTimeout: cfg.ElicitationTimeout, ApprovalFallback: cfg.ApprovalFallback, MCPProtocol: cfg.MCPProtocol,
 		NewBackend: func() (backend.Backend, error) { return newBackend(cfg, logger) }, CodexRestart: cfg.CodexRestart,
 		Agents: agents, AgentCheck: agentCheck(cfg), Hosts: hosts, HostFor: hostFor(cfg), StaleInstance: staleInstance(cfg),
-		AutoMail: cfg.AutoMail, AutoMailFor: cfg.AutoMailFor,
+		AutoMail: cfg.AutoMail, AutoMailFor: cfg.AutoMailFor, BusyMail: cfg.BusyMail, RoleBusyMail: roleBusyMail,
 		MailPollInterval: cfg.MailPollInterval, MailIdleTimeout: cfg.IdleTimeout, PersistThreads: cfg.PersistThreads, MaxMailMessages: cfg.MaxMailMessages, MaxMailMessageLength: cfg.MaxMailMessageLength,
 		ToolServer: toolServer, ToolServerEnv: map[string]string{"ATM_TEAM": cfg.Team, session.EnvRegistryTeam: regTeam},
 		MaxResultChars: cfg.MaxResultChars, EventRing: cfg.EventBufferSize, ProgressInterval: progressInterval(cfg.ProgressInterval),
@@ -224,6 +225,7 @@ func newBackend(cfg *config.Config, logger *slog.Logger) (backend.Backend, error
 		HandshakeTimeout: min(cfg.HandshakeTimeout, cfg.RequestTimeout),
 		ClientInfo:       codexchild.ClientInfo{Name: "atm-agent-mcp", Version: cli.Version()},
 		Kind:             codexchild.Kind(cfg.Backend),
+		SubAgentWait:     cfg.SubAgentWait,
 	})
 }
 

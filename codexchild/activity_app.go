@@ -54,6 +54,8 @@ func appItem(e backend.Event) backend.Activity {
 			Tool    string          `json:"tool"`
 			Text    string          `json:"text"`
 			// collabAgentToolCall (Codex's own sub-agents; its tool in Tool)
+			Sender       string   `json:"senderThreadId"`
+			Prompt       string   `json:"prompt"`
 			Receivers    []string `json:"receiverThreadIds"`
 			AgentsStates map[string]struct {
 				Status  string `json:"status"`
@@ -85,14 +87,18 @@ func appItem(e backend.Event) backend.Activity {
 		item.Type, item.Summary = "sub_agent", "sub-agent "+it.Tool
 		a := backend.Activity{Kind: backend.ActivityItem, Item: item}
 		seen := map[string]bool{}
+		task := ""
+		if it.Tool == "spawnAgent" {
+			task = clip(it.Prompt, 200)
+		}
 		for _, id := range it.Receivers {
 			st := it.AgentsStates[id]
-			a.SubAgents = append(a.SubAgents, backend.SubAgent{ThreadID: id, Status: st.Status, Message: clip(st.Message, 200)})
+			a.SubAgents = append(a.SubAgents, backend.SubAgent{ThreadID: id, ParentThreadID: it.Sender, Task: task, Status: st.Status, Message: clip(st.Message, 200)})
 			seen[id] = true
 		}
 		for id, st := range it.AgentsStates {
 			if !seen[id] {
-				a.SubAgents = append(a.SubAgents, backend.SubAgent{ThreadID: id, Status: st.Status, Message: clip(st.Message, 200)})
+				a.SubAgents = append(a.SubAgents, backend.SubAgent{ThreadID: id, ParentThreadID: it.Sender, Status: st.Status, Message: clip(st.Message, 200)})
 			}
 		}
 		sort.Slice(a.SubAgents, func(i, j int) bool { return a.SubAgents[i].ThreadID < a.SubAgents[j].ThreadID })

@@ -100,7 +100,7 @@ func TestEventActivity(t *testing.T) {
 		{"app tokens without totals", appEvent("thread/tokenUsage/updated", `{"threadId": "T", "tokenUsage": {"modelContextWindow": 9}}`), backend.Activity{}},
 		{"app sub-agent spawned", appEvent("item/started", `{"threadId": "T", "item": {"id": "c1", "type": "collabAgentToolCall", "tool": "spawnAgent", "status": "inProgress", "senderThreadId": "T", "receiverThreadIds": ["T2"], "prompt": "hello from the parent", "agentsStates": {"T2": {"status": "pendingInit", "message": null}}}}`),
 			backend.Activity{Kind: backend.ActivityItem, Item: &backend.Item{ID: "c1", Type: "sub_agent", Status: "inProgress", Summary: "sub-agent spawnAgent", Started: true},
-				SubAgents: []backend.SubAgent{{ThreadID: "T2", Status: "pendingInit"}}}},
+				SubAgents: []backend.SubAgent{{ThreadID: "T2", ParentThreadID: "T", Task: "hello from the parent", Status: "pendingInit"}}}},
 		{"app sub-agents waited for", appEvent("item/completed", `{"item": {"id": "c2", "type": "collabAgentToolCall", "tool": "wait", "status": "completed", "receiverThreadIds": ["T3"], "agentsStates": {"T3": {"status": "completed", "message": "done"}, "T2": {"status": "running"}}}}`),
 			backend.Activity{Kind: backend.ActivityItem, Item: &backend.Item{ID: "c2", Type: "sub_agent", Status: "completed", Summary: "sub-agent wait"},
 				SubAgents: []backend.SubAgent{{ThreadID: "T2", Status: "running"}, {ThreadID: "T3", Status: "completed", Message: "done"}}}},

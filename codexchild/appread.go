@@ -31,6 +31,7 @@ func (b *AppServer) exitLocked(ee *backend.ExitError) func() {
 		turns = append(turns, t)
 	}
 	clear(b.turns)
+	clear(b.subs)
 	clear(b.approvals)
 	if len(turns) > 0 {
 		b.log.Info("codex turns ended by the child's exit", "turns", len(turns))
@@ -164,20 +165,39 @@ func (b *AppServer) turnOfLocked(threadID, turnID string, adopt bool) *appTurn {
 func (b *AppServer) handleNotification(m *jsonrpcframe.Message) {
 	threadID, turnID := eventIDs(m.Params)
 	ev := backend.Event{ThreadID: threadID, TurnID: turnID, Method: m.Method, Type: m.Method, Params: m.Params, Translate: Translate}
-	var t *appTurn
-	completed := false
+	var t, root *appTurn
+	var subsChanged []*subAgent
+	completed, waitSubs, rootDone := false, false, false
 	if threadID != "" {
 		b.mu.Lock()
 		t = b.turnOfLocked(threadID, turnID, m.Method == "turn/started")
-		if t != nil && m.Method == "turn/completed" {
+		switch {
+		case t == nil:
+			root, subsChanged, rootDone = b.subAgentEventLocked(threadID, m.Method, m.Params)
+		case t.completed == nil:
+			b.collabLocked(t, m.Method, m.Params)
+		}
+		if t != nil && t.completed == nil && m.Method == "turn/completed" {
 			completed = true
 			t.completed = m.Params
-			delete(b.turns, threadID)
+			// A turn whose sub-agents still run stays, ended in Codex, until
+			// they end (appsubagents.go).
+			if waitSubs = t.abandoned == notAbandoned && pendingSubAgentsLocked(t); waitSubs {
+				t.subWait = true
+			} else {
+				delete(b.turns, threadID)
+			}
 		}
 		b.mu.Unlock()
 	}
 	if t == nil {
 		b.toOnEvent(ev)
+		if root != nil {
+			b.tellSubAgents(root, subsChanged)
+			if rootDone {
+				root.finish()
+			}
+		}
 		return
 	}
 	if ev.TurnID == "" {
@@ -209,7 +229,11 @@ func (b *AppServer) handleNotification(m *jsonrpcframe.Message) {
 	}
 	if completed {
 		b.answerLeftovers(t, backend.Decision{Kind: backend.Deny, Reason: "the turn ended", TurnEnds: true})
-		t.finish()
+		if waitSubs {
+			close(t.codexEnd)
+		} else {
+			t.finish()
+		}
 		handOver()
 	}
 }
@@ -273,6 +297,12 @@ func (b *AppServer) handleRequest(m *jsonrpcframe.Message) {
 	pa := &appApproval{childID: m.ID, method: m.Method}
 	b.mu.Lock()
 	t := b.turnOfLocked(a.ThreadID, a.TurnID, false)
+	if sa := b.subs[a.ThreadID]; t == nil && sa != nil {
+		t = sa.root // a sub-agent's approval is its root turn's to answer
+		if a.TurnID == "" {
+			a.TurnID = sa.turnID
+		}
+	}
 	if t != nil && t.abandoned != notAbandoned {
 		t = nil
 	}
@@ -351,7 +381,8 @@ func (b *AppServer) answerLeftovers(t *appTurn, d backend.Decision) {
 	b.mu.Lock()
 	var left []*backend.Approval
 	for a, pa := range b.approvals {
-		if pa.owner == t {
+		// A turn that waits for its sub-agents keeps their approvals open.
+		if pa.owner == t && !(t.subWait && a.ThreadID != t.threadID) {
 			left = append(left, a)
 		}
 	}

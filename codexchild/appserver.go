@@ -51,9 +51,10 @@ type AppServer struct {
 
 	core[*appCall] // mu guards it and the fields below (version: from the initialize userAgent, else probed)
 
-	turns       map[string]*appTurn // thread id → its running (or draining) turn
-	loaded      map[string]bool     // threads this process started or resumed
-	models      map[string]string   // the model each loaded thread runs, as thread/start or thread/resume answered
+	turns       map[string]*appTurn  // thread id → its running (or draining) turn
+	subs        map[string]*subAgent // sub-agent thread id → the running turn it belongs to (appsubagents.go)
+	loaded      map[string]bool      // threads this process started or resumed
+	models      map[string]string    // the model each loaded thread runs, as thread/start or thread/resume answered
 	approvals   map[*backend.Approval]*appApproval
 	approvalSeq int64
 
@@ -87,6 +88,7 @@ const acceptWait = 2 * time.Second
 func NewAppServer(cfg Config) *AppServer {
 	b := &AppServer{
 		turns:     map[string]*appTurn{},
+		subs:      map[string]*subAgent{},
 		loaded:    map[string]bool{},
 		models:    map[string]string{},
 		approvals: map[*backend.Approval]*appApproval{},

@@ -74,7 +74,8 @@ func TestAppCtxCancelAndBusy(t *testing.T) {
 	if _, err := b.Turn(ctxFor(t, 5*time.Second), backend.TurnRequest{ThreadID: thread, Prompt: "me too"}); !errors.Is(err, backend.ErrThreadBusy) {
 		t.Errorf("second Turn = %v, want ErrThreadBusy", err)
 	}
-	if err := steerOf(t, b).Steer(ctxFor(t, 5*time.Second), thread, "more"); err != nil {
+	// The steer's own answer is slow too: the turn stays busy for the cancel.
+	if err := steerOf(t, b).Steer(ctxFor(t, 5*time.Second), thread, "SLOW=30 more"); err != nil {
 		t.Errorf("Steer: %v", err)
 	}
 	cancel()

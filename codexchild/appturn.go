@@ -36,6 +36,7 @@ type appTurn struct {
 	started  chan struct{} // closed when the Codex turn id is known
 	startOne sync.Once
 	stop     chan abandonKind // buffered 1: abandon tells the waiting Turn
+	codexEnd chan struct{}    // closed when the turn ended in Codex and waits for its sub-agents
 	// resumable: a "thread not found" answer to turn/start makes Turn
 	// resume the thread and retry.
 	resumable bool
@@ -52,6 +53,8 @@ type appTurn struct {
 	startErrRaw   json.RawMessage     // its raw error member
 	err           error               // the child died
 	aborted       bool                // an approval was answered with Abort
+	subs          []*subAgent         // its agent's own sub-agents, in order (appsubagents.go)
+	subWait       bool                // ended in Codex while subs run; codexEnd is closed
 
 	closed  atomic.Bool
 	over    atomic.Bool // Turn is returning: no OnAccepted any more
@@ -63,7 +66,8 @@ type appTurn struct {
 }
 
 func newAppTurn(threadID string, h backend.Handler) *appTurn {
-	return &appTurn{handler: h, threadID: threadID, done: make(chan struct{}), started: make(chan struct{}), stop: make(chan abandonKind, 1)}
+	return &appTurn{handler: h, threadID: threadID, done: make(chan struct{}), started: make(chan struct{}), stop: make(chan abandonKind, 1),
+		codexEnd: make(chan struct{})}
 }
 
 // accept tells the caller that the child answered turn/start (OnAccepted),
@@ -136,6 +140,9 @@ func (b *AppServer) Turn(ctx context.Context, req backend.TurnRequest) (*backend
 	if req.Release != nil {
 		req.Release() // a turn here starts with a round trip or two
 	}
+	if err := checkOutputSchema(req); err != nil {
+		return nil, err
+	}
 	if err := b.ensureStarted(ctx); err != nil {
 		return nil, err
 	}
@@ -191,8 +198,11 @@ func (b *AppServer) Turn(ctx context.Context, req backend.TurnRequest) (*backend
 		if err := b.register(tctx, t); err != nil {
 			return fail(threadID, err)
 		}
-		input := []map[string]any{{"type": "text", "text": prompt}}
-		if _, err := b.send("turn/start", map[string]any{"threadId": threadID, "input": input}, false, t); err != nil {
+		params := map[string]any{"threadId": threadID, "input": []map[string]any{{"type": "text", "text": prompt}}}
+		if len(req.OutputSchema) > 0 {
+			params["outputSchema"] = req.OutputSchema
+		}
+		if _, err := b.send("turn/start", params, false, t); err != nil {
 			b.unregister(t)
 			return nil, err
 		}
@@ -265,9 +275,13 @@ func onceString(f func(string)) func(string) {
 // sent. It returns (nil, nil) when turn/start failed with "thread not found"
 // on a resumable turn: the caller resumes and retries.
 func (b *AppServer) waitTurn(ctx, tctx context.Context, t *appTurn, timeout time.Duration) (*backend.Result, error) {
-	byCtx := false
+	byCtx, waited, subs := false, false, subWait{}
 	select {
 	case <-t.done:
+	case <-t.codexEnd: // ended in Codex; its sub-agents still run
+		waited = true
+		subs = b.waitSubAgents(ctx, tctx, t)
+		byCtx = subs.end == subsCancelled
 	case <-t.stop: // Interrupt
 	case <-tctx.Done():
 		how := abandonInterrupt
@@ -302,7 +316,7 @@ func (b *AppServer) waitTurn(ctx, tctx context.Context, t *appTurn, timeout time
 
 	var res *backend.Result
 	switch {
-	case childErr != nil:
+	case childErr != nil && !waited:
 		return nil, childErr
 	case startErr != nil && isThreadNotFound(startErr) && t.resumable:
 		return nil, nil
@@ -315,6 +329,7 @@ func (b *AppServer) waitTurn(ctx, tctx context.Context, t *appTurn, timeout time
 	default:
 		res = &backend.Result{ThreadID: t.threadID, TurnID: turnID, Text: "codex turn interrupted", IsError: true, Status: "interrupted", Partial: partial}
 	}
+	b.subAgentsResult(t, res, subs, waited)
 	if byCtx {
 		return res, ctx.Err()
 	}
@@ -481,6 +496,16 @@ func (b *AppServer) unregister(t *appTurn) {
 // stays in turns until Codex's turn/completed arrives.
 func (b *AppServer) abandon(t *appTurn, kind abandonKind) {
 	b.mu.Lock()
+	if t.subWait && b.turns[t.threadID] == t {
+		// Ended in Codex, waiting for its sub-agents: the wait stops and
+		// interrupts them (waitSubAgents).
+		b.mu.Unlock()
+		select {
+		case t.stop <- kind:
+		default:
+		}
+		return
+	}
 	if t.abandoned != notAbandoned || t.completed != nil || b.turns[t.threadID] != t {
 		b.mu.Unlock()
 		return
@@ -514,51 +539,16 @@ func (b *AppServer) sendInterrupt(threadID, turnID string) {
 }
 
 // Interrupt interrupts the running turn of a thread with turn/interrupt;
-// the pending Turn returns at once with an interrupted IsError Result. It is
-// a no-op when the thread has no running turn.
+// the pending Turn returns at once with an interrupted IsError Result. A
+// turn that has ended in Codex and waits for its sub-agents interrupts
+// them instead (its answer is the Result's Partial). It is a no-op when the
+// thread has no running turn.
 func (b *AppServer) Interrupt(ctx context.Context, threadID string) error {
 	b.mu.Lock()
 	t := b.turns[threadID]
 	b.mu.Unlock()
 	if t != nil {
 		b.abandon(t, abandonInterrupt)
-	}
-	return nil
-}
-
-// Steer adds text to the running turn of a thread (turn/steer with the
-// running turn's id as expectedTurnId). It waits, until ctx ends, for the
-// turn id when turn/start has not been answered yet. A thread without a
-// running turn is an error; so is Codex's refusal.
-func (b *AppServer) Steer(ctx context.Context, threadID, text string) error {
-	b.mu.Lock()
-	t := b.turns[threadID]
-	if t != nil && t.abandoned != notAbandoned {
-		t = nil
-	}
-	b.mu.Unlock()
-	if t == nil {
-		return fmt.Errorf("codexchild: steer: thread %s has no running turn", threadID)
-	}
-	select {
-	case <-t.started:
-	case <-t.done:
-		return fmt.Errorf("codexchild: steer: the turn of thread %s ended", threadID)
-	case <-ctx.Done():
-		return fmt.Errorf("codexchild: steer: %w", ctx.Err())
-	}
-	b.mu.Lock()
-	turnID := t.turnID
-	b.mu.Unlock()
-	resp, err := b.roundTrip(ctx, "turn/steer", map[string]any{
-		"threadId": threadID, "expectedTurnId": turnID,
-		"input": []map[string]any{{"type": "text", "text": text}},
-	})
-	if err != nil {
-		return err
-	}
-	if e := resp.Err(); e != nil {
-		return fmt.Errorf("codexchild: turn/steer: %w", e)
 	}
 	return nil
 }

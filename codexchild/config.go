@@ -20,6 +20,9 @@ const (
 	// DefaultHandshakeTimeout bounds the start-up handshake (initialize,
 	// freshly started child.
 	DefaultHandshakeTimeout = 60 * time.Second
+	// DefaultSubAgentWait bounds how long a turn waits, once it has ended
+	// in Codex, for the sub-agents its agent started (subagents.go).
+	DefaultSubAgentWait = 300 * time.Second
 )
 
 // ClientInfo is what the backend tells Codex about itself in the handshake.
@@ -92,10 +95,24 @@ type Config struct {
 	// reader goroutine and must not block. optional: nil drops them (with a
 	// debug log line).
 	OnEvent func(backend.Event)
+	// SubAgentWait bounds how long a turn whose agent started sub-agents
+	// of its own (Codex's collab spawn_agent) waits for them after the
+	// turn itself has ended in Codex, before Turn returns: the turn is
+	// done when they have finished or been closed, or when this wait has
+	// passed (Result.SubAgentsNote says so). optional: 0 means
+	// DefaultSubAgentWait (300 s); negative means no wait.
+	SubAgentWait time.Duration
 	// OnExit is called once when the child has exited, after every pending
 	// call has failed, from a goroutine of the backend. It must not call
 	// Close. optional: nil means nobody is told (Status still reports it).
 	OnExit func(backend.ExitStatus)
+}
+
+func (c Config) subAgentWait() time.Duration {
+	if c.SubAgentWait == 0 {
+		return DefaultSubAgentWait
+	}
+	return max(c.SubAgentWait, 0)
 }
 
 func (c Config) timeout() time.Duration {

@@ -83,6 +83,9 @@ var contractCases = []struct {
 	{"unknown_thread", contractUnknownThread},
 	{"model_error", contractModelError},
 	{"steer", contractSteer},
+	{"fork", contractFork},
+	{"structured_output", contractStructuredOutput},
+	{"sub_agents", contractSubAgents},
 }
 
 func ctxFor(t *testing.T, d time.Duration) context.Context {
@@ -550,6 +553,10 @@ func contractModelError(t *testing.T, b backend.Backend, e *contractEnv) {
 	}
 }
 
+// contractSteer: input given to a busy turn reaches its model at once (the
+// model request in flight is dropped) and the turn answers it; a thread
+// without a running turn refuses it with a *SteerError, so that the caller
+// delivers the input as a turn.
 func contractSteer(t *testing.T, b backend.Backend, e *contractEnv) {
 	if e.kind == KindMCPServer {
 		if _, ok := b.(backend.Steerer); ok {
@@ -557,9 +564,14 @@ func contractSteer(t *testing.T, b backend.Backend, e *contractEnv) {
 		}
 		return
 	}
-	if err := steerOf(t, b).Steer(ctxFor(t, time.Second), "01a1ffa3-0000-7000-8000-000000000000", "nobody"); err == nil {
-		t.Error("Steer of a thread without a running turn succeeded")
+	checkNotSteered := func(err error, want backend.SteerRefusal) {
+		t.Helper()
+		var se *backend.SteerError
+		if !errors.Is(err, backend.ErrNotSteered) || !errors.As(err, &se) || se.Why != want {
+			t.Errorf("Steer = %v, want a *SteerError %s (ErrNotSteered)", err, want)
+		}
 	}
+	checkNotSteered(steerOf(t, b).Steer(ctxFor(t, time.Second), "01a1ffa3-0000-7000-8000-000000000000", "nobody"), backend.SteerNoTurn)
 	rec := newRecorder(nil)
 	type out struct {
 		res *backend.Result
@@ -567,18 +579,84 @@ func contractSteer(t *testing.T, b backend.Backend, e *contractEnv) {
 	}
 	done := make(chan out, 1)
 	go func() {
-		res, err := b.Turn(ctxFor(t, 60*time.Second), backend.TurnRequest{Prompt: "SLOW=2 first part", Params: backend.ThreadParams{Cwd: e.cwd}, Handler: rec})
+		res, err := b.Turn(ctxFor(t, 60*time.Second), backend.TurnRequest{Prompt: "SLOW=30 first part", Params: backend.ThreadParams{Cwd: e.cwd}, Handler: rec})
 		done <- out{res, err}
 	}()
 	rec.waitType(t, e.expect.started, 30*time.Second)
 	events, _ := rec.snapshot()
 	thread := events[len(events)-1].ThreadID
+	start := time.Now()
 	if err := steerOf(t, b).Steer(ctxFor(t, 10*time.Second), thread, "steered input"); err != nil {
 		t.Fatalf("Steer: %v", err)
 	}
 	o := <-done
-	if o.err != nil || o.res.IsError || !strings.Contains(o.res.Text, "steered input") {
+	if o.err != nil || o.res.IsError || o.res.Text != "MOCK_REPLY: steered input" {
 		t.Errorf("steered Turn = %+v, %v; want the reply to the steered input", o.res, o.err)
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("the steered turn ended %s after the steer; the model request in flight (SLOW=30) should have been dropped", d)
+	}
+	checkNotSteered(steerOf(t, b).Steer(ctxFor(t, time.Second), thread, "too late"), backend.SteerNoTurn)
+}
+
+// contractFork: app-server forks a thread: the new thread's model is given
+// the source's earlier turns, the source goes on without the fork's, and a
+// new process forks a thread of an earlier one (from Codex's storage). A
+// thread Codex does not have is ErrForkRefused. mcp-server cannot fork.
+func contractFork(t *testing.T, b backend.Backend, e *contractEnv) {
+	if e.kind == KindMCPServer {
+		if _, ok := b.(backend.Forker); ok {
+			t.Errorf("%T is a Forker; mcp-server cannot fork", b)
+		}
+		return
+	}
+	f := b.(backend.Forker)
+	src, err := b.Turn(ctxFor(t, 60*time.Second), backend.TurnRequest{Prompt: "remember alpha", Params: backend.ThreadParams{Cwd: e.cwd}})
+	if err != nil || src.IsError {
+		t.Fatalf("Turn = %+v, %v", src, err)
+	}
+	fork, err := f.Fork(ctxFor(t, 60*time.Second), backend.ForkRequest{ThreadID: src.ThreadID, Params: backend.ThreadParams{Cwd: e.cwd}})
+	if err != nil {
+		t.Fatalf("Fork: %v", err)
+	}
+	if fork.ThreadID == "" || fork.ThreadID == src.ThreadID || fork.ForkedFrom != src.ThreadID {
+		t.Fatalf("Fork = %+v, want a new thread forked from %s", fork, src.ThreadID)
+	}
+	turn := func(b backend.Backend, thread, prompt string) string {
+		t.Helper()
+		res, err := b.Turn(ctxFor(t, 60*time.Second), backend.TurnRequest{ThreadID: thread, Prompt: prompt, Params: backend.ThreadParams{Cwd: e.cwd}})
+		if err != nil || res.IsError || res.ThreadID != thread {
+			t.Fatalf("Turn on %s = %+v, %v", thread, res, err)
+		}
+		return res.Text
+	}
+	got := []string{
+		turn(b, fork.ThreadID, "only on the fork"),
+		turn(b, fork.ThreadID, "RECALL on the fork"),
+		turn(b, src.ThreadID, "RECALL on the source"),
+	}
+	want := []string{
+		"MOCK_REPLY: only on the fork",
+		"MOCK_RECALL: remember alpha | only on the fork",
+		"MOCK_RECALL: remember alpha",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("turns after the fork (-want +got):\n%s", diff)
+	}
+	if err := b.Close(ctxFor(t, 20*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	b2 := newTestBackend(t, e.cfg)
+	fork2, err := b2.(backend.Forker).Fork(ctxFor(t, 60*time.Second), backend.ForkRequest{ThreadID: fork.ThreadID})
+	if err != nil || fork2.ForkedFrom != fork.ThreadID {
+		t.Fatalf("Fork in a new process = %+v, %v", fork2, err)
+	}
+	if got, want := turn(b2, fork2.ThreadID, "RECALL in a new process"), "MOCK_RECALL: remember alpha | only on the fork | RECALL on the fork"; got != want {
+		t.Errorf("the fork of the fork = %q, want %q", got, want)
+	}
+	_, err = b2.(backend.Forker).Fork(ctxFor(t, 60*time.Second), backend.ForkRequest{ThreadID: "01a1ffa3-0000-7000-8000-0000000000ab"})
+	if !errors.Is(err, backend.ErrForkRefused) || !strings.Contains(err.Error(), "no rollout found") {
+		t.Errorf("Fork of an unknown thread = %v, want ErrForkRefused: no rollout found", err)
 	}
 }
 

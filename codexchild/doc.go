@@ -4,9 +4,13 @@
 // a thread, continue it, interrupt a turn, answer its approvals, stream its
 // events and report its result. The ACP backend (package
 // codexchild/acpbackend) is the seam's other implementation; neither
-// imports the other. What only one protocol has is an optional interface:
-// [Passthrough] (mcp-server's MCP requests and notifications) and
-// backend.Steerer (app-server's turn/steer). What every Codex backend is,
+// imports the other. What only one protocol has is an optional interface of
+// the seam, asked of the backend: [Passthrough] (mcp-server's MCP requests
+// and notifications, this package's own), backend.Steerer (app-server's
+// turn/steer, steer.go), backend.Forker (app-server's thread/fork, fork.go)
+// and backend.StructuredOutputter (app-server's outputSchema,
+// structured.go); the auto backend has them all and answers ErrUnsupported
+// where the protocol it chose has not. What every Codex backend is,
 // as the seam asks (its sandbox, its settings, one child restarted as a
 // whole, its name), is [Codex], which each embeds; [Options] are Codex's
 // own thread parameters, opaque to everyone else, made from Codex's

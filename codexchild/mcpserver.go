@@ -185,6 +185,9 @@ func (b *MCPServer) Tools(ctx context.Context) (json.RawMessage, error) {
 func (b *MCPServer) Turn(ctx context.Context, req backend.TurnRequest) (*backend.Result, error) {
 	release := onceFunc(req.Release)
 	defer release()
+	if err := refuseOutputSchema(req, "codex mcp-server"); err != nil {
+		return nil, err
+	}
 	if !b.startedOK() {
 		release() // the start and the handshake take a while
 	}

@@ -57,14 +57,16 @@ type autoBackend struct {
 }
 
 var (
-	_ backend.Backend        = (*autoBackend)(nil)
-	_ backend.Configurable   = (*autoBackend)(nil)
-	_ backend.WholeRestarter = (*autoBackend)(nil)
-	_ Passthrough            = (*autoBackend)(nil)
-	_ backend.Steerer        = (*autoBackend)(nil)
-	_ backend.Starter        = (*autoBackend)(nil)
-	_ backend.Starter        = (*MCPServer)(nil)
-	_ backend.Starter        = (*AppServer)(nil)
+	_ backend.Backend             = (*autoBackend)(nil)
+	_ backend.Configurable        = (*autoBackend)(nil)
+	_ backend.WholeRestarter      = (*autoBackend)(nil)
+	_ Passthrough                 = (*autoBackend)(nil)
+	_ backend.Steerer             = (*autoBackend)(nil)
+	_ backend.Forker              = (*autoBackend)(nil)
+	_ backend.StructuredOutputter = (*autoBackend)(nil)
+	_ backend.Starter             = (*autoBackend)(nil)
+	_ backend.Starter             = (*MCPServer)(nil)
+	_ backend.Starter             = (*AppServer)(nil)
 )
 
 // backend returns the chosen backend, probing once; callers wait for the
@@ -171,6 +173,19 @@ func (a *autoBackend) Steer(ctx context.Context, threadID, text string) error {
 		return fmt.Errorf("codexchild: steer: %w", backend.ErrUnsupported)
 	}
 	return s.Steer(ctx, threadID, text)
+}
+
+// Fork forks a thread on app-server; ErrUnsupported on mcp-server.
+func (a *autoBackend) Fork(ctx context.Context, req backend.ForkRequest) (*backend.ForkResult, error) {
+	b, err := a.backend(ctx)
+	if err != nil {
+		return nil, err
+	}
+	f, ok := b.(backend.Forker)
+	if !ok {
+		return nil, fmt.Errorf("codexchild: fork: %w", backend.ErrUnsupported)
+	}
+	return f.Fork(ctx, req)
 }
 
 // Forward passes a request to an mcp-server child; ErrUnsupported on

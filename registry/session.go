@@ -117,6 +117,10 @@ type Session struct {
 	// state (its thread) lives there. "" for this machine (written only
 	// when set).
 	Host string `json:"host,omitempty"`
+	// ForkedFrom is the session this one was forked from (agent_fork):
+	// its parent, and how the fork got the parent's history. nil for a
+	// session that started on its own (written only when set).
+	ForkedFrom *Fork `json:"forked_from,omitempty"`
 
 	// Extra holds the fields this version does not know, so that they
 	// survive a rewrite. Keys that collide with a known field are ignored
@@ -161,6 +165,7 @@ type sessionWire struct {
 	Budget      int64       `json:"budget_tokens,omitempty"`
 	StartHead   string      `json:"start_head,omitempty"`
 	Host        string      `json:"host,omitempty"`
+	ForkedFrom  *Fork       `json:"forked_from,omitempty"`
 }
 
 // knownFields are the JSON keys of sessionWire.
@@ -170,7 +175,7 @@ var knownFields = map[string]bool{
 	"cwd": true, "started_at": true, "last_active": true, "status": true,
 	"thread_state": true, "tag": true, "role": true, "agent_source": true,
 	"turns": true, "last_result": true, "handed_to": true, "worktree": true, "start_head": true,
-	"model": true, "usage": true, "budget_tokens": true, "host": true,
+	"model": true, "usage": true, "budget_tokens": true, "host": true, "forked_from": true,
 }
 
 func nullable(s string) *string {
@@ -215,6 +220,7 @@ func (s Session) MarshalJSON() ([]byte, error) {
 		Budget:      s.BudgetTokens,
 		StartHead:   s.StartHead,
 		Host:        s.Host,
+		ForkedFrom:  s.ForkedFrom,
 	})
 	if err != nil || len(s.Extra) == 0 {
 		return b, err
@@ -290,6 +296,7 @@ func (s *Session) UnmarshalJSON(data []byte) error {
 		BudgetTokens: w.Budget,
 		Host:         w.Host,
 		StartHead:    w.StartHead,
+		ForkedFrom:   w.ForkedFrom,
 		Extra:        extra,
 	}
 	return nil
@@ -304,8 +311,39 @@ func (s Session) clone() Session {
 		w := *s.Worktree
 		s.Worktree = &w
 	}
+	if s.ForkedFrom != nil {
+		f := *s.ForkedFrom
+		s.ForkedFrom = &f
+	}
 	return s
 }
+
+// Fork is where a forked session came from: the session it was forked
+// from and how it got that session's history.
+type Fork struct {
+	// AgentID is the parent session.
+	AgentID string `json:"agent_id"`
+	// Thread is the parent's thread the fork was made from ("" when it
+	// had none).
+	Thread string `json:"thread,omitempty"`
+	// How is how the fork got the parent's history: ForkThread (its agent
+	// forked the thread itself), ForkSummary or ForkTranscript (told in
+	// its first turn, by an agent that cannot fork).
+	How string `json:"how"`
+}
+
+// How a fork got its parent's history (Fork.How).
+const (
+	// ForkThread: the agent started the new thread from the parent's
+	// history (Codex app-server's thread/fork).
+	ForkThread = "thread"
+	// ForkSummary: the new session's first turn is told the parent's
+	// saved summary.
+	ForkSummary = "summary"
+	// ForkTranscript: the new session's first turn is told the parent's
+	// recent agent messages and last result.
+	ForkTranscript = "transcript"
+)
 
 // Worktree is where an isolated session works: a git worktree of its own,
 // on a branch of its own, made from the checkout that held its cwd, with a

@@ -55,6 +55,16 @@ func TestSessionJSON(t *testing.T) {
 				`"turns":0,"last_result":null,"host":"box"}`,
 		},
 		{
+			name: "a fork: its parent and how it got the parent's history",
+			s: Session{AgentID: "codex-5", Backend: "codex", BackendID: "th-9", Identity: "dave", Team: "t", Cwd: "/r",
+				StartedAt: start, LastActive: start, Status: StatusIdle, ThreadState: ThreadIdle,
+				ForkedFrom: &Fork{AgentID: "codex-2", Thread: "th-1", How: ForkThread}},
+			want: `{"agent_id":"codex-5","backend":"codex","backend_id":"th-9","identity":"dave","team":"t",` +
+				`"repo_root":null,"repo_name":null,"branch":null,"cwd":"/r","started_at":"2026-02-17T10:00:00Z",` +
+				`"last_active":"2026-02-17T10:00:00Z","status":"idle","thread_state":"idle","tag":null,"role":null,"agent_source":null,` +
+				`"turns":0,"last_result":null,"forked_from":{"agent_id":"codex-2","thread":"th-1","how":"thread"}}`,
+		},
+		{
 			name: "an isolated session's worktree",
 			s: Session{AgentID: "codex-3", Backend: "codex", Identity: "alice", Team: "t", Cwd: "/r/.atm/worktrees/alice/src",
 				StartedAt: start, LastActive: start, Status: StatusClosed, ThreadState: ThreadClosed,

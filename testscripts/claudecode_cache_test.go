@@ -5,12 +5,14 @@ package testscripts
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestClaudeCodeCachedFailure: the real Claude Code 2.1.332, headless and
@@ -52,15 +54,35 @@ func TestClaudeCodeCachedFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	serveEnv := []string{"ATM_HOME=" + atmHome, "ATM_TEAM=dev", "ATM_AGENT_MCP_CODEX_BIN=mockcodex", "GIT_CEILING_DIRECTORIES=" + dir}
-	// session runs claude -p (the model says one line) and returns our
-	// server's status in its init message.
-	session := func(extra ...string) (string, *claudeP) {
+	// session runs claude -p (the model says one line) with a debug log
+	// of its own, and returns our server's status in its init message and
+	// the log. Claude Code connects MCP servers in the background and
+	// prints init after a bounded wait (about 2 s): a server that settles
+	// later is "pending" there, and is abandoned when the one-line session
+	// ends first (each start of ours here takes over a second: the
+	// launcher's plugin-version probe runs the race-built test binary,
+	// which sleeps 1 s on a successful exit, and Claude Code starts a
+	// server that closes before initialize twice). With settle, the model
+	// answers only once the log shows how our server's connection ended,
+	// as a session that someone types into outlasts it; so what the log
+	// and the cache file say does not hang on the machine's load.
+	runs := 0
+	session := func(settle bool, extra ...string) (string, string, *claudeP) {
 		t.Helper()
-		api := startAnthropicMock(t, []mockStep{func([]mockResult) []mockBlock { return []mockBlock{{Text: "nothing to do"}} }})
+		runs++
+		debugLog := filepath.Join(dir, fmt.Sprintf("claude-debug-%d.log", runs))
+		api := startAnthropicMock(t, []mockStep{func([]mockResult) []mockBlock {
+			for deadline := time.Now().Add(settleLimit); settle && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				if len(serverVerdicts(debugLog)) > 0 {
+					break
+				}
+			}
+			return []mockBlock{{Text: "nothing to do"}}
+		}})
 		cp := runClaudeP(t, claude, work, claudeEnv(home, api.URL(), append(serveEnv, extra...)...), "Say hello.",
-			"--output-format", "stream-json", "--verbose")
+			"--output-format", "stream-json", "--verbose", "--debug-file", debugLog)
 		if cp.err != nil {
-			cp.dump(t)
+			cp.dump(t, debugLog)
 			t.Fatalf("claude -p: %v", cp.err)
 		}
 		for _, line := range bytes.Split(cp.stdout.Bytes(), []byte("\n")) {
@@ -75,11 +97,11 @@ func TestClaudeCodeCachedFailure(t *testing.T) {
 			}
 			for _, s := range init.MCPServers {
 				if s.Name == "plugin:atm-agent-mcp:codex" {
-					return s.Status, cp
+					return s.Status, debugLog, cp
 				}
 			}
 		}
-		return "", cp
+		return "", debugLog, cp
 	}
 	cacheFile := filepath.Join(home, ".claude", "mcp-needs-auth-cache.json")
 	doctor := func() (string, int) {
@@ -98,23 +120,28 @@ func TestClaudeCodeCachedFailure(t *testing.T) {
 		return out.String(), 0
 	}
 
-	// serve fails: Claude Code caches it.
-	if status, cp := session("ATM_CONFIG=" + broken); status != "failed" {
+	// serve fails: Claude Code sees it fail and caches it.
+	status, debugLog, cp := session(true, "ATM_CONFIG="+broken)
+	if got := serverVerdicts(debugLog); len(got) == 0 || !strings.Contains(got[0], ourServer+"Connection failed") {
 		cp.dump(t)
-		t.Fatalf("with a broken configuration our server is %q, want failed", status)
+		logTail(t, "claude's debug log (our server)", debugLog, 0, ourServer)
+		t.Fatalf("with a broken configuration, Claude Code's verdicts on our server are %q (init: %q), want a failure first", got, status)
 	}
+	t.Logf("init said our server was %q; Claude Code's log: %s", status, serverVerdicts(debugLog)[0])
 	cache, err := os.ReadFile(cacheFile)
 	if err != nil || !bytes.Contains(cache, []byte(`"plugin:atm-agent-mcp:codex"`)) {
 		t.Fatalf("Claude Code cached no failure of our server (%v): %s", err, cache)
 	}
 	t.Logf("%s: %s", filepath.Base(cacheFile), cache)
 
-	// The configuration is fixed, yet the next session goes without us.
-	status, cp := session()
-	if status == "connected" {
-		t.Errorf("the session after the failure has our server connected: the cache no longer holds it back (Claude Code changed?)")
+	// The configuration is fixed, yet the next session goes without us:
+	// Claude Code calls our server failed at once and never starts it.
+	status, debugLog, cp = session(false)
+	if started := grepLines(debugLog, ourServer+"Starting connection"); status != "failed" || len(started) > 0 {
+		cp.dump(t)
+		t.Errorf("the session after the failure has our server %q and started it %d times, want failed and never: the cache no longer holds it back (Claude Code changed?)",
+			status, len(started))
 	}
-	t.Logf("our server in the next session: %q", status)
 
 	// doctor reads what Claude Code wrote.
 	out, code := doctor()
@@ -135,8 +162,34 @@ func TestClaudeCodeCachedFailure(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^ok +claude-cache +Claude Code has cached no failure`).MatchString(out) {
 		t.Errorf("doctor after its fix:\n%s", out)
 	}
-	if status, cp := session(); status != "connected" {
+	status, debugLog, cp = session(true)
+	if got := serverVerdicts(debugLog); len(got) == 0 || !strings.Contains(got[0], ourServer+"Successfully connected") {
 		cp.dump(t)
-		t.Errorf("after doctor's fix our server is %q, want connected", status)
+		logTail(t, "claude's debug log (our server)", debugLog, 0, ourServer)
+		t.Errorf("after doctor's fix, Claude Code's verdicts on our server are %q (init: %q), want a connection first", got, status)
+	} else {
+		t.Logf("init said our server was %q; Claude Code's log: %s", status, got[0])
 	}
+}
+
+// ourServer is how Claude Code's debug log names our plugin's server.
+const ourServer = `MCP server "plugin:atm-agent-mcp:codex": `
+
+// settleLimit bounds how long a session's model waits for Claude Code's
+// verdict on our server: beyond Claude Code's own connection timeout
+// (30 s), within claudeTimeout.
+const settleLimit = 60 * time.Second
+
+// serverVerdicts returns the lines of Claude Code's debug log that end a
+// connection of our server: connected, failed, timed out.
+func serverVerdicts(debugLog string) []string {
+	var out []string
+	for _, line := range grepLines(debugLog, ourServer) {
+		for _, v := range []string{"Successfully connected", "Connection failed", "Connection timeout triggered"} {
+			if strings.Contains(line, "[DEBUG] "+ourServer+v) {
+				out = append(out, line)
+			}
+		}
+	}
+	return out
 }

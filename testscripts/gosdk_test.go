@@ -93,7 +93,7 @@ func goSDKConversation(t *testing.T, version, backend, codexVersion string) {
 	for _, tl := range tools.Tools {
 		names = append(names, tl.Name)
 	}
-	if len(names) != 18 || names[0] != "codex" {
+	if len(names) != 19 || names[0] != "codex" {
 		t.Errorf("tools: %v", names)
 	}
 

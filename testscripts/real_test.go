@@ -1,6 +1,7 @@
 package testscripts
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -33,6 +34,17 @@ func sawTogether(mock *modelmock.Server, a, b string) bool {
 	return false
 }
 
+// sawSchema reports whether a request of the model constrained its answer
+// to a JSON Schema containing substr.
+func sawSchema(mock *modelmock.Server, substr string) bool {
+	for _, r := range mock.Requests() {
+		if schema, _ := r.OutputSchema(); strings.Contains(string(schema), substr) {
+			return true
+		}
+	}
+	return false
+}
+
 // slowLadderSummary is the model of the ladder-* identities of
 // real_resume: it needs 3 s for a summary, longer than Claude Code leaves
 // serve between its SIGINT and its SIGKILL.
@@ -47,6 +59,38 @@ func slowLadderSummary(r *modelmock.Request) modelmock.Responder {
 		}
 		return s.Completed()
 	})
+}
+
+// modelSawCmd is the command of the real_*.txtar scenarios
+//
+//	model-saw TEXT
+//
+// which waits until a request of the loopback model had TEXT in its input,
+// at most waitLimit. A scenario waits so for a turn that Codex must have:
+// Codex puts a turn's prompt into its thread after turn/started, on its way
+// to the model, and a turn cut before that (on a loaded machine, tens of
+// milliseconds later) ends with nothing of it in the thread.
+func modelSawCmd(mock *modelmock.Server) func(ts *testscript.TestScript, neg bool, args []string) {
+	return func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 1 {
+			ts.Fatalf("usage: model-saw TEXT")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit(ts))
+		defer cancel()
+		for seen := 0; ; {
+			reqs, err := mock.WaitRequests(ctx, seen+1)
+			if err != nil {
+				ts.Fatalf("model-saw: no request of the model had %q in its input: %v", args[0], err)
+			}
+			for _, r := range reqs[seen:] {
+				if strings.Contains(strings.Join(r.InputTexts(), "\n"), args[0]) {
+					ts.Logf("model-saw: request %d has %q", r.N, args[0])
+					return
+				}
+			}
+			seen = len(reqs)
+		}
+	}
 }
 
 func TestRealCodex(t *testing.T) {
@@ -68,6 +112,7 @@ func TestRealCodex(t *testing.T) {
 			p := proxyParams(t, "real_*.txtar")
 			p.Cmds["model-wait"] = modelWait(mock)
 			p.Cmds["model-count"] = modelCount(mock)
+			p.Cmds["model-saw"] = modelSawCmd(mock)
 			setup := p.Setup
 			p.Setup = func(env *testscript.Env) error { // runs once per script, in parallel
 				if err := setup(env); err != nil {
@@ -112,6 +157,15 @@ func TestRealCodex(t *testing.T) {
 					if !mock.SawInput("Host:      box (you run on this host") {
 						t.Error("the model never saw the host in the session context")
 					}
+				}
+				// real_powers: app-server constrained the model to the
+				// output schema; on mcp-server the fork's first request told
+				// the model the source's answer.
+				if tc.backend == "app-server" && !t.Failed() && !sawSchema(mock, `"verdict"`) {
+					t.Error("the model never got the output schema as the response's json_schema format")
+				}
+				if tc.backend == "mcp-server" && !t.Failed() && !sawTogether(mock, "You are a fork of session", "kestrel-source") {
+					t.Error("the fork's first turn did not tell the model the source's answer")
 				}
 				// real_resume: after serve was stopped as Claude Code stops
 				// it, each resumed thread carries its earlier turn, the one

@@ -203,6 +203,11 @@ func (b *Backend) Turn(ctx context.Context, req backend.TurnRequest) (*backend.R
 	if req.Release != nil {
 		req.Release()
 	}
+	if len(req.OutputSchema) != 0 {
+		// An ACP agent's prompt has no field for a schema: refused before
+		// anything is sent (backend.StructuredOutputter).
+		return nil, fmt.Errorf("acp: an ACP agent cannot constrain a turn's answer to an output schema: %w", backend.ErrUnsupported)
+	}
 	th, err := b.acquire(req.ThreadID)
 	if err != nil {
 		return nil, err

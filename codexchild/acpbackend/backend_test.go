@@ -2,6 +2,7 @@ package acpbackend
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -460,6 +461,12 @@ func TestACPBusy(t *testing.T) {
 	}
 	if err := <-done; err != nil {
 		t.Errorf("interrupted turn: %v", err)
+	}
+
+	// An ACP agent cannot be constrained to an output schema: refused
+	// before anything is sent.
+	if _, err := b.Turn(context.Background(), backend.TurnRequest{Prompt: "say json", Params: p, OutputSchema: json.RawMessage(`{}`)}); !errors.Is(err, backend.ErrUnsupported) {
+		t.Errorf("turn with an output schema: %v, want ErrUnsupported", err)
 	}
 
 	bad := New(Config{Command: filepath.Join(t.TempDir(), "no-such-agent")})

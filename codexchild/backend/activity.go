@@ -81,6 +81,12 @@ func (e Event) Activity() Activity {
 type SubAgent struct {
 	// ThreadID is the sub-agent's own thread.
 	ThreadID string `json:"thread_id"`
+	// ParentThreadID is the thread of the agent that started it: the
+	// turn's own thread, or a sub-agent's (a sub-agent of a sub-agent).
+	// "" when its parent did not say.
+	ParentThreadID string `json:"parent_thread_id,omitempty"`
+	// Task is what it was asked to do (the spawn's prompt), when known.
+	Task string `json:"task,omitempty"`
 	// Status is its state as its parent last said ("pendingInit",
 	// "running", "completed", "errored", "shutdown", …).
 	Status string `json:"status"`

@@ -145,6 +145,12 @@ type TurnRequest struct {
 	// JSON-RPC error). optional; the mcp-server backend calls it, app-server
 	// does not.
 	OnResult func(*Result)
+	// OutputSchema is a JSON Schema the turn's final message must follow
+	// (structured output): a backend that is a StructuredOutputter passes
+	// it to the agent's model (structured.go); the others refuse the turn
+	// with ErrUnsupported. The backend does not check the answer: the
+	// caller does (package backend/outputschema). optional.
+	OutputSchema json.RawMessage
 }
 
 // ThreadParams are the parameters of a thread (a session, in an agent's
@@ -351,6 +357,15 @@ type Result struct {
 	// could not reopen it: …". The new thread was given TurnRequest.Seed.
 	// "" when the turn ran on the thread asked for, or started one.
 	Replaced string
+	// SubAgents are the agents the turn's agent started of its own
+	// (Codex's collab spawn_agent, and theirs), with their states when
+	// Turn returned (Codex app-server: codexchild/appsubagents.go). nil
+	// when it started none.
+	SubAgents []SubAgent
+	// SubAgentsNote says why the Result came while some of them still
+	// ran: "1 of 2 sub-agents still running after waiting 5m0s for them".
+	// "" when every one had finished or been closed.
+	SubAgentsNote string
 }
 
 // Status reports the child's state.

@@ -19,7 +19,11 @@ type Starter interface {
 // (Codex app-server's turn/steer). A backend that has it only for some
 // children (Codex's auto backend) returns ErrUnsupported for the others.
 type Steerer interface {
-	// Steer adds input to the running turn of a thread.
+	// Steer adds input to the running turn of a thread. nil means the
+	// agent took it into that turn; a *SteerError (ErrNotSteered,
+	// steer.go) means it certainly did not (no running turn, the turn
+	// ended first, a refusal), so the caller delivers it as a turn; any
+	// other error leaves it unknown.
 	Steer(ctx context.Context, threadID, text string) error
 }
 

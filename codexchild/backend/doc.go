@@ -19,7 +19,11 @@
 // from the session's settings and reads; and what only some backends do
 // is a capability (capabilities.go): [Sandboxed], [Configurable] (the
 // settings a kind takes), [WholeRestarter] (one child for every thread),
-// [Named], [Steerer], [Starter], [Availability] and [MailPauser]. The
+// [Named], [Steerer] (input for a running turn; a [SteerError] when it was
+// not taken), [Forker] (a thread from another's history),
+// [StructuredOutputter] (an answer constrained to a JSON Schema, checked
+// by package backend/outputschema the same way for every kind), [Starter],
+// [Availability] and [MailPauser]. The
 // domain asks these and never compares a kind's name, so that no code path
 // forgets a kind, and this package names no protocol's types.
 //

@@ -38,11 +38,12 @@ type appThread struct {
 	created int64
 
 	// guarded by appServer.mu
-	active  *appTurn
-	history []savedTurn
-	preview string
-	updated int64
-	status  obj
+	active     *appTurn
+	forkedFrom string // the source of a forked thread
+	history    []savedTurn
+	preview    string
+	updated    int64
+	status     obj
 }
 
 type appTurn struct {
@@ -50,9 +51,11 @@ type appTurn struct {
 	text    string
 	ctx     context.Context
 	cancel  context.CancelFunc
-	steers  []string // guarded by appServer.mu
-	pending *int64   // an approval request awaiting an answer (appServer.mu)
-	items   []any    // agent messages (turn goroutine)
+	steers  []string      // guarded by appServer.mu
+	steered chan struct{} // buffered 1: turn/steer signals the turn
+	root    string        // the parent's turn of a sub-agent's turn (rootTurnId); "" for the turn itself
+	pending *int64        // an approval request awaiting an answer (appServer.mu)
+	items   []any         // agent messages (turn goroutine)
 }
 
 func newAppServer(p *process) *appServer {
@@ -128,6 +131,8 @@ func (s *appServer) dispatch(m *jsonrpcframe.Message) {
 		s.threadStart(m.ID, p)
 	case "thread/resume":
 		s.threadResume(m.ID, p)
+	case "thread/fork":
+		s.threadFork(m.ID, p)
 	case "thread/read":
 		if th := s.lookup(m.ID, p); th != nil {
 			var inc bool
@@ -279,7 +284,7 @@ func (s *appServer) threadObjLocked(th *appThread, withTurns bool) obj {
 		path = c.rollout.path
 	}
 	return o("id", c.id, "environments", []any{o("environmentId", "local", "cwd", c.cwd, "runtimeWorkspaceRoots", strs(c.cwd))},
-		"extra", nil, "sessionId", c.id, "forkedFromId", nil, "attachedToThreadId", nil, "parentThreadId", nil,
+		"extra", nil, "sessionId", c.id, "forkedFromId", orNil(th.forkedFrom), "attachedToThreadId", nil, "parentThreadId", nil,
 		"preview", th.preview, "ephemeral", false, "section", nil, "sectionEnteredAt", nil, "projectId", nil,
 		"historyMode", "paginated", "modelProvider", s.p.cfg.modelProvider, "model", c.model, "reasoningEffort", nil,
 		"createdAt", th.created, "updatedAt", th.updated, "recencyAt", th.updated, "status", status, "path", path,
@@ -418,6 +423,7 @@ func (s *appServer) threadResume(id jsonrpcframe.ID, p map[string]json.RawMessag
 		core := newThreadCore(canon, st.cwd, policy, sandbox, model)
 		core.env = shellEnv(cfg)
 		core.usage = st.responses
+		core.said = saidIn(st.turns)
 		if err := s.startServersFor(core, cfg); err != nil {
 			s.fail(id, jsonrpcframe.CodeInternalError, "error resuming thread: "+err.Error())
 			return
@@ -484,7 +490,7 @@ func (s *appServer) turnStart(id jsonrpcframe.ID, p map[string]json.RawMessage) 
 		return
 	}
 	ctx, cancel := context.WithCancel(s.p.ctx)
-	t := &appTurn{id: newUUIDv7(), text: inputText(p["input"]), ctx: ctx, cancel: cancel}
+	t := &appTurn{id: newUUIDv7(), text: inputText(p["input"]), ctx: ctx, cancel: cancel, steered: make(chan struct{}, 1)}
 	s.notify("warning", o("threadId", th.core.id, "message", strings.Replace(modelWarning, "%s", th.core.model, 1)))
 	s.respond(id, o("turn", turnObj(t.id, nil, "notLoaded", "inProgress", nil, nil, nil, nil)))
 	select {
@@ -521,17 +527,44 @@ func (s *appServer) turnSteer(id jsonrpcframe.ID, p map[string]json.RawMessage) 
 	_ = json.Unmarshal(p["expectedTurnId"], &expected)
 	s.mu.Lock()
 	t := th.active
-	if t != nil && (expected == "" || expected == t.id) {
+	race := t != nil && strings.Contains(t.text, "STEER_RACE")
+	if t != nil && !race && (expected == "" || expected == t.id) {
 		t.steers = append(t.steers, inputText(p["input"]))
 	}
 	s.mu.Unlock()
 	switch {
 	case t == nil:
 		s.invalid(id, "no active turn to steer")
+	case race:
+		// The turn ends before the steer is taken: its model answers now,
+		// turn/completed goes out, then the refusal.
+		t.signalSteer()
+		go func() {
+			<-t.ctx.Done()
+			s.invalid(id, "no active turn to steer")
+		}()
 	case expected != "" && expected != t.id:
 		s.invalid(id, "expected active turn id `"+expected+"` but found `"+t.id+"`")
 	default:
+		t.signalSteer()
 		s.respond(id, o("turnId", t.id))
+	}
+}
+
+// rootTurn is the turn's rootTurnId: its own id, or the parent's turn of
+// a sub-agent's turn.
+func (t *appTurn) rootTurn() string {
+	if t.root != "" {
+		return t.root
+	}
+	return t.id
+}
+
+// signalSteer tells the turn that turn/steer came (see turnEnv.steered).
+func (t *appTurn) signalSteer() {
+	select {
+	case t.steered <- struct{}{}:
+	default:
 	}
 }
 

@@ -43,7 +43,7 @@ func (s *appServer) runTurn(th *appThread, t *appTurn) {
 	p.preTurnFaults(t.text)
 	start := time.Now()
 	s.setStatus(th, o("type", "active", "activeFlags", []any{}))
-	s.notify("turn/started", o("threadId", core.id, "turn", turnObj(t.id, nil, "notLoaded", "inProgress", nil, start.Unix(), nil, nil)))
+	s.notify("turn/started", o("threadId", core.id, "turn", turnObj(t.id, nil, "notLoaded", "inProgress", nil, start.Unix(), nil, nil).with("rootTurnId", t.rootTurn())))
 	started := o("type", "task_started", "turn_id", t.id, "root_turn_id", t.id, "started_at", start.Unix(), "model_context_window", 258400, "collaboration_mode_kind", "default")
 	core.rollout.event(started)
 	core.rollout.add("turn_context", o("turn_id", t.id, "root_turn_id", t.id, "cwd", core.cwd, "approval_policy", core.approvalPolicy, "model", core.model))
@@ -61,11 +61,12 @@ func (s *appServer) runTurn(th *appThread, t *appTurn) {
 	}
 	s.mu.Unlock()
 	p.midTurnFaults(t.text)
-	if strings.Contains(t.text, "SPAWN_AGENT") {
-		sk.spawnAgent()
-	}
 
-	env := &turnEnv{p: p, th: core, turnID: t.id, text: t.text, sink: sk, steer: func() []string {
+	env := &turnEnv{p: p, th: core, turnID: t.id, text: t.text, sink: sk, steered: t.steered, spawn: sk.spawnAgent, hasSteer: func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(t.steers) > 0
+	}, steer: func() []string {
 		s.mu.Lock()
 		more := t.steers
 		t.steers = nil
@@ -115,7 +116,7 @@ func (s *appServer) runTurn(th *appThread, t *appTurn) {
 		startedAt: start.Unix(), completedAt: done, durationMs: dur, err: terr})
 	th.updated = done
 	s.mu.Unlock()
-	s.notify("turn/completed", o("threadId", core.id, "turn", turnObj(t.id, items, view, status, terr, start.Unix(), done, dur)))
+	s.notify("turn/completed", o("threadId", core.id, "turn", turnObj(t.id, items, view, status, terr, start.Unix(), done, dur).with("rootTurnId", t.rootTurn())))
 	if pending != nil {
 		s.notify("serverRequest/resolved", o("threadId", core.id, "requestId", *pending))
 	}
@@ -152,6 +153,7 @@ func (k *appSink) usage() obj {
 }
 
 func (k *appSink) userMessage(text string) {
+	k.th.core.say(text)
 	now := nowMs()
 	id := newUUIDv7()
 	k.itemStarted(appUserItem(id, text, now, nil), now)
@@ -412,19 +414,29 @@ func (k *appSink) toolEnd(tc *toolCall, result any, isError bool, _ time.Duratio
 // modelError: the error notification is sent when the turn ends.
 func (k *appSink) modelError(string, string) {}
 
-// spawnAgent tells of a sub-agent the turn starts (SPAWN_AGENT): a
-// collabAgentToolCall item of tool spawnAgent, in progress with the new
-// thread pending, then completed with it running, as Codex 0.169.0 and
-// 0.171.0 send it. The sub-agent itself does nothing.
-func (k *appSink) spawnAgent() {
-	tid, _ := k.ids()
-	id, child := "call_"+newUUIDv7(), newUUIDv7()
-	item := func(status, childStatus string) obj {
+// spawnAgent starts a sub-agent with the task (SPAWN_SUB), as Codex
+// 0.171.0 does for the model's multi_agent_v1.spawn_agent call: the
+// collabAgentToolCall item (tool spawnAgent) in progress without receivers,
+// a new thread that runs the task as a turn of its own (rootTurnId: this
+// turn), the item completed with the thread pendingInit; it returns what
+// the model gets back, {"agent_id":…,"nickname":…}.
+func (k *appSink) spawnAgent(task string) string {
+	s, parent := k.s, k.th.core
+	tid, uid := k.ids()
+	id := "call_" + newUUIDv7()
+	item := func(status string, receivers []any, states obj) obj {
 		return o("type", "collabAgentToolCall", "id", id, "tool", "spawnAgent", "status", status, "senderThreadId", tid,
-			"receiverThreadIds", []any{child}, "prompt", "hello from the parent", "model", nil, "reasoningEffort", nil,
-			"agentsStates", o(child, o("status", childStatus, "message", nil)))
+			"receiverThreadIds", receivers, "prompt", task, "model", parent.model, "reasoningEffort", "medium",
+			"agentsStates", states, "startedAtMs", nowMs(), "completedAtMs", nil)
 	}
-	now := nowMs()
-	k.itemStarted(item("inProgress", "pendingInit"), now)
-	k.itemCompleted(item("completed", "running"), nowMs())
+	k.itemStarted(item("inProgress", []any{}, obj{}), nowMs())
+	core := newThreadCore(newUUIDv7(), parent.cwd, parent.approvalPolicy, parent.sandbox, parent.model)
+	core.env = parent.env
+	core.rollout = s.p.newRollout(core.id, core.cwd, s.clientName, true)
+	th := &appThread{core: core, jobs: make(chan *appTurn, 256), config: k.th.config, created: time.Now().Unix(), updated: time.Now().Unix()}
+	s.addThread(th)
+	ctx, cancel := context.WithCancel(s.p.ctx)
+	th.jobs <- &appTurn{id: newUUIDv7(), text: task, ctx: ctx, cancel: cancel, steered: make(chan struct{}, 1), root: uid}
+	k.itemCompleted(item("completed", strs(core.id), o(core.id, o("status", "pendingInit", "message", nil))), nowMs())
+	return `{"agent_id":"` + core.id + `","nickname":"Mock"}`
 }

@@ -59,6 +59,9 @@
 //     under read-only, never under danger-full-access; then the client gets a
 //     patch approval (codex_elicitation "patch-approval" with codex_changes;
 //     item/fileChange/requestApproval). The file is written when applied.
+//   - ANSWER=<text to end of line>: the message is that text, trimmed.
+//   - RECALL: "MOCK_RECALL: <the thread's earlier user texts joined by
+//     " | ">" (a resumed or forked thread's history included).
 //   - CALL_TOOL=mcp__<server>.<tool> [ARGS=<json to end of line>]: a call of
 //     a tool of the thread's own MCP server (see mcp_servers below). The
 //     output is "Wall time: X seconds\nOutput:\n<text contents>". Without the
@@ -71,10 +74,20 @@
 // Mock-only faults, also by prompt keyword:
 //
 //   - EVENTS=<n>: n more agent message delta events.
-//   - SPAWN_AGENT (app-server): the turn tells of a sub-agent it started:
-//     item/started and item/completed of a collabAgentToolCall (tool
-//     spawnAgent) whose receiver thread goes from pendingInit to running;
-//     the sub-agent itself does nothing.
+//   - SPAWN_SUB or SPAWN_SUB=<n> (app-server; SPAWN_AGENT is the same):
+//     the model calls multi_agent_v1.spawn_agent, as modelmock's does for
+//     the real Codex, and the turn starts a sub-agent as Codex 0.171.0
+//     does: a collabAgentToolCall item (tool spawnAgent) in progress, a new
+//     thread running the task "sub-agent task" (or "SLOW=<n> sub-agent
+//     task", or the rest of the line after TASK=) as a turn of its own
+//     whose turn/started and turn/completed carry the parent's turn id as
+//     rootTurnId, the item completed with the thread pendingInit; the model
+//     gets {"agent_id":…,"nickname":"Mock"} and the parent's turn ends at
+//     once, before a slow sub-agent's.
+//   - STEER_RACE (app-server): a turn/steer during the turn comes too
+//     late: the model answers the turn's own prompt at once, turn/completed
+//     goes out, and then the steer is refused with "no active turn to
+//     steer" (the race of a steer with the end of the turn).
 //   - RETRY=<n>: the model is unreachable n times before it answers: n
 //     retry notices "Reconnecting... i/n (…)", one every 400 ms (mcp-server
 //     stream_error events, a best guess at their shape; app-server error
@@ -197,9 +210,15 @@
 // JSON-RPC error fails the item ("approval request failed") and the turn
 // continues; "cancel" interrupts the turn. turn/interrupt answers {} and the
 // turn completes interrupted (a pending approval is resolved after
-// turn/completed). turn/steer adds input to the running turn: after the
-// model's answer the steer text gets its own user message and reply.
-// thread/read, thread/list (loaded threads), thread/archive (stops the
+// turn/completed). turn/steer adds input to the running turn: the steer
+// text gets its own user message and reply, at once when the model was
+// still answering (SLOW: the request in flight is dropped, as the real
+// Codex 0.171.0 drops it), else after the model's answer.
+// thread/fork copies a thread's history (from its rollout, through
+// lastTurnId when given; "turn not found: X" otherwise) into a new thread
+// with forkedFromId set, its settings from the params or else the
+// source's cwd and the defaults; a turn running on the source is forked as
+// interrupted. thread/read, thread/list (loaded threads), thread/archive (stops the
 // thread's MCP servers), mcpServerStatus/list, model/list, account/read and
 // config/read answer minimal results. Threads are persisted: a new process
 // can thread/resume a thread from its rollout (history restored; pass the

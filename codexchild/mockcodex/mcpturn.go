@@ -233,6 +233,7 @@ func (k *mcpSink) ev(msg obj) { k.s.emit(k.c, k.turnID, msg) }
 func (k *mcpSink) warn(level, target, text string) { k.s.p.logf(level, target, "%s", text) }
 
 func (k *mcpSink) userMessage(text string) {
+	k.th().say(text)
 	now := nowMs()
 	item := o("type", "UserMessage", "id", newUUIDv7(), "content", []any{o("type", "text", "text", text, "text_elements", []any{})})
 	k.ev(o("type", "item_started", "thread_id", k.th().id, "turn_id", k.turnID, "item", item, "started_at_ms", now))

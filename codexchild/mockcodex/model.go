@@ -26,6 +26,9 @@ var (
 	callToolRE = regexp.MustCompile(`CALL_TOOL=(\S+)`)
 	argsRE     = regexp.MustCompile(`(?m)ARGS=(.*)$`)
 	eventsRE   = regexp.MustCompile(`EVENTS=(\d+)`)
+	answerRE   = regexp.MustCompile(`(?m)ANSWER=(.*)$`)
+	spawnRE    = regexp.MustCompile(`SPAWN_(?:SUB|AGENT)(?:=(\d+))?`)
+	taskRE     = regexp.MustCompile(`(?m)TASK=(.*)$`)
 	crashRE    = regexp.MustCompile(`CRASH=(\S+)`)
 	floodRE    = regexp.MustCompile(`STDERR_FLOOD=(\d+)`)
 )
@@ -152,11 +155,20 @@ var errHung = errors.New("turn hangs")
 
 // turnEnv is what the loop needs from the thread.
 type turnEnv struct {
-	p        *process
-	th       *threadCore
-	turnID   string
-	text     string
-	steer    func() []string // pending steer input (app-server), nil for none
+	p      *process
+	th     *threadCore
+	turnID string
+	text   string
+	steer  func() []string // pending steer input (app-server), nil for none
+	// steered is signalled by turn/steer (app-server; nil otherwise): a
+	// model request in progress (SLOW) ends at once, as the real Codex
+	// drops it, and the steer's input is answered instead (STEER_RACE:
+	// the original prompt is answered at once).
+	steered  <-chan struct{}
+	hasSteer func() bool
+	// spawn starts a sub-agent with a task and returns the tool output
+	// (app-server: SPAWN_SUB); nil where the protocol has none.
+	spawn    func(task string) string
 	sink     sink
 	lastText string
 }
@@ -186,6 +198,11 @@ func runTurn(ctx context.Context, t *turnEnv) (string, error) {
 	toolOut, haveToolOut := "", false
 	for {
 		text, err := t.modelRound(ctx, input, toolOut, haveToolOut)
+		if errors.Is(err, errSteered) {
+			more := t.steer()
+			input, haveToolOut = more[len(more)-1], false
+			continue
+		}
 		if err != nil || text != nil {
 			if err != nil {
 				return "", err
@@ -239,14 +256,40 @@ func (t *turnEnv) modelRound(ctx context.Context, text, toolOut string, haveTool
 			s, _ := strconv.Atoi(m[1])
 			d = time.Duration(min(s, 120)) * time.Second
 		}
-		if err := sleepCtx(ctx, d); err != nil {
+		tm := time.NewTimer(d)
+		select {
+		case <-tm.C:
+		case <-ctx.Done():
+			tm.Stop()
 			return nil, &errInterrupted{}
+		case <-t.steered:
+			tm.Stop()
+			if t.hasSteer() {
+				return nil, errSteered
+			}
 		}
 	}
 	escalate := strings.Contains(text, "ESCALATE")
 	callID := fmt.Sprintf("call_mock_%d", n)
 	fcID := fmt.Sprintf("fc_mock_%d", n)
 	switch {
+	case answerRE.MatchString(text):
+		return t.reply(msgID, respID, strings.TrimSpace(answerRE.FindStringSubmatch(text)[1]), text)
+	case strings.Contains(text, "RECALL"):
+		return t.reply(msgID, respID, "MOCK_RECALL: "+strings.Join(t.th.recall(), " | "), text)
+	case spawnRE.MatchString(text):
+		task := subAgentTask(spawnRE.FindStringSubmatch(text)[1])
+		if m := taskRE.FindStringSubmatch(text); m != nil {
+			task = strings.TrimSpace(m[1])
+		}
+		t.th.addUsage()
+		t.sink.functionCall(callID, fcID, respID, "spawn_agent", "multi_agent_v1", `{"message":`+strconv.Quote(task)+`}`)
+		if t.spawn == nil {
+			t.setOutput(callID, "unsupported call: spawn_agent")
+		} else {
+			t.setOutput(callID, t.spawn(task))
+		}
+		return nil, nil
 	case callToolRE.MatchString(text):
 		target := callToolRE.FindStringSubmatch(text)[1]
 		name, ns := target, ""
@@ -524,6 +567,18 @@ func splitRunes(s string, n int) []string {
 	}
 	return out
 }
+
+// subAgentTask is the task SPAWN_SUB[=n] gives its sub-agent, as
+// modelmock's: "sub-agent task", slow for n seconds when n is given.
+func subAgentTask(n string) string {
+	if n == "" {
+		return "sub-agent task"
+	}
+	return "SLOW=" + n + " sub-agent task"
+}
+
+// errSteered ends a model request that turn/steer cut short.
+var errSteered = errors.New("steered")
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	tm := time.NewTimer(d)

@@ -24,6 +24,7 @@ type threadCore struct {
 	servers     map[string]*toolServer
 	order       []string // server names in config order
 	usage       int      // model responses so far (each is 120 in + 12 out tokens)
+	said        []string // the user texts of the thread, in order (RECALL)
 
 	// lastToolOutput is set and read by the turn goroutine only.
 	lastToolOutput string
@@ -44,6 +45,38 @@ func (t *threadCore) responses() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.usage
+}
+
+// say records a user text of the thread.
+func (t *threadCore) say(text string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.said = append(t.said, text)
+}
+
+// recall returns the thread's user texts before the last one: what the
+// model was told in earlier turns (RECALL).
+func (t *threadCore) recall() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.said) == 0 {
+		return nil
+	}
+	return append([]string(nil), t.said[:len(t.said)-1]...)
+}
+
+// saidIn returns the user texts of saved turns (a resumed or forked
+// thread's history).
+func saidIn(turns []savedTurn) []string {
+	var said []string
+	for _, t := range turns {
+		for _, it := range t.items {
+			if m, ok := it.(obj); ok && m[0].v == "userMessage" {
+				said = append(said, firstText(m))
+			}
+		}
+	}
+	return said
 }
 
 func (t *threadCore) allow(cmd string) {

@@ -13,7 +13,8 @@
 //
 // The answer is chosen from the last item of the request's input and from the
 // last user text (the text of the last user message that is not a context
-// block Codex injected, such as <environment_context> or AGENTS.md). In order:
+// block Codex injected, such as <environment_context>, AGENTS.md or
+// <turn_aborted>). In order:
 //
 //  1. [Config.Handler], when it returns a non-nil [Responder].
 //  2. [Config.Script]: when the last input item is a message, the longest
@@ -34,7 +35,19 @@
 //     turn/interrupt; mcp-server 0.153.4 keeps reading a cancelled turn's
 //     stream to its end, so it closes only when the process exits or the
 //     wait is over.)
-//  6. CALL_TOOL=<namespace>.<tool> [ARGS=<json>]: a function_call with
+//  6. ANSWER=<text to the end of its line>: the message is that text,
+//     trimmed (a JSON answer to a turn with an output schema, say). RECALL:
+//     the message "MOCK_RECALL: <the user texts before the last, joined by
+//     " | ">": which earlier turns the model was given (a resumed or
+//     forked thread's history); see [Request.EarlierUserTexts].
+//     SPAWN_SUB or SPAWN_SUB=<n>: a call of Codex's spawn_agent tool
+//     (namespace multi_agent_v1 in 0.171.0, or whichever the request
+//     offers it in) with the message "sub-agent task", or "SLOW=<n>
+//     sub-agent task" so that the sub-agent's own model request takes n
+//     seconds; TASK=<text to the end of its line> gives the message
+//     instead. Codex starts a sub-agent on a thread of its own, and the
+//     parent's turn may end before it ([SubAgentTask], [SpawnSubAgent]).
+//     CALL_TOOL=<namespace>.<tool> [ARGS=<json>]: a function_call with
 //     "namespace" and "name" (the shape Codex expects for tools of a per-thread
 //     MCP server, namespace "mcp__<server>"). ARGS is the rest of its line;
 //     default {}. Without a dot the call has no namespace.

@@ -314,6 +314,29 @@ func TestBehaviour(t *testing.T) {
 				Call: map[string]any{"name": "mcp__atm__atm_send"}, Args: map[string]any{}},
 		},
 		{
+			name: "answer with given text",
+			body: body(msg("user", "give JSON ANSWER= {\"answer\": \"42\"} \nnot this")),
+			want: outcome{Status: 200, Types: seq(created, messageTypes, completed), Text: `{"answer": "42"}`},
+		},
+		{
+			name: "recall earlier user texts, not injected context",
+			body: body(msg("user", "<environment_context>x</environment_context>"), msg("user", "remember alpha"),
+				msg("assistant", "MOCK_REPLY: remember alpha"), msg("user", "<turn_aborted>\nThe user interrupted\n</turn_aborted>"),
+				msg("user", "and beta"), msg("user", "RECALL please")),
+			want: outcome{Status: 200, Types: seq(created, messageTypes, completed), Text: "MOCK_RECALL: remember alpha | and beta"},
+		},
+		{
+			name: "spawn a slow sub-agent",
+			body: func() map[string]any {
+				b := body(msg("user", "please SPAWN_SUB=3"))
+				b["tools"] = []any{map[string]any{"type": "namespace", "name": "multi_agent_v1", "tools": []any{
+					map[string]any{"type": "function", "name": "spawn_agent"}}}}
+				return b
+			}(),
+			want: outcome{Status: 200, Types: seq(created, callTypes, completed),
+				Call: map[string]any{"name": "spawn_agent", "namespace": "multi_agent_v1"}, Args: map[string]any{"message": "SLOW=3 sub-agent task"}},
+		},
+		{
 			name: "fail500",
 			body: body(msg("user", "FAIL500 now")),
 			want: outcome{Status: 500, Error: "mock forced failure"},
@@ -559,5 +582,35 @@ func TestPatchCommand(t *testing.T) {
 	want := "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: /a/b.txt\n+one\n+two\n*** End Patch\nEOF"
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("PatchCommand (-want +got):\n%s", diff)
+	}
+}
+
+// TestOutputSchema: the schema a request constrains the answer to, as
+// Codex sends a turn's outputSchema (text.format json_schema), is read
+// back; other formats are none.
+func TestOutputSchema(t *testing.T) {
+	s := start(t, Config{})
+	for _, tc := range []struct {
+		name         string
+		text         any
+		schema, with string
+	}{
+		{"json schema", map[string]any{"format": map[string]any{"type": "json_schema", "name": "codex_output_schema", "strict": true,
+			"schema": map[string]any{"type": "object"}}}, `{"type":"object"}`, "codex_output_schema"},
+		{"plain text format", map[string]any{"format": map[string]any{"type": "text"}}, "", ""},
+		{"no text member", nil, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := body(msg("user", "hi"))
+			if tc.text != nil {
+				b["text"] = tc.text
+			}
+			post(t, s.URL(), b)
+			reqs := s.Requests()
+			schema, name := reqs[len(reqs)-1].OutputSchema()
+			if got := (struct{ Schema, Name string }{string(schema), name}); got != (struct{ Schema, Name string }{tc.schema, tc.with}) {
+				t.Errorf("OutputSchema = %+v, want %q %q", got, tc.schema, tc.with)
+			}
+		})
 	}
 }

@@ -115,6 +115,20 @@ func (r *Request) ThreadID() string {
 	return ""
 }
 
+// OutputSchema returns the JSON Schema the request constrains the
+// model's answer to (the Responses API's text.format of type json_schema,
+// as Codex sends a turn's outputSchema), and its name; nil when there is
+// none.
+func (r *Request) OutputSchema() (schema json.RawMessage, name string) {
+	text, _ := r.Body["text"].(map[string]any)
+	format, _ := text["format"].(map[string]any)
+	if format["type"] != "json_schema" {
+		return nil, ""
+	}
+	name, _ = format["name"].(string)
+	return marshal(format["schema"]), name
+}
+
 // HasTool tells whether the request offered a tool with this name (use
 // "<namespace>.<name>" for a namespaced tool).
 func (r *Request) HasTool(name string) bool {
@@ -166,11 +180,23 @@ func itemType(item map[string]any) string {
 }
 
 // injectedPrefixes start the user messages Codex adds as context.
-var injectedPrefixes = []string{"<environment_context>", "<user_instructions>", "# AGENTS.md"}
+// (<turn_aborted>: a turn interrupted, or still running in the source of
+// a fork.)
+var injectedPrefixes = []string{"<environment_context>", "<user_instructions>", "# AGENTS.md", "<turn_aborted>"}
 
 func lastUserText(items []map[string]any) string {
-	for i := len(items) - 1; i >= 0; i-- {
-		item := items[i]
+	texts := userTexts(items)
+	if len(texts) == 0 {
+		return ""
+	}
+	return texts[len(texts)-1]
+}
+
+// userTexts returns the texts of the user messages of the input that are
+// not context blocks injected by Codex, in order.
+func userTexts(items []map[string]any) []string {
+	var texts []string
+	for _, item := range items {
 		if itemType(item) != "message" || item["role"] != "user" {
 			continue
 		}
@@ -184,10 +210,25 @@ func lastUserText(items []map[string]any) string {
 			}
 		}
 		if !injected {
-			return t
+			texts = append(texts, t)
 		}
 	}
-	return ""
+	return texts
+}
+
+// EarlierUserTexts returns the user texts of the input before the last one
+// (see LastUserText): what the model was told in earlier turns of the
+// thread, such as a resumed or forked thread's history. For a Messages API
+// request it is nil.
+func (r *Request) EarlierUserTexts() []string {
+	if r.isMessages() {
+		return nil
+	}
+	texts := userTexts(r.Input())
+	if len(texts) == 0 {
+		return nil
+	}
+	return texts[:len(texts)-1]
 }
 
 // contentText joins the text parts of a message content (a string or a list

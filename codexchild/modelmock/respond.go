@@ -68,6 +68,9 @@ var (
 	cmdRE      = regexp.MustCompile(`(?m)CMD=(.*)$`)
 	patchRE    = regexp.MustCompile(`PATCH=(\S+)`)
 	callToolRE = regexp.MustCompile(`CALL_TOOL=(\S+)`)
+	answerRE   = regexp.MustCompile(`(?m)ANSWER=(.*)$`)
+	spawnSubRE = regexp.MustCompile(`SPAWN_SUB(?:=(\d+))?`)
+	taskRE     = regexp.MustCompile(`(?m)TASK=(.*)$`)
 	argsRE     = regexp.MustCompile(`(?m)ARGS=(.*)$`)
 )
 
@@ -77,6 +80,16 @@ func afterCreated(s *Stream, r *Request) error {
 	escalate := strings.Contains(text, "ESCALATE")
 	var fc FunctionCall
 	switch {
+	case answerRE.MatchString(text):
+		return messageCompleted(s, strings.TrimSpace(answerRE.FindStringSubmatch(text)[1]))
+	case strings.Contains(text, "RECALL"):
+		return messageCompleted(s, "MOCK_RECALL: "+strings.Join(r.EarlierUserTexts(), " | "))
+	case spawnSubRE.MatchString(text):
+		task := SubAgentTask(spawnSubRE.FindStringSubmatch(text)[1])
+		if m := taskRE.FindStringSubmatch(text); m != nil {
+			task = strings.TrimSpace(m[1])
+		}
+		fc = SpawnSubAgent(r, task)
 	case callToolRE.MatchString(text):
 		target := callToolRE.FindStringSubmatch(text)[1]
 		fc.Name = target
@@ -96,15 +109,44 @@ func afterCreated(s *Stream, r *Request) error {
 		}
 		fc = shellCall(r, cmd, escalate)
 	default:
-		if err := s.Message("MOCK_REPLY: " + truncate(strings.TrimSpace(text), 500)); err != nil {
-			return err
-		}
-		return s.Completed()
+		return messageCompleted(s, "MOCK_REPLY: "+truncate(strings.TrimSpace(text), 500))
 	}
 	if err := s.FunctionCall(fc); err != nil {
 		return err
 	}
 	return s.Completed()
+}
+
+// messageCompleted ends a stream after response.created with the message
+// text and response.completed.
+func messageCompleted(s *Stream, text string) error {
+	if err := s.Message(text); err != nil {
+		return err
+	}
+	return s.Completed()
+}
+
+// SubAgentTask is the task SPAWN_SUB[=n] gives the sub-agent: "sub-agent
+// task", or "SLOW=<n> sub-agent task" (the sub-agent's model then takes
+// n seconds) when n is given.
+func SubAgentTask(n string) string {
+	if n == "" {
+		return "sub-agent task"
+	}
+	return "SLOW=" + n + " sub-agent task"
+}
+
+// SpawnSubAgent is the call of Codex's spawn_agent tool (in 0.171.0 the
+// namespace multi_agent_v1, whichever namespace the request offers it in)
+// with the task as its message.
+func SpawnSubAgent(r *Request, task string) FunctionCall {
+	fc := FunctionCall{Namespace: "multi_agent_v1", Name: "spawn_agent", Arguments: string(marshal(map[string]any{"message": task}))}
+	for _, n := range r.ToolNames {
+		if ns, name, ok := strings.Cut(n, "."); ok && name == "spawn_agent" {
+			fc.Namespace = ns
+		}
+	}
+	return fc
 }
 
 // Reply answers with response.created, the assistant message text and

@@ -75,7 +75,7 @@ for (const [mode, negotiation, want] of [
   });
   await step(`${mode}: tools/list`, async () => {
     const { tools } = await s.client.listTools();
-    equal(tools.length, 18, `${mode}: number of tools`);
+    equal(tools.length, 19, `${mode}: number of tools`);
   });
   await step(`${mode}: codex as an identity`, async () => {
     const r = await call(s, 'codex', { prompt: `hello from v2 ${mode}`, identity: `v2-${mode}`, cwd: cfg.work });

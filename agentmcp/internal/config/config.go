@@ -40,6 +40,10 @@ var (
 	// Isolations say where an agent works: in a git worktree and branch of
 	// its own, or in its cwd with everyone else.
 	Isolations = []string{"worktree", "none"}
+	// BusyMails say what becomes of mail to an agent whose turn runs:
+	// steer (added to that turn, where the agent's backend can) or queue
+	// (a turn of its own after it).
+	BusyMails = []string{"steer", "queue"}
 )
 
 // Defaults of the keys that have one.
@@ -77,6 +81,9 @@ const (
 	// DefaultProgressInterval is how long a call waiting for a turn goes
 	// without progress before it is told what the agent is doing.
 	DefaultProgressInterval = time.Minute
+	// DefaultSubAgentWait is how long a turn whose agent started
+	// sub-agents of its own waits for them after the turn itself ended.
+	DefaultSubAgentWait = 300 * time.Second
 )
 
 // SubagentsFeature is the Codex config key that --subagents sets, passed as
@@ -160,6 +167,9 @@ type Role struct {
 	// Host is the host the role's agents run on (a name of Hosts, or
 	// LocalHost); "" leaves the kind's or the instance's (see HostFor).
 	Host string `json:"host,omitempty"`
+	// BusyMail is busy_mail for the role's agents (one of BusyMails); ""
+	// leaves the instance's.
+	BusyMail string `json:"busy_mail,omitempty"`
 	// BudgetTokens is the token budget of each of the role's sessions; 0
 	// leaves budget_tokens (see BudgetFor).
 	BudgetTokens int `json:"budget_tokens,omitempty"`
@@ -265,6 +275,14 @@ type Config struct {
 	Prices map[string]Price
 
 	AutoMail bool // inject incoming mail as turns (FR-8.8)
+	// BusyMail is what becomes of mail to an agent whose turn runs (one of
+	// BusyMails); "" (not set) steers the lead's mail and queues the
+	// others'. A role preset's busy_mail overrides it for the role.
+	BusyMail string
+	// SubAgentWait bounds how long a turn whose agent started sub-agents
+	// of its own (Codex's spawn_agent) waits for them after the turn
+	// itself ended, before it is reported done.
+	SubAgentWait time.Duration
 	// PerThreadAutoMail overrides AutoMail for the sessions bound to an
 	// identity; see AutoMailFor.
 	PerThreadAutoMail    map[string]bool

@@ -81,6 +81,8 @@ func (c *Config) Entries() []Entry {
 		{Key: "worktree_ports", Value: c.WorktreePorts},
 		{Key: "merge_check", Value: none(c.MergeCheck)},
 		{Key: "auto_mail", Value: c.AutoMail},
+		{Key: "busy_mail", Value: none(c.BusyMail)},
+		{Key: "sub_agent_wait_secs", Value: secs(c.SubAgentWait)},
 		{Key: "max_mail_messages", Value: c.MaxMailMessages},
 		{Key: "max_mail_message_length", Value: c.MaxMailMessageLength},
 		{Key: "elicitation_timeout_secs", Value: secs(c.ElicitationTimeout)},
@@ -109,7 +111,7 @@ func (c *Config) Entries() []Entry {
 		for _, f := range []struct{ k, v string }{
 			{"model", r.Model}, {"reasoning_effort", r.ReasoningEffort},
 			{"sandbox", r.Sandbox}, {"approval_policy", r.ApprovalPolicy}, {"isolation", r.Isolation},
-			{"host", r.Host},
+			{"host", r.Host}, {"busy_mail", r.BusyMail},
 		} {
 			if f.v == "" {
 				continue

@@ -72,11 +72,11 @@ var pluginKeys = []string{
 	"max_result_chars", "event_buffer_size", "lead_push",
 	"isolation", "worktree_base", "worktree_setup", "worktree_ports", "merge_check",
 	"roles", "agents", "host", "hosts",
-	"budget_tokens", "team_budget_tokens", "budget_interrupt", "prices",
+	"budget_tokens", "team_budget_tokens", "budget_interrupt", "prices", "busy_mail", "sub_agent_wait_secs",
 }
 
 // roleKeys are the keys of a role preset.
-var roleKeys = []string{"model", "reasoning_effort", "sandbox", "approval_policy", "isolation", "host", "budget_tokens"}
+var roleKeys = []string{"model", "reasoning_effort", "sandbox", "approval_policy", "isolation", "host", "budget_tokens", "busy_mail"}
 
 // Load resolves the configuration as the package documentation describes.
 // It fails on a malformed or unreadable file and on any bad value, naming
@@ -240,6 +240,8 @@ func (r *resolver) resolveAll(cfg *Config, opts LoadOptions) {
 	cfg.WorktreePorts = r.integer("worktree_ports", DefaultWorktreePorts, 0, std("worktree_ports", ""))
 	cfg.MergeCheck = r.str("merge_check", "", std("merge_check", ""))
 	cfg.AutoMail = r.boolean("auto_mail", true, std("auto_mail", ""))
+	cfg.BusyMail = r.enum("busy_mail", "", BusyMails, std("busy_mail", ""))
+	cfg.SubAgentWait = r.seconds("sub_agent_wait_secs", DefaultSubAgentWait, std("sub_agent_wait_secs", ""))
 	cfg.PerThreadAutoMail = r.perThreadAutoMail()
 	cfg.MaxMailMessages = r.integer("max_mail_messages", DefaultMaxMailMessages, 1, std("max_mail_messages", ""))
 	cfg.MaxMailMessageLength = r.integer("max_mail_message_length", DefaultMaxMailMessageLength, 1, std("max_mail_message_length", ""))
@@ -352,6 +354,7 @@ func (r *resolver) roles() map[string]Role {
 			ApprovalPolicy:  r.enum(key("approval_policy"), "", ApprovalPolicies, at("approval_policy")),
 			Isolation:       r.enum(key("isolation"), "", Isolations, at("isolation")),
 			Host:            r.str(key("host"), "", at("host")),
+			BusyMail:        r.enum(key("busy_mail"), "", BusyMails, at("busy_mail")),
 			BudgetTokens:    r.roleBudget(name),
 		}
 		for _, k := range roleKeys {

@@ -86,7 +86,7 @@ func TestDefaults(t *testing.T) {
 		MaxMailMessages: 10, MaxMailMessageLength: 4096, ElicitationTimeout: 300 * time.Second,
 		MaxResultChars: 80000, EventBufferSize: 500, ProgressInterval: time.Minute,
 		ApprovalFallback: "deny", HandshakeTimeout: 60 * time.Second, CodexRestart: "manual", MCPProtocol: "auto", LogLevel: "info", Roles: map[string]Role{},
-		LeadPush: true, Isolation: "none", WorktreePorts: 10,
+		LeadPush: true, Isolation: "none", WorktreePorts: 10, SubAgentWait: 300 * time.Second,
 	}
 	if diff := cmp.Diff(want, c, cmpIgnoreSources); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
@@ -222,6 +222,8 @@ team_budget_tokens = 1000000
 budget_interrupt = true
 merge_check = "make test"
 host = "box"
+busy_mail = "queue"
+sub_agent_wait_secs = 30
 
 [plugins.atm-agent-mcp.hosts.box]
 ssh = "box"
@@ -237,6 +239,7 @@ approval_policy = "on-request"
 isolation = "none"
 host = "local"
 budget_tokens = 50000
+busy_mail = "steer"
 
 [plugins.atm-agent-mcp.prices."gpt-5.3-codex"]
 input = 1.25
@@ -262,7 +265,8 @@ currency = "EUR"
 		MaxResultChars: 5000, EventBufferSize: 50, ProgressInterval: 0,
 		ApprovalFallback: "queue", HandshakeTimeout: 7 * time.Second, CodexRestart: "on_demand", MCPProtocol: "2025-11-25", LogLevel: "debug", LogFile: filepath.Join(f.repo, "logs", "proxy.log"),
 		Isolation: "worktree", WorktreeBase: "main", WorktreeSetup: "make deps", WorktreePorts: 0, Host: "box", MergeCheck: "make test",
-		Roles:        map[string]Role{"worker": {Model: "gpt-5.3-codex", ReasoningEffort: "low", Sandbox: "workspace-write", ApprovalPolicy: "on-request", Isolation: "none", Host: "local", BudgetTokens: 50000}},
+		BusyMail: "queue", SubAgentWait: 30 * time.Second,
+		Roles:        map[string]Role{"worker": {Model: "gpt-5.3-codex", ReasoningEffort: "low", Sandbox: "workspace-write", ApprovalPolicy: "on-request", Isolation: "none", Host: "local", BudgetTokens: 50000, BusyMail: "steer"}},
 		BudgetTokens: 200000, TeamBudgetTokens: 1000000, BudgetInterrupt: true,
 		Prices: map[string]Price{"gpt-5.3-codex": {Input: 1.25, CachedInput: 0.125, Output: 10, Currency: "USD"},
 			"o3": {Input: 2, CachedInput: 2, Output: 8, Currency: "EUR"}},
@@ -304,6 +308,7 @@ currency = "EUR"
 		"ATM_AGENT_MCP_ISOLATION": "worktree", "ATM_AGENT_MCP_WORKTREE_BASE": "origin/main", "ATM_AGENT_MCP_WORKTREE_SETUP": "npm ci",
 		"ATM_AGENT_MCP_WORKTREE_PORTS": "5", "ATM_AGENT_MCP_HOST": "local", "ATM_AGENT_MCP_MERGE_CHECK": "go test ./...",
 		"ATM_AGENT_MCP_BUDGET_TOKENS": "7000", "ATM_AGENT_MCP_TEAM_BUDGET_TOKENS": "9000", "ATM_AGENT_MCP_BUDGET_INTERRUPT": "no",
+		"ATM_AGENT_MCP_BUSY_MAIL": "steer", "ATM_AGENT_MCP_SUB_AGENT_WAIT_SECS": "45",
 	}
 	for k, v := range env {
 		f.env[k] = v
@@ -325,7 +330,8 @@ currency = "EUR"
 		ApprovalFallback: "approve", HandshakeTimeout: 8 * time.Second, CodexRestart: "manual", MCPProtocol: "auto", LogLevel: "warn", LogFile: "/var/log/x.log", Role: "worker",
 		LeadPush: true, MessagingSocket: "/tmp/cc.sock", MessagingToken: "tok",
 		Isolation: "worktree", WorktreeBase: "origin/main", WorktreeSetup: "npm ci", WorktreePorts: 5, Host: "local", MergeCheck: "go test ./...",
-		Roles:        map[string]Role{"worker": {Model: "gpt-5.3-codex", ReasoningEffort: "low", Sandbox: "workspace-write", ApprovalPolicy: "on-request", Isolation: "none", Host: "local", BudgetTokens: 50000}},
+		BusyMail: "steer", SubAgentWait: 45 * time.Second,
+		Roles:        map[string]Role{"worker": {Model: "gpt-5.3-codex", ReasoningEffort: "low", Sandbox: "workspace-write", ApprovalPolicy: "on-request", Isolation: "none", Host: "local", BudgetTokens: 50000, BusyMail: "steer"}},
 		BudgetTokens: 7000, TeamBudgetTokens: 9000, BudgetInterrupt: false,
 		Prices: map[string]Price{"gpt-5.3-codex": {Input: 1.25, CachedInput: 0.125, Output: 10, Currency: "USD"},
 			"o3": {Input: 2, CachedInput: 2, Output: 8, Currency: "EUR"}},

@@ -228,6 +228,43 @@ func (c *codex) RestartsAsWhole() bool { return backend.RestartsAsWhole(c.get().
 // Name is how people call the current child's agents.
 func (c *codex) Name() string { return backend.NameOf(c.get().b, registry.DefaultKind) }
 
+// Steer adds input to a running turn of the current child
+// (backend.Steerer: app-server's turn/steer); ErrUnsupported when the
+// child cannot (mcp-server).
+func (c *codex) Steer(ctx context.Context, threadID, text string) error {
+	box := c.get()
+	st, ok := box.b.(backend.Steerer)
+	if !ok {
+		return backend.ErrUnsupported
+	}
+	return c.explain(box, st.Steer(ctx, threadID, text))
+}
+
+// Fork forks a thread on the current child (backend.Forker: app-server's
+// thread/fork), after a restart in progress; ErrUnsupported when the child
+// cannot (mcp-server).
+func (c *codex) Fork(ctx context.Context, req backend.ForkRequest) (*backend.ForkResult, error) {
+	box, err := c.ready(ctx, nil)
+	if err != nil {
+		return nil, turnError(err)
+	}
+	f, ok := box.b.(backend.Forker)
+	if !ok {
+		return nil, backend.ErrUnsupported
+	}
+	res, err := f.Fork(ctx, req)
+	if errors.Is(err, backend.ErrUnsupported) || errors.Is(err, backend.ErrForkRefused) {
+		return nil, err
+	}
+	return res, turnError(c.explain(box, err))
+}
+
+// StructuredOutput asks the current child whether its turns take an output
+// schema (backend.StructuredOutputter: app-server's outputSchema).
+func (c *codex) StructuredOutput(ctx context.Context) error {
+	return backend.Structured(ctx, c.get().b)
+}
+
 // Forward and Notify pass MCP through to an mcp-server child.
 func (c *codex) Forward(ctx context.Context, m *jsonrpcframe.Message) (*jsonrpcframe.Message, error) {
 	box := c.get()

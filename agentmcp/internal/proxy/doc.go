@@ -3,7 +3,7 @@
 //
 //   - mcpconn: the MCP connection to Claude (framing, read order, the fast
 //     path, server→client requests, events);
-//   - tools: the 18 tools, over the session manager, the ATM client and the
+//   - tools: the 19 tools, over the session manager, the ATM client and the
 //     connection;
 //   - session: the agent sessions of every kind, their turns, persistence
 //     and approvals;
@@ -17,7 +17,9 @@
 //     name. serve (agentmcp's serve.go and agents.go) builds them from the
 //     configuration; a new kind is a new entry, and the sessions ask each
 //     backend what it can do;
-//   - mailbridge: team mail turned into turns of idle sessions;
+//   - mailbridge: team mail turned into turns of idle sessions, or steered
+//     into a busy session's running turn where busy_mail says so and its
+//     backend can (mail.go: mailTarget.Deliver, session.TrySteerMail);
 //   - feed: what the serve publishes for a live view of its team (the
 //     sessions' states, the team's mail, approvals answered back), the
 //     session manager's Observer, started before the first request is

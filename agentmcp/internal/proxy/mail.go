@@ -110,6 +110,12 @@ type mailTarget struct{ s *Server }
 // or written to a child that lives on; then the mail is marked read), or
 // not (the child died before acknowledging it: the mail stays unread and
 // resumeMail offers it again after the restart).
+//
+// Mail to a session whose turn runs is added to that turn instead
+// (session.TrySteerMail), in the same envelope, when busy_mail says so for
+// its senders (steersMail) and the session's backend can steer; done then
+// reports whether the agent took it, and mail it did not take goes as a
+// turn once the running one has ended.
 func (t mailTarget) Deliver(identity, prompt string, msgs []atmclient.Message, done func(sent bool)) bool {
 	sess := t.s.sessions.ByIdentity(identity)
 	if sess == nil || t.s.sessions.Closing() || sess.MailPaused() {
@@ -118,7 +124,42 @@ func (t mailTarget) Deliver(identity, prompt string, msgs []atmclient.Message, d
 	if !t.s.frames.takesMail(identity) {
 		return false // a shutdown request is closing the session
 	}
-	return sess.TryMailThen(prompt, done, t.s.frames.mailEnded(identity, sess.Record().AgentID, msgs))
+	rec := sess.Record()
+	ended := t.s.frames.mailEnded(identity, rec.AgentID, msgs)
+	if sess.TryMailThen(prompt, done, ended) {
+		return true
+	}
+	return t.s.steersMail(rec.Role, msgs) && sess.TrySteerMail(prompt, done, ended)
+}
+
+// The values of busy_mail (Options.BusyMail).
+const (
+	BusyMailSteer = "steer"
+	BusyMailQueue = "queue"
+)
+
+// steersMail reports whether a batch of mail to a busy agent of role is
+// steered into its running turn: busy_mail of the role, else of serve;
+// when neither is set, only when every message is from the lead (serve's
+// own identity: its client's instructions are worth the interruption; a
+// teammate's mail waits for the turn's end, as it always did).
+func (s *Server) steersMail(role string, msgs []atmclient.Message) bool {
+	policy := s.opts.BusyMail
+	if v := s.opts.RoleBusyMail[role]; v != "" {
+		policy = v
+	}
+	switch policy {
+	case BusyMailSteer:
+		return true
+	case BusyMailQueue:
+		return false
+	}
+	for _, m := range msgs {
+		if !s.frames.isLead(m.From) {
+			return false
+		}
+	}
+	return len(msgs) > 0
 }
 
 // resumeMail asks the bridge to check every bound identity: after a

@@ -142,6 +142,15 @@ type Options struct {
 	// RoleIsolation is the isolation of each role preset's agents.
 	// optional.
 	RoleIsolation map[string]string
+	// BusyMail is what becomes of mail to an agent whose turn runs
+	// (busy_mail): BusyMailSteer adds it to that turn where the agent's
+	// backend can (backend.Steerer), BusyMailQueue keeps it for a turn of
+	// its own after. optional: "" steers the mail of the lead (serve's
+	// own identity) and queues the others'.
+	BusyMail string
+	// RoleBusyMail is BusyMail for each role preset that sets it.
+	// optional.
+	RoleBusyMail map[string]string
 	// WorktreeBase is where an isolated agent's branch starts when the
 	// call names no base. optional: "" means the HEAD of its cwd's checkout.
 	WorktreeBase string

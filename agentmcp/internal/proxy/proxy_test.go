@@ -43,7 +43,7 @@ func TestInitializeAndToolList(t *testing.T) {
 	}
 	want := []string{"codex", "codex-reply", "agent_start", "agent_reply", "atm_send", "atm_read", "atm_broadcast", "atm_pending_count", "agent_sessions",
 		"agent_status", "agent_close", "agent_wait", "agent_interrupt", "agent_respond", "agent_list_codex_sessions", "agent_restart_codex",
-		"agent_diff", "agent_merge"}
+		"agent_diff", "agent_merge", "agent_fork"}
 	sort.Strings(want)
 	sort.Strings(names)
 	if diff := cmp.Diff(want, names); diff != "" {

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"sort"
 	"strings"
 	"time"
 
@@ -150,6 +151,20 @@ func (a *activity) record(typ, thread string, act backend.Activity, now time.Tim
 		}
 	}
 	a.add(r)
+}
+
+// subAgentList returns the sub-agents by thread id; nil when there are
+// none.
+func (a *activity) subAgentList() []backend.SubAgent {
+	if len(a.subAgents) == 0 {
+		return nil
+	}
+	out := make([]backend.SubAgent, 0, len(a.subAgents))
+	for _, sub := range a.subAgents {
+		out = append(out, sub)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ThreadID < out[j].ThreadID })
+	return out
 }
 
 // usageTotals adds up a session's token usage over its threads: each

@@ -181,6 +181,9 @@ func finalRecord(x *registry.Session, facts registry.Session, st registry.Status
 	x.Status, x.ThreadState = st, registry.ThreadClosed
 	x.BackendID, x.Turns, x.LastResult = facts.BackendID, facts.Turns, facts.LastResult
 	x.RepoRoot, x.RepoName, x.Branch, x.Cwd = facts.RepoRoot, facts.RepoName, facts.Branch, facts.Cwd
+	if facts.ForkedFrom != nil {
+		x.ForkedFrom = facts.ForkedFrom
+	}
 	if facts.Usage != nil {
 		x.Usage = facts.Usage
 	}

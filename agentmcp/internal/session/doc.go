@@ -32,8 +32,13 @@
 // backend by that name, lists the kinds, gives a new session's settings
 // and checks them, and everything a kind does differently is asked of its
 // backend as a capability (backend.Sandboxed, Configurable,
-// WholeRestarter, Named, Availability, MailPauser), so that a new protocol
-// is a new entry in the map and nothing here changes.
+// WholeRestarter, Named, Availability, MailPauser, Steerer, Forker,
+// StructuredOutputter), so that a new protocol is a new entry in the map
+// and nothing here changes. What a kind cannot do has one fallback for
+// every kind: input for a busy turn is queued as a turn of its own
+// (steer.go), a fork is told its source's summary or messages (fork.go),
+// and an answer to an output schema is asked for in the prompt; every
+// answer is checked against its schema here, the same way (output.go).
 //
 // # Hosts
 //

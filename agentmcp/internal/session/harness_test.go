@@ -29,7 +29,8 @@ import (
 //     output), told in an event; then the result "echo: TOKENS n"
 //   - "TOKENS_BLOCK n": as TOKENS, then as BLOCK
 //
-// Every other turn is acknowledged (OnAccepted) right after OnSent. A new
+// An output schema told at the end of the prompt (output.go) is not its
+// last line. Every other turn is acknowledged (OnAccepted) right after OnSent. A new
 // thread is named to OnThread before anything else; a thread in lost
 // (unless SameThread) is replaced by a new one, the Result saying why
 // (Replaced "lost by the fake"). A summary turn waits for summaryGate to
@@ -102,7 +103,8 @@ func (f *fakeBackend) Turn(ctx context.Context, req backend.TurnRequest) (*backe
 	if req.OnSent != nil {
 		req.OnSent()
 	}
-	lines := strings.Split(strings.TrimSpace(req.Prompt), "\n")
+	prompt, _, _ := strings.Cut(req.Prompt, "\n\n<output-schema>") // an output schema told in the prompt is no command
+	lines := strings.Split(strings.TrimSpace(prompt), "\n")
 	last := strings.TrimSpace(lines[len(lines)-1])
 	died := &backend.ExitError{Status: backend.ExitStatus{Code: -1, Signal: "killed"}}
 	if last == "DIE" {

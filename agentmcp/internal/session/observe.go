@@ -1,7 +1,6 @@
 package session
 
 import (
-	"sort"
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
@@ -117,10 +116,7 @@ func (s *Session) State(events int) State {
 		}
 		st.Last = last
 	}
-	for _, sub := range s.act.subAgents {
-		st.SubAgents = append(st.SubAgents, sub)
-	}
-	sort.Slice(st.SubAgents, func(i, j int) bool { return st.SubAgents[i].ThreadID < st.SubAgents[j].ThreadID })
+	st.SubAgents = s.act.subAgentList()
 	identity, live := s.rec.Identity, s.rec.Status.Live()
 	s.mu.Unlock()
 	if s.m.cfg.Mail != nil && live {

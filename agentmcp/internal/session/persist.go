@@ -160,6 +160,9 @@ func (p *persister) write(s *Session) {
 		x.RepoRoot, x.RepoName, x.Branch, x.Cwd = rec.RepoRoot, rec.RepoName, rec.Branch, rec.Cwd
 		x.LastActive = rec.LastActive
 		x.LastResult = rec.LastResult
+		if rec.ForkedFrom != nil {
+			x.ForkedFrom = rec.ForkedFrom // a fork's parent, known once its thread is
+		}
 		x.Extra = rec.Extra
 		switch rec.ThreadState {
 		case registry.ThreadBusy:

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend/outputschema"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
@@ -69,6 +71,14 @@ type Turn struct {
 	// Asker answers the turn's approvals. optional: nil means
 	// Config.Asker.
 	Asker Asker
+	// NotSteered says that the prompt was to be added to a running turn
+	// (SteerTurn) and could not be: the result says so
+	// (TurnResult.NotSteered). optional.
+	NotSteered bool
+	// Output is the JSON Schema the turn's answer must follow (output.go):
+	// the answer is checked against it, and the result carries the JSON
+	// (TurnResult.Output). optional.
+	Output *outputschema.Schema
 }
 
 // TurnResult is how a turn ended, as the client is told.
@@ -87,6 +97,23 @@ type TurnResult struct {
 	// Place is the session's own place (isolation worktree), where the
 	// turn ran; nil for a session without one.
 	Place *Place
+	// Steered: the prompt was added to the turn that was running
+	// (SteerTurn), and this is that turn's result. NotSteered: it was to
+	// be, and ran as a turn of its own (Turn.NotSteered).
+	Steered, NotSteered bool
+	// SubAgents are the agents the turn's agent started of its own
+	// (Codex's collab sub-agents), as they stood when the turn was done;
+	// SubAgentsNote says why it was reported done while some still ran
+	// (the configured wait passed). Not members of the team.
+	SubAgents     []backend.SubAgent
+	SubAgentsNote string
+	// Output is the answer's JSON when the turn had an output schema and
+	// the answer matched it; OutputError says why it did not (the result
+	// is then an error, its text the answer as it was); OutputHow is how
+	// the answer was asked for (OutputConstrained, OutputPrompted).
+	Output      json.RawMessage
+	OutputError string
+	OutputHow   string
 }
 
 // job is one queued turn. run executes it with the session marked busy;
@@ -107,6 +134,14 @@ type job struct {
 	// Session.Run), so that the request's end does not cancel a turn that
 	// was answered from the backend's reader.
 	stopCancel func() bool
+
+	// Guarded by Session.mu (steer.go): steerRefused is set once a steer
+	// into this turn was not taken, so that no more input is steered into
+	// it; after are called with its outcome once it has ended (input
+	// steered into it waits for that); ended says they have been.
+	steerRefused bool
+	after        []func(*TurnResult, error)
+	ended        bool
 }
 
 // Session is one agent session (of any kind): its record, its queue of turns, its
@@ -130,7 +165,11 @@ type Session struct {
 	// old one (an adopted session's last messages, a resumed one's summary
 	// or last result), for the next turn only; seedWhat names it.
 	seed, seedWhat string
-	resumed        *resumeMark // set by Rebind: the next turn resumes the session
+	// told is what a fork whose agent could not fork its parent's thread
+	// is told of the parent (fork.go), in front of the prompt of the turn
+	// that starts its thread.
+	told    string
+	resumed *resumeMark // set by Rebind: the next turn resumes the session
 	// savedThread is the thread id the registry has (the persister's last
 	// write): a turn's result on another thread waits for its write.
 	savedThread string
@@ -166,6 +205,13 @@ type outcome struct {
 	threadID string
 	thread   *ThreadNote // whether it continued the session's thread (TurnResult.Thread)
 	finished time.Time
+	// subAgents and subAgentsNote are the result's (TurnResult); output,
+	// outputError and outputHow its answer to an output schema.
+	subAgents     []backend.SubAgent
+	subAgentsNote string
+	output        json.RawMessage
+	outputError   string
+	outputHow     string
 }
 
 // newSession wraps a registry record; the session runs nothing yet.
@@ -456,6 +502,7 @@ func (s *Session) startLocked(j *job) (run func()) {
 			s.m.cfg.Mail.Idle(s.Record().Identity) // the post-turn mail check (FR-8.1)
 		}
 		j.done(res, err)
+		s.jobEnded(j, res, err) // what was steered into it (steer.go)
 		if p := s.Place(); p != nil && s.m.cfg.Places != nil {
 			s.m.cfg.Places.TurnEnded(p) // the conflict radar, off this goroutine
 		}

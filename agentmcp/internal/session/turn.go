@@ -105,6 +105,10 @@ func (s *Session) turn(ctx context.Context, j *job, t Turn, replyNow bool) (*Tur
 	rec, place := s.rec, s.place
 	seed, seedWhat := s.seed, s.seedWhat
 	s.seed, s.seedWhat = "", ""
+	var told string // a fork's history, told to its first thread (fork.go)
+	if rec.BackendID == "" && t.Source != SourceSummary {
+		told, s.told = s.told, ""
+	}
 	resumed := s.resumed
 	if t.Source != SourceSummary {
 		s.resumed = nil
@@ -134,8 +138,9 @@ func (s *Session) turn(ctx context.Context, j *job, t Turn, replyNow bool) (*Tur
 	if t.Timeout > 0 {
 		timeout = t.Timeout
 	}
+	outSchema, prompt, how := outputRequest(ctx, b, t.Output, told+t.Prompt) // output.go
 	req := backend.TurnRequest{
-		ThreadID: rec.BackendID, Prompt: t.Prompt, Preamble: preamble, Params: params, Seed: seed,
+		ThreadID: rec.BackendID, Prompt: prompt, Preamble: preamble, Params: params, Seed: seed, OutputSchema: outSchema,
 		SameThread: t.SameThread, Timeout: timeout, Release: release, OnAccepted: t.OnAccepted,
 		OnThread: s.newThread,
 		Handler:  &turnHandler{m: m, s: s, call: t.Call, asker: t.Asker},
@@ -155,7 +160,7 @@ func (s *Session) turn(ctx context.Context, j *job, t Turn, replyNow bool) (*Tur
 	}
 	note := func(r *backend.Result) *ThreadNote { return threadNote(resumed, rec.BackendID, r, seedWhat) }
 	if replyNow && t.Call != nil && rec.BackendID != "" {
-		req.OnResult = func(r *backend.Result) { s.replyFromReader(j, t, r, note(r)) }
+		req.OnResult = func(r *backend.Result) { s.replyFromReader(j, t, how, r, note(r)) }
 	}
 	err := berr
 	var res *backend.Result
@@ -180,14 +185,17 @@ func (s *Session) turn(ctx context.Context, j *job, t Turn, replyNow bool) (*Tur
 		}
 		return nil, err
 	}
+	res, ans := structured(t, how, res) // checked against its output schema (output.go)
 	text := capResult(m.cfg.MaxResultChars, rec.AgentID, res.Text)
 	n := note(res)
 	if n != nil && !n.Continued {
 		m.log.Warn("the turn did not continue the session's thread", "agent_id", rec.AgentID, "previous_thread", n.PreviousThreadID,
 			"thread", res.ThreadID, "reason", n.Reason, "given", firstNonEmpty(n.Given, "nothing"))
 	}
-	rec = s.recordTurn(t.Source, res, text, n)
-	return turnResult(rec, res, text, n, place), nil
+	rec = s.recordTurn(t.Source, res, text, n, ans)
+	r := turnResult(rec, res, text, n, place, ans)
+	r.NotSteered = t.NotSteered
+	return r, nil
 }
 
 // newThread records the thread a turn runs on as soon as the backend names
@@ -210,16 +218,19 @@ func (s *Session) newThread(threadID string) {
 // the client at once when that costs no waiting (the thread id is the
 // session's already, so nothing has to be persisted first), recording the
 // turn and moving the session on just before the answer is written.
-func (s *Session) replyFromReader(j *job, t Turn, res *backend.Result, n *ThreadNote) {
+func (s *Session) replyFromReader(j *job, t Turn, how string, res *backend.Result, n *ThreadNote) {
 	s.mu.Lock()
 	rec, saved, place := s.rec, s.savedThread, s.place
 	s.mu.Unlock()
 	if res.ThreadID != "" && res.ThreadID != saved {
 		return // a thread the registry does not have yet: written first
 	}
+	res, ans := structured(t, how, res)
 	text := capResult(s.m.cfg.MaxResultChars, rec.AgentID, res.Text)
-	t.Call.TryReplyNow(turnResult(rec, res, text, n, place), func() {
-		s.recordTurn(t.Source, res, text, n)
+	r := turnResult(rec, res, text, n, place, ans)
+	r.NotSteered = t.NotSteered
+	t.Call.TryReplyNow(r, func() {
+		s.recordTurn(t.Source, res, text, n, ans)
 		j.idle = s.finish(j)
 		if j.stopCancel != nil {
 			j.stopCancel()
@@ -231,7 +242,7 @@ func (s *Session) replyFromReader(j *job, t Turn, res *backend.Result, n *Thread
 // recordTurn records a turn's result in the session (its thread id, the
 // count, the outcome agent_status reports) and returns the session's
 // record. text is the result's text as capped for the answer.
-func (s *Session) recordTurn(src Source, res *backend.Result, text string, n *ThreadNote) registry.Session {
+func (s *Session) recordTurn(src Source, res *backend.Result, text string, n *ThreadNote, ans answer) registry.Session {
 	s.mu.Lock()
 	newID := res.ThreadID != "" && res.ThreadID != s.savedThread
 	if res.ThreadID != "" {
@@ -250,20 +261,22 @@ func (s *Session) recordTurn(src Source, res *backend.Result, text string, n *Th
 	}
 	if src != SourceSummary {
 		s.recordOutcome(&outcome{status: firstNonEmpty(res.Status, "completed"), text: text, isError: res.IsError,
-			threadID: rec.BackendID, thread: n, finished: s.m.now()}, res.Text)
+			threadID: rec.BackendID, thread: n, finished: s.m.now(), subAgents: res.SubAgents, subAgentsNote: res.SubAgentsNote,
+			output: ans.output, outputError: ans.outputError, outputHow: ans.how}, res.Text)
 	}
 	return rec
 }
 
 // turnResult is a turn's result; place is the session's place the turn ran
 // in (nil for none), copied.
-func turnResult(rec registry.Session, res *backend.Result, text string, n *ThreadNote, place *Place) *TurnResult {
+func turnResult(rec registry.Session, res *backend.Result, text string, n *ThreadNote, place *Place, ans answer) *TurnResult {
 	if place != nil {
 		c := *place
 		place = &c
 	}
 	return &TurnResult{AgentID: rec.AgentID, ThreadID: rec.BackendID, Identity: rec.Identity, Text: text,
-		Status: firstNonEmpty(res.Status, "completed"), IsError: res.IsError, Thread: n, Place: place}
+		Status: firstNonEmpty(res.Status, "completed"), IsError: res.IsError, Thread: n, Place: place,
+		SubAgents: res.SubAgents, SubAgentsNote: res.SubAgentsNote, Output: ans.output, OutputError: ans.outputError, OutputHow: ans.how}
 }
 
 // The environment of the per-thread tool server that names the session it

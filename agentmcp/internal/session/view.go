@@ -22,9 +22,12 @@ type View struct {
 	BackendID   *string `json:"backend_id"`
 	Branch      *string `json:"branch"`
 	// Budget is the session's token budget and its use; nil without one.
-	Budget     *BudgetState `json:"budget,omitempty"`
-	Cwd        string       `json:"cwd"`
-	HasSummary bool         `json:"has_summary"`
+	Budget *BudgetState `json:"budget,omitempty"`
+	Cwd    string       `json:"cwd"`
+	// ForkedFrom is the session this one was forked from (agent_fork),
+	// and how it got that one's history; nil for a session of its own.
+	ForkedFrom *registry.Fork `json:"forked_from,omitempty"`
+	HasSummary bool           `json:"has_summary"`
 	// Host is the host the session's agent runs on (over ssh); left out
 	// for this machine.
 	Host     string `json:"host,omitempty"`
@@ -82,6 +85,7 @@ type Detail struct {
 	Cwd              string         `json:"cwd"`
 	Done             *bool          `json:"done,omitempty"` // agent_wait: whether the turn ended
 	Events           EventCounts    `json:"events"`
+	ForkedFrom       *registry.Fork `json:"forked_from,omitempty"`
 	HasSummary       bool           `json:"has_summary"`
 	Host             string         `json:"host,omitempty"`
 	Identity         string         `json:"identity"`
@@ -104,11 +108,16 @@ type Detail struct {
 	Role             *string        `json:"role"`
 	StartedAt        string         `json:"started_at"`
 	Status           string         `json:"status"`
-	Tag              *string        `json:"tag"`
-	Team             string         `json:"team"`
-	ThreadState      string         `json:"thread_state"`
-	TokenUsage       *backend.Usage `json:"token_usage,omitempty"`
-	Turns            int            `json:"turns"`
+	// SubAgents are the agents the session's agent started of its own
+	// (Codex's collab sub-agents: spawn_agent), each with its parent
+	// thread, task and last state, by thread. They are not members of the
+	// team: nobody mails them, and they are not sessions.
+	SubAgents   []backend.SubAgent `json:"sub_agents,omitempty"`
+	Tag         *string            `json:"tag"`
+	Team        string             `json:"team"`
+	ThreadState string             `json:"thread_state"`
+	TokenUsage  *backend.Usage     `json:"token_usage,omitempty"`
+	Turns       int                `json:"turns"`
 }
 
 // EventCounts are the events passed on to the client and dropped.
@@ -128,6 +137,14 @@ type LastResult struct {
 	// Thread says whether the turn continued the session's thread (see
 	// TurnResult.Thread).
 	Thread *ThreadNote `json:"thread,omitempty"`
+	// Output is the answer's JSON when the turn had an output schema and
+	// the answer matched it; OutputError says why it did not
+	// (TurnResult.Output).
+	Output      json.RawMessage `json:"output,omitempty"`
+	OutputError string          `json:"output_error,omitempty"`
+	// SubAgentsNote says why the turn was reported done while sub-agents
+	// it started still ran (TurnResult.SubAgentsNote).
+	SubAgentsNote string `json:"sub_agents_note,omitempty"`
 }
 
 // ApprovalView is a pending approval as agent_status shows it.
@@ -183,7 +200,7 @@ func recordView(rec registry.Session, hasSummary bool) View {
 		LastActiveAt: rec.LastActive.UTC().Format(time.RFC3339), StartedAt: rec.StartedAt.UTC().Format(time.RFC3339),
 		Tag: nullable(rec.Tag), Role: nullable(rec.Role), Cwd: rec.Cwd,
 		RepoName: nullable(rec.RepoName), RepoRoot: nullable(rec.RepoRoot), Branch: nullable(rec.Branch),
-		AgentSource: nullable(rec.AgentSource), Turns: rec.Turns, HasSummary: hasSummary, Host: rec.Host,
+		AgentSource: nullable(rec.AgentSource), Turns: rec.Turns, HasSummary: hasSummary, Host: rec.Host, ForkedFrom: rec.ForkedFrom,
 	}
 	if rec.AgentSource != "" {
 		v.AgentName = nullable(strings.TrimSuffix(filepath.Base(rec.AgentSource), filepath.Ext(rec.AgentSource)))
@@ -199,7 +216,7 @@ func (s *Session) Detail(offset int) Detail {
 		AgentID: v.AgentID, AgentName: v.AgentName, AgentSource: v.AgentSource, Backend: v.Backend, BackendID: v.BackendID,
 		Branch: v.Branch, Cwd: v.Cwd, HasSummary: v.HasSummary, Host: v.Host, Identity: v.Identity, LastActiveAt: v.LastActiveAt,
 		RepoName: v.RepoName, RepoRoot: v.RepoRoot, Resumable: v.Resumable, Role: v.Role, StartedAt: v.StartedAt,
-		Tag: v.Tag, Team: v.Team, ThreadState: v.ThreadState, TokenUsage: v.TokenUsage, Budget: v.Budget, Model: v.Model,
+		Tag: v.Tag, Team: v.Team, ThreadState: v.ThreadState, TokenUsage: v.TokenUsage, Budget: v.Budget, Model: v.Model, ForkedFrom: v.ForkedFrom,
 	}
 	max := s.m.cfg.MaxResultChars
 	s.mu.Lock()
@@ -223,8 +240,10 @@ func (s *Session) Detail(offset int) Detail {
 		d.CodexProblem = &cp
 	}
 	d.RecentEvents = s.act.events(20)
+	d.SubAgents = s.act.subAgentList()
 	if o := s.last; o != nil {
-		last := &LastResult{Status: o.status, FinishedAt: o.finished.UTC().Format(time.RFC3339Nano), Thread: o.thread}
+		last := &LastResult{Status: o.status, FinishedAt: o.finished.UTC().Format(time.RFC3339Nano), Thread: o.thread,
+			Output: o.output, OutputError: o.outputError, SubAgentsNote: o.subAgentsNote}
 		if o.err != nil {
 			last.Error = o.err.Error()
 		} else {

@@ -12,10 +12,10 @@ import (
 // agentStartArgNames are the arguments of agent_start: the codex tool's
 // that make sense for every agent kind, and agent.
 var agentStartArgNames = []string{"agent", "prompt", "agent_file", "agent_id", "identity", "role", "tag", "auto_mail", "cwd", "host", "isolation", "base",
-	"model", "base-instructions", "developer-instructions", "background"}
+	"model", "base-instructions", "developer-instructions", "background", "output_schema"}
 
 // agentReplyArgNames are the arguments of agent_reply.
-var agentReplyArgNames = []string{"agent_id", "prompt", "cwd", "background", "budget_tokens", "team_budget_tokens"}
+var agentReplyArgNames = []string{"agent_id", "prompt", "cwd", "background", "budget_tokens", "team_budget_tokens", "steer", "output_schema"}
 
 // kindOnlyArgs are the codex tool's arguments that agent_start does not
 // take, in the codex tool's order: the settings some kind takes of its own
@@ -104,7 +104,7 @@ func (e *Env) replyTool(kind string) string {
 // one keeps no session); turnTools are those whose call runs a turn.
 var (
 	startTools = []string{"codex", "agent_start"}
-	turnTools  = []string{"codex", "codex-reply", "agent_start", "agent_reply"}
+	turnTools  = []string{"codex", "codex-reply", "agent_start", "agent_reply", "agent_fork"}
 )
 
 // isTurnTool reports whether the tool name runs a turn (multi round-trip

@@ -12,6 +12,7 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
 	"github.com/atm-agent-mcp/atm-agent-mcp/atmclient"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend/outputschema"
 )
 
 // codexArgNames are the arguments of the codex tool. The proxy-only ones
@@ -19,7 +20,7 @@ import (
 // thread_id) are never forwarded: Codex 0.153.4 rejects unknown arguments.
 var codexArgNames = []string{"prompt", "agent_file", "agent_id", "identity", "role", "tag", "auto_mail", "cwd", "host", "isolation", "base",
 	"model", "approval-policy", "sandbox", "base-instructions", "developer-instructions", "compact-prompt", "profile", "config",
-	"background", "thread_id"}
+	"background", "thread_id", "output_schema"}
 
 // defaultContinuation is the prompt of a resume without one.
 const defaultContinuation = "Continue where you left off."
@@ -62,6 +63,10 @@ func (e *Env) start(ctx context.Context, c *mcpconn.ToolCall, kind string) (*mcp
 	if err != nil {
 		return nil, err
 	}
+	schema, err := outputSchemaArg(a)
+	if err != nil {
+		return nil, err
+	}
 	prompt, agentFile, agentID, adopt := str["prompt"], str["agent_file"], str["agent_id"], str["thread_id"]
 	if agentID != "" {
 		if agentFile != "" || adopt != "" {
@@ -69,7 +74,7 @@ func (e *Env) start(ctx context.Context, c *mcpconn.ToolCall, kind string) (*mcp
 				"agent_id (resume) excludes agent_file and thread_id")
 		}
 		asked := session.ThreadSettings{Sandbox: str["sandbox"], Profile: str["profile"], Config: config}
-		return e.resume(ctx, c, agentID, kind, str["identity"], prompt, str["cwd"], str["isolation"], str["base"], asked, background)
+		return e.resume(ctx, c, agentID, kind, str["identity"], prompt, str["cwd"], str["isolation"], str["base"], asked, background, schema)
 	}
 	var seed string
 	if adopt != "" {
@@ -188,7 +193,7 @@ func (e *Env) start(ctx context.Context, c *mcpconn.ToolCall, kind string) (*mcp
 		s.Adopt(adopt, seed)
 	}
 	first := adopt == "" // a new session's first turn: one that fails keeps no session
-	res, err := e.run(ctx, c, s, session.Turn{Prompt: prompt, Source: session.SourceClaude}, background, first)
+	res, err := e.run(ctx, c, s, session.Turn{Prompt: prompt, Source: session.SourceClaude, Output: schema}, background, first)
 	res = warned(withWorktree(res, s), shared)
 	if err == nil && adopt == "" && refusedStart(res, s) {
 		// Codex refused the session outright (an isError result without a
@@ -276,7 +281,7 @@ func (e *Env) run(ctx context.Context, c *mcpconn.ToolCall, s *session.Session, 
 // knows is passed to Codex as it is, without context (Codex decides whether
 // it exists).
 func (e *Env) codexReply(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, error) {
-	if err := c.Args.CheckUnknown("codex-reply", append([]string{"prompt", "agent_id", "threadId", "conversationId", "cwd", "background"}, budgetArgNames...)...); err != nil {
+	if err := c.Args.CheckUnknown("codex-reply", append([]string{"prompt", "agent_id", "threadId", "conversationId", "cwd", "background", "steer", "output_schema"}, budgetArgNames...)...); err != nil {
 		return nil, err
 	}
 	return e.reply(ctx, c, "codex-reply")
@@ -289,6 +294,17 @@ func (e *Env) reply(ctx context.Context, c *mcpconn.ToolCall, tool string) (*mcp
 	background, _, err := a.Bool("background")
 	if err != nil {
 		return nil, err
+	}
+	steer, _, err := a.Bool("steer")
+	if err != nil {
+		return nil, err
+	}
+	schema, err := outputSchemaArg(a)
+	if err != nil {
+		return nil, err
+	}
+	if steer && schema != nil {
+		return nil, steerSchemaError()
 	}
 	var prompt, agentID, threadID, convID, cwdArg string
 	for _, arg := range []struct {
@@ -357,7 +373,41 @@ func (e *Env) reply(ctx context.Context, c *mcpconn.ToolCall, tool string) (*mcp
 	if background {
 		mcpconn.Release(ctx)
 	}
-	return e.run(ctx, c, s, session.Turn{Prompt: prompt, Source: session.SourceClaude}, background, false)
+	t := session.Turn{Prompt: prompt, Source: session.SourceClaude, Output: schema}
+	if steer && !c.Tasks {
+		if res, err := e.steer(ctx, c, s, t, background); res != nil || err != nil {
+			return res, err
+		}
+	}
+	t.NotSteered = steer // no turn ran, or it did not take the prompt: a turn of its own
+	return e.run(ctx, c, s, t, background, false)
+}
+
+// steer adds a reply's prompt to the session's running turn (steer: true)
+// and answers with that turn's result once it has ended, or at once in
+// the background. It returns nil, nil when the prompt was not steered (no
+// turn runs, the agent cannot take input into one, or it did not take
+// this): the reply then runs as a turn of its own.
+func (e *Env) steer(ctx context.Context, c *mcpconn.ToolCall, s *session.Session, t session.Turn, background bool) (*mcpconn.ToolResult, error) {
+	t.Call = callRef{c}
+	wait, err := s.SteerTurn(t)
+	if err != nil || wait == nil {
+		return nil, err
+	}
+	if background {
+		rec := s.Record()
+		text := fmt.Sprintf("steered into the running turn of agent_id %s (%s); wait for that turn's result with agent_wait.", rec.AgentID, rec.Identity)
+		return &mcpconn.ToolResult{Text: text, Structured: map[string]any{
+			"agent_id": rec.AgentID, "threadId": rec.BackendID, "identity": rec.Identity, "content": text, "status": "busy", "steered": true,
+		}}, nil
+	}
+	stop := e.keepAlive(c, s)
+	r, err := wait(ctx)
+	stop()
+	if err != nil {
+		return nil, err
+	}
+	return turnResult(r), nil
 }
 
 // resume is codex with agent_id (FR-16.3, FR-17.7): a live session just
@@ -371,7 +421,7 @@ func (e *Env) reply(ctx context.Context, c *mcpconn.ToolCall, tool string) (*mcp
 // gives one, must be the session's own. A session keeps its isolation: an
 // isolated one re-enters its worktree (the session manager's Rebind), and
 // the call's isolation, when it gives one, must be the session's.
-func (e *Env) resume(ctx context.Context, c *mcpconn.ToolCall, agentID, kind, identity, prompt, cwdArg, isolation, base string, asked session.ThreadSettings, background bool) (*mcpconn.ToolResult, error) {
+func (e *Env) resume(ctx context.Context, c *mcpconn.ToolCall, agentID, kind, identity, prompt, cwdArg, isolation, base string, asked session.ThreadSettings, background bool, schema *outputschema.Schema) (*mcpconn.ToolResult, error) {
 	s := e.m.Get(agentID)
 	if s == nil {
 		return nil, e.m.SessionNotFound(agentID) // names the instance that has it, if one does
@@ -407,7 +457,7 @@ func (e *Env) resume(ctx context.Context, c *mcpconn.ToolCall, agentID, kind, id
 	if strings.TrimSpace(prompt) == "" {
 		prompt = defaultContinuation
 	}
-	res, err := e.run(ctx, c, s, session.Turn{Prompt: prompt, Source: session.SourceResume}, background, false)
+	res, err := e.run(ctx, c, s, session.Turn{Prompt: prompt, Source: session.SourceResume, Output: schema}, background, false)
 	return withWorktree(res, s), err
 }
 

@@ -1,9 +1,10 @@
-// Package tools is the proxy's 18 MCP tools — codex, codex-reply, the ATM
+// Package tools is the proxy's 19 MCP tools — codex, codex-reply, the ATM
 // mail tools (atm_send, atm_read, atm_broadcast, atm_pending_count), the
 // session tools (agent_sessions, agent_status, agent_close, agent_wait,
 // agent_interrupt, agent_respond, agent_list_codex_sessions,
-// agent_restart_codex) and the tools of other agent kinds (agent_start,
-// agent_reply) — and the tools-only server that Codex starts for each
+// agent_restart_codex), the tools of other agent kinds (agent_start,
+// agent_reply), the review tools (agent_diff, agent_merge) and agent_fork
+// (a new session from another's history: fork.go) — and the tools-only server that Codex starts for each
 // thread (ServeTools).
 //
 // Env is the MCP connection's Handler: it reads a call's arguments, turns

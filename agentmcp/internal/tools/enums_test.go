@@ -25,6 +25,7 @@ func TestSchemaEnums(t *testing.T) {
 	want := map[string]map[string][]string{
 		"codex":       {"approval-policy": config.ApprovalPolicies, "sandbox": config.Sandboxes, "isolation": config.Isolations},
 		"agent_start": {"isolation": config.Isolations},
+		"agent_fork":  {"isolation": config.Isolations},
 		// The strategies are workspace's; the others are agentMerge's words.
 		"agent_merge": {"strategy": {string(workspace.Squash), string(workspace.MergeCommit), string(workspace.Rebase)},
 			"on_conflict": {"report", "mail"}, "to": {"lead", "branch"}},

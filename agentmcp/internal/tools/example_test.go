@@ -41,4 +41,5 @@ func Example() {
 	// agent_reply [agent_id prompt]
 	// agent_diff [agent_id]
 	// agent_merge [agent_id]
+	// agent_fork [agent_id identity]
 }

@@ -36,7 +36,8 @@ type fakeBackend struct {
 }
 
 // A prompt whose last line is "ASK n" asks n approvals of the command
-// "make n", one after the other, and answers with the decisions it got.
+// "make n", one after the other, and answers with the decisions it got;
+// one with a line "ANSWER=<text>" answers with text.
 func (f *fakeBackend) Turn(ctx context.Context, req backend.TurnRequest) (*backend.Result, error) {
 	f.mu.Lock()
 	f.prompts = append(f.prompts, req.Prompt)
@@ -51,6 +52,11 @@ func (f *fakeBackend) Turn(ctx context.Context, req backend.TurnRequest) (*backe
 	last := lines[len(lines)-1]
 	if last == "FAIL_START" && req.ThreadID == "" {
 		return nil, errors.New(`start codex: exec: "codex": executable file not found in $PATH`)
+	}
+	for _, l := range lines {
+		if text, ok := strings.CutPrefix(l, "ANSWER="); ok {
+			return &backend.Result{ThreadID: thread, Text: text, Status: "completed"}, nil
+		}
 	}
 	var asks int
 	if _, err := fmt.Sscanf(last, "ASK %d", &asks); err != nil || req.Handler == nil {

@@ -7,13 +7,19 @@ package tools
 const Instructions = "Runs OpenAI Codex agents as named members of an ATM team, many at once over one Codex process.\n\n" +
 	"Agents: start one with `codex` {identity, prompt} (one identity per agent; the result carries its agent_id) " +
 	"and continue it with `codex-reply` {agent_id, prompt}. Each agent has its own thread and queue: replies to one " +
-	"agent run in order, a reply to a busy agent waits for its turn.\n\n" +
+	"agent run in order, a reply to a busy agent waits for its turn (with steer: true it is added to the running turn " +
+	"instead, where the agent can take it: Codex app-server). A turn whose agent starts sub-agents of its own is done " +
+	"when they are (or sub_agent_wait_secs passed: the result says so); `agent_status` lists them under sub_agents.\n\n" +
+	"Structured answers: give output_schema (a JSON Schema) to `codex`, `codex-reply`, `agent_start` or `agent_reply`; " +
+	"structuredContent.output is the answer's JSON, validated (an answer that does not match is an error result).\n\n" +
+	"Forks: `agent_fork` {agent_id, identity, prompt?} starts a new agent from another's history (its own thread where " +
+	"the agent can fork it, else told its summary or messages: forked_from says which).\n\n" +
 	"In parallel: call `codex` for several identities in one turn, or pass `background: true` (the call returns at " +
 	"once with status busy) and collect each result with `agent_wait` {agent_id} (the result when the turn ends, or the " +
 	"current status after timeout_secs; call it again) or look with `agent_status`. Long turns send progress.\n\n" +
 	"Mail: agents send and read team mail (`atm_send`, `atm_read`, `atm_broadcast`) under their identity. Mail that " +
 	"arrives for an agent while it is idle becomes its next turn by itself (auto_mail), and is marked read once " +
-	"delivered. You read and send as this server's identity with atm_read/atm_send {identity}; `atm_pending_count` " +
+	"delivered; yours, to a busy agent, goes into its running turn where it can (busy_mail). You read and send as this server's identity with atm_read/atm_send {identity}; `atm_pending_count` " +
 	"counts without reading.\n\n" +
 	"Approvals: when an agent wants to run a command or apply a patch its sandbox does not allow, Codex asks. A client " +
 	"with elicitation gets a form (approve, approve for the session, deny); otherwise the configured approval_fallback " +

@@ -70,7 +70,7 @@ func TestInstructionsNameRealTools(t *testing.T) {
 		}
 		named = append(named, m[1])
 	}
-	for _, want := range []string{"codex", "codex-reply", "agent_wait", "agent_status", "agent_respond", "atm_send", "agent_close", "agent_diff", "agent_merge"} {
+	for _, want := range []string{"codex", "codex-reply", "agent_wait", "agent_status", "agent_respond", "atm_send", "agent_close", "agent_diff", "agent_merge", "agent_fork"} {
 		if !slices.Contains(named, want) {
 			t.Errorf("the instructions do not name %s", want)
 		}

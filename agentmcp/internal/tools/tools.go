@@ -173,7 +173,7 @@ type Config struct {
 	ProgressInterval time.Duration
 }
 
-// Env runs the proxy's 18 tools; it is the MCP connection's Handler.
+// Env runs the proxy's 19 tools; it is the MCP connection's Handler.
 type Env struct {
 	cfg   Config
 	log   *slog.Logger
@@ -190,7 +190,7 @@ type tool func(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResult, e
 // names lists the tools for error messages, in tools.json's order.
 var names = []string{"codex", "codex-reply", "atm_send", "atm_read", "atm_broadcast", "atm_pending_count",
 	"agent_sessions", "agent_status", "agent_close", "agent_wait", "agent_interrupt", "agent_respond", "agent_list_codex_sessions", "agent_restart_codex",
-	"agent_start", "agent_reply", "agent_diff", "agent_merge"}
+	"agent_start", "agent_reply", "agent_diff", "agent_merge", "agent_fork"}
 
 // New returns the tools over cfg.
 func New(cfg Config) *Env {
@@ -226,6 +226,7 @@ func New(cfg Config) *Env {
 		"agent_restart_codex":       e.restartCodex,
 		"agent_diff":                e.agentDiff,
 		"agent_merge":               e.agentMerge,
+		"agent_fork":                e.agentFork,
 	}
 	return e
 }
@@ -300,6 +301,18 @@ func turnResult(t *session.TurnResult) *mcpconn.ToolResult {
 			r.Text = note + "\n\n" + t.Text
 		}
 	}
+	m := r.Structured.(map[string]any)
+	if t.Steered || t.NotSteered {
+		m["steered"] = t.Steered
+	}
+	if len(t.SubAgents) > 0 {
+		m["sub_agents"] = t.SubAgents
+	}
+	if t.SubAgentsNote != "" {
+		m["sub_agents_note"] = t.SubAgentsNote
+		r.Text = strings.TrimRight(r.Text, "\n") + "\n\n[" + t.SubAgentsNote + "]"
+	}
+	withOutput(r, t)
 	if t.Place != nil {
 		v := worktreeOfPlace(t.Place)
 		r.Structured.(map[string]any)["worktree"] = v

@@ -101,7 +101,7 @@ func TestEndsTurn(t *testing.T) {
 			got = append(got, name)
 		}
 	}
-	want := []string{"codex", "codex-reply", "agent_wait", "agent_start", "agent_reply"}
+	want := []string{"codex", "codex-reply", "agent_wait", "agent_start", "agent_reply", "agent_fork"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("tools that end a turn (-want +got):\n%s", diff)
 	}
