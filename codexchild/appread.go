@@ -170,15 +170,20 @@ func (b *AppServer) handleNotification(m *jsonrpcframe.Message) {
 	}
 	var t, root *appTurn
 	var subsChanged []*subAgent
-	completed, waitSubs, rootDone := false, false, false
+	completed, waitSubs, rootDone, stopped := false, false, false, false
+	stopTurn := "" // a sub-agent's turn to interrupt as it starts
 	if threadID != "" {
 		b.mu.Lock()
 		t = b.turnOfLocked(threadID, turnID, m.Method == "turn/started")
 		switch {
-		case t == nil:
-			root, subsChanged, rootDone = b.subAgentEventLocked(threadID, m.Method, m.Params)
-		case t.completed == nil:
-			b.collabLocked(t, m.Method, m.Params)
+		case t != nil:
+			if t.completed == nil {
+				b.collabLocked(t, m.Method, m.Params)
+			}
+		default:
+			if stopTurn, stopped = b.stoppedSubAgentLocked(threadID, m.Method, m.Params); !stopped {
+				root, subsChanged, rootDone = b.subAgentEventLocked(threadID, m.Method, m.Params)
+			}
 		}
 		if t != nil && t.completed == nil && m.Method == "turn/completed" {
 			completed = true
@@ -195,6 +200,10 @@ func (b *AppServer) handleNotification(m *jsonrpcframe.Message) {
 	}
 	if t == nil {
 		b.toOnEvent(ev)
+		if stopTurn != "" {
+			b.log.Info("codex sub-agent of an interrupted turn started; interrupting it", "thread", threadID, "turn", stopTurn)
+			b.sendInterrupt(threadID, stopTurn)
+		}
 		if root != nil {
 			b.tellSubAgents(root, subsChanged)
 			if rootDone {
@@ -300,8 +309,8 @@ func (b *AppServer) handleRequest(m *jsonrpcframe.Message) {
 	pa := &appApproval{childID: m.ID, method: m.Method}
 	b.mu.Lock()
 	t := b.turnOfLocked(a.ThreadID, a.TurnID, false)
-	if sa := b.subs[a.ThreadID]; t == nil && sa != nil {
-		t = sa.root // a sub-agent's approval is its root turn's to answer
+	if sa := b.subs[a.ThreadID]; t == nil && sa != nil && !sa.stop {
+		t = sa.root // a sub-agent's approval is its root turn's to answer (one being interrupted: nobody's)
 		if a.TurnID == "" {
 			a.TurnID = sa.turnID
 		}

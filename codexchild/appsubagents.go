@@ -25,7 +25,10 @@ import (
 // report), tells the turn's handler of each change (an event of the
 // parent's thread whose Activity lists the sub-agent), and holds the
 // turn's end back until every one has finished or been closed, or until
-// Config.SubAgentWait has passed.
+// Config.SubAgentWait has passed. An Interrupt (or the Turn's ctx) of the
+// turn, before its end in Codex or during that wait, interrupts them: the
+// running ones at once, the ones whose turn has not started yet when it
+// does (subAgent.stop).
 
 // subAgentMethod is the Method (and Type) of the events that tell a turn's
 // handler of a change of one of its sub-agents; their Params are the
@@ -39,6 +42,10 @@ type subAgent struct {
 	root   *appTurn // the turn whose end waits for it
 	info   backend.SubAgent
 	turnID string // its running turn, for turn/interrupt
+	// stop: its root was interrupted before its turn started; it stays in
+	// AppServer.subs, its root gone, until that turn has been interrupted
+	// and has ended (stoppedSubAgentLocked).
+	stop bool
 }
 
 // finalSubAgent reports whether a sub-agent state is an end: it has
@@ -207,6 +214,26 @@ func (b *AppServer) subAgentEventLocked(threadID, method string, params json.Raw
 	return root, changed, rootDone
 }
 
+// stoppedSubAgentLocked follows a notification of a sub-agent whose root
+// was interrupted before the sub-agent's turn started (subAgent.stop): it
+// returns that turn's id when the notification is its turn/started (the
+// caller sends turn/interrupt), and forgets the sub-agent once it has
+// ended. handled says whether the thread is such a sub-agent's; b.mu is
+// held.
+func (b *AppServer) stoppedSubAgentLocked(threadID, method string, params json.RawMessage) (interrupt string, handled bool) {
+	sa := b.subs[threadID]
+	if sa == nil || !sa.stop {
+		return "", false
+	}
+	switch method {
+	case "turn/started":
+		_, interrupt = eventIDs(params)
+	case "turn/completed", "thread/closed":
+		delete(b.subs, threadID)
+	}
+	return interrupt, true
+}
+
 // pendingSubAgentsLocked reports whether a sub-agent of t has not ended;
 // b.mu is held.
 func pendingSubAgentsLocked(t *appTurn) bool {
@@ -270,7 +297,7 @@ type subWait struct {
 
 // waitSubAgents waits, once t has ended in Codex, for its sub-agents to
 // end, at most Config.SubAgentWait. An Interrupt or the Turn's ctx stops
-// the wait and interrupts the sub-agents that still run.
+// the wait and interrupts the sub-agents that still run (endSubWait).
 func (b *AppServer) waitSubAgents(ctx, tctx context.Context, t *appTurn) subWait {
 	wait := b.cfg.subAgentWait()
 	b.log.Info("codex turn ended; waiting for its sub-agents", "thread", t.threadID, "at_most", wait)
@@ -294,6 +321,16 @@ func (b *AppServer) waitSubAgents(ctx, tctx context.Context, t *appTurn) subWait
 			end = subsCancelled
 		}
 	}
+	return b.endSubWait(t, end)
+}
+
+// endSubWait counts t's sub-agents that have not ended as its wait for
+// them ends (or as it is interrupted before its end in Codex); an
+// Interrupt or the Turn's ctx (end) interrupts them: turn/interrupt for
+// the running ones, and for the others their turn as soon as it starts
+// (subAgent.stop).
+func (b *AppServer) endSubWait(t *appTurn, end subWaitEnd) subWait {
+	stop := end == subsInterrupted || end == subsCancelled
 	b.mu.Lock()
 	pending := 0
 	var running []*subAgent
@@ -302,23 +339,30 @@ func (b *AppServer) waitSubAgents(ctx, tctx context.Context, t *appTurn) subWait
 			continue
 		}
 		pending++
-		if sa.turnID != "" {
+		switch {
+		case !stop:
+		case sa.turnID != "":
 			running = append(running, &subAgent{info: sa.info, turnID: sa.turnID})
+		case b.subs[sa.info.ThreadID] == sa:
+			sa.stop = true
 		}
 	}
 	b.mu.Unlock()
-	if end == subsInterrupted || end == subsCancelled {
-		for _, sa := range running {
-			b.sendInterrupt(sa.info.ThreadID, sa.turnID)
-		}
+	if stop && pending > 0 {
+		b.log.Info("codex turn interrupted; interrupting its sub-agents", "thread", t.threadID, "running", len(running), "not_started", pending-len(running))
+	}
+	for _, sa := range running {
+		b.sendInterrupt(sa.info.ThreadID, sa.turnID)
 	}
 	return subWait{end, pending}
 }
 
 // subAgentsResult puts t's sub-agents into its Result and drops them from
-// the tracking; after a wait (w, when waited) that ended with some of them
-// still running, it says so (an interrupt or ctx makes the Result an
-// interrupted one, its answer kept as Partial).
+// the tracking (except the ones whose turn is to be interrupted when it
+// starts); when t waited for them in the turns map (waited), it leaves. A
+// wait or Interrupt (w) that ended with some of them still running says
+// so (an interrupt or ctx makes the Result an interrupted one, its answer
+// kept as Partial).
 func (b *AppServer) subAgentsResult(t *appTurn, res *backend.Result, w subWait, waited bool) {
 	b.mu.Lock()
 	if waited {
@@ -332,7 +376,7 @@ func (b *AppServer) subAgentsResult(t *appTurn, res *backend.Result, w subWait, 
 	var infos []backend.SubAgent
 	for _, sa := range t.subs {
 		infos = append(infos, sa.info)
-		if b.subs[sa.info.ThreadID] == sa {
+		if b.subs[sa.info.ThreadID] == sa && !sa.stop {
 			delete(b.subs, sa.info.ThreadID)
 		}
 	}
@@ -344,7 +388,7 @@ func (b *AppServer) subAgentsResult(t *appTurn, res *backend.Result, w subWait, 
 		return
 	}
 	res.SubAgents = infos
-	if !waited || w.end == subsDone || w.pending == 0 {
+	if w.end == subsDone || w.pending == 0 {
 		return
 	}
 	of := fmt.Sprintf("%d of %d sub-agents", w.pending, len(infos))

@@ -276,6 +276,7 @@ func onceString(f func(string)) func(string) {
 // on a resumable turn: the caller resumes and retries.
 func (b *AppServer) waitTurn(ctx, tctx context.Context, t *appTurn, timeout time.Duration) (*backend.Result, error) {
 	byCtx, waited, subs := false, false, subWait{}
+	stopped := subsDone // how an Interrupt or the ctx stopped the turn
 	select {
 	case <-t.done:
 	case <-t.codexEnd: // ended in Codex; its sub-agents still run
@@ -283,15 +284,33 @@ func (b *AppServer) waitTurn(ctx, tctx context.Context, t *appTurn, timeout time
 		subs = b.waitSubAgents(ctx, tctx, t)
 		byCtx = subs.end == subsCancelled
 	case <-t.stop: // Interrupt
+		stopped = subsInterrupted
 	case <-tctx.Done():
-		how := abandonInterrupt
+		stopped = subsCancelled
 		if errors.Is(context.Cause(tctx), errTurnTimeout) {
-			how = abandonTimeout
-			b.log.Warn("codex turn timed out; interrupting it", "thread", t.threadID, "after", timeout)
-		} else {
-			byCtx = true
+			stopped = subsTimeout
 		}
-		b.abandon(t, how)
+		if !b.inSubWait(t) {
+			how := abandonInterrupt
+			if stopped == subsTimeout {
+				how = abandonTimeout
+				b.log.Warn("codex turn timed out; interrupting it", "thread", t.threadID, "after", timeout)
+			} else {
+				byCtx = true
+			}
+			b.abandon(t, how) // (if the turn ends in Codex meanwhile, this stops its wait instead)
+		}
+	}
+	if stopped != subsDone {
+		// The reader closes codexEnd a moment after it has set subWait: an
+		// Interrupt or the ctx in between stops the wait that has just
+		// begun. Before the turn's end in Codex, an Interrupt or the ctx
+		// interrupts the sub-agents too (a timeout does not, as in the
+		// wait).
+		if waited = b.inSubWait(t); waited || stopped != subsTimeout {
+			subs = b.endSubWait(t, stopped)
+			byCtx = stopped == subsCancelled
+		}
 	}
 	b.mu.Lock()
 	unanswered := t.abandoned != notAbandoned && t.turnID == "" && t.startErr == nil
@@ -334,6 +353,14 @@ func (b *AppServer) waitTurn(ctx, tctx context.Context, t *appTurn, timeout time
 		return res, ctx.Err()
 	}
 	return res, nil
+}
+
+// inSubWait reports whether t has ended in Codex and waits for its
+// sub-agents (subWait; once set, t is never abandoned).
+func (b *AppServer) inSubWait(t *appTurn) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return t.subWait
 }
 
 // threadParams maps ThreadParams onto thread/start (and thread/resume)
@@ -498,7 +525,8 @@ func (b *AppServer) abandon(t *appTurn, kind abandonKind) {
 	b.mu.Lock()
 	if t.subWait && b.turns[t.threadID] == t {
 		// Ended in Codex, waiting for its sub-agents: the wait stops and
-		// interrupts them (waitSubAgents).
+		// interrupts them (waitSubAgents, or waitTurn when the wait has
+		// only just begun).
 		b.mu.Unlock()
 		select {
 		case t.stop <- kind:
@@ -539,10 +567,11 @@ func (b *AppServer) sendInterrupt(threadID, turnID string) {
 }
 
 // Interrupt interrupts the running turn of a thread with turn/interrupt;
-// the pending Turn returns at once with an interrupted IsError Result. A
-// turn that has ended in Codex and waits for its sub-agents interrupts
-// them instead (its answer is the Result's Partial). It is a no-op when the
-// thread has no running turn.
+// the pending Turn returns at once with an interrupted IsError Result, and
+// the sub-agents its agent started are interrupted too. A turn that has
+// ended in Codex and waits for its sub-agents interrupts them instead (its
+// answer is the Result's Partial). It is a no-op when the thread has no
+// running turn.
 func (b *AppServer) Interrupt(ctx context.Context, threadID string) error {
 	b.mu.Lock()
 	t := b.turns[threadID]

@@ -261,6 +261,9 @@ func newTestBackend(t *testing.T, cfg Config) backend.Backend {
 // fixed decision.
 type recorder struct {
 	decide func(*backend.Approval) backend.Decision // nil: deny
+	// then, when set, is called with each event once it is recorded, on
+	// the backend's reader goroutine.
+	then func(backend.Event)
 
 	mu        sync.Mutex
 	events    []backend.Event
@@ -279,6 +282,9 @@ func (r *recorder) Event(e backend.Event) {
 	select {
 	case r.seen <- e.Type:
 	default:
+	}
+	if r.then != nil {
+		r.then(e)
 	}
 }
 

@@ -1,9 +1,12 @@
 package codexchild
 
 import (
+	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -89,8 +92,13 @@ func contractSubAgents(t *testing.T, b backend.Backend, e *contractEnv) {
 		done <- out{res, err}
 	}()
 	rec.waitType(t, "turn/completed", 60*time.Second)
+	thread := ""
 	events, _ = rec.snapshot()
-	thread := events[len(events)-1].ThreadID
+	for _, ev := range events {
+		if ev.Type == "turn/completed" {
+			thread = ev.ThreadID // the parent's: the only turn/completed its handler hears
+		}
+	}
 	if err := b.Interrupt(ctxFor(t, 5*time.Second), thread); err != nil {
 		t.Fatal(err)
 	}
@@ -123,6 +131,8 @@ func contractSubAgents(t *testing.T, b backend.Backend, e *contractEnv) {
 		t.Fatal(err)
 	}
 
+	contractSubAgentInterrupts(t, e)
+
 	// A short wait: the Result comes when it has passed, and says so.
 	cfg := e.cfg
 	cfg.SubAgentWait = time.Second
@@ -131,5 +141,77 @@ func contractSubAgents(t *testing.T, b backend.Backend, e *contractEnv) {
 	if err != nil || res.IsError || len(res.SubAgents) != 1 || res.SubAgents[0].Status == "completed" ||
 		res.SubAgentsNote != "its sub-agent still running after waiting 1s for them" {
 		t.Errorf("Turn with a short wait = %+v, %v; want a completed turn whose sub-agent still runs, said so", res, err)
+	}
+}
+
+// contractSubAgentInterrupts: an Interrupt while the turn runs in Codex
+// (its handler interrupts on hearing the spawn's collab item) or the moment
+// it ends there (on hearing the parent's turn/completed, before the backend
+// has begun to wait for the sub-agent), when the sub-agent's own turn may
+// not have started yet, interrupts it all the same: the Result is an
+// interrupted one with the note, the thread is free for its next turn, and
+// Codex ends the sub-agent's turn as interrupted.
+func contractSubAgentInterrupts(t *testing.T, e *contractEnv) {
+	for _, tc := range []struct {
+		name    string
+		when    func(backend.Event) bool
+		partial string // the Result's Partial starts so
+	}{
+		{"while the turn runs", func(ev backend.Event) bool {
+			return ev.Type == "item/completed" && strings.Contains(string(ev.Params), `"collabAgentToolCall"`)
+		}, ""},
+		{"as the turn ends in Codex", func(ev backend.Event) bool { return ev.Type == "turn/completed" }, "MOCK_DONE:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ended := make(chan backend.Event, 256) // turn/completed of no running turn: the sub-agent's
+			cfg := e.cfg
+			cfg.OnEvent = func(ev backend.Event) {
+				if ev.Type == "turn/completed" {
+					select {
+					case ended <- ev:
+					default:
+					}
+				}
+			}
+			b := newTestBackend(t, cfg)
+			rec := newRecorder(nil)
+			var once sync.Once
+			rec.then = func(ev backend.Event) {
+				if tc.when(ev) {
+					once.Do(func() { _ = b.Interrupt(context.Background(), ev.ThreadID) })
+				}
+			}
+			res, err := b.Turn(ctxFor(t, 90*time.Second), backend.TurnRequest{Prompt: "SPAWN_SUB=30", Params: backend.ThreadParams{Cwd: e.cwd}, Handler: rec})
+			if err != nil || !res.IsError || res.Status != "interrupted" || !strings.HasPrefix(res.Partial, tc.partial) ||
+				len(res.SubAgents) != 1 || !strings.Contains(res.SubAgentsNote, "interrupted") {
+				t.Fatalf("Turn interrupted = %+v, %v", res, err)
+			}
+			next, err := b.Turn(ctxFor(t, 90*time.Second), backend.TurnRequest{ThreadID: res.ThreadID, Prompt: "hello", Params: backend.ThreadParams{Cwd: e.cwd}})
+			if err != nil || next.IsError {
+				t.Errorf("the interrupted thread's next turn = %+v, %v; want it run", next, err)
+			}
+			status, within := "", ctxFor(t, 60*time.Second)
+			for status == "" {
+				select {
+				case ev := <-ended:
+					if ev.ThreadID != res.SubAgents[0].ThreadID {
+						continue
+					}
+					var c turnCompleted
+					if err := json.Unmarshal(ev.Params, &c); err != nil {
+						t.Fatal(err)
+					}
+					status = c.Turn.Status
+				case <-within.Done():
+					t.Fatal("the sub-agent's turn did not end")
+				}
+			}
+			if status != "interrupted" {
+				t.Errorf("the sub-agent's turn ended %s, want interrupted", status)
+			}
+			if err := b.Close(ctxFor(t, 20*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

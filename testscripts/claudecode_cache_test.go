@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestClaudeCodeCachedFailure: the real Claude Code 2.1.332, headless and
@@ -59,10 +58,10 @@ func TestClaudeCodeCachedFailure(t *testing.T) {
 	// the log. Claude Code connects MCP servers in the background and
 	// prints init after a bounded wait (about 2 s): a server that settles
 	// later is "pending" there, and is abandoned when the one-line session
-	// ends first (each start of ours here takes over a second: the
-	// launcher's plugin-version probe runs the race-built test binary,
-	// which sleeps 1 s on a successful exit, and Claude Code starts a
-	// server that closes before initialize twice). With settle, the model
+	// ends first (Claude Code starts a server that closes before
+	// initialize again, after its version negotiation probe; each start
+	// runs the launcher's plugin-version probe and the race-built serve,
+	// slow under load; see claudecode_connect_test.go). With settle, the model
 	// answers only once the log shows how our server's connection ended,
 	// as a session that someone types into outlasts it; so what the log
 	// and the cache file say does not hang on the machine's load.
@@ -72,10 +71,8 @@ func TestClaudeCodeCachedFailure(t *testing.T) {
 		runs++
 		debugLog := filepath.Join(dir, fmt.Sprintf("claude-debug-%d.log", runs))
 		api := startAnthropicMock(t, []mockStep{func([]mockResult) []mockBlock {
-			for deadline := time.Now().Add(settleLimit); settle && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-				if len(serverVerdicts(debugLog)) > 0 {
-					break
-				}
+			if settle {
+				awaitVerdict(debugLog, pluginServer)
 			}
 			return []mockBlock{{Text: "nothing to do"}}
 		}})
@@ -170,26 +167,4 @@ func TestClaudeCodeCachedFailure(t *testing.T) {
 	} else {
 		t.Logf("init said our server was %q; Claude Code's log: %s", status, got[0])
 	}
-}
-
-// ourServer is how Claude Code's debug log names our plugin's server.
-const ourServer = `MCP server "plugin:atm-agent-mcp:codex": `
-
-// settleLimit bounds how long a session's model waits for Claude Code's
-// verdict on our server: beyond Claude Code's own connection timeout
-// (30 s), within claudeTimeout.
-const settleLimit = 60 * time.Second
-
-// serverVerdicts returns the lines of Claude Code's debug log that end a
-// connection of our server: connected, failed, timed out.
-func serverVerdicts(debugLog string) []string {
-	var out []string
-	for _, line := range grepLines(debugLog, ourServer) {
-		for _, v := range []string{"Successfully connected", "Connection failed", "Connection timeout triggered"} {
-			if strings.Contains(line, "[DEBUG] "+ourServer+v) {
-				out = append(out, line)
-			}
-		}
-	}
-	return out
 }

@@ -48,11 +48,13 @@ func writeServeMCPConfig(t *testing.T, dir, atmHome string, run claudeRun, serve
 }
 
 // claudeEnv is the environment of an offline Claude Code: its own HOME,
-// the mock API, nothing sent elsewhere.
+// the mock API, nothing sent elsewhere, and for the race-built programs it
+// starts no sleep on exit (raceExitEnv).
 func claudeEnv(home, apiURL string, extra ...string) []string {
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "ANTHROPIC_BASE_URL=" + apiURL, "ANTHROPIC_API_KEY=" + claudeKey,
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1", "TMPDIR=" + os.TempDir(),
-		"CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL=1"} // the interactive CLI would git clone it from GitHub
+		"CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL=1", // the interactive CLI would git clone it from GitHub
+		raceExitEnv()}
 	return append(env, extra...)
 }
 

@@ -222,6 +222,12 @@ func claudeConversation(t *testing.T, claude string, run claudeRun) {
 		}
 		switch {
 		case ev.Type == "system" && ev.Subtype == "init":
+			// init is printed once, before the first model request;
+			// for a server given with --mcp-config (not a plugin's,
+			// claudecode_connect_test.go) Claude Code 2.1.331 and
+			// 2.1.332 wait for the connection to end before it (measured:
+			// "connected" after 6 s and 14 s), so its status and tools
+			// are settled here.
 			initSeen = true
 			connected := false
 			for _, s := range ev.MCPServers {

@@ -3,6 +3,7 @@ package testscripts
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -35,6 +36,9 @@ var (
 //	sshd resume                     bring it back on the same port
 //	sshd kill-master PID            kill (SIGKILL) the ssh master connection that the process PID
 //	                                (serve) started, as a crash of ssh, or an OOM kill, does
+//	sshd cancel-forward PID LOG     cancel, on the master connection of the process PID (serve), the
+//	                                last reverse forward its log LOG says it made (ssh -O cancel -R):
+//	                                its port on the host closes, the connection stays
 //	sshd ps                         print the processes that run on the host, one a line
 //	sshd wait-gone REGEXP           wait (at most waitLimit) until no process on the host matches
 //	sshd stop                       stop it, failing if anything still runs on the host
@@ -117,6 +121,29 @@ func cmdSSHD(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("sshd: no ssh master connection under process %d", pid)
 		}
 		ts.Logf("killed the ssh master connection(s) %v", killed)
+	case "cancel-forward":
+		if len(args) != 3 {
+			ts.Fatalf("usage: sshd cancel-forward PID LOG")
+		}
+		pid, err := strconv.Atoi(args[1])
+		ts.Check(err)
+		socks := masterSockets(pid)
+		if len(socks) != 1 {
+			ts.Fatalf("sshd: %d ssh master connections under process %d, want one", len(socks), pid)
+		}
+		local, port := lastForward(ts, ts.ReadFile(args[2]))
+		// A forward is known to the master by the spec it was asked with:
+		// port 0 (ssh's choice) when first made, its port once made again.
+		var said []string
+		for _, spec := range []string{"127.0.0.1:0:" + local, "127.0.0.1:" + port + ":" + local} {
+			out, err := exec.Command("ssh", "-F", "/dev/null", "-S", socks[0], "-O", "cancel", "-R", spec, "box").CombinedOutput()
+			if err == nil && !strings.Contains(string(out), "failed") {
+				ts.Logf("cancelled the reverse forward %s", spec)
+				return
+			}
+			said = append(said, fmt.Sprintf("%s: %v %s", spec, err, strings.TrimSpace(string(out))))
+		}
+		ts.Fatalf("sshd: could not cancel the forward: %s", strings.Join(said, "; "))
 	case "ps":
 		if srv == nil {
 			ts.Fatalf("sshd: not started")
@@ -159,6 +186,20 @@ func cmdSSHD(ts *testscript.TestScript, neg bool, args []string) {
 	default:
 		ts.Fatalf("sshd: unknown subcommand %q", args[0])
 	}
+}
+
+// forwardRE is serve's log line of a reverse forward made (or made again).
+var forwardRE = regexp.MustCompile(`msg="reverse forward made(?: again)?".* local=(\S+) remote_port=(\d+)`)
+
+// lastForward is the local address and the host's port of the last
+// reverse forward a serve's log says it made.
+func lastForward(ts *testscript.TestScript, log string) (local, port string) {
+	m := forwardRE.FindAllStringSubmatch(log, -1)
+	if len(m) == 0 {
+		ts.Fatalf("sshd: the log says of no reverse forward made")
+	}
+	last := m[len(m)-1]
+	return last[1], last[2]
 }
 
 // sshdCondition gives scenarios the condition [sshd]: a loopback sshd can

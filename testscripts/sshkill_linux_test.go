@@ -34,6 +34,34 @@ func killMaster(root int) []int {
 	return killed
 }
 
+// masterSockets returns the control sockets (their -S) of the ssh master
+// connections that descend from the process root.
+func masterSockets(root int) []string {
+	var socks []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		argv := strings.Split(string(bytes.TrimRight(cmdline, "\x00")), "\x00")
+		if len(argv) < 2 || filepath.Base(argv[0]) != "ssh" || argv[1] != "-M" || !descends(pid, root) {
+			continue
+		}
+		for i, a := range argv[:len(argv)-1] {
+			if a == "-S" {
+				socks = append(socks, argv[i+1])
+				break
+			}
+		}
+	}
+	return socks
+}
+
 // descends reports whether pid is root or one of its descendants.
 func descends(pid, root int) bool {
 	for i := 0; i < 64 && pid > 1; i++ {

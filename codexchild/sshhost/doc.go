@@ -27,11 +27,20 @@
 //   - [Host.Launcher] is that launcher as childproc takes it, for the
 //     backends (codexchild.Config.Host, acpbackend.Config.Host): each
 //     command it launches is a session of Config.Instance of its own.
-//   - [Host.Run] runs a command there to its end (git, sh, --version).
+//   - [Host.Run] runs a command there to its end (git, sh, --version);
+//     [Host.Exec] too, with the environment added in the wrapper's stdin
+//     preamble, its stdin, stdout and stderr streamed, and (with
+//     Config.Instance) a pid file there while it runs, so that a command
+//     whose context ends is reaped there, not only its ssh here: the git
+//     and sh of a host's worktrees. [ExitCode] tells the command's own
+//     exit status from ssh's failure.
 //   - [Host.Forward] makes a reverse forward (-O forward -R
 //     127.0.0.1:0:<local>): the team-mail tool server on this machine's
 //     loopback appears on the host's, at the port ssh allocated; it is
-//     made again after a reconnect, on the same port when it is free.
+//     made again after a reconnect, on the same port when it is free;
+//     [Host.CheckForwards] finds a forward gone from the host while the
+//     connection stays (cancelled, dropped by sshd: a probe of its port
+//     through the master, ssh -W) and makes it again on its port.
 //   - [Host.Reap] stops the agents an instance left on the host, from
 //     their pid files (SIGTERM, then SIGKILL, to each wrapper's process
 //     group; a reused pid is recognised by the wrapper's tag in its

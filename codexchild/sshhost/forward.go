@@ -2,8 +2,10 @@ package sshhost
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"os/exec"
 	"strconv"
 	"strings"
 )
@@ -112,4 +114,65 @@ func (h *Host) remakeForwards(ctx context.Context) error {
 		h.log.Info("reverse forward made again", "local", f.local, "remote_port", port, "was", old)
 	}
 	return nil
+}
+
+// CheckForwards makes again, on their ports, the reverse forwards that are
+// gone from the host while the connection is up (cancelled with `ssh -O
+// cancel`, or dropped by the server): each forward is probed through the
+// master (`ssh -W 127.0.0.1:<port>`, a connection from the host's loopback
+// to its port, which the host refuses once the forward is gone) and a
+// forward that does not answer is asked of the master again. It returns
+// the ports made again; a reconnect makes every forward again by itself.
+// It fails at once, with ErrDown, while the connection is down.
+func (h *Host) CheckForwards(ctx context.Context) ([]int, error) {
+	if err := h.ready("check forwards"); err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	fs := make([]*Forward, 0, len(h.forwards))
+	for f := range h.forwards {
+		fs = append(fs, f)
+	}
+	h.mu.Unlock()
+	var remade []int
+	var errs []error
+	for _, f := range fs {
+		port := f.Port()
+		if h.probe(ctx, port) {
+			continue
+		}
+		if err := h.ready("check forwards"); err != nil {
+			return remade, err // the connection went, not the forward
+		}
+		h.log.Warn("reverse forward gone from the host: making it again", "local", f.local, "remote_port", port)
+		spec, got, err := h.forward(ctx, f.local, port)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		h.mu.Lock()
+		if _, live := h.forwards[f]; live {
+			f.spec, f.port = spec, got
+		}
+		h.mu.Unlock()
+		remade = append(remade, got)
+	}
+	return remade, errors.Join(errs...)
+}
+
+// probe reports whether the host's loopback port answers, reached from
+// the host through the master connection (ssh -W): a forward that is
+// there does.
+func (h *Host) probe(ctx context.Context, port int) bool {
+	ctx, cancel := context.WithTimeout(ctx, h.cfg.connectTimeout())
+	defer cancel()
+	args := append(h.muxArgs(), "-W", "127.0.0.1:"+strconv.Itoa(port), "--", h.cfg.Dest)
+	cmd := exec.CommandContext(ctx, h.cfg.ssh(), args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	if err != nil {
+		h.log.Debug("reverse forward probe failed", "remote_port", port, "err", err, "stderr", strings.TrimSpace(stderr.String()))
+	}
+	return err == nil
 }

@@ -47,6 +47,7 @@ type Host struct {
 	done      chan struct{}   // closed when the supervisor has ended
 	closeOnce sync.Once
 	launches  atomic.Int64 // the sessions Launcher has named
+	execs     atomic.Int64 // the sessions Exec has named
 
 	mu       sync.Mutex
 	up       bool

@@ -37,6 +37,28 @@ s=$?
 rm -f "$p"
 exit "$s"`
 
+// execScript runs a command to its end for Exec: $1 the instance ("" for
+// none), $2 the session, $3 the working directory ("" for $HOME), then the
+// program and its arguments. The environment to add comes first on stdin
+// (as agentScript's), the rest of stdin is the command's. With an
+// instance, the wrapper keeps the session's pid file while the command
+// runs (as agentScript does), so that Reap stops a command whose ssh was
+// cut off; without one it only runs it.
+const execScript = `while IFS= read -r kv && [ -n "$kv" ]; do export "$kv" || { echo "atm-agent-mcp: cannot set the environment on this host" >&2; exit 124; }; done
+cd "${3:-${HOME:-/}}" 2>/dev/null || { echo "atm-agent-mcp: no directory ${3:-$HOME} on this host" >&2; exit 125; }
+if [ -z "$1" ]; then shift 3; exec "$@"; fi
+d="` + runDir + `/$1"; p="$d/$2.pid"
+[ -d "$d" ] || mkdir -p "$d" || { echo "atm-agent-mcp: cannot make $d on this host" >&2; exit 124; }
+shift 3
+echo "$$" >"$p" || { echo "atm-agent-mcp: cannot write $p on this host" >&2; exit 124; }
+trap 'rm -f "$p"; exit 143' TERM
+trap 'rm -f "$p"; exit 129' HUP
+trap 'rm -f "$p"; exit 130' INT
+"$@"
+s=$?
+rm -f "$p"
+exit "$s"`
+
 // runScript runs a command to its end: $1 the working directory ("" for
 // $HOME), then the program and its arguments.
 const runScript = `cd "${1:-${HOME:-/}}" 2>/dev/null || { echo "atm-agent-mcp: no directory ${1:-$HOME} on this host" >&2; exit 125; }
@@ -44,7 +66,8 @@ shift
 exec "$@"`
 
 // reapScript stops the agents of an instance: $1 the instance, $2 the
-// grace in tenths of a second. For each pid file whose process is still
+// grace in tenths of a second, $3 one session only (optional: "" is every
+// session of the instance). For each pid file whose process is still
 // that session's wrapper (its command line has the tag), it sends SIGTERM
 // to the process group, says "stopped <session> <pid>", and removes the
 // file (a file whose process is gone or someone else's is only removed);
@@ -55,6 +78,7 @@ groups=
 for f in "$d"/*.pid; do
   [ -f "$f" ] || continue
   s=${f##*/}; s=${s%.pid}
+  [ -z "$3" ] || [ "$s" = "$3" ] || continue
   pid=; read -r pid <"$f"
   case "$pid" in ""|*[!0-9]*) rm -f "$f"; continue;; esac
   if ps -ww -o args= -p "$pid" 2>/dev/null | grep -F -q -e "` + tagPrefix + `$1/$s "; then

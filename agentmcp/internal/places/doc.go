@@ -19,6 +19,23 @@
 // held no change, or someone deleted it), a new one is made from the
 // checkout it came from, and the place says so (session.Place.Note).
 //
+// # Hosts
+//
+// A session on a host (session.PlaceRequest.Host) gets its place there:
+// Config.Hosts gives each host's workspace.Manager (whose git and file
+// operations run there, over the host's connection; the composition
+// root makes it at first use and keeps it), and every call about a place
+// (Place, Release, Diff, Merge, the radar's looks) picks the manager by
+// the place's host, so a worktree, its review and its merge are made in
+// the repository there, and the lead's checkout that a merge moves is
+// the one there. A host's radar is in memory (workspace.NewRadar): it
+// compares this serve's agents on that host, whose repositories are
+// keyed by their paths there (the same path here, or on another host, is
+// another repository); its state is not shared with the serves of other
+// machines through files there, since a look would then hold a lock over
+// ssh across its compare. The mail after a merge goes to the other
+// agents in the same repository on the same host.
+//
 // # The radar
 //
 // When a turn of an isolated session ends (session.Places.TurnEnded, on the
@@ -60,8 +77,8 @@
 //
 // # Locks
 //
-// Places.mu guards the live places' identities, their trackers and the
-// radar's queue; it is a leaf, held around nothing but map operations
+// Places.mu guards the live places' identities, their trackers, the
+// radar's queue and the hosts' radars; it is a leaf, held around nothing but map operations
 // (a tracker is closed after it is let go). workspace.Tracker and
 // workspace.Radar have their own (see workspace's lock inventory).
 package places

@@ -19,11 +19,15 @@ import (
 // to every other live isolated agent of the repository once the lead's
 // branch moved.
 
-// Diff is the change of the session in p (its worktree against its base):
-// req's Place is p's.
+// Diff is the change of the session in p (its worktree against its base,
+// read on its host): req's Place is p's.
 func (ps *Places) Diff(ctx context.Context, p *session.Place, req workspace.DiffRequest) (*workspace.Diff, error) {
+	m, err := ps.managerOf(ctx, p.Host)
+	if err != nil {
+		return nil, err
+	}
 	req.Place = workspacePlace(p)
-	d, err := ps.m.Diff(ctx, req)
+	d, err := m.Diff(ctx, req)
 	if err != nil {
 		return nil, reviewError(err, p)
 	}
@@ -31,10 +35,15 @@ func (ps *Places) Diff(ctx context.Context, p *session.Place, req workspace.Diff
 }
 
 // DiffCheckout is the change of a session without isolation: the checkout
-// holding dir against the commit from, which the session started at.
-func (ps *Places) DiffCheckout(ctx context.Context, dir, from string, req workspace.DiffRequest) (*workspace.Diff, error) {
+// holding dir (on host: "" is this machine) against the commit from, which
+// the session started at.
+func (ps *Places) DiffCheckout(ctx context.Context, host, dir, from string, req workspace.DiffRequest) (*workspace.Diff, error) {
+	m, err := ps.managerOf(ctx, host)
+	if err != nil {
+		return nil, err
+	}
 	req.Dir, req.From = dir, from
-	d, err := ps.m.Diff(ctx, req)
+	d, err := m.Diff(ctx, req)
 	if err != nil {
 		return nil, proxyerr.Wrap(proxyerr.ErrInvalidSessionParams, err, map[string]any{"cwd": dir},
 			"cannot read the change of %s against %s: %v", dir, short(from), err)
@@ -42,11 +51,17 @@ func (ps *Places) DiffCheckout(ctx context.Context, dir, from string, req worksp
 	return d, nil
 }
 
-// Head is the commit the checkout holding dir is at ("" outside git).
-func (ps *Places) Head(ctx context.Context, dir string) string {
-	h, err := ps.m.Head(ctx, dir)
+// Head is the commit the checkout holding dir (on host: "" is this
+// machine) is at ("" outside git, or when the host cannot tell).
+func (ps *Places) Head(ctx context.Context, host, dir string) string {
+	m, err := ps.managerOf(ctx, host)
 	if err != nil {
-		ps.log.Debug("no HEAD to record", "dir", dir, "err", err)
+		ps.log.Debug("no HEAD to record", "host", host, "dir", dir, "err", err)
+		return ""
+	}
+	h, err := m.Head(ctx, dir)
+	if err != nil {
+		ps.log.Debug("no HEAD to record", "host", host, "dir", dir, "err", err)
 		return ""
 	}
 	return h
@@ -71,8 +86,12 @@ type Merged struct {
 // changed); a *workspace.ConflictError and a *workspace.CheckError come as
 // they are: the caller reports them as outcomes.
 func (ps *Places) Merge(ctx context.Context, p *session.Place, req workspace.MergeRequest) (*Merged, error) {
+	m, err := ps.managerOf(ctx, p.Host)
+	if err != nil {
+		return nil, err
+	}
 	req.Place = workspacePlace(p)
-	res, err := ps.m.Merge(ctx, req)
+	res, err := m.Merge(ctx, req)
 	switch {
 	case err != nil && res != nil: // merged; the agent's branch lacks the commit of its work (nothing is lost)
 		ps.log.Error("merged, but the agent's branch did not take the commit of its work", "agent_id", p.AgentID, "err", err)
@@ -145,9 +164,12 @@ func (ps *Places) baseMoved(ctx context.Context, p *session.Place, res *workspac
 }
 
 // sameRepository reports whether the live agent a works in p's
-// repository (its common git directory; the checkout it came from when p
-// was rebuilt from a record without it).
+// repository (on the same host, its common git directory; the checkout it
+// came from when p was rebuilt from a record without it).
 func sameRepository(a agentInfo, p *session.Place) bool {
+	if a.host != p.Host {
+		return false
+	}
 	if p.Repo != "" && a.repo != "" {
 		return a.repo == p.Repo
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,8 +19,14 @@ import (
 
 // Config configures Places.
 type Config struct {
-	// Manager makes and keeps the worktrees. required.
+	// Manager makes and keeps the worktrees on this machine. required.
 	Manager *workspace.Manager
+	// Hosts give the workspace manager of each host an isolated session
+	// may run on, by the host's name (session.PlaceRequest.Host): asked
+	// each time a place, a review or a merge there needs it (the caller
+	// makes it once, over the host's connection, and keeps it). optional:
+	// nil refuses isolation on a host.
+	Hosts map[string]func(ctx context.Context) (*workspace.Manager, error)
 	// Team is recorded with each worktree (the registry's team, which the
 	// worktrees command lists by). optional.
 	Team string
@@ -55,13 +60,14 @@ type Places struct {
 	lookTimeout time.Duration
 	m           *workspace.Manager
 	log         *slog.Logger
-	radar       *workspace.Radar
+	radar       *workspace.Radar // this machine's (shared with the other serves of a repository)
 
-	mu       sync.Mutex                    // guards the fields below; a leaf
-	live     map[string]agentInfo          // the live places, by agent_id
-	trackers map[string]*workspace.Tracker // the live places' changes, by agent_id
-	pending  map[string]pendingTurn        // the radar's queue, by agent_id
-	closed   bool                          // Close was called: nothing is queued any more
+	mu         sync.Mutex                    // guards the fields below; a leaf
+	hostRadars map[string]*workspace.Radar   // each host's, in memory, by the host's name
+	live       map[string]agentInfo          // the live places, by agent_id
+	trackers   map[string]*workspace.Tracker // the live places' changes, by agent_id
+	pending    map[string]pendingTurn        // the radar's queue, by agent_id
+	closed     bool                          // Close was called: nothing is queued any more
 
 	wake   chan struct{} // 1-buffered: the queue has work
 	ctx    context.Context
@@ -73,6 +79,7 @@ type Places struct {
 // agentInfo is what the radar says of an agent.
 type agentInfo struct {
 	identity, branch, path string
+	host                   string // "" for this machine
 	// repo is the repository's common git directory, source the checkout
 	// the worktree was made from (the lead's).
 	repo, source string
@@ -99,41 +106,83 @@ func New(cfg Config) *Places {
 		lt = lookTimeout
 	}
 	return &Places{cfg: cfg, lookTimeout: lt, m: cfg.Manager, log: log.With("component", "places"), radar: workspace.NewSharedRadar(workspace.Owner{}),
-		live: map[string]agentInfo{}, trackers: map[string]*workspace.Tracker{}, pending: map[string]pendingTurn{}, wake: make(chan struct{}, 1),
+		hostRadars: map[string]*workspace.Radar{},
+		live:       map[string]agentInfo{}, trackers: map[string]*workspace.Tracker{}, pending: map[string]pendingTurn{}, wake: make(chan struct{}, 1),
 		ctx: ctx, cancel: cancel, done: make(chan struct{})}
 }
 
-// Manager is the workspace manager the places are made by (agent_diff,
-// agent_merge, the worktrees command).
+// Manager is the workspace manager the places on this machine are made
+// by (the worktrees command).
 func (ps *Places) Manager() *workspace.Manager { return ps.m }
+
+// managerOf is the workspace manager of host ("" for this machine): the
+// client's error when there is none, or the host's cannot be had now.
+func (ps *Places) managerOf(ctx context.Context, host string) (*workspace.Manager, error) {
+	if host == "" {
+		return ps.m, nil
+	}
+	mk := ps.cfg.Hosts[host]
+	if mk == nil {
+		return nil, proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "isolation", "host": host},
+			"isolation \"worktree\" is not available on host %q in this serve: start the agent there with isolation \"none\"", host)
+	}
+	m, err := mk(ctx)
+	if err != nil {
+		return nil, proxyerr.Wrap(proxyerr.ErrInvalidSessionParams, err, map[string]any{"host": host},
+			"the worktrees on host %s cannot be reached now: %v", host, err)
+	}
+	return m, nil
+}
+
+// radarOf is the radar of host's repositories: this machine's is shared
+// through their git directories (radarstore); a host's is in memory,
+// comparing this serve's agents there (its files are not here, and a
+// lock held over ssh across a compare would cost a look its round
+// trips).
+func (ps *Places) radarOf(host string) *workspace.Radar {
+	if host == "" {
+		return ps.radar
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	r := ps.hostRadars[host]
+	if r == nil {
+		r = workspace.NewRadar()
+		ps.hostRadars[host] = r
+	}
+	return r
+}
 
 // Place makes the worktree of a new isolated session, or re-enters a
 // resumed session's (req.Resume), with its environment and the writable
 // roots a sandboxed Codex needs to commit.
 func (ps *Places) Place(ctx context.Context, req session.PlaceRequest) (*session.Place, error) {
+	m, err := ps.managerOf(ctx, req.Host)
+	if err != nil {
+		return nil, err
+	}
 	var wp *workspace.Place
 	var note string
-	var err error
 	if req.Resume != nil {
-		wp, note, err = ps.reenter(ctx, req)
+		wp, note, err = ps.reenter(ctx, m, req)
 	} else {
-		wp, err = ps.m.Create(ctx, workspace.Request{AgentID: req.AgentID, Identity: req.Identity, Team: ps.cfg.Team, Cwd: req.Cwd,
+		wp, err = m.Create(ctx, workspace.Request{AgentID: req.AgentID, Identity: req.Identity, Team: ps.cfg.Team, Cwd: req.Cwd,
 			Base: req.Base, Setup: ps.cfg.Setup, Ports: ps.cfg.Ports})
 	}
 	if err != nil {
 		return nil, clientError(err, req)
 	}
-	roots, err := ps.m.WritableRoots(ctx, wp)
+	roots, err := m.WritableRoots(ctx, wp)
 	if err != nil {
-		ps.log.Warn("no writable roots: a sandboxed agent cannot commit", "path", wp.Path, "err", err)
+		ps.log.Warn("no writable roots: a sandboxed agent cannot commit", "path", wp.Path, "host", req.Host, "err", err)
 	}
-	p := &session.Place{AgentID: req.AgentID, Identity: req.Identity, Name: wp.Name, Path: wp.Path, Cwd: wp.Cwd, Branch: wp.Branch,
+	p := &session.Place{AgentID: req.AgentID, Identity: req.Identity, Host: req.Host, Name: wp.Name, Path: wp.Path, Cwd: wp.Cwd, Branch: wp.Branch,
 		Base: wp.Base, BaseRef: wp.BaseRef, Source: wp.Source, Repo: wp.Repo, PortBase: wp.Ports.Base, PortCount: wp.Ports.Count,
 		Env: envMap(wp.Env()), WritableRoots: roots, Copied: wp.Copied, SetupTail: wp.SetupTail, Resumed: wp.Resumed, Note: note}
 	ps.mu.Lock()
-	ps.live[req.AgentID] = agentInfo{identity: req.Identity, branch: wp.Branch, path: wp.Path, repo: wp.Repo, source: wp.Source}
+	ps.live[req.AgentID] = agentInfo{identity: req.Identity, branch: wp.Branch, path: wp.Path, host: req.Host, repo: wp.Repo, source: wp.Source}
 	old := ps.trackers[req.AgentID]
-	ps.trackers[req.AgentID] = ps.m.Track(wp)
+	ps.trackers[req.AgentID] = m.Track(wp)
 	ps.mu.Unlock()
 	if old != nil {
 		old.Close()
@@ -146,9 +195,10 @@ func (ps *Places) Place(ctx context.Context, req session.PlaceRequest) (*session
 
 // reenter re-enters the recorded worktree, or makes a new one when it is
 // gone.
-func (ps *Places) reenter(ctx context.Context, req session.PlaceRequest) (*workspace.Place, string, error) {
+func (ps *Places) reenter(ctx context.Context, m *workspace.Manager, req session.PlaceRequest) (*workspace.Place, string, error) {
 	rec := req.Resume
 	cwd := req.Cwd
+	isDir := func(p string) bool { return m.IsDir(ctx, p) }
 	if !isDir(cwd) {
 		cwd = rec.Source
 		if rel, err := filepath.Rel(rec.Path, req.Cwd); err == nil && !strings.HasPrefix(rel, "..") && isDir(filepath.Join(rec.Source, rel)) {
@@ -158,7 +208,7 @@ func (ps *Places) reenter(ctx context.Context, req session.PlaceRequest) (*works
 	if !isDir(cwd) {
 		return nil, "", fmt.Errorf("the worktree %s and the checkout %s it came from are gone: %w", rec.Path, rec.Source, fs.ErrNotExist)
 	}
-	wp, err := ps.m.Reenter(ctx, req.AgentID, cwd, ps.cfg.Ports)
+	wp, err := m.Reenter(ctx, req.AgentID, cwd, ps.cfg.Ports)
 	if !errors.Is(err, workspace.ErrNotFound) {
 		return wp, "", err
 	}
@@ -171,7 +221,7 @@ func (ps *Places) reenter(ctx context.Context, req session.PlaceRequest) (*works
 			src = filepath.Join(rec.Source, rel)
 		}
 	}
-	wp, err = ps.m.Create(ctx, workspace.Request{AgentID: req.AgentID, Identity: req.Identity, Team: ps.cfg.Team, Cwd: src,
+	wp, err = m.Create(ctx, workspace.Request{AgentID: req.AgentID, Identity: req.Identity, Team: ps.cfg.Team, Cwd: src,
 		Setup: ps.cfg.Setup, Ports: ps.cfg.Ports})
 	if err != nil {
 		return nil, "", err
@@ -194,8 +244,12 @@ func (ps *Places) Release(ctx context.Context, p *session.Place, keep bool) (ses
 	if tr != nil {
 		tr.Close() // waits for a look in progress
 	}
-	ps.radar.Forget(p.AgentID)
-	r, err := ps.m.Release(ctx, workspacePlace(p), keep)
+	ps.radarOf(p.Host).Forget(p.AgentID)
+	m, err := ps.managerOf(ctx, p.Host)
+	if err != nil {
+		return session.Released{Path: p.Path, Branch: p.Branch}, err
+	}
+	r, err := m.Release(ctx, workspacePlace(p), keep)
 	out := session.Released{Removed: r.Removed, Path: r.Path, Branch: r.Branch, Ahead: r.Ahead, Dirty: r.Dirty}
 	if r.Stat.Files > 0 {
 		out.Stat = r.Stat.String()
@@ -247,11 +301,6 @@ func envMap(env []string) map[string]string {
 		m[k] = v
 	}
 	return m
-}
-
-func isDir(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.IsDir()
 }
 
 // short is a commit id's first 12 characters.

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -303,5 +304,114 @@ func TestClientError(t *testing.T) {
 				t.Errorf("message %q, want it to say %q", err.Error(), tt.msg)
 			}
 		})
+	}
+}
+
+// countingRunner is the user's git, counting the commands it ran.
+type countingRunner struct {
+	workspace.LocalRunner
+	n *atomic.Int64
+}
+
+func (c countingRunner) Run(ctx context.Context, cmd *workspace.Command) error {
+	c.n.Add(1)
+	return c.LocalRunner.Run(ctx, cmd)
+}
+
+// TestPlacesOnAHost: a place asked for on a host is made by that host's
+// workspace (and reviewed, merged and released by it), never this
+// machine's; the radar compares the agents of a host with each other,
+// not with this machine's (a repository at the same path here is
+// another one); a merge there tells the other agents there; a host
+// without a workspace is refused.
+func TestPlacesOnAHost(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t, map[string][]string{"t1": {"lead1", "alice", "bob", "carol"}})
+	var here, there atomic.Int64
+	local, err := workspace.New(ctx, workspace.Config{Runner: countingRunner{n: &here}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	box, err := workspace.New(ctx, workspace.Config{Runner: countingRunner{n: &there}, Host: "box"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := 0
+	ps := New(Config{Manager: local, ATM: w.atm, MailTeam: "t1", Lead: "lead1",
+		Hosts: map[string]func(context.Context) (*workspace.Manager, error){"box": func(context.Context) (*workspace.Manager, error) {
+			asked++
+			return box, nil
+		}}})
+	t.Cleanup(ps.Close)
+
+	// carol here; alice and bob on box, in "the same" repository: not
+	// one command of theirs runs here.
+	carol, err := ps.Place(ctx, session.PlaceRequest{AgentID: "codex-carol", Identity: "carol", Cwd: w.repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	setLine(t, filepath.Join(carol.Path, "f.txt"), 2, "changed by carol")
+	ps.TurnEnded(carol)
+	ps.pass()
+	before := here.Load()
+	alice, err := ps.Place(ctx, session.PlaceRequest{AgentID: "codex-alice", Identity: "alice", Cwd: w.repo, Host: "box"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob, err := ps.Place(ctx, session.PlaceRequest{AgentID: "codex-bob", Identity: "bob", Cwd: w.repo, Host: "box"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if alice.Host != "box" || bob.Host != "box" || carol.Host != "" {
+		t.Errorf("hosts of the places: %q %q %q", alice.Host, bob.Host, carol.Host)
+	}
+	for _, p := range []*session.Place{alice, bob} {
+		setLine(t, filepath.Join(p.Path, "f.txt"), 2, "changed by "+p.Identity)
+		ps.TurnEnded(p)
+		ps.pass()
+	}
+	if n := here.Load() - before; n != 0 {
+		t.Errorf("%d commands ran here for the places on the host", n)
+	}
+	mails := map[string]int{}
+	for _, who := range []string{"alice", "bob", "carol", "lead1"} {
+		mails[who] = len(w.mails(t, who+"@t1"))
+	}
+	if diff := cmp.Diff(map[string]int{"alice": 1, "bob": 1, "carol": 0, "lead1": 1}, mails); diff != "" {
+		t.Errorf("radar mails (-want +got):\n%s", diff)
+	}
+	ov := ps.Overlaps()
+	if len(ov) != 1 || ov[0].Host != "box" || ov[0].File != "f.txt" {
+		t.Errorf("Overlaps = %+v, want alice and bob's on box", ov)
+	}
+
+	// Reviewed and merged there; bob is told, carol is not.
+	n := there.Load()
+	d, err := ps.Diff(ctx, alice, workspace.DiffRequest{Stat: true})
+	if err != nil || d.Stat.Files != 1 || there.Load() == n {
+		t.Fatalf("Diff on the host = %+v, %v (%d commands there)", d, err, there.Load()-n)
+	}
+	git(t, w.repo, "checkout", "-q", "-b", "lead")
+	merged, err := ps.Merge(ctx, alice, workspace.MergeRequest{Strategy: workspace.Squash, Message: "alice", Author: workspace.Signature{Name: "alice", Email: "a@t1"}})
+	if err != nil {
+		t.Fatalf("Merge on the host: %v", err)
+	}
+	if diff := cmp.Diff([]string{"bob"}, merged.Told); diff != "" {
+		t.Errorf("told of the merge (-want +got):\n%s", diff)
+	}
+	if h := ps.Head(ctx, "box", w.repo); h != merged.New {
+		t.Errorf("Head on the host = %s, want the merged %s", h, merged.New)
+	}
+	for _, p := range []*session.Place{alice, bob, carol} {
+		if _, err := ps.Release(ctx, p, false); err != nil {
+			t.Errorf("Release %s: %v", p.Identity, err)
+		}
+	}
+	if asked == 0 {
+		t.Error("the host's workspace was never asked for")
+	}
+	if _, err := ps.Place(ctx, session.PlaceRequest{AgentID: "codex-x", Identity: "x", Cwd: w.repo, Host: "far"}); !errors.Is(err, proxyerr.ErrInvalidParams) ||
+		!strings.Contains(err.Error(), `isolation "worktree" is not available on host "far"`) {
+		t.Errorf("a place on a host without a workspace: %v", err)
 	}
 }

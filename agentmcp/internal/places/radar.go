@@ -3,6 +3,8 @@ package places
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -53,6 +55,13 @@ func (ps *Places) Close() {
 		tr.Close()
 	}
 	ps.radar.Close()
+	ps.mu.Lock()
+	hosts := ps.hostRadars
+	ps.hostRadars = map[string]*workspace.Radar{}
+	ps.mu.Unlock()
+	for _, r := range hosts {
+		r.Close()
+	}
 }
 
 // run is the radar's goroutine.
@@ -106,12 +115,13 @@ func (ps *Places) look(t pendingTurn) {
 		return
 	}
 	who := workspace.RadarAgent{Identity: info.identity, Branch: info.branch, Team: ps.cfg.MailTeam, Lead: ps.cfg.Lead}
-	news := ps.radar.UpdateAs(t.p.AgentID, t.p.Repo, who, files)
+	radar := ps.radarOf(t.p.Host)
+	news := radar.UpdateAs(t.p.AgentID, t.p.Repo, who, files)
 	ps.mu.Lock()
 	_, live = ps.live[t.p.AgentID]
 	ps.mu.Unlock()
 	if !live { // released while it was compared: its Forget may have come first
-		ps.radar.Forget(t.p.AgentID)
+		radar.Forget(t.p.AgentID)
 		return
 	}
 	if t.quiet {
@@ -130,6 +140,8 @@ type Overlap struct {
 	ABranch   string `json:"a_branch"`
 	BIdentity string `json:"b_identity"`
 	BBranch   string `json:"b_branch"`
+	// Host is the host of the repository ("" for this machine).
+	Host string `json:"host,omitempty"`
 }
 
 // lookTimeout bounds one look of the radar (the git work and the
@@ -139,14 +151,25 @@ type Overlap struct {
 const lookTimeout = 5 * time.Second
 
 // Overlaps returns every overlap between the live worktrees now, told or
-// not: of this serve's agents and, on the repositories they work in, of
-// every other serve's (the shared radar).
+// not: of this serve's agents and, on this machine's repositories they
+// work in, of every other serve's (the shared radar); on a host, of this
+// serve's agents there.
 func (ps *Places) Overlaps() []Overlap {
-	all := ps.radar.Overlaps()
-	out := make([]Overlap, 0, len(all))
-	for _, o := range all {
-		out = append(out, Overlap{Overlap: o, AIdentity: o.A.Who.Identity, ABranch: o.A.Who.Branch,
-			BIdentity: o.B.Who.Identity, BBranch: o.B.Who.Branch})
+	ps.mu.Lock()
+	radars := map[string]*workspace.Radar{"": ps.radar}
+	for host, r := range ps.hostRadars {
+		radars[host] = r
+	}
+	ps.mu.Unlock()
+	var out []Overlap
+	for _, host := range slices.Sorted(maps.Keys(radars)) {
+		for _, o := range radars[host].Overlaps() {
+			out = append(out, Overlap{Overlap: o, AIdentity: o.A.Who.Identity, ABranch: o.A.Who.Branch,
+				BIdentity: o.B.Who.Identity, BBranch: o.B.Who.Branch, Host: host})
+		}
+	}
+	if out == nil {
+		out = []Overlap{}
 	}
 	return out
 }

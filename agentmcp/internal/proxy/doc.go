@@ -44,7 +44,11 @@
 //     git facts from git there, gitctx.Remote), and a goroutine per host
 //     follows its connection: once it is back, the sessions of a new
 //     child continue on it (AfterRestart) and the mail that waited is
-//     delivered (resumeMail).
+//     delivered (resumeMail). A host's worktrees are a workspace.Manager
+//     of its own (hostworkspace.go: git, sh and ports there through
+//     sshhost.Exec), made at first use and given to places by the host's
+//     name; after each turn there its reverse forwards are checked and
+//     made again when gone (hostPlace.checkForwards).
 //
 // The adapters between them live here: eventSink (session.Sink onto the
 // connection's events and progress), asker (session.Asker onto elicitation),
@@ -124,7 +128,7 @@
 //     remembered);
 //   - tools (2): roundTrips.mu (the requestStates of round trips) and
 //     taskStore.mu (the MCP tasks of the connection), leaves;
-//   - proxy (8): codex.mu (child.go, restart.go: the crashes, the
+//   - proxy (9): codex.mu (child.go, restart.go: the crashes, the
 //     restarts and the restart in progress), frames.mu (frames.go: the
 //     shutdown requests handled and the identities being shut down),
 //     teamHooks.mu (team.go: the members it added), leadPush.mu
@@ -133,19 +137,23 @@
 //     (owned.go: whether a set of goroutines still takes new ones; the
 //     notifications passed on to Codex, the lead's pushes), hostBackend.mu
 //     (hostbackend.go: the current backend of a kind on a host; a new
-//     one is made and the old one closed outside it) and hostPlace.homeMu
+//     one is made and the old one closed outside it), hostPlace.homeMu
 //     (hosts.go: the home directory on a host, held across the one `pwd`
-//     there that asks it, once), each a leaf that guards its own fields
-//     and is held around nothing else;
+//     there that asks it, once) and hostPlace.wsMu (hostworkspace.go: the
+//     worktrees of a host, held across the one `git version` there that
+//     makes them), each a leaf that guards its own fields and is held
+//     around nothing else;
 //   - feed (3): Feed.pubMu → Feed.mu → client.mu (feed's doc), none held
 //     across I/O or a call into a session;
 //   - gitctx (2): its facts cache and its watcher, leaves taken by nobody
 //     else;
-//   - places (1) and workspace (3): Places.mu (the live places and the
-//     radar's queue), workspace.Ports.mu (taken before the flock of the
-//     machine-wide ports.lock), workspace.Radar.mu (held while it
-//     compares in memory) and the setup command's tail buffer, leaves;
-//     git's own locks are git's.
+//   - places (1) and workspace (3): Places.mu (the live places, the
+//     radar's queue and the hosts' radars), workspace.Ports.mu (taken
+//     before the flock of the machine-wide ports.lock; for a host's ports,
+//     held around the programs there that reserve one), workspace.Radar.mu
+//     (held while it compares in memory) and the setup command's tail
+//     buffer, leaves; git's own locks are git's, and a host's flock is
+//     held by a program there.
 //
 // The groups are nested in one place only, by design: a reply answered
 // from a backend's reader (mcpconn's ToolCall.TryReplyNow, called by
@@ -175,7 +183,8 @@
 // (leadPush.close, before the bridge closes, so that what they pushed is
 // marked read), the notifications passed on to Codex (owned, ended once
 // the child is stopped), a restart (codex.Close waits for it), the watch
-// of each host's connection (hostSet.close); the other
+// of each host's connection and the check of its reverse forwards after
+// a turn there (hostSet.close); the other
 // packages' own (mcpconn's reader pool and pump, session's jobs and
 // persister, the bridge's workers, the feed, the radar) are joined by
 // their Close, Stop or Wait, which shutdown calls. The reader of the

@@ -10,8 +10,9 @@ import (
 )
 
 // feedDiffs reads isolated agents' changes for the feed (feed.Diffs)
-// with the places' workspace: the change of an agent's worktree against
-// its base, committed, uncommitted and untracked together.
+// with the places' workspace (on the agent's host): the change of an
+// agent's worktree against its base, committed, uncommitted and
+// untracked together.
 type feedDiffs struct{ ps *places.Places }
 
 func (d feedDiffs) Stat(ctx context.Context, s *session.Session) (feed.DiffStat, bool, error) {
@@ -19,7 +20,7 @@ func (d feedDiffs) Stat(ctx context.Context, s *session.Session) (feed.DiffStat,
 	if p == nil {
 		return feed.DiffStat{}, false, nil
 	}
-	diff, err := d.ps.Manager().Diff(ctx, workspace.DiffRequest{Place: diffPlace(p), Stat: true})
+	diff, err := d.ps.Diff(ctx, p, workspace.DiffRequest{Stat: true})
 	if err != nil {
 		return feed.DiffStat{}, true, err
 	}
@@ -31,18 +32,11 @@ func (d feedDiffs) Patch(ctx context.Context, s *session.Session, limit int) (st
 	if p == nil {
 		return "", false, false, nil
 	}
-	diff, err := d.ps.Manager().Diff(ctx, workspace.DiffRequest{Place: diffPlace(p), Limit: limit})
+	diff, err := d.ps.Diff(ctx, p, workspace.DiffRequest{Limit: limit})
 	if err != nil {
 		return "", false, true, err
 	}
 	return diff.Patch, diff.PatchMore, true, nil
-}
-
-// diffPlace is what workspace reads of a session's place to find its
-// worktree.
-func diffPlace(p *session.Place) *workspace.Place {
-	return &workspace.Place{Name: p.Name, AgentID: p.AgentID, Path: p.Path, Cwd: p.Cwd, Branch: p.Branch, Base: p.Base,
-		BaseRef: p.BaseRef, Source: p.Source, Repo: p.Repo}
 }
 
 // feedDiffs is the feed's reader of changes: nil without places (git is

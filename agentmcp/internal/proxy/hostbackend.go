@@ -125,6 +125,7 @@ func (b *hostBackend) Turn(ctx context.Context, req backend.TurnRequest) (*backe
 		return nil, b.failed(err)
 	}
 	res, err := cur.Turn(ctx, req)
+	b.p.checkForwards() // for the next turn, should one of this turn's tool calls have found the forward gone
 	return res, b.failed(err)
 }
 
@@ -277,4 +278,37 @@ func (b *hostBackend) Steer(ctx context.Context, threadID, text string) error {
 		return s.Steer(ctx, threadID, text)
 	}
 	return backend.ErrUnsupported
+}
+
+// Fork forks a thread on the host where the kind's backend can (Codex's
+// app-server there: its threads are there); ErrUnsupported otherwise,
+// and the fork is told the source's history instead.
+func (b *hostBackend) Fork(ctx context.Context, req backend.ForkRequest) (*backend.ForkResult, error) {
+	if err := b.Unavailable(); err != nil {
+		return nil, err
+	}
+	if b.p.connecting() {
+		if err := b.p.ready(ctx); err != nil {
+			return nil, b.Unavailable()
+		}
+	}
+	cur, err := b.current()
+	if err != nil {
+		return nil, b.failed(err)
+	}
+	if cur == nil {
+		return nil, b.Unavailable() // not connected yet
+	}
+	f, ok := cur.(backend.Forker)
+	if !ok {
+		return nil, backend.ErrUnsupported
+	}
+	res, err := f.Fork(ctx, req)
+	return res, b.failed(err)
+}
+
+// StructuredOutput asks the kind's backend there whether its turns take
+// an output schema.
+func (b *hostBackend) StructuredOutput(ctx context.Context) error {
+	return backend.Structured(ctx, b.now())
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/gitctx"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/tools"
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/workspace"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/sshhost"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
@@ -46,7 +47,9 @@ type Host struct {
 //
 // Design notes: c is set once, when serve runs (connect); before that
 // every backend there is unavailable. home is the home directory there,
-// asked once.
+// asked once; ws the worktrees there (hostworkspace.go), made at the
+// first need. checking is true while a check of the reverse forwards
+// runs (checkForwards: one at a time), checks counts them for close.
 type hostPlace struct {
 	name     string
 	spec     Host
@@ -56,6 +59,12 @@ type hostPlace struct {
 
 	homeMu sync.Mutex
 	home   string
+
+	wsMu sync.Mutex // held while the workspace is made (a round trip there)
+	ws   *workspace.Manager
+
+	checking atomic.Bool
+	checks   sync.WaitGroup
 }
 
 var _ session.Host = (*hostPlace)(nil)
@@ -199,6 +208,34 @@ func (p *hostPlace) Facts(ctx context.Context, dir string) (gitctx.Facts, error)
 	return gitctx.Remote(ctx, p.conn(), dir)
 }
 
+// forwardCheckTimeout bounds a check of a host's reverse forwards.
+const forwardCheckTimeout = 30 * time.Second
+
+// checkForwards makes again, in the background, the host's reverse
+// forwards (the team-mail tools' port there) that are gone from the host
+// while its connection is up (sshhost.CheckForwards): after each turn
+// there, so that a forward cancelled or dropped on the host fails only
+// the turn whose tool call met it, and is back for the next. One check
+// runs at a time; a turn that ends while one runs adds none.
+func (p *hostPlace) checkForwards() {
+	conn := p.conn()
+	if conn == nil || conn.Err() != nil || !p.checking.CompareAndSwap(false, true) {
+		return
+	}
+	p.checks.Go(func() {
+		defer p.checking.Store(false)
+		ctx, cancel := context.WithTimeout(context.Background(), forwardCheckTimeout)
+		defer cancel()
+		remade, err := conn.CheckForwards(ctx)
+		if len(remade) > 0 {
+			p.log.Warn("the team-mail tools' reverse forward was gone from the host: made again", "remote_ports", remade)
+		}
+		if err != nil && conn.Err() == nil {
+			p.log.Warn("could not make the reverse forward to the host again", "err", err)
+		}
+	})
+}
+
 // hostSet is serve's hosts: connected at Run, followed (watch), closed at
 // shutdown. A nil *hostSet has none.
 type hostSet struct {
@@ -207,6 +244,19 @@ type hostSet struct {
 	log      *slog.Logger
 	stop     context.CancelFunc
 	watching sync.WaitGroup
+}
+
+// workspaces are the hosts' worktrees as package places takes them (each
+// made at its first use).
+func (hs *hostSet) workspaces() map[string]func(context.Context) (*workspace.Manager, error) {
+	if hs == nil || len(hs.places) == 0 {
+		return nil
+	}
+	out := make(map[string]func(context.Context) (*workspace.Manager, error), len(hs.places))
+	for name, p := range hs.places {
+		out[name] = p.workspace
+	}
+	return out
 }
 
 // sessionHosts are the hosts as the session manager takes them.
@@ -330,6 +380,7 @@ func (hs *hostSet) close(ctx context.Context) {
 	hs.watching.Wait()
 	var wg sync.WaitGroup
 	for _, p := range hs.places {
+		p.checks.Wait()
 		if conn := p.conn(); conn != nil {
 			wg.Go(func() {
 				if err := conn.Close(ctx); err != nil {

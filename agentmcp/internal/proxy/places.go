@@ -34,6 +34,6 @@ func (s *Server) newPlaces() *places.Places {
 		s.log.Warn("isolation \"worktree\" is not available", "err", err)
 		return nil
 	}
-	return places.New(places.Config{Manager: m, Team: s.opts.RegistryTeam, Setup: s.opts.WorktreeSetup, Ports: n,
+	return places.New(places.Config{Manager: m, Hosts: s.hosts.workspaces(), Team: s.opts.RegistryTeam, Setup: s.opts.WorktreeSetup, Ports: n,
 		ATM: s.atm, MailTeam: s.opts.Team, Lead: s.opts.Identity, Audit: s.auditor, Logger: s.log})
 }

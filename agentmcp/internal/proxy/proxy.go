@@ -108,7 +108,8 @@ func New(opts Options) (*Server, error) {
 		Protocol:     opts.MCPProtocol,
 		Logger:       log,
 	})
-	s.places = s.newPlaces()
+	s.hosts = &hostSet{places: newHostPlaces(opts.Hosts, log), stale: opts.StaleInstance, log: log}
+	s.places = s.newPlaces() // with the hosts' worktrees
 	var placesView session.Places
 	if s.places != nil {
 		placesView = s.places
@@ -119,7 +120,6 @@ func New(opts Options) (*Server, error) {
 	for kind, b := range opts.Agents {
 		backends[kind] = b
 	}
-	s.hosts = &hostSet{places: newHostPlaces(opts.Hosts, log), stale: opts.StaleInstance, log: log}
 	var registryView session.Registry = session.RegistryOf(reg)
 	if opts.RegistryTeam != opts.Team {
 		registryView = teamStamp{Registry: registryView, team: opts.Team, reg: reg}

@@ -60,8 +60,10 @@
 // refused at once and its mail waits, while the same kind here runs on.
 // The session's cwd is a path there (Catalogue.ResolveCwd: relative to the
 // host's root), its git facts are asked of the host (its own git), and
-// the context block names the host. Isolation is refused on a host: the
-// places are this machine's (package workspace runs git here).
+// the context block names the host. An isolated session's place is made
+// on its host (PlaceRequest.Host, Place.Host): the Places implementation
+// keeps one workspace per host, so nothing here changes with where a
+// place is.
 //
 // # States and the queue
 //

@@ -64,7 +64,7 @@ func (m *Manager) Fork(ctx context.Context, r ForkRequest) (*Session, error) {
 	settings := r.Source.params
 	r.Source.mu.Unlock()
 	req := CreateRequest{Identity: r.Identity, Cwd: src.Cwd, Tag: src.Tag, Role: src.Role, AgentFile: src.AgentSource, Agent: src.Kind(),
-		Settings: settings, Isolation: firstNonEmpty(r.Isolation, IsolationNone), Base: r.Base, StartHead: r.StartHead}
+		Host: src.Host, Settings: settings, Isolation: firstNonEmpty(r.Isolation, IsolationNone), Base: r.Base, StartHead: r.StartHead}
 	if w := src.Worktree; w != nil {
 		if r.Isolation == "" {
 			req.Isolation = IsolationWorktree

@@ -63,9 +63,9 @@ func (c *Catalogue) backendAt(kind, host string) Backend {
 
 // checkHost checks the host a new session of kind asks for: one of
 // Config.Hosts, where the kind runs, else INVALID_PARAMS (-32602) naming
-// the host, the hosts there are and how to configure one; and no
-// isolation there (worktrees are made on this machine only).
-func (c *Catalogue) checkHost(kind, host, isolation string) error {
+// the host, the hosts there are and how to configure one. Isolation is
+// the places' on the host (PlaceRequest.Host).
+func (c *Catalogue) checkHost(kind, host string) error {
 	if host == "" {
 		return nil
 	}
@@ -81,10 +81,6 @@ func (c *Catalogue) checkHost(kind, host, isolation string) error {
 	if c.backendAt(kind, host) == nil {
 		return proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "host", "host": host, "agent": c.kind(kind)},
 			"agent %q cannot run on host %q; leave host out to run it here", c.kind(kind), host)
-	}
-	if isolation == IsolationWorktree {
-		return proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "isolation", "host": host},
-			"isolation \"worktree\" is not available on host %q: worktrees, their reviews and merges run on this machine only so far; start the agent there without isolation (it works in cwd on %s), or here with isolation", host, host)
 	}
 	return nil
 }
@@ -122,7 +118,7 @@ func (c *Catalogue) ResolveCwd(ctx context.Context, host, arg string) (string, e
 func (c *Catalogue) resolveCwdOn(ctx context.Context, host, arg string) (string, error) {
 	h := c.cfg.Hosts[host]
 	if h == nil {
-		return "", c.checkHost("", host, "")
+		return "", c.checkHost("", host)
 	}
 	dir, err := h.Dir(ctx, arg)
 	if err != nil {

@@ -53,30 +53,33 @@ func strp(s string) *string { return &s }
 // TestHosts: a session on a host runs on the backend of its kind there,
 // never the local one; its cwd is resolved there (relative to the
 // host's root), its git facts and its context are the host's, the
-// record names the host; facts the host cannot tell keep the last ones.
-// An unknown host, a kind the host does not run, and isolation on a host
-// are refused before anything is recorded.
+// record names the host; facts the host cannot tell keep the last ones;
+// an isolated session's place is asked of the places on its host, and
+// its resume asks for it there again. An unknown host and a kind the host
+// does not run are refused before anything is recorded.
 func TestHosts(t *testing.T) {
 	remote := fakebackend.New(fakebackend.Config{})
 	box := &fakeHost{root: "/srv", dirs: map[string]bool{"/srv": true, "/srv/repo": true},
 		facts:    gitctx.Facts{Root: strp("/srv/repo"), Name: strp("widgets"), Branch: strp("trunk")},
 		backends: map[string]Backend{registry.DefaultKind: remote}}
+	fp := &fakePlaces{}
 	h := newHarness(t, func(c *Config) {
 		c.Hosts = map[string]Host{"box": box}
+		c.Places = fp
 		c.Backends["plain"] = &plainBackend{f: fakebackend.New(fakebackend.Config{})} // here, not on the host
 	})
 	ctx := context.Background()
 
 	cwd, err := h.m.Catalogue().ResolveCwd(ctx, "box", "repo")
 	if err != nil || cwd != "/srv/repo" {
-		t.Fatalf("ResolveCwdOn(box, repo) = %q, %v", cwd, err)
+		t.Fatalf("Catalogue().ResolveCwd(box, repo) = %q, %v", cwd, err)
 	}
 	for _, tt := range []struct{ host, dir, want string }{
 		{"box", "nowhere", `cwd "nowhere" on host box: /srv/nowhere is not an existing directory there`},
 		{"far", "repo", `host "far" is not configured (hosts: box)`},
 	} {
 		if _, err := h.m.Catalogue().ResolveCwd(ctx, tt.host, tt.dir); !errors.Is(err, proxyerr.ErrInvalidParams) || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("ResolveCwdOn(%s, %s) = %v, want INVALID_PARAMS saying %q", tt.host, tt.dir, err, tt.want)
+			t.Errorf("Catalogue().ResolveCwd(%s, %s) = %v, want INVALID_PARAMS saying %q", tt.host, tt.dir, err, tt.want)
 		}
 	}
 
@@ -147,7 +150,6 @@ func TestHosts(t *testing.T) {
 	}{
 		{"unknown host", CreateRequest{Identity: "x1", Cwd: "/srv", Host: "far"}, `host "far" is not configured (hosts: box)`},
 		{"a kind the host does not run", CreateRequest{Identity: "x2", Cwd: "/srv", Host: "box", Agent: "plain"}, `agent "plain" cannot run on host "box"`},
-		{"isolation", CreateRequest{Identity: "x3", Cwd: "/srv", Host: "box", Isolation: IsolationWorktree}, `isolation "worktree" is not available on host "box"`},
 	} {
 		if _, err := h.m.Create(ctx, tt.r); !errors.Is(err, proxyerr.ErrInvalidParams) || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: Create = %v, want INVALID_PARAMS saying %q", tt.name, err, tt.want)
@@ -155,5 +157,23 @@ func TestHosts(t *testing.T) {
 	}
 	if n := len(h.m.Sessions()); n != 1 {
 		t.Errorf("%d sessions after the refusals, want 1", n)
+	}
+
+	// Isolated on the host: its place is made there.
+	iso, err := h.m.Create(ctx, CreateRequest{Identity: "far-iso", Cwd: "/srv/repo", Host: "box", Isolation: IsolationWorktree})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.m.Close(ctx, iso, false)
+	if err := h.m.Rebind(iso, SourceClaude); err != nil {
+		t.Fatal(err)
+	}
+	asked, _, _ := fp.snapshot()
+	var hosts []string
+	for _, r := range asked {
+		hosts = append(hosts, r.Host+" resume="+map[bool]string{true: "yes", false: "no"}[r.Resume != nil])
+	}
+	if diff := cmp.Diff([]string{"box resume=no", "box resume=yes"}, hosts); diff != "" {
+		t.Errorf("the places asked for (-want +got):\n%s", diff)
 	}
 }

@@ -165,7 +165,7 @@ func (m *Manager) Create(ctx context.Context, r CreateRequest) (*Session, error)
 	if err := m.cat.CheckSettings(r.Role, r.Settings); err != nil {
 		return nil, err // the operator's sandbox policy (policy.go)
 	}
-	if err := m.cat.checkHost(kind, r.Host, r.Isolation); err != nil {
+	if err := m.cat.checkHost(kind, r.Host); err != nil {
 		return nil, err // a host not configured, or one the kind cannot run on (hosts.go)
 	}
 	if err := backend.Unavailable(m.cat.backendAt(kind, r.Host)); err != nil {

@@ -71,6 +71,10 @@ type PlaceRequest struct {
 	Base string
 	// Resume is the session's recorded place: re-enter it. optional.
 	Resume *registry.Worktree
+	// Host is the host the session runs on (Config.Hosts): its place is
+	// made there, in the repository there that holds Cwd (a path there).
+	// optional: "" is this machine.
+	Host string
 }
 
 // Place is a session's working place: a git worktree of its own. Its
@@ -78,6 +82,9 @@ type PlaceRequest struct {
 type Place struct {
 	AgentID  string
 	Identity string
+	// Host is the host the place is on ("" for this machine): its paths
+	// are paths there.
+	Host string
 	// Name is the worktree's name: its directory and branch end with it.
 	Name string
 	// Path is the worktree's root; Cwd the session's directory in it.
@@ -190,7 +197,7 @@ func (c *Config) takePlace(ctx context.Context, r CreateRequest, agentID string)
 	if c.Places == nil {
 		return nil, errNoPlaces
 	}
-	return c.Places.Place(ctx, PlaceRequest{AgentID: agentID, Identity: r.Identity, Cwd: r.Cwd, Base: r.Base})
+	return c.Places.Place(ctx, PlaceRequest{AgentID: agentID, Identity: r.Identity, Cwd: r.Cwd, Base: r.Base, Host: r.Host})
 }
 
 // reenterPlace re-enters the recorded place (rec) of s, a session being
@@ -202,7 +209,7 @@ func (s *Session) reenterPlace(ctx context.Context, rec registry.Session) (*Plac
 	if s.m.cfg.Places == nil {
 		return nil, errNoPlaces
 	}
-	return s.m.cfg.Places.Place(ctx, PlaceRequest{AgentID: rec.AgentID, Identity: rec.Identity, Cwd: rec.Cwd, Resume: rec.Worktree})
+	return s.m.cfg.Places.Place(ctx, PlaceRequest{AgentID: rec.AgentID, Identity: rec.Identity, Cwd: rec.Cwd, Resume: rec.Worktree, Host: rec.Host})
 }
 
 // releasePlace lets go of the session's place (see Places.Release) and

@@ -178,8 +178,8 @@ func (e *Env) start(ctx context.Context, c *mcpconn.ToolCall, kind string) (*mcp
 		Isolation: isolation, Host: host}
 	if isolation == session.IsolationWorktree {
 		req.Base = firstNonEmpty(str["base"], e.cfg.WorktreeBase)
-	} else if e.cfg.Places != nil && host == "" {
-		req.StartHead = e.cfg.Places.Head(ctx, cwd) // what agent_diff reads its change against
+	} else if e.cfg.Places != nil {
+		req.StartHead = e.cfg.Places.Head(ctx, host, cwd) // what agent_diff reads its change against
 	}
 	if autoMailSet {
 		req.AutoMail = &autoMail

@@ -61,7 +61,7 @@ func (e *Env) agentFork(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.Tool
 	}
 	req := session.ForkRequest{Source: src, Identity: identity, Isolation: str["isolation"], Base: str["base"], Tell: forkTell}
 	if !isolated && e.cfg.Places != nil {
-		req.StartHead = e.cfg.Places.Head(ctx, srcRec.Cwd)
+		req.StartHead = e.cfg.Places.Head(ctx, srcRec.Host, srcRec.Cwd)
 	}
 	f, err := e.m.Fork(ctx, req)
 	if err != nil {

@@ -72,7 +72,7 @@ func (e *Env) agentDiff(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.Tool
 				rec.AgentID, rec.Cwd)
 		}
 		dir := firstNonEmpty(rec.RepoRoot, rec.Cwd)
-		if d, err = e.cfg.Places.DiffCheckout(ctx, dir, rec.StartHead, req); err != nil {
+		if d, err = e.cfg.Places.DiffCheckout(ctx, rec.Host, dir, rec.StartHead, req); err != nil {
 			return nil, err
 		}
 		v.Note = fmt.Sprintf("%s works without isolation, in %s itself: this is that checkout's change since the HEAD it started from (%s), "+
@@ -200,7 +200,7 @@ func reviewPlace(s *session.Session) (*session.Place, error) {
 	if name == "" {
 		name = filepath.Base(w.Path)
 	}
-	return &session.Place{AgentID: rec.AgentID, Identity: rec.Identity, Name: name, Path: w.Path, Cwd: rec.Cwd, Branch: w.Branch,
+	return &session.Place{AgentID: rec.AgentID, Identity: rec.Identity, Host: rec.Host, Name: name, Path: w.Path, Cwd: rec.Cwd, Branch: w.Branch,
 		Base: w.Base, BaseRef: w.BaseRef, Source: w.Source}, nil
 }
 

@@ -28,7 +28,7 @@ func (e *CheckError) Is(target error) bool { return target == ErrCheckFailed }
 // Prune once its owner is gone.
 func (m *Manager) runCheck(ctx context.Context, lead, agentID, name, commit, command string, progress func(Progress)) (CommandResult, error) {
 	res := CommandResult{Command: command, ExitCode: -1}
-	if err := safeDirs(lead, ChecksDir); err != nil {
+	if err := m.fs.safeDirs(ctx, lead, ChecksDir); err != nil {
 		return res, err
 	}
 	if err := m.ensureExcluded(ctx, lead); err != nil {

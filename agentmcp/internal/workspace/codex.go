@@ -3,7 +3,6 @@ package workspace
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 )
 
@@ -36,7 +35,7 @@ func (m *Manager) WritableRoots(ctx context.Context, p *Place) ([]string, error)
 		return nil, fmt.Errorf("workspace: writable roots of %s: rev-parse printed %q", p.Path, roots)
 	}
 	for _, d := range roots[2:] {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+		if err := m.fs.mkdirAll(ctx, d); err != nil {
 			return nil, fmt.Errorf("workspace: writable roots: %w", err)
 		}
 	}

@@ -19,11 +19,29 @@
 // a SIGKILL all read the same truth.
 //
 // Commands go through a Runner: the local one runs git and sh here; a
-// remote host's runner (the "Beyond one machine" design) would run the
-// same commands over ssh. File operations that are not git commands
-// (checking a location for symbolic links, copying .worktreeinclude files,
-// copying the index for a snapshot, the info/exclude lines, the takeover
-// lock) are local today and are the part a remote host would need too.
+// host's (Config.Host: a machine reached over ssh, whose runner the
+// composition root makes of sshhost.Exec) runs the same commands there.
+// The file operations that are not git commands (resolving and checking a
+// location for symbolic links, copying .worktreeinclude files, copying
+// the index for a snapshot and installing it, the info/exclude lines, the
+// takeover lock, the writable roots' directories) go through one small
+// interface (files.go): this machine's os calls, or, on a host, one fixed
+// POSIX sh program each, run there through the same Runner (files_sh.go:
+// test, mkdir, cat, cp, ln, mv, mktemp; the lock is flock(1), the same
+// flock(2) lock as this machine's, held by a program that waits for its
+// stdin's end). Why so, and not a file protocol of our own or a
+// filesystem interface the host implements: a host then needs nothing
+// but a way to run a command (ssh), every operation is the same program
+// whatever the transport, and the programs are tested on this machine
+// (TestShFiles answers as the os calls do, on the same files) and on a
+// host whose paths do not exist here (TestOnAHost), so that a file
+// operation that escaped the interface fails. On a host the parts that
+// read this machine's files directly are off: a Tracker reads whole
+// snapshots (inotify does not reach over ssh), the radar keeps a host's
+// state in memory (package places), and ports are reserved on the host
+// by sh programs (ports_host.go). An owner is always this machine's
+// process (serve), so a lock's owner is judged here as for a local
+// worktree.
 //
 // # Where worktrees go, and their branches
 //
@@ -88,12 +106,15 @@
 // setup command (sh -c, in the new worktree, with ATM_WORKTREE, ATM_BRANCH,
 // ATM_PORT_BASE, ATM_PORT_COUNT and ATM_SOURCE) runs before the worktree is
 // handed out; its output's tail is kept, and when it fails everything made
-// is removed. Ports are machine-wide blocks (ports.go): every serve of
+// is removed. On a host the setup and the checks run there, in the
+// worktree there. Ports are machine-wide blocks (ports.go): every serve of
 // every user reserves in one directory made like /tmp (sticky,
 // world-writable), under an flock, each block by a record file of its
 // own (so that a user removes only their own), bind-probed, released at
 // Release, and free again once their owner is gone; nothing there is
-// followed or written through a symbolic link.
+// followed or written through a symbolic link. On a host they are the
+// host's blocks, in the same directory and format there (ports_host.go),
+// not bind-probed.
 //
 // # Review and merge
 //
@@ -147,7 +168,8 @@
 // `update-index` more when a file was added (asked first of a long-lived
 // `git check-ignore`, ignore.go). A moved ref has git tell the base again
 // (usually one merge-base); anything it cannot tell (lost events, a
-// folder moved away, a .gitignore changed, a new base) is a whole look.
+// folder moved away, a .gitignore changed, a new base) is a whole look,
+// and so is every look on a host.
 //
 // # Agents that commit: Codex's sandbox
 //
@@ -182,8 +204,9 @@
 //
 // A Manager holds no mutex. Ports has one mutex, taken before the flock of
 // ports.lock (an flock excludes other open files, not goroutines sharing
-// one); each reservation's record is made with O_EXCL and removed by its
-// user, never locked itself. Reenter
+// one; on a host, held around a whole reservation, whose program takes
+// the flock there); each reservation's record is made with O_EXCL
+// (noclobber there) and removed by its user, never locked itself. Reenter
 // takes the flock of <worktree admin dir>/atm-owner.lock around reading
 // and retaking git's lock. A Radar has one mutex, taken before the flock
 // of a repository's atm/radar.lock (shared), held while it reads, compares
@@ -195,9 +218,10 @@
 //
 // session does not import this package: it is given, at creation, a small
 // interface its Config declares (session.Places: Place, Release,
-// TurnEnded), which package places implements over a *Manager (the
-// composition root, proxy, builds it with the user's git and a Ports of
-// SharedPortsDir, or of $ATM_PORTS_DIR). Place creates or re-enters (resume) a worktree;
+// TurnEnded), which package places implements over a *Manager per host
+// (the composition root, proxy, builds this machine's with the user's git
+// and a Ports of SharedPortsDir, or of $ATM_PORTS_DIR, and each host's
+// with that host's runner and ports). Place creates or re-enters (resume) a worktree;
 // Place.Env() is what the agent's commands get, and WritableRoots what a
 // Codex thread's sandbox gets; Release lets go of it or removes it when it
 // holds no change. places keeps a Tracker per live place and a shared

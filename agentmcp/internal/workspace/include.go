@@ -3,11 +3,7 @@ package workspace
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -31,7 +27,7 @@ const IncludeFile = ".worktreeinclude"
 // is never copied.
 func (m *Manager) includedFiles(ctx context.Context, top string) ([]string, error) {
 	file := filepath.Join(top, IncludeFile)
-	if fi, err := os.Lstat(file); err != nil || !fi.Mode().IsRegular() {
+	if regular, err := m.fs.isRegular(ctx, file); err != nil || !regular {
 		return nil, nil
 	}
 	out, err := m.git.run(ctx, top, gitOpts{readOnly: true}, "ls-files", "-z", "--others", "--ignored", "--exclude-from="+file)
@@ -59,48 +55,9 @@ func (m *Manager) copyIncluded(ctx context.Context, top, wt string) ([]string, e
 	if err != nil {
 		return nil, err
 	}
-	var copied []string
-	for _, rel := range files {
-		src, dst := filepath.Join(top, rel), filepath.Join(wt, rel)
-		fi, err := os.Lstat(src)
-		if err != nil || !fi.Mode().IsRegular() {
-			m.log.Info("not copied from "+IncludeFile+": not a regular file", "path", rel)
-			continue
-		}
-		if dir := filepath.Dir(rel); dir != "." {
-			if err := safeDirs(wt, dir); err != nil {
-				return copied, err
-			}
-		}
-		if err := copyFile(src, dst, fi.Mode().Perm()); err != nil {
-			if errors.Is(err, fs.ErrExist) {
-				continue
-			}
-			return copied, fmt.Errorf("workspace: copy %s: %w", rel, err)
-		}
-		copied = append(copied, rel)
-	}
-	return copied, nil
-}
-
-// copyFile copies src to a new file dst (failing with fs.ErrExist when dst
-// exists).
-func copyFile(src, dst string, perm fs.FileMode) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		os.Remove(dst)
-		return err
-	}
-	return out.Close()
+	return m.fs.copyIncluded(ctx, top, wt, files, func(rel string) {
+		m.log.Info("not copied from "+IncludeFile+": not a regular file", "path", rel)
+	})
 }
 
 // SetupError is a setup command that failed: what it was, how it ended,

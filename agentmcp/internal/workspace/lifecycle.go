@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/gofrs/flock"
 )
 
 // Reenter hands an existing worktree of agentID back to its session (a
@@ -49,7 +46,7 @@ func (m *Manager) Reenter(ctx context.Context, agentID, cwd string, ports int) (
 	}
 	p := &Place{Name: rec.Name, AgentID: agentID, Path: rec.Path, Cwd: rec.Path, Branch: rec.Branch, Base: rec.Base,
 		BaseRef: rec.BaseRef, Source: rec.Source, Repo: co.Common, Resumed: true}
-	if c, err := filepath.EvalSymlinks(cwd); err == nil {
+	if c, err := m.fs.realDir(ctx, cwd); err == nil {
 		for _, root := range []string{rec.Path, rec.Source} {
 			if rel, err := filepath.Rel(root, c); err == nil && !strings.HasPrefix(rel, "..") {
 				p.Cwd = filepath.Join(rec.Path, rel)
@@ -78,11 +75,11 @@ func (m *Manager) takeLock(ctx context.Context, rec record, wt worktreeEntry, ag
 	if err != nil {
 		return fmt.Errorf("workspace: %s: %w", rec.Path, err)
 	}
-	fl := flock.New(filepath.Join(gitDir, "atm-owner.lock"))
-	if err := fl.Lock(); err != nil {
+	unlock, err := m.fs.lock(ctx, filepath.Join(gitDir, "atm-owner.lock"))
+	if err != nil {
 		return fmt.Errorf("workspace: lock %s: %w", rec.Path, err)
 	}
-	defer fl.Unlock()
+	defer unlock()
 	// Read the lock again under the file lock.
 	cur, err := m.worktreeAt(ctx, rec.Source, rec.Path)
 	if err != nil {
@@ -309,7 +306,7 @@ func (m *Manager) worktreeAt(ctx context.Context, dir, path string) (*worktreeEn
 			return &wts[i], nil
 		}
 	}
-	if _, err := os.Lstat(path); err == nil {
+	if there, _ := m.fs.exists(ctx, path); there {
 		return nil, fmt.Errorf("workspace: %s is not a worktree of the repository", path)
 	}
 	return nil, nil

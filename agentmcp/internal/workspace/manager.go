@@ -45,6 +45,13 @@ type Config struct {
 	// Runner runs git and the setup and check commands. optional: nil
 	// means LocalRunner{}.
 	Runner Runner
+	// Host names the machine that Runner runs on, when it is not this one
+	// (a host reached over ssh): the checkouts are there, and so every
+	// file operation that is not git's runs there too, as a sh program
+	// through Runner (files_sh.go); a Tracker reads whole snapshots (no
+	// tree watch over ssh), and errors and logs name the host. optional:
+	// "" is this machine, whose files are read directly.
+	Host string
 	// Logger receives the manager's logs. optional: nil discards them.
 	Logger *slog.Logger
 	// Owner is who takes the worktrees' locks: serve. optional: the zero
@@ -63,6 +70,8 @@ type Config struct {
 // lock (see the package doc's lock inventory); the Manager holds none.
 type Manager struct {
 	git     git
+	fs      files
+	host    string // "" for this machine
 	log     *slog.Logger
 	owner   Owner
 	ports   *Ports
@@ -73,16 +82,23 @@ type Manager struct {
 // New returns a Manager after checking that git is there and new enough
 // (MinGitVersion).
 func New(ctx context.Context, cfg Config) (*Manager, error) {
-	m := &Manager{log: cfg.Logger, owner: cfg.Owner, ports: cfg.Ports, now: cfg.Now}
+	m := &Manager{log: cfg.Logger, owner: cfg.Owner, ports: cfg.Ports, now: cfg.Now, host: cfg.Host}
 	if m.log == nil {
 		m.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	m.log = m.log.With("component", "workspace")
+	if m.host != "" {
+		m.log = m.log.With("host", m.host)
+	}
 	r := cfg.Runner
 	if r == nil {
 		r = LocalRunner{}
 	}
 	m.git = git{r: r, log: m.log}
+	m.fs = localFiles{}
+	if m.host != "" {
+		m.fs = shFiles{r: r}
+	}
 	if m.owner == (Owner{}) {
 		m.owner = Self()
 	}
@@ -91,11 +107,11 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	}
 	s, v, err := m.git.version(ctx, "/")
 	if err != nil {
-		return nil, fmt.Errorf("workspace: run git: %w", err)
+		return nil, fmt.Errorf("workspace: run git%s: %w", m.on(), err)
 	}
 	if !versionOK(v) {
-		return nil, fmt.Errorf("workspace: %s: %w (need %d.%d or later for merge-tree --write-tree)",
-			s, ErrGitTooOld, MinGitVersion[0], MinGitVersion[1])
+		return nil, fmt.Errorf("workspace: %s%s: %w (need %d.%d or later for merge-tree --write-tree)",
+			s, m.on(), ErrGitTooOld, MinGitVersion[0], MinGitVersion[1])
 	}
 	m.version = s
 	return m, nil
@@ -103,6 +119,21 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 
 // GitVersion is what `git version` said.
 func (m *Manager) GitVersion() string { return m.version }
+
+// Host is the host the checkouts are on (Config.Host): "" for this
+// machine.
+func (m *Manager) Host() string { return m.host }
+
+// on is " on host <name>" for a Manager on a host, for messages.
+func (m *Manager) on() string {
+	if m.host == "" {
+		return ""
+	}
+	return " on host " + m.host
+}
+
+// IsDir reports whether p is a directory where the checkouts are.
+func (m *Manager) IsDir(ctx context.Context, p string) bool { return m.fs.isDir(ctx, p) }
 
 // checkout is a checkout and its repository, as git sees them.
 type checkout struct {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 )
 
@@ -354,7 +353,7 @@ func (m *Manager) leadAtRest(ctx context.Context, lead string, res *MergeResult)
 	}
 	res.LeadBranch = strings.TrimPrefix(ref, "refs/heads/")
 	for i, p := range l[1 : len(l)-1] {
-		if _, err := os.Lstat(p); err == nil {
+		if there, _ := m.fs.exists(ctx, p); there {
 			return "", fmt.Errorf("workspace: merge into %s: %w: %s exists (an operation is in progress)", lead, ErrLeadBusy, states[i])
 		}
 	}

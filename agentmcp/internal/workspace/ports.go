@@ -41,7 +41,7 @@ import (
 
 // SharedPortsDir is the machine-wide state directory of the port
 // reservations (on /tmp itself, not $TMPDIR, which can be per user).
-var SharedPortsDir = filepath.Join("/tmp", "atm-agent-mcp-ports")
+var SharedPortsDir = sharedPortsPath
 
 // PortBlock is a block of consecutive ports: Base … Base+Count-1.
 type PortBlock struct {
@@ -53,7 +53,8 @@ type PortBlock struct {
 type PortsConfig struct {
 	// Dir is the state directory holding ports.lock and the records, made
 	// at the first reservation (so that a serve that isolates no agent
-	// leaves nothing there). required.
+	// leaves nothing there). required, but on a host (Runner), where ""
+	// means $ATM_PORTS_DIR there, else SharedPortsDir there (shared).
 	Dir string
 	// Shared makes Dir the machine-wide directory (SharedPortsDir): made
 	// 01777, records readable by all (0644). optional: false makes it
@@ -66,6 +67,11 @@ type PortsConfig struct {
 	Owner Owner
 	// Now is the clock. optional: nil means time.Now.
 	Now func() time.Time
+	// Runner, when set, runs on the host whose ports are reserved (a
+	// host's runner, over ssh): the directory is there, and so are its
+	// lock and records, handled by sh programs there (ports_host.go); a
+	// block is not bind-probed there. optional: nil is this machine.
+	Runner Runner
 }
 
 // Ports reserves blocks of ports. Its methods are safe for concurrent use
@@ -75,7 +81,10 @@ type PortsConfig struct {
 type Ports struct {
 	cfg PortsConfig
 	uid int
-	mu  sync.Mutex // held around the flock
+	mu  sync.Mutex // held around the flock (on a host: around each reservation, and guards hostUID)
+
+	hostUID      int  // on a host: the user's uid there, once a reservation said it
+	hostUIDKnown bool // hostUID is known
 }
 
 // Reservation is one reserved block and who holds it.
@@ -93,7 +102,7 @@ type Reservation struct {
 
 // NewPorts returns Ports keeping its state in cfg.Dir.
 func NewPorts(cfg PortsConfig) (*Ports, error) {
-	if cfg.Dir == "" {
+	if cfg.Dir == "" && cfg.Runner == nil {
 		return nil, errors.New("workspace: ports: Dir is required")
 	}
 	if cfg.First == 0 {
@@ -266,6 +275,9 @@ func (p *Ports) Reserve(count int, tag string) (PortBlock, error) {
 	if count < 1 || count > p.cfg.Last-p.cfg.First+1 {
 		return PortBlock{}, fmt.Errorf("workspace: ports: cannot reserve %d ports in %d-%d", count, p.cfg.First, p.cfg.Last)
 	}
+	if p.cfg.Runner != nil {
+		return p.hostReserve(count, tag)
+	}
 	var got PortBlock
 	err := p.withLock(func(live []Reservation) error {
 		for base := p.cfg.First; base+count-1 <= p.cfg.Last; base += count {
@@ -313,6 +325,9 @@ func (p *Ports) write(r Reservation) error {
 
 // Release frees a block this process reserved.
 func (p *Ports) Release(b PortBlock) error {
+	if p.cfg.Runner != nil {
+		return p.hostRelease(b)
+	}
 	return p.withLock(func(live []Reservation) error {
 		for _, r := range live {
 			if r.PortBlock == b && r.mine && (Owner{PID: r.PID, Start: r.Start, Host: r.Host}).same(p.cfg.Owner) {
@@ -328,6 +343,9 @@ func (p *Ports) Release(b PortBlock) error {
 
 // List returns the live reservations (removing this user's dead ones).
 func (p *Ports) List() ([]Reservation, error) {
+	if p.cfg.Runner != nil {
+		return p.hostLive()
+	}
 	var res []Reservation
 	err := p.withLock(func(live []Reservation) error {
 		res = append(res, live...)

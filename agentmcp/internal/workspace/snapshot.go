@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // A snapshot is the tree of a checkout's working tree as `git add -A`
@@ -25,7 +23,12 @@ import (
 type snap struct {
 	tree, head, headTree string
 	index, realIndex     string // the snapshot's index and the checkout's
+	fs                   files  // where they are
 }
+
+// snapTimeout bounds a snapshot's file operations that run without the
+// caller's context (release, installIndex): on a host, a round trip.
+const snapTimeout = 30 * time.Second
 
 // uncommitted reports whether the working tree differs from HEAD.
 func (s snap) uncommitted() bool { return s.tree != s.headTree }
@@ -33,7 +36,9 @@ func (s snap) uncommitted() bool { return s.tree != s.headTree }
 // release removes the snapshot's index.
 func (s snap) release() {
 	if s.index != "" {
-		os.Remove(s.index)
+		ctx, cancel := context.WithTimeout(context.Background(), snapTimeout)
+		defer cancel()
+		_ = s.fs.remove(ctx, s.index)
 	}
 }
 
@@ -57,7 +62,7 @@ func (m *Manager) snapshotKeep(ctx context.Context, dir string) (snap, error) {
 }
 
 func (m *Manager) snapshot1(ctx context.Context, dir string) (snap, error) {
-	var s snap
+	s := snap{fs: m.fs}
 	l, err := m.git.lines(ctx, dir, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-path", "index",
 		"--absolute-git-dir", "HEAD", "HEAD^{tree}")
 	if err != nil {
@@ -68,23 +73,8 @@ func (m *Manager) snapshot1(ctx context.Context, dir string) (snap, error) {
 	}
 	top, gitDir := l[0], l[2]
 	s.realIndex, s.head, s.headTree = l[1], l[3], l[4]
-	tmp, err := os.CreateTemp(gitDir, "atm-snapshot-*.index")
+	s.index, err = m.fs.tempCopy(ctx, gitDir, s.realIndex)
 	if err != nil {
-		return s, err
-	}
-	s.index = tmp.Name()
-	if in, err := os.Open(s.realIndex); err == nil {
-		_, err = io.Copy(tmp, in)
-		in.Close()
-		if err != nil {
-			tmp.Close()
-			return s, fmt.Errorf("copy the index: %w", err)
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		tmp.Close()
-		return s, err
-	}
-	if err := tmp.Close(); err != nil {
 		return s, err
 	}
 	o := gitOpts{env: []string{"GIT_INDEX_FILE=" + s.index}}
@@ -105,15 +95,9 @@ func (m *Manager) snapshot1(ctx context.Context, dir string) (snap, error) {
 // commit of s.tree by then. It spares a `git reset`, which would rehash
 // nothing but restat and rewrite every entry.
 func (s snap) installIndex() error {
-	lock := s.realIndex + ".lock"
-	if err := os.Link(s.index, lock); err != nil {
-		return err
-	}
-	if err := os.Rename(lock, s.realIndex); err != nil {
-		os.Remove(lock)
-		return err
-	}
-	return nil
+	ctx, cancel := context.WithTimeout(context.Background(), snapTimeout)
+	defer cancel()
+	return s.fs.installIndex(ctx, s.index, s.realIndex)
 }
 
 // FileChange is one file's change between two trees.

@@ -44,8 +44,9 @@ import (
 // commit the tracker goes on. Any doubt is a full look: the first one, a
 // base that moved (the agent took the lead's work in; a merge), lost events, a directory moved away, a
 // .gitignore or .gitattributes changed, a nested repository or a path git
-// cannot be given on one line, a failure. Without inotify (not Linux)
-// every look is a full one.
+// cannot be given on one line, a failure. Without inotify (not Linux),
+// and for a Manager on a host (Config.Host: no tree watch reaches over
+// ssh, and the ref files are there), every look is a full one.
 //
 // Its methods are safe for concurrent use (a mutex: one look at a time).
 type Tracker struct {
@@ -84,7 +85,7 @@ const trackMaxPaths = 2000
 // Track returns a Tracker of p's worktree. It reads nothing until its
 // first Changes.
 func (m *Manager) Track(p *Place) *Tracker {
-	return &Tracker{m: m, p: *p}
+	return &Tracker{m: m, p: *p, noWatch: m.host != ""}
 }
 
 // Looks counts the tracker's looks so far: full ones (a whole snapshot),
@@ -139,7 +140,7 @@ func (t *Tracker) reset() {
 		t.ign.close()
 		t.ign = nil
 	}
-	if t.dirs.gitDir != "" {
+	if t.dirs.gitDir != "" && t.m.host == "" {
 		os.Remove(t.indexPath())
 	}
 	t.refs, t.rec, t.base, t.inIndex, t.paths, t.files = refState{}, record{}, "", nil, nil, nil
@@ -164,8 +165,12 @@ func (t *Tracker) full(ctx context.Context) ([]FileChange, error) {
 		}
 		t.dirs = trackDirs{gitDir: wt.GitDir, common: wt.Common, leadGitDir: lead.GitDir}
 	}
-	rs, refsOK := t.readRefs()
-	if refsOK && !t.noWatch {
+	var rs refState
+	refsOK := false
+	if !t.noWatch {
+		rs, refsOK = t.readRefs() // this machine's files: not for a host
+	}
+	if refsOK {
 		if err := t.startWatch(ctx); err != nil {
 			t.m.log.Debug("radar: the worktree is not watched: every look is a full one", "path", t.p.Path, "err", err)
 			t.noWatch = true

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -88,7 +87,7 @@ func (m *Manager) Create(ctx context.Context, req Request) (*Place, error) {
 	if req.Ports > 0 && m.ports == nil {
 		return nil, errors.New("workspace: create: ports asked for but the manager has no port registry")
 	}
-	cwd, err := filepath.EvalSymlinks(req.Cwd)
+	cwd, err := m.fs.realDir(ctx, req.Cwd)
 	if err != nil {
 		return nil, fmt.Errorf("workspace: create: %w", err)
 	}
@@ -111,7 +110,7 @@ func (m *Manager) Create(ctx context.Context, req Request) (*Place, error) {
 		}
 		return nil, fmt.Errorf("workspace: create: base %q: %w: %w", baseRef, ErrBadBase, err)
 	}
-	if err := safeDirs(src.Top, WorktreesDir); err != nil {
+	if err := m.fs.safeDirs(ctx, src.Top, WorktreesDir); err != nil {
 		return nil, err
 	}
 	if err := m.ensureExcluded(ctx, src.Top); err != nil {
@@ -129,7 +128,7 @@ func (m *Manager) Create(ctx context.Context, req Request) (*Place, error) {
 			m.discard(context.WithoutCancel(ctx), *rec, p)
 		}
 	}()
-	if err := os.MkdirAll(p.Cwd, 0o755); err != nil {
+	if err := m.fs.mkdirAll(ctx, p.Cwd); err != nil {
 		return nil, fmt.Errorf("workspace: create: %w", err)
 	}
 	if p.Copied, err = m.copyIncluded(ctx, src.Top, rec.Path); err != nil {
@@ -184,7 +183,7 @@ func (m *Manager) addWorktree(ctx context.Context, src checkout, req Request, ba
 			}
 			return nil, fmt.Errorf("workspace: add worktree %s: %w", rec.Path, err)
 		}
-		if real, err := filepath.EvalSymlinks(rec.Path); err != nil || real != rec.Path {
+		if real, err := m.fs.realDir(ctx, rec.Path); err != nil || real != rec.Path {
 			m.discard(context.WithoutCancel(ctx), *rec, nil)
 			return nil, fmt.Errorf("workspace: %s: %w", rec.Path, ErrSymlink)
 		}
@@ -195,7 +194,7 @@ func (m *Manager) addWorktree(ctx context.Context, src checkout, req Request, ba
 
 // nameTaken reports whether rec's branch, directory or record exists.
 func (m *Manager) nameTaken(ctx context.Context, dir string, rec *record) (bool, error) {
-	if _, err := os.Lstat(rec.Path); !errors.Is(err, fs.ErrNotExist) {
+	if there, err := m.fs.exists(ctx, rec.Path); err != nil || there {
 		return true, nil
 	}
 	for _, ref := range []string{"refs/heads/" + rec.Branch, rec.ref} {
@@ -233,33 +232,6 @@ func nameOf(identity string) string {
 	return s
 }
 
-// safeDirs makes rel below top, one directory at a time, refusing any that
-// is a symbolic link (a committed link could send the worktrees out of the
-// repository) or not a directory.
-func safeDirs(top, rel string) error {
-	p := top
-	for _, part := range strings.Split(filepath.ToSlash(rel), "/") {
-		p = filepath.Join(p, part)
-		fi, err := os.Lstat(p)
-		if errors.Is(err, fs.ErrNotExist) {
-			if err := os.Mkdir(p, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-				return fmt.Errorf("workspace: %w", err)
-			}
-			fi, err = os.Lstat(p)
-		}
-		if err != nil {
-			return fmt.Errorf("workspace: %w", err)
-		}
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			return fmt.Errorf("workspace: %s: %w", p, ErrSymlink)
-		}
-		if !fi.IsDir() {
-			return fmt.Errorf("workspace: %s is not a directory", p)
-		}
-	}
-	return nil
-}
-
 // excludeLines keep our folders out of the user's `git status`.
 var excludeLines = []string{"/" + WorktreesDir + "/", "/" + ChecksDir + "/"}
 
@@ -271,7 +243,7 @@ func (m *Manager) ensureExcluded(ctx context.Context, dir string) error {
 	if err != nil {
 		return fmt.Errorf("workspace: find info/exclude: %w", err)
 	}
-	old, err := os.ReadFile(path)
+	old, err := m.fs.readFile(ctx, path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("workspace: %w", err)
 	}
@@ -293,39 +265,10 @@ func (m *Manager) ensureExcluded(ctx context.Context, dir string) error {
 		text += "\n"
 	}
 	text += "# atm-agent-mcp: agents' worktrees and merge checks\n" + add
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := m.fs.mkdirAll(ctx, filepath.Dir(path)); err != nil {
 		return fmt.Errorf("workspace: %w", err)
 	}
-	return writeFileAtomic(path, []byte(text), 0o644)
-}
-
-// writeFileAtomic writes data to a temporary file beside path and renames
-// it over path.
-func writeFileAtomic(path string, data []byte, mode fs.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("workspace: %w", err)
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("workspace: %w", err)
-	}
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return fmt.Errorf("workspace: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("workspace: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("workspace: %w", err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("workspace: %w", err)
-	}
-	return nil
+	return m.fs.writeFileAtomic(ctx, path, []byte(text), 0o644)
 }
 
 // discard removes a worktree that Create made and could not finish: the
