@@ -38,7 +38,7 @@ help:
 build:
 	@mkdir -p $(BIN)
 	cd agentmcp && GOWORK=off $(GO) build -o $(BIN)/ ./cmd/...
-	cd codexchild && GOWORK=off $(GO) build -o $(BIN)/ ./cmd/...
+	cd codexchild && GOWORK=off $(GO) build -o $(BIN)/ ./testing/cmd/...
 
 ## test: lint, vet for macOS, the release targets' builds, every module with -race (testscripts, real Codex CLIs, real clients: Claude Code, Go and TypeScript SDKs, go install of a test release, the live view in headless Chromium), atmclient at full size.
 test: build real-codex chromium sshd lint cross-vet cross-build
@@ -56,8 +56,9 @@ test: build real-codex chromium sshd lint cross-vet cross-build
 check: lint
 	@for m in $(MODULES); do \
 	  echo "== go test -short $$m"; \
+	  par=2; [ $$m = testscripts ] && par=8; \
 	  (cd $$m && ATM_CODEX_MCP_BIN= ATM_CODEX_APP_BIN= ATM_REQUIRE_REAL_CODEX= \
-	             $(GOTEST) -short -count=1 -timeout 10m ./...) || exit 1; \
+	             $(GOTEST) -short -count=1 -parallel $$par -timeout 10m ./...) || exit 1; \
 	done
 
 ## real-codex: install the pinned Codex CLIs with npm (once; cached in .cache/, one folder and one path file per version).

@@ -98,3 +98,35 @@ func goList(t *testing.T, args ...string) []string {
 	}
 	return strings.Fields(string(out))
 }
+
+// TestWingImports: no package of this module depends on test support in
+// its non-test files: codexchild's test wing (codexchild/testing: the
+// mocks and the real agents' installers) and the fake backend the domain's
+// tests script (internal/fakebackend); only tests may use them (go list
+// -deps leaves test files out).
+func TestWingImports(t *testing.T) {
+	const mod = "github.com/atm-agent-mcp/atm-agent-mcp/"
+	support := []string{mod + "codexchild/testing/", mod + "agentmcp/internal/fakebackend"}
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}{{range .Deps}} {{.}}{{end}}", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	isSupport := func(p string) bool {
+		return slices.ContainsFunc(support, func(s string) bool { return strings.HasPrefix(p, s) })
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) < 10 {
+		t.Fatalf("go list ./... gave %d packages: wrong directory?", len(lines))
+	}
+	for _, line := range lines {
+		words := strings.Fields(line)
+		if isSupport(words[0]) {
+			continue
+		}
+		for _, d := range words[1:] {
+			if isSupport(d) {
+				t.Errorf("%s depends on test support %s", words[0], d)
+			}
+		}
+	}
+}

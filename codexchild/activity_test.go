@@ -16,12 +16,12 @@ func mcpEvent(msg string) backend.Event {
 	}
 	_ = json.Unmarshal([]byte(msg), &m)
 	params := `{"_meta": {"requestId": 3, "threadId": "T"}, "id": "turn-1", "msg": ` + msg + `}`
-	return backend.Event{Method: "codex/event", Type: m.Type, Params: json.RawMessage(params), Translate: Translate}
+	return backend.Event{Method: "codex/event", Type: m.Type, Params: json.RawMessage(params), Translate: mcpActivity} // as the mcp-server reader makes it
 }
 
 // appEvent is an app-server notification.
 func appEvent(method, params string) backend.Event {
-	return backend.Event{Method: method, Type: method, Params: json.RawMessage(params), Translate: Translate}
+	return backend.Event{Method: method, Type: method, Params: json.RawMessage(params), Translate: appActivity} // as the app-server reader makes it
 }
 
 // TestEventActivity: what each Codex event means in backend-neutral terms,
@@ -119,6 +119,12 @@ func TestEventActivity(t *testing.T) {
 			got := tt.e.Activity()
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("Activity (-want +got):\n%s", diff)
+			}
+			if tt.e.Neutral != nil {
+				return // translated by its backend: Translate is not asked
+			}
+			if diff := cmp.Diff(tt.want, Translate(tt.e)); diff != "" {
+				t.Errorf("Translate, which picks the protocol by the method (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -164,7 +164,10 @@ func (b *AppServer) turnOfLocked(threadID, turnID string, adopt bool) *appTurn {
 // OnEvent when it belongs to no running turn. turn/completed ends its turn.
 func (b *AppServer) handleNotification(m *jsonrpcframe.Message) {
 	threadID, turnID := eventIDs(m.Params)
-	ev := backend.Event{ThreadID: threadID, TurnID: turnID, Method: m.Method, Type: m.Method, Params: m.Params, Translate: Translate}
+	ev := backend.Event{ThreadID: threadID, TurnID: turnID, Method: m.Method, Type: m.Method, Params: m.Params, Translate: appActivity}
+	if m.Method == "codex/event" {
+		ev.Translate = mcpActivity // as Translate would choose, once here rather than at each read
+	}
 	var t, root *appTurn
 	var subsChanged []*subAgent
 	completed, waitSubs, rootDone, stopped := false, false, false, false

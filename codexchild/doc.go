@@ -47,8 +47,10 @@
 // mail again.
 //
 // A turn's events reach its backend.Handler on the backend's reader
-// goroutine, each with [Translate] as its Event.Translate: a Codex event is
-// put in neutral terms only when somebody reads it. A Handler that is also
+// goroutine, each with its protocol's translation as its Event.Translate
+// (the one [Translate] picks by the event's method, chosen when the event
+// is read): a Codex event is put in neutral terms only when somebody reads
+// it. A Handler that is also
 // a backend.Flusher can pass them on in batches: the reader calls Flush
 // whenever it has nothing more of the child's output to read.
 //
@@ -184,11 +186,21 @@
 // start once Close has begun is not started.
 //
 // Subpackages: backend (the seam every agent kind implements), acpbackend
-// (the ACP backend) and acp (the ACP v1 client under it), modelmock (a loopback
-// mock of the Responses API for the real Codex, which speaks the Anthropic
-// Messages API too), realcodex (test helpers
-// that run the real Codex offline), mockcodex (a mock of the Codex CLI for
-// fault tests), mockmodel (modelmock as a program) and mockacp (a mock ACP
-// agent scripted by its prompts), each of the last three a program's Main
-// with a thin command in cmd/mockcodex, cmd/mockmodel and cmd/mockacp.
+// (the ACP backend) and acp (the ACP v1 client under it), sshhost (agents
+// on other hosts), guard (the process between serve and Codex that lets
+// nothing of Codex outlive serve), and internal/childproc (the one
+// supervisor of every child process).
+//
+// What is not production sits in a wing of its own, testing/, as
+// containerd keeps runtime/v2/example and x/tools its fake packages: the
+// test doubles mockcodex (a mock of the Codex CLI for fault tests),
+// mockacp (a mock ACP agent scripted by its prompts) and mockmodel (a
+// loopback mock of the Responses API for the real Codex, which speaks the
+// Anthropic Messages API too), each a library with a program's Main and a
+// thin command in testing/cmd/mockcodex, testing/cmd/mockacp and
+// testing/cmd/mockmodel (make build puts them in bin/); and the helpers
+// that run the real agents offline: realcodex (the pinned Codex CLIs),
+// realacp (the npm-installed ACP agents and their loopback models) and
+// sshtest (a private sshd on loopback). No package outside testing/
+// imports the wing but tests (TestWingImports).
 package codexchild

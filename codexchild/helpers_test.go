@@ -17,9 +17,9 @@ import (
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/guard"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/mockcodex"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/modelmock"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realcodex"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/mockcodex"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/mockmodel"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/realcodex"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
@@ -177,7 +177,7 @@ func setupMock(t *testing.T) (Config, string) {
 
 func setupReal(t *testing.T) (Config, string) {
 	bin := realcodex.Bin(t, realcodex.MCPServer)
-	mock, err := modelmock.Start(modelmock.Config{})
+	mock, err := mockmodel.Start(mockmodel.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func setupMockApp(t *testing.T) (Config, string) {
 // loopback model.
 func setupRealApp(t *testing.T) (Config, string) {
 	bin := realcodex.Bin(t, realcodex.AppServer)
-	mock, err := modelmock.Start(modelmock.Config{})
+	mock, err := mockmodel.Start(mockmodel.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

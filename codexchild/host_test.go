@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/modelmock"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realcodex"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/sshhost"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/sshtest"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/mockmodel"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/realcodex"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/sshtest"
 )
 
 // pongServerEnv makes this test binary a small stdio MCP server with one
@@ -59,7 +59,7 @@ func runPongServer() int {
 // server's check).
 func TestHostAppServerReal(t *testing.T) {
 	bin := realcodex.Bin(t, realcodex.AppServer)
-	mock, err := modelmock.Start(modelmock.Config{})
+	mock, err := mockmodel.Start(mockmodel.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

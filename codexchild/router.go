@@ -249,7 +249,7 @@ func (b *MCPServer) handleEvent(m *jsonrpcframe.Message) {
 	if !env.scan(m.Params, &b.ids) {
 		if err := json.Unmarshal(m.Params, &env); err != nil {
 			b.log.Warn("codex: malformed codex/event", "err", err)
-			b.toOnEvent(backend.Event{Method: m.Method, Params: m.Params, Translate: Translate})
+			b.toOnEvent(backend.Event{Method: m.Method, Params: m.Params, Translate: mcpActivity})
 			return
 		}
 	}
@@ -257,7 +257,10 @@ func (b *MCPServer) handleEvent(m *jsonrpcframe.Message) {
 	if len(env.Meta.RequestID) > 0 {
 		reqID, _ = jsonrpcframe.ParseID(env.Meta.RequestID)
 	}
-	ev := backend.Event{ThreadID: env.Meta.ThreadID, TurnID: env.Msg.TurnID, Method: m.Method, Type: env.Msg.Type, Params: m.Params, Translate: Translate}
+	// A codex/event: its translation is mcp-server's, named here rather
+	// than found by Translate when the event is read (one call fewer per
+	// event translated).
+	ev := backend.Event{ThreadID: env.Meta.ThreadID, TurnID: env.Msg.TurnID, Method: m.Method, Type: env.Msg.Type, Params: m.Params, Translate: mcpActivity}
 	if ev.TurnID == "" {
 		ev.TurnID = env.ID
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realcodex"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/realcodex"
 )
 
 // script writes an executable shell script and returns its path.

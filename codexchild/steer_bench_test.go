@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/modelmock"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realcodex"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/mockmodel"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/realcodex"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 )
@@ -24,7 +24,7 @@ import (
 // the mail instead costs the rest of the turn).
 func BenchmarkSteerToModel(b *testing.B) {
 	bin := realcodex.Bin(b, realcodex.AppServer)
-	mock, err := modelmock.Start(modelmock.Config{})
+	mock, err := mockmodel.Start(mockmodel.Config{})
 	if err != nil {
 		b.Fatal(err)
 	}

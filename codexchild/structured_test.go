@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend/outputschema"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/modelmock"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realcodex"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/mockmodel"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/realcodex"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
@@ -101,9 +101,9 @@ func TestRealStructuredOutputReachesModel(t *testing.T) {
 }
 
 // setupRealAppModel is setupRealApp with the model mock it runs on.
-func setupRealAppModel(t *testing.T) (Config, string, *modelmock.Server) {
+func setupRealAppModel(t *testing.T) (Config, string, *mockmodel.Server) {
 	bin := realcodex.Bin(t, realcodex.AppServer)
-	mock, err := modelmock.Start(modelmock.Config{})
+	mock, err := mockmodel.Start(mockmodel.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@
 //	{team}/{identity}.lock                     identity claim (a lock), never replaced
 //	{team}/{identity}.holder                   who holds the claim (pid, agent, since)
 //	{team}/{instance}/registry.json            registry of one proxy instance
-//	{team}/{identity}/{backend_id}/summary.md  saved summary of one Codex thread
+//	{team}/{identity}/{backend_id}/summary.md  saved summary of one session's thread
 //
 // A proxy opens its registry with [Open], which claims the instance identity,
 // loads the file and marks the sessions of the previous process stale; for

@@ -16,7 +16,7 @@ type Status string
 // identity. The others never do.
 const (
 	StatusActive      Status = "active"      // bound, thread state unknown or not tracked
-	StatusBusy        Status = "busy"        // a Codex turn is in progress
+	StatusBusy        Status = "busy"        // a turn is in progress
 	StatusIdle        Status = "idle"        // turn complete, waiting for input
 	StatusClosed      Status = "closed"      // closed by agent_close or shutdown
 	StatusStale       Status = "stale"       // was live when its proxy process ended

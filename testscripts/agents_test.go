@@ -12,7 +12,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realacp"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/realacp"
 )
 
 // agentParams are the Params of the agent scenarios: the proxy's, plus a

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realacp"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/realacp"
 )
 
 // keyedMock is a loopback Anthropic Messages API whose answer to a request

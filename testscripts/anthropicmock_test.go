@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realacp"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/realacp"
 )
 
 // anthropicMock is a loopback Anthropic Messages API for running the real

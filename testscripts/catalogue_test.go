@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realacp"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/realacp"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
@@ -34,6 +34,7 @@ import (
 // hold everything they held, nothing overwritten; and no process that
 // serve started is left.
 func TestBadInputCatalogue(t *testing.T) {
+	t.Parallel() // its own home and serve; most of its 20 s is waiting (answers that must not come, big lines)
 	home := catalogueHome(t)
 	bigRead := strings.Repeat("x", 16<<20)
 	tests := []struct {

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realacp"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/realacp"
 )
 
 // TestClaudeCodeAgents: the real Claude Code CLI 2.1.332, headless and

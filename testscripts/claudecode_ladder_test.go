@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/modelmock"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realcodex"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/mockmodel"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/realcodex"
 )
 
 // TestClaudeCodeStopsServe: the real Claude Code 2.1.332 ends a headless
@@ -28,7 +28,7 @@ import (
 func TestClaudeCodeStopsServe(t *testing.T) {
 	claude := claudeCLI(t, "2.1.332")
 	codex := realcodex.Bin(t, realcodex.AppServer)
-	model, err := modelmock.Start(modelmock.Config{})
+	model, err := mockmodel.Start(mockmodel.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realacp"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/realacp"
 )
 
 // TestClaudeCodeMerge: the real Claude Code CLI 2.1.332, headless and

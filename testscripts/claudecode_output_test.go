@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realacp"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/realacp"
 )
 
 // TestClaudeCodeStructuredOutput: the real Claude Code CLI 2.1.332,

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/modelmock"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realcodex"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/mockmodel"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/realcodex"
 )
 
 // TestClaudeCodeLeadPush runs the real Claude Code 2.1.332 headless (-p),
@@ -53,7 +53,7 @@ func TestClaudeCodeLeadPush(t *testing.T) {
 	t.Run("real-codex-"+testedAppVersion, func(t *testing.T) {
 		t.Parallel()
 		codex := realcodex.Bin(t, realcodex.AppServer)
-		mock, err := modelmock.Start(modelmock.Config{})
+		mock, err := mockmodel.Start(mockmodel.Config{})
 		if err != nil {
 			t.Fatal(err)
 		}

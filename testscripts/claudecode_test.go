@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/modelmock"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realcodex"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/mockmodel"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/realcodex"
 )
 
 // claudeTimeout bounds one run of the Claude Code CLI.
@@ -71,7 +71,7 @@ func TestClaudeCode(t *testing.T) {
 	t.Run("auto/real-codex-"+testedAppVersion, func(t *testing.T) {
 		t.Parallel()
 		codex := realcodex.Bin(t, realcodex.AppServer)
-		mock, err := modelmock.Start(modelmock.Config{})
+		mock, err := mockmodel.Start(mockmodel.Config{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,7 +10,7 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realcodex"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/realcodex"
 )
 
 // TestDoctorRealCodex runs `atm-agent-mcp doctor` against the real Codex

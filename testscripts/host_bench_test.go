@@ -22,9 +22,9 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/atmclient"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/modelmock"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realcodex"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/sshtest"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/mockmodel"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/realcodex"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/sshtest"
 )
 
 // benchServe is a serve driven over its stdin and stdout, one request at
@@ -123,7 +123,7 @@ func BenchmarkHostMail(b *testing.B) {
 	bin := realcodex.Bin(b, realcodex.AppServer)
 	var mu sync.Mutex
 	seen := map[string]time.Time{} // a mail's text → when the model got its turn's request
-	mock, err := modelmock.Start(modelmock.Config{Handler: func(r *modelmock.Request) modelmock.Responder {
+	mock, err := mockmodel.Start(mockmodel.Config{Handler: func(r *mockmodel.Request) mockmodel.Responder {
 		if i := strings.Index(r.LastUserText, "bench-mail-"); i >= 0 {
 			key := strings.Fields(r.LastUserText[i:])[0]
 			mu.Lock()

@@ -15,9 +15,9 @@ import (
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/mockacp"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/mockcodex"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/mockmodel"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/mockacp"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/mockcodex"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/mockmodel"
 )
 
 // TestMain registers the programs the scenarios run as testscript
@@ -26,7 +26,7 @@ import (
 // cmd/atm-agent-mcp runs), as "mockcodex" (the mock Codex CLI) and as
 // "mockmodel" (the mock Responses and Messages APIs) and "mockacp" (the mock ACP agent),
 // the Main of packages mockcodex, mockmodel and mockacp, exactly what their
-// commands in codexchild/cmd run.
+// commands in codexchild/testing/cmd run.
 // testscript.Main installs them in a directory on PATH for the whole test
 // run, so scenarios, the programs they start (atm-agent-mcp serve
 // --codex-bin mockcodex) and the tests themselves (exec.LookPath) find them

@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/modelmock"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realcodex"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/mockmodel"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/realcodex"
 )
 
 // e2eScriptTimeout bounds one Node script (the proxy and Codex included).
@@ -69,7 +69,7 @@ func TestNodeClient(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			mock, err := modelmock.Start(modelmock.Config{Log: lf})
+			mock, err := mockmodel.Start(mockmodel.Config{Log: lf})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -15,9 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/modelmock"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realacp"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realcodex"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/mockmodel"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/poll"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/realacp"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/realcodex"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
@@ -65,7 +66,7 @@ func TestNoOrphansWithRealCodex(t *testing.T) {
 	}{{realcodex.MCPServer, "mcp-server"}, {realcodex.AppServer, "app-server"}} {
 		t.Run(tc.backend, func(t *testing.T) {
 			bin := realcodex.Bin(t, tc.which)
-			mock, err := modelmock.Start(modelmock.Config{})
+			mock, err := mockmodel.Start(mockmodel.Config{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -144,7 +145,7 @@ func killServeWith(t *testing.T, m killMoment, atmHome, cwd string, serveArgs []
 			if !ok {
 				t.Fatalf("unknown wait %q", m.wait)
 			}
-			waitForFile(t, path)
+			poll.Until(t, path+" to be written", func() bool { _, err := os.Stat(path); return err == nil })
 		}
 	}
 	if n := len(survivors(home)); n < 3 {
@@ -293,19 +294,6 @@ func (c *lineClient) until(typ string) {
 			bytes.Contains(m.Params, []byte(`"sessionUpdate"`))) ||
 			typ == "approval" && m.IsRequest() && m.Method == "elicitation/create" {
 			return
-		}
-	}
-}
-
-// waitForFile waits, at most 30 s, until path exists.
-func waitForFile(t *testing.T, path string) {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s was not written in 30s", path)
 		}
 	}
 }

@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realacp"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realcodex"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/realacp"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/realcodex"
 )
 
 // TestREADMERecipes runs the recipes of the README as written, found by

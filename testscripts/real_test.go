@@ -11,8 +11,8 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/modelmock"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realcodex"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/mockmodel"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/realcodex"
 )
 
 // TestRealCodex runs the real_*.txtar conversations through the binary
@@ -24,7 +24,7 @@ import (
 // the binaries it skips loudly (fails under ATM_REQUIRE_REAL_CODEX=1).
 // sawTogether reports whether one request of the model had both texts in
 // its input.
-func sawTogether(mock *modelmock.Server, a, b string) bool {
+func sawTogether(mock *mockmodel.Server, a, b string) bool {
 	for _, r := range mock.Requests() {
 		all := strings.Join(r.InputTexts(), "\n")
 		if strings.Contains(all, a) && strings.Contains(all, b) {
@@ -36,7 +36,7 @@ func sawTogether(mock *modelmock.Server, a, b string) bool {
 
 // sawSchema reports whether a request of the model constrained its answer
 // to a JSON Schema containing substr.
-func sawSchema(mock *modelmock.Server, substr string) bool {
+func sawSchema(mock *mockmodel.Server, substr string) bool {
 	for _, r := range mock.Requests() {
 		if schema, _ := r.OutputSchema(); strings.Contains(string(schema), substr) {
 			return true
@@ -48,12 +48,12 @@ func sawSchema(mock *modelmock.Server, substr string) bool {
 // slowLadderSummary is the model of the ladder-* identities of
 // real_resume: it needs 3 s for a summary, longer than Claude Code leaves
 // serve between its SIGINT and its SIGKILL.
-func slowLadderSummary(r *modelmock.Request) modelmock.Responder {
+func slowLadderSummary(r *mockmodel.Request) mockmodel.Responder {
 	if !strings.Contains(r.LastUserText, "Session ending. Write a concise summary") ||
 		!strings.Contains(strings.Join(r.InputTexts(), "\n"), "Identity:  ladder-") {
 		return nil
 	}
-	return modelmock.Slow(3*time.Second, func(s *modelmock.Stream, _ *modelmock.Request) error {
+	return mockmodel.Slow(3*time.Second, func(s *mockmodel.Stream, _ *mockmodel.Request) error {
 		if err := s.Message("MOCK_SUMMARY: too late"); err != nil {
 			return err
 		}
@@ -70,7 +70,7 @@ func slowLadderSummary(r *modelmock.Request) modelmock.Responder {
 // Codex puts a turn's prompt into its thread after turn/started, on its way
 // to the model, and a turn cut before that (on a loaded machine, tens of
 // milliseconds later) ends with nothing of it in the thread.
-func modelSawCmd(mock *modelmock.Server) func(ts *testscript.TestScript, neg bool, args []string) {
+func modelSawCmd(mock *mockmodel.Server) func(ts *testscript.TestScript, neg bool, args []string) {
 	return func(ts *testscript.TestScript, neg bool, args []string) {
 		if neg || len(args) != 1 {
 			ts.Fatalf("usage: model-saw TEXT")
@@ -103,7 +103,7 @@ func TestRealCodex(t *testing.T) {
 	} {
 		t.Run(tc.backend, func(t *testing.T) {
 			bin := realcodex.Bin(t, tc.which)
-			mock, err := modelmock.Start(modelmock.Config{Handler: slowLadderSummary})
+			mock, err := mockmodel.Start(mockmodel.Config{Handler: slowLadderSummary})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -189,7 +189,7 @@ func TestRealCodex(t *testing.T) {
 // that reached Codex and Codex's model request.
 //
 //	model-wait TEXT
-func modelWait(mock *modelmock.Server) func(ts *testscript.TestScript, neg bool, args []string) {
+func modelWait(mock *mockmodel.Server) func(ts *testscript.TestScript, neg bool, args []string) {
 	return func(ts *testscript.TestScript, neg bool, args []string) {
 		if neg || len(args) != 1 {
 			ts.Fatalf("usage: model-wait TEXT")
@@ -209,7 +209,7 @@ func modelWait(mock *modelmock.Server) func(ts *testscript.TestScript, neg bool,
 // turn that asks the model about it.
 //
 //	model-count TEXT N
-func modelCount(mock *modelmock.Server) func(ts *testscript.TestScript, neg bool, args []string) {
+func modelCount(mock *mockmodel.Server) func(ts *testscript.TestScript, neg bool, args []string) {
 	return func(ts *testscript.TestScript, neg bool, args []string) {
 		if neg || len(args) != 2 {
 			ts.Fatalf("usage: model-count TEXT N")
@@ -222,7 +222,7 @@ func modelCount(mock *modelmock.Server) func(ts *testscript.TestScript, neg bool
 	}
 }
 
-func modelCountOf(mock *modelmock.Server, text string) int {
+func modelCountOf(mock *mockmodel.Server, text string) int {
 	n := 0
 	for _, r := range mock.Requests() {
 		if strings.Contains(r.LastUserText, text) {

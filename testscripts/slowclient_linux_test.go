@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/poll"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
@@ -91,7 +92,7 @@ func TestClientThatStopsReading(t *testing.T) {
 // waitFile waits until the file at path contains text.
 func waitFile(t *testing.T, path, text string) {
 	t.Helper()
-	waitUntil(t, "'"+text+"' in "+filepath.Base(path), func() bool {
+	poll.Until(t, "'"+text+"' in "+filepath.Base(path), func() bool {
 		b, _ := os.ReadFile(path)
 		return strings.Contains(string(b), text)
 	})
@@ -101,7 +102,7 @@ func waitFile(t *testing.T, path, text string) {
 // read.
 func waitRead(t *testing.T, path, text string) {
 	t.Helper()
-	waitUntil(t, "'"+text+"' marked read", func() bool {
+	poll.Until(t, "'"+text+"' marked read", func() bool {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return false
@@ -120,17 +121,4 @@ func waitRead(t *testing.T, path, text string) {
 		}
 		return false
 	})
-}
-
-// waitUntil polls cond for up to 30 s (a hang guard, not a timing
-// assertion).
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

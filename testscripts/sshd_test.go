@@ -13,7 +13,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/sshtest"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/sshtest"
 )
 
 // sshServers are the loopback sshds of each running scenario.
@@ -23,7 +23,7 @@ var (
 )
 
 // cmdSSHD plays a host reached over ssh in a scenario, with a private
-// OpenSSH server on loopback (codexchild/sshtest):
+// OpenSSH server on loopback (codexchild/testing/sshtest):
 //
 //	sshd start [-path DIR]... [-env K=V]... DIR
 //	                                start it: its keys, configs and log in DIR, the host's home in

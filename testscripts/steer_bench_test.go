@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/atmclient"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/modelmock"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realcodex"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/mockmodel"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/realcodex"
 )
 
 // BenchmarkSteerMailThroughServe is issue 42's measure of mail that steers
@@ -32,7 +32,7 @@ import (
 // would wait for the rest of the turn).
 func BenchmarkSteerMailThroughServe(b *testing.B) {
 	bin := realcodex.Bin(b, realcodex.AppServer)
-	mock, err := modelmock.Start(modelmock.Config{})
+	mock, err := mockmodel.Start(mockmodel.Config{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -3,7 +3,7 @@
 #
 # Installs Debian's OpenSSH server (the package openssh-server,
 # /usr/sbin/sshd) for the tests that run agents on another host over ssh
-# (codexchild/sshtest starts a private sshd on loopback, with its own host
+# (codexchild/testing/sshtest starts a private sshd on loopback, with its own host
 # key, user key and configuration), once: nothing is done when
 # /usr/sbin/sshd is there. No system sshd is started: the package's
 # service would listen on port 22, so a policy-rc.d that refuses every

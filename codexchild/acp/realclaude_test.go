@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/acp"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realacp"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/realacp"
 )
 
 // TestClaudeAgentACP runs the real claude-agent-acp (0.101.0, pinned in

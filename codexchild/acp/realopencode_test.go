@@ -14,8 +14,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/acp"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realacp"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realcodex"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/realacp"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/realcodex"
 )
 
 // opencodeEnv returns the environment of an opencode agent offline: a

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/mockacp"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/mockacp"
 )
 
 // The test binary runs as the mock ACP agent under the name "mockacp" and

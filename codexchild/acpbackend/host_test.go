@@ -11,7 +11,7 @@ import (
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/sshhost"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/sshtest"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/sshtest"
 )
 
 // TestHostAgent: an agent on a host (the loopback sshd, the mock agent on

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realacp"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/realacp"
 )
 
 // TestACPRealClaude runs the real claude-agent-acp (pinned in

@@ -9,7 +9,7 @@ import (
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/internal/childproc"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/sshhost"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/sshtest"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/sshtest"
 )
 
 // request is a JSON-RPC request of about the size of a turn's small

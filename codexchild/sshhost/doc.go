@@ -74,5 +74,5 @@
 //     serve that lost its connection, or died, finds and stops its agents
 //     on the next connection without asking this machine's memory.
 //
-// The tests run against a real sshd on loopback (codexchild/sshtest).
+// The tests run against a real sshd on loopback (codexchild/testing/sshtest).
 package sshhost

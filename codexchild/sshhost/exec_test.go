@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/sshhost"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/poll"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -99,7 +100,7 @@ func TestExecStopped(t *testing.T) {
 	go func() {
 		done <- h.Exec(ctx, sshhost.Command{Path: "sh", Args: []string{"-c", "sleep 304; echo never"}}, nil, nil, nil)
 	}()
-	waitFor(t, "sleep 304 on the host", func() bool { _, ok := onHost(srv, "sleep 304"); return ok })
+	poll.Until(t, "sleep 304 on the host", func() bool { _, ok := onHost(srv, "sleep 304"); return ok })
 	cancel()
 	select {
 	case err := <-done:
@@ -112,7 +113,7 @@ func TestExecStopped(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("Exec did not return after its context ended")
 	}
-	waitFor(t, "sleep 304 to be gone from the host", func() bool { _, ok := onHost(srv, "sleep 304"); return !ok })
+	poll.Until(t, "sleep 304 to be gone from the host", func() bool { _, ok := onHost(srv, "sleep 304"); return !ok })
 }
 
 // TestExecDown: while the connection is down Exec fails at once, with
@@ -120,7 +121,7 @@ func TestExecStopped(t *testing.T) {
 func TestExecDown(t *testing.T) {
 	h, srv := newHost(t, nil, sshhost.Config{})
 	srv.Stop()
-	waitFor(t, "the Host to see the host away", func() bool { return h.Err() != nil })
+	poll.Until(t, "the Host to see the host away", func() bool { return h.Err() != nil })
 	err := h.Exec(t.Context(), sshhost.Command{Path: "true"}, nil, nil, nil)
 	if !errors.Is(err, sshhost.ErrDown) {
 		t.Errorf("Exec = %v, want ErrDown", err)

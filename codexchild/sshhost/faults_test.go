@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/sshhost"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/poll"
 )
 
 // TestReconnectReaps: when the connection drops, the agent over it fails
@@ -21,8 +22,8 @@ func TestReconnectReaps(t *testing.T) {
 	h, srv := newHost(t, nil, sshhost.Config{Instance: "lead"})
 	tag := sshhost.Tag{Instance: "lead", Session: "s1"}
 	p, _ := agent(t, h, tag, "", nil, "sh", "-c", `trap "" HUP; sleep 303`)
-	waitFor(t, "the agent on the host", func() bool { _, ok := onHost(srv, "sleep 303"); return ok })
-	waitFor(t, "its pid file", func() bool { _, err := os.Stat(pidFile(srv.Home, tag)); return err == nil })
+	poll.Until(t, "the agent on the host", func() bool { _, ok := onHost(srv, "sleep 303"); return ok })
+	poll.Until(t, "its pid file", func() bool { _, err := os.Stat(pidFile(srv.Home, tag)); return err == nil })
 
 	srv.DropConnections()
 	if ee := waitEnd(t, p); ee.Status.Code != 255 {
@@ -30,7 +31,7 @@ func TestReconnectReaps(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	waitFor(t, "the Host to see the drop", func() bool { _, err := h.Run(ctx, "", []string{"true"}); return errors.Is(err, sshhost.ErrDown) })
+	poll.Until(t, "the Host to see the drop", func() bool { _, err := h.Run(ctx, "", []string{"true"}); return errors.Is(err, sshhost.ErrDown) })
 	if err := h.Up(ctx); err != nil {
 		t.Fatalf("Up after the drop: %v", err)
 	}
@@ -48,7 +49,7 @@ func TestReconnectReaps(t *testing.T) {
 func TestDown(t *testing.T) {
 	h, srv := newHost(t, nil, sshhost.Config{})
 	srv.Stop()
-	waitFor(t, "the Host to see the host go", func() bool {
+	poll.Until(t, "the Host to see the host go", func() bool {
 		_, err := h.Run(t.Context(), "", []string{"true"})
 		return errors.Is(err, sshhost.ErrDown) && strings.Contains(err.Error(), "Connection refused")
 	})
@@ -155,7 +156,7 @@ func TestForward(t *testing.T) {
 	srv.DropConnections()
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	waitFor(t, "the Host to see the drop", func() bool { _, err := h.Run(ctx, "", []string{"true"}); return errors.Is(err, sshhost.ErrDown) })
+	poll.Until(t, "the Host to see the drop", func() bool { _, err := h.Run(ctx, "", []string{"true"}); return errors.Is(err, sshhost.ErrDown) })
 	if err := h.Up(ctx); err != nil {
 		t.Fatalf("Up: %v", err)
 	}
@@ -183,8 +184,8 @@ func TestClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, _ := agent(t, h, sshhost.Tag{Instance: "lead", Session: "s1"}, "", nil, "sh", "-c", `trap "" TERM; sleep 304`)
-	waitFor(t, "the agent on the host", func() bool { _, ok := onHost(srv, "sleep 304"); return ok })
-	waitFor(t, "its pid file", func() bool {
+	poll.Until(t, "the agent on the host", func() bool { _, ok := onHost(srv, "sleep 304"); return ok })
+	poll.Until(t, "its pid file", func() bool {
 		_, err := os.Stat(pidFile(srv.Home, sshhost.Tag{Instance: "lead", Session: "s1"}))
 		return err == nil
 	})

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/sshhost"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/sshtest"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/sshtest"
 )
 
 // logger is the test's log: the host's log when -v.
@@ -71,18 +71,6 @@ func hostFor(t *testing.T, srv *sshtest.Server, cfg sshhost.Config) *sshhost.Hos
 		}
 	})
 	return h
-}
-
-// waitFor polls ok for up to 15 s.
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // startServer starts a loopback sshd with defaults.

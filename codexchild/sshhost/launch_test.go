@@ -11,6 +11,7 @@ import (
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/internal/childproc"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/sshhost"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/poll"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -65,7 +66,7 @@ func TestState(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("no change after the server went")
 	}
-	waitFor(t, "the host down with what ssh said", func() bool {
+	poll.Until(t, "the host down with what ssh said", func() bool {
 		up, _, last := h.State()
 		return !up && last != nil && strings.Contains(last.Error(), `host "box"`)
 	})

@@ -8,7 +8,8 @@ import (
 	"testing"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/sshhost"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/sshtest"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/poll"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/sshtest"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -36,10 +37,10 @@ func TestReap(t *testing.T) {
 	p2, _ := agent(t, h, lead2, "", nil, "sh", "-c", `trap "" TERM; sleep 301`)
 	p3, _ := agent(t, h, other, "", nil, "sleep", "302")
 	for _, cmd := range []string{"sleep 300", "sleep 301", "sleep 302"} {
-		waitFor(t, cmd+" on the host", func() bool { _, ok := onHost(srv, cmd); return ok })
+		poll.Until(t, cmd+" on the host", func() bool { _, ok := onHost(srv, cmd); return ok })
 	}
 	for _, tag := range []sshhost.Tag{lead1, lead2, other} {
-		waitFor(t, "the pid file of "+tag.Session, func() bool { _, err := os.Stat(pidFile(srv.Home, tag)); return err == nil })
+		poll.Until(t, "the pid file of "+tag.Session, func() bool { _, err := os.Stat(pidFile(srv.Home, tag)); return err == nil })
 	}
 	// A stale pid file of lead's that names other's process.
 	pid302, _ := onHost(srv, "sleep 302")
@@ -63,7 +64,7 @@ func TestReap(t *testing.T) {
 		<-p.Done() // the wrapper ended, so its ssh did
 	}
 	for _, cmd := range []string{"sleep 300", "sleep 301"} {
-		waitFor(t, cmd+" to be gone from the host", func() bool { _, ok := onHost(srv, cmd); return !ok })
+		poll.Until(t, cmd+" to be gone from the host", func() bool { _, ok := onHost(srv, cmd); return !ok })
 	}
 	if _, ok := onHost(srv, "sleep 302"); !ok {
 		t.Fatal("the other instance's agent was stopped too")

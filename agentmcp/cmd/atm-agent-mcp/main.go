@@ -1,5 +1,6 @@
-// Command atm-agent-mcp is an MCP server that runs OpenAI Codex agents as
-// named members of an ATM team. Run "atm-agent-mcp --help".
+// Command atm-agent-mcp is an MCP server that runs coding agents (OpenAI
+// Codex, and agents that speak the Agent Client Protocol, such as Claude's)
+// as named members of an ATM team. Run "atm-agent-mcp --help".
 package main
 
 import (

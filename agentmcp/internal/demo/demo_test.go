@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/mockcodex"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/mockcodex"
 )
 
 // TestMain runs this test binary as mockcodex when it is started under that

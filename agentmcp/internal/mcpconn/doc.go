@@ -43,7 +43,8 @@
 // # The fast path
 //
 // A tools/call runs on the goroutine that read it, in read order, so that a
-// reply to an idle session reaches Codex without waking another thread.
+// reply to an idle session reaches its agent's backend without waking
+// another thread.
 // Before anything in the call may wait, the Handler calls Release(ctx) (or
 // ToolCall.Release): another goroutine, from a small pool, takes over the
 // reading and the call goes on where it is. Reading never waits for a call.
@@ -52,7 +53,7 @@
 // A call may also be answered from another goroutine the moment its result
 // is known, when that costs no waiting (ToolCall.TryReplyNow: nothing
 // queued, room in the client's pipe); its Handler then returns ErrAnswered.
-// Events are held while the Codex reader has more to read and written in
+// Events are held while a backend's reader has more to read and written in
 // one write when it runs dry (Conn.Event with hold, Conn.Flush); a response
 // takes the held events along, in front of itself. These three names are
 // all the rest of the proxy sees of the mechanism.
@@ -61,7 +62,7 @@
 //
 // The tools-only server (package tools) runs on sourcegraph/jsonrpc2 over
 // jsonrpcframe's ObjectStream; this connection does not. It splices every
-// Codex event into the client's stream without decoding it, reads requests
+// agent's event into the client's stream without decoding it, reads requests
 // in order on the goroutine that answers them, passes unknown methods
 // through and survives bad lines: jsonrpc2 decodes every message into Go
 // values (measured in codexchild, BenchmarkEventFraming: about 23–53 µs and
@@ -91,7 +92,7 @@
 // runs.
 //
 // Only answers to requests (and server→client requests) wait for the
-// client. What the Codex reader calls never does: Event and Progress.Send
+// client. What a backend's reader calls never does: Event and Progress.Send
 // write when the pipe has room and queue or drop (and count) otherwise;
 // Flush returns at once when nothing is held and hands the held events to
 // the pump when omu is busy; TryReplyNow takes omu only with TryLock.

@@ -5,20 +5,9 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/leakcheck"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/poll"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
-
-// waitFor polls cond until it holds or 10 s pass.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
 
 // noWait runs f and fails the test if it has not returned within 10 s:
 // f must not wait for the client (a hang guard, not a timing assertion).
@@ -37,7 +26,7 @@ func noWait(t *testing.T, what string, f func()) {
 // client).
 func holdOMU(t *testing.T, c *outbox) {
 	t.Helper()
-	waitFor(t, "a write holding omu", func() bool {
+	poll.Until(t, "a write holding omu", func() bool {
 		if c.omu.TryLock() {
 			c.omu.Unlock()
 			return false

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/poll"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
@@ -131,7 +132,7 @@ func TestHeldEvents(t *testing.T) {
 		}
 		c.event(aNote("during"), true) // the pipe is reserved: queued
 		c.writeReserved(aResponse(t))
-		waitFor(t, "the queued event", func() bool { return len(rec.got()) == 2 })
+		poll.Until(t, "the queued event", func() bool { return len(rec.got()) == 2 })
 		if diff := cmp.Diff([]string{"e1 answer", "during"}, rec.got()); diff != "" {
 			t.Errorf("writes (-want +got):\n%s", diff)
 		}
@@ -146,7 +147,7 @@ func TestHeldEvents(t *testing.T) {
 			t.Errorf("written before the flush: %q", got)
 		}
 		c.flushHeld()
-		waitFor(t, "the queued events", func() bool { return len(rec.got()) == 2 })
+		poll.Until(t, "the queued events", func() bool { return len(rec.got()) == 2 })
 		if diff := cmp.Diff([]string{"e1", "other e2"}, rec.got()); diff != "" {
 			t.Errorf("writes (-want +got):\n%s", diff)
 		}
@@ -169,7 +170,7 @@ func TestHeldEvents(t *testing.T) {
 		c.event(aNote("e2"), true)
 		fill(c.gauge.capacity - inlineSlack) // no room for another event
 		c.event(aNote("e3"), true)
-		waitFor(t, "the pump", func() bool { return len(rec.got()) == 1 })
+		poll.Until(t, "the pump", func() bool { return len(rec.got()) == 1 })
 		c.flushHeld()
 		if diff := cmp.Diff([]string{"e1 e2 e3"}, rec.got()); diff != "" {
 			t.Errorf("writes (-want +got):\n%s", diff)
@@ -207,7 +208,7 @@ func TestProgress(t *testing.T) {
 		p := newProgress(c)
 		fill(c.gauge.capacity - inlineSlack) // no room: the pump writes it
 		p.Send("a")
-		waitFor(t, "the pump", func() bool { return len(rec.got()) == 1 })
+		poll.Until(t, "the pump", func() bool { return len(rec.got()) == 1 })
 		if diff := cmp.Diff([]string{"notifications/progress"}, rec.got()); diff != "" {
 			t.Errorf("writes (-want +got):\n%s", diff)
 		}
@@ -229,7 +230,7 @@ func TestProgress(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.omu.Unlock()
-		waitFor(t, "the pump", func() bool { return len(rec.got()) == 2 })
+		poll.Until(t, "the pump", func() bool { return len(rec.got()) == 2 })
 		p.Send("after")
 		time.Sleep(20 * time.Millisecond) // the pump has had its chance
 		// e1 could not be flushed while the answer was written: it went

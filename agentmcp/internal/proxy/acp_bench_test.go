@@ -19,9 +19,9 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
-// mockacpBin builds codexchild/cmd/mockacp once.
+// mockacpBin builds codexchild/testing/cmd/mockacp once.
 func mockacpBin(tb testing.TB) string {
-	return buildBin(tb, "github.com/atm-agent-mcp/atm-agent-mcp/codexchild/cmd/mockacp")
+	return buildBin(tb, "github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/cmd/mockacp")
 }
 
 // startDirectACP starts mockacp with a raw client over ACP, opens a

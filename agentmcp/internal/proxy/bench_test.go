@@ -63,9 +63,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// mockcodexBin builds codexchild/cmd/mockcodex once.
+// mockcodexBin builds codexchild/testing/cmd/mockcodex once.
 func mockcodexBin(tb testing.TB) string {
-	return buildBin(tb, "github.com/atm-agent-mcp/atm-agent-mcp/codexchild/cmd/mockcodex")
+	return buildBin(tb, "github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/cmd/mockcodex")
 }
 
 // proxyBin builds cmd/atm-agent-mcp once, from the source tree as it is

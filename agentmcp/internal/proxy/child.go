@@ -309,7 +309,7 @@ func (c *codex) noteCrash(box *backendBox) {
 	if ee := box.exit.Load(); ee != nil && ee.NotFound != nil {
 		return // Codex is not installed: no crash, nor a crash loop refusing the restart after installing
 	}
-	if box.stopped.Load() || !box.crashed.CompareAndSwap(false, true) {
+	if box.stopped.Load() || box.crashed.Load() {
 		return
 	}
 	st := box.b.Status()
@@ -319,7 +319,10 @@ func (c *codex) noteCrash(box *backendBox) {
 	}
 	now := time.Now()
 	c.mu.Lock()
-	if c.closed || box.stopped.Load() {
+	// Claimed under the lock that a restart takes to mark the box stopped:
+	// whoever notes the crash first (a status reader, the restart's own
+	// observe) counts it before the restart can mark it stopped.
+	if c.closed || box.stopped.Load() || !box.crashed.CompareAndSwap(false, true) {
 		c.mu.Unlock()
 		return
 	}

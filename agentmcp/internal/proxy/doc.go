@@ -77,10 +77,11 @@
 //
 // # Claude Code's dialect
 //
-// Codex agents are teammates of Claude Code's agent teams, so they answer
+// Serve's agents, of every kind, are teammates of Claude Code's agent
+// teams, so they answer
 // its protocol frames as native teammates do (frames.go). The mail bridge
-// hands over every frame found in a bound inbox; a shutdown_request to a
-// Codex agent closes its session as agent_close does (a busy turn is
+// hands over every frame found in a bound inbox; a shutdown_request to an
+// agent closes its session as agent_close does (a busy turn is
 // interrupted first, then a summary is asked for; the identity is
 // released; audited) on a goroutine of its own, and then answers with a
 // shutdown_response (approve: true, its request_id) from the agent's
@@ -90,8 +91,8 @@
 // plan_approval_request, permission_request and every other frame are
 // logged at info and audited as frame:<type>; idle notifications and
 // shutdown responses for an agent are logged at debug; the bridge marks
-// them all read, and no Codex agent ever sees a frame. Frames in the inbox
-// of serve's own identity (the lead's, bound with BindTarget while no Codex
+// them all read, and no agent ever sees a frame. Frames in the inbox
+// of serve's own identity (the lead's, bound with BindTarget while no
 // session holds it) are only logged at debug and stay unread for Claude
 // Code's own reader. When a mail turn
 // ends (session.TryMailThen), every sender of its mail but the agent itself
@@ -120,10 +121,11 @@
 //
 //   - mcpconn (3): Conn.mu (its reader pool shares it), and the outbox's
 //     omu → emu;
-//   - session (6): Manager.mu → Session.mu → persister.mu, and the leaves
+//   - session (7): Manager.mu → Session.mu → persister.mu, and the leaves
 //     Handle.mu (a started turn's cancel), resumedSet.mu (the resumed
-//     sessions that have run no turn) and budgetWatch.mu (what the lead
-//     was told of the budgets);
+//     sessions that have run no turn), budgetWatch.mu (what the lead
+//     was told of the budgets) and Absent.mu (the discarded sessions
+//     remembered);
 //   - tools (2): roundTrips.mu (the requestStates of round trips) and
 //     taskStore.mu (the MCP tasks of the connection), leaves;
 //   - proxy (9): codex.mu (child.go, restart.go: the crashes, the
@@ -154,7 +156,7 @@
 //     held by a program there.
 //
 // The groups are nested in one place only, by design: a reply answered
-// from the Codex reader (mcpconn's ToolCall.TryReplyNow, called by
+// from a backend's reader (mcpconn's ToolCall.TryReplyNow, called by
 // session's replyFromReader) records the turn, under the omu it has
 // claimed, before the answer is written, so that the client never reads
 // an answer ahead of the state it reports. That commit takes Session.mu,
@@ -167,7 +169,7 @@
 // connection calls tools with none of its own. One lock is held across
 // I/O, by design: omu, across a write to the client that must not
 // overtake the events held before it (a response, a server→client
-// request, progress); what the Codex reader calls takes omu only with
+// request, progress); what a backend's reader calls takes omu only with
 // TryLock (see mcpconn's doc). No other lock is held across I/O: codex.mu
 // is held neither across a child's close nor across its start (a restart
 // swaps the child under it, then closes the old one and starts the new

@@ -106,7 +106,7 @@ func TestFeed(t *testing.T) {
 	fc.until("the snapshot", func(_ *feedClient, fr feed.Frame) bool { return fr.Type == "snapshot" })
 
 	// A turn that runs: working, on "thinking" since the turn started.
-	c.structured(c.tool("codex", map[string]any{"prompt": "SLOW", "identity": "arch", "background": true}))
+	c.structured(c.tool("codex", map[string]any{"prompt": "BLOCK", "identity": "arch", "background": true}))
 	fc.until("arch working", stateIs("arch", feed.StateWorking))
 	arch := fc.agents["arch"]
 	if arch.Item == nil || arch.Item.Type != "thinking" || arch.TurnStarted == nil || arch.Kind != "codex" || len(arch.Spans) != 1 {

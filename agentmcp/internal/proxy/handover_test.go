@@ -10,6 +10,7 @@ import (
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/ccsession"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/poll"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
@@ -103,12 +104,12 @@ func TestHandOverWhenTheConversationMoves(t *testing.T) {
 		"messagingSocketPath": "/tmp/cc-socks/4002.sock"})
 	n := startProxyAt(t, home, harnessOpts{kind: codexchild.KindAppServer, modify: underClaude("bbbbbbbb", 4002)})
 	n.initialize(false)
-	waitFor(t, "codex1 a member of the background session's team", func() bool { return teamHasMember(t, home, "session-bbbbbbbb", "codex1") })
+	poll.Until(t, "codex1 a member of the background session's team", func() bool { return teamHasMember(t, home, "session-bbbbbbbb", "codex1") })
 	res := n.structured(n.tool("codex-reply", map[string]any{"agent_id": agentID, "prompt": "go on"}))
 	if res["threadId"] != thread {
 		t.Errorf("codex-reply after the move ran on thread %v, want codex1's %s", res["threadId"], thread)
 	}
-	waitFor(t, "codex1's second turn recorded", func() bool {
+	poll.Until(t, "codex1's second turn recorded", func() bool {
 		rec, _ := sessionIn(t, home, "session-bbbbbbbb", agentID)
 		return rec.Turns == 2
 	})
@@ -151,7 +152,7 @@ func TestTakeUpWaitsForTheEarlierServe(t *testing.T) {
 	if err := earlier.Close(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "codex1 taken up", func() bool { return n.srv.sessions.ByIdentity("codex1") != nil })
+	poll.Until(t, "codex1 taken up", func() bool { return n.srv.sessions.ByIdentity("codex1") != nil })
 	if rec, ok := sessionIn(t, home, "session-bbbbbbbb", codex1.AgentID); !ok || !rec.Status.Live() || rec.BackendID != "thread-7" {
 		t.Errorf("codex1 in the background session's registry: %+v (found %v)", rec, ok)
 	}
@@ -240,7 +241,7 @@ func TestHandOverInAConfiguredTeam(t *testing.T) {
 		"messagingSocketPath": "/tmp/cc-socks/4002.sock"})
 	n := startProxyAt(t, home, harnessOpts{kind: codexchild.KindAppServer, modify: configured("bbbbbbbb", 4002)})
 	n.initialize(false)
-	waitFor(t, "codex1 taken up", func() bool { return n.srv.sessions.ByIdentity("codex1") != nil })
+	poll.Until(t, "codex1 taken up", func() bool { return n.srv.sessions.ByIdentity("codex1") != nil })
 	if res := n.structured(n.tool("codex-reply", map[string]any{"agent_id": first["agent_id"], "prompt": "go on"})); res["threadId"] != first["threadId"] {
 		t.Errorf("codex-reply after the move ran on thread %v, want %v", res["threadId"], first["threadId"])
 	}

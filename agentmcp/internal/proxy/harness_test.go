@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/fakebackend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/leakcheck"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
@@ -23,7 +24,7 @@ type testConn struct {
 	w    jsonrpcframe.Writer
 	in   io.WriteCloser
 	srv  *Server
-	fb   *fakeBackend
+	fb   *fakebackend.Backend
 	home string
 
 	stalled atomic.Bool // set: the client stops reading the proxy's output
@@ -80,7 +81,7 @@ func startProxyAt(t *testing.T, home string, ho harnessOpts) *testConn {
 	if _, err := os.Stat(filepath.Join(home, ".claude", "teams", "dev", "config.json")); err != nil {
 		writeTeam(t, home, "dev", "team-lead", "arch", "dev-1", "codex", "proxy")
 	}
-	fb := newFakeBackend(ho.kind)
+	fb := fakebackend.New(fakebackend.Config{Protocol: ho.kind})
 	opts := Options{Home: home, Team: "dev", Identity: "proxy", Backend: fb, Cwd: home, AutoMail: true, PersistThreads: true,
 		SummaryTimeout: 2 * time.Second}
 	if ho.modify != nil {
@@ -308,17 +309,6 @@ func (c *testConn) close() {
 		c.runErr <- nil
 	case <-time.After(30 * time.Second):
 		c.t.Error("proxy did not shut down within 30 s")
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/ccmsg"
 	"github.com/atm-agent-mcp/atm-agent-mcp/atmclient"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/poll"
 	"github.com/atm-agent-mcp/atm-agent-mcp/mailbridge"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
@@ -162,7 +163,7 @@ func TestLeadPush(t *testing.T) {
 	if line["type"] != "user" || msg["role"] != "user" || msg["content"] != ccmsg.Envelope("arch", "arch", "(plan) the plan is ready") || line["from"] != "arch" {
 		t.Errorf("pushed line %v", line)
 	}
-	waitFor(t, "the pushed message marked read", func() bool {
+	poll.Until(t, "the pushed message marked read", func() bool {
 		ms := inbox(t, c.home, "team-lead")
 		return len(ms) == 1 && ms[0].Read
 	})
@@ -210,7 +211,7 @@ func TestLeadPushGated(t *testing.T) {
 		}
 		return out
 	}
-	waitFor(t, "every mail taken by the gate, and marked read", func() bool {
+	poll.Until(t, "every mail taken by the gate, and marked read", func() bool {
 		if len(taken()) < len(want) {
 			return false
 		}
@@ -243,7 +244,7 @@ func TestLeadPushRefused(t *testing.T) {
 	c := startProxy(t, harnessOpts{modify: leadOpts(path)})
 	c.initialize(false)
 	send(t, c.home, "arch", "team-lead", "are you there?", "")
-	waitFor(t, "a failed push", func() bool {
+	poll.Until(t, "a failed push", func() bool {
 		lm := leadStatus(c)
 		return lm["failures"].(float64) >= 2
 	})
@@ -259,7 +260,7 @@ func TestLeadPushRefused(t *testing.T) {
 	if line := sock.next(t); line["message"].(map[string]any)["content"] != ccmsg.Envelope("arch", "arch", "are you there?") {
 		t.Errorf("pushed line %v", line)
 	}
-	waitFor(t, "the pushed message marked read", func() bool {
+	poll.Until(t, "the pushed message marked read", func() bool {
 		ms := inbox(t, c.home, "team-lead")
 		return len(ms) == 1 && ms[0].Read
 	})
@@ -273,7 +274,7 @@ func TestLeadPushBacksOff(t *testing.T) {
 	c := startProxy(t, harnessOpts{modify: leadOpts(socketPath(t))})
 	c.initialize(false)
 	send(t, c.home, "arch", "team-lead", "are you there?", "")
-	waitFor(t, "a failed push", func() bool { return leadStatus(c)["failures"].(float64) >= 1 })
+	poll.Until(t, "a failed push", func() bool { return leadStatus(c)["failures"].(float64) >= 1 })
 	time.Sleep(2 * time.Second)
 	// Attempts at about 0, 1 and 3 s: at most two within the first 2 s.
 	if got := leadStatus(c)["failures"].(float64); got > 2 {
@@ -306,7 +307,7 @@ func TestLeadPushLeavesMailToClaudeCode(t *testing.T) {
 		t.Fatal(err)
 	}
 	send(t, c.home, "arch", "team-lead", "left to Claude Code", "")
-	waitFor(t, "agent_status naming Claude Code's own teammate", func() bool {
+	poll.Until(t, "agent_status naming Claude Code's own teammate", func() bool {
 		reason, _ := leadStatus(c)["reason"].(string)
 		return strings.Contains(reason, "helper")
 	})
@@ -418,7 +419,7 @@ func TestTeamMembership(t *testing.T) {
 		t.Fatal(err)
 	}
 	res = c.structured(c.tool("codex", map[string]any{"prompt": "still here", "identity": "codex2"}))
-	if res["content"] != "MOCK_REPLY: still here" {
+	if res["content"] != "echo: still here" {
 		t.Errorf("codex after the team vanished: %v", res)
 	}
 	c.tool("agent_close", map[string]any{"agent_id": res["agent_id"]})
@@ -543,7 +544,7 @@ func TestTeamMembershipStale(t *testing.T) {
 	defer held.Release()
 	c := startProxyAt(t, home, harnessOpts{modify: func(o *Options) { o.Identity, o.DefaultIdentity = "team-lead", "codex" }})
 	c.initialize(false)
-	waitFor(t, "the stale members ghost and codex1 removed, the others kept", func() bool {
+	poll.Until(t, "the stale members ghost and codex1 removed, the others kept", func() bool {
 		return cmp.Equal(names(members(t, home)), []string{"arch", "held", "team-lead"})
 	})
 	res := c.structured(c.tool("codex", map[string]any{"prompt": "hi", "identity": "codex1"}))
@@ -617,7 +618,7 @@ func TestLeadPushResumedHolder(t *testing.T) {
 		t.Fatalf("lead_mail with a resumed holder = %v", lm)
 	}
 	c.tool("agent_close", map[string]any{"identity": "team-lead"})
-	waitFor(t, "the push back", func() bool { return leadStatus(c)["path"] == "socket" })
+	poll.Until(t, "the push back", func() bool { return leadStatus(c)["path"] == "socket" })
 }
 
 // TestLeadFlushFreesReader: a turn-ending call whose answer waits for the
@@ -675,7 +676,7 @@ func TestLeadFlushFreesReader(t *testing.T) {
 	if m := c.wait(reply); m.Error == nil {
 		t.Errorf("codex-reply to no session: %s, want an error", m.Result)
 	}
-	waitFor(t, "the pushed message marked read", func() bool {
+	poll.Until(t, "the pushed message marked read", func() bool {
 		ms := inbox(t, c.home, "team-lead")
 		return len(ms) == 1 && ms[0].Read
 	})

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/poll"
 )
 
 // gitRepo makes a repository with one commit in dir/repo (real git).
@@ -80,12 +81,12 @@ func TestHandOverIsolated(t *testing.T) {
 		"messagingSocketPath": "/tmp/cc-socks/4002.sock"})
 	n := startProxyAt(t, home, harnessOpts{kind: codexchild.KindAppServer, modify: underClaude("bbbbbbbb", 4002)})
 	n.initialize(false)
-	waitFor(t, "codex1 taken up", func() bool { return n.srv.sessions.ByIdentity("codex1") != nil })
+	poll.Until(t, "codex1 taken up", func() bool { return n.srv.sessions.ByIdentity("codex1") != nil })
 	res := n.structured(n.tool("codex-reply", map[string]any{"agent_id": agentID, "prompt": "go on"}))
 	if w, _ := res["worktree"].(map[string]any); w == nil || w["path"] != wt || w["resumed"] != true {
 		t.Errorf("after the take-up the worktree is %v, want %s re-entered", res["worktree"], wt)
 	}
-	reqs := n.fb.turns()
+	reqs := n.fb.Requests()
 	last := reqs[len(reqs)-1].Params
 	if last.Cwd != wt || last.Env["ATM_WORKTREE"] != wt || last.Env["ATM_BRANCH"] != "atm/codex1" {
 		t.Errorf("the turn after the take-up: cwd %q env %v", last.Cwd, last.Env)

@@ -346,7 +346,7 @@ func (s *Server) Resume(target string) (string, error) {
 			return "", errors.New("--resume: this instance has no previous session")
 		}
 		var pe *proxyerr.Error
-		if errors.As(s.sessions.SessionNotFound(target), &pe) && pe.Data["owner_instance"] != nil {
+		if errors.As(s.sessions.Absent().NotFound(target), &pe) && pe.Data["owner_instance"] != nil {
 			return "", errors.New("--resume: " + pe.Msg) // another instance's: which, and how to resume it
 		}
 		return "", errors.New("--resume: no session with agent_id or identity " + target)

@@ -15,7 +15,7 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/mcpconn"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/poll"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 	"github.com/google/go-cmp/cmp"
 )
@@ -49,7 +49,7 @@ func TestInitializeAndToolList(t *testing.T) {
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("tools (-want +got):\n%s", diff)
 	}
-	if len(c.fb.turns()) != 0 {
+	if len(c.fb.Requests()) != 0 {
 		t.Error("tools/list reached the child")
 	}
 	tests := []struct{ asked, want string }{{"2025-06-18", "2025-06-18"}, {"2024-11-05", "2024-11-05"}, {"1999-01-01", mcpconn.ProtocolVersions[0]}}
@@ -121,7 +121,7 @@ func TestBadInputKeepsConnection(t *testing.T) {
 			}
 		})
 	}
-	if n := len(c.fb.turns()); n != 0 {
+	if n := len(c.fb.Requests()); n != 0 {
 		t.Errorf("%d bad requests reached the child", n)
 	}
 }
@@ -131,10 +131,10 @@ func TestCodexSessionLifecycle(t *testing.T) {
 	c.initialize(false)
 	res := c.structured(c.tool("codex", map[string]any{"prompt": "hello", "identity": "arch", "developer-instructions": "Be brief."}))
 	agentID, _ := res["agent_id"].(string)
-	if !strings.HasPrefix(agentID, "codex-") || res["identity"] != "arch" || res["content"] != "MOCK_REPLY: hello" || res["threadId"] == "" {
+	if !strings.HasPrefix(agentID, "codex-") || res["identity"] != "arch" || res["content"] != "echo: hello" || res["threadId"] == "" {
 		t.Fatalf("codex result = %v", res)
 	}
-	turns := c.fb.turns()
+	turns := c.fb.Requests()
 	first := turns[0]
 	dev := first.Params.DeveloperInstructions
 	for _, want := range []string{"Be brief.", "Identity:  arch", "Team:      dev", "Agent ID:  " + agentID} {
@@ -155,7 +155,7 @@ func TestCodexSessionLifecycle(t *testing.T) {
 	if res2["threadId"] != res["threadId"] || res2["identity"] != "arch" {
 		t.Errorf("reply = %v", res2)
 	}
-	turns = c.fb.turns()
+	turns = c.fb.Requests()
 	if last := turns[len(turns)-1]; last.ThreadID != res["threadId"] || !strings.Contains(last.Prompt, "<session-context>") {
 		t.Errorf("reply turn = %+v", last)
 	}
@@ -187,11 +187,11 @@ func TestReplyWaitsForBusySession(t *testing.T) {
 	c.initialize(false)
 	res := c.structured(c.tool("codex", map[string]any{"prompt": "start", "identity": "dev-1"}))
 	agentID := res["agent_id"].(string)
-	_, slow := c.send("tools/call", map[string]any{"name": "codex-reply", "arguments": map[string]any{"agent_id": agentID, "prompt": "SLOW"}})
-	waitFor(t, "the slow turn", func() bool { return len(c.fb.turns()) == 2 })
+	_, slow := c.send("tools/call", map[string]any{"name": "codex-reply", "arguments": map[string]any{"agent_id": agentID, "prompt": "BLOCK"}})
+	poll.Until(t, "the slow turn", func() bool { return len(c.fb.Requests()) == 2 })
 	_, second := c.send("tools/call", map[string]any{"name": "codex-reply", "arguments": map[string]any{"agent_id": agentID, "prompt": "second"}})
 	time.Sleep(50 * time.Millisecond)
-	if n := len(c.fb.turns()); n != 2 {
+	if n := len(c.fb.Requests()); n != 2 {
 		t.Fatalf("a reply to a busy session started at once (%d turns)", n)
 	}
 	status := c.structured(c.tool("agent_status", map[string]any{"agent_id": agentID}))
@@ -203,10 +203,10 @@ func TestReplyWaitsForBusySession(t *testing.T) {
 	}
 	c.wait(slow)
 	got := c.structured(c.wait(second))
-	if got["content"] != "MOCK_REPLY: second" {
+	if got["content"] != "echo: second" {
 		t.Errorf("queued reply = %v", got)
 	}
-	waitFor(t, "idle", func() bool {
+	poll.Until(t, "idle", func() bool {
 		return c.structured(c.tool("agent_status", map[string]any{"agent_id": agentID}))["thread_state"] == "idle"
 	})
 }
@@ -216,8 +216,8 @@ func TestCloseBusySessionFailsQueued(t *testing.T) {
 	c.initialize(false)
 	res := c.structured(c.tool("codex", map[string]any{"prompt": "start", "identity": "dev-1"}))
 	agentID := res["agent_id"].(string)
-	_, slow := c.send("tools/call", map[string]any{"name": "codex-reply", "arguments": map[string]any{"agent_id": agentID, "prompt": "SLOW"}})
-	waitFor(t, "the slow turn", func() bool { return len(c.fb.turns()) == 2 })
+	_, slow := c.send("tools/call", map[string]any{"name": "codex-reply", "arguments": map[string]any{"agent_id": agentID, "prompt": "BLOCK"}})
+	poll.Until(t, "the slow turn", func() bool { return len(c.fb.Requests()) == 2 })
 	_, queued := c.send("tools/call", map[string]any{"name": "codex-reply", "arguments": map[string]any{"agent_id": agentID, "prompt": "queued"}})
 	time.Sleep(50 * time.Millisecond)
 	closed := c.structured(c.tool("agent_close", map[string]any{"identity": "dev-1", "summary": true}))
@@ -229,7 +229,7 @@ func TestCloseBusySessionFailsQueued(t *testing.T) {
 	}
 	c.wait(slow)
 	// The summary was asked for (summary: true) on the interrupted thread.
-	turns := c.fb.turns()
+	turns := c.fb.Requests()
 	if last := turns[len(turns)-1]; !strings.Contains(last.Prompt, "Session ending.") {
 		t.Errorf("last turn = %q, want the summary prompt", last.Prompt)
 	}
@@ -256,7 +256,7 @@ func TestEventsTaggedAndProgress(t *testing.T) {
 	m := c.call("tools/call", map[string]any{"name": "codex", "arguments": map[string]any{"prompt": "EVENTS=3", "identity": "arch"},
 		"_meta": map[string]any{"progressToken": "tok-1"}})
 	res := c.structured(m)
-	waitFor(t, "events", func() bool { return len(c.notifications("codex/event")) >= 5 })
+	poll.Until(t, "events", func() bool { return len(c.notifications("codex/event")) >= 5 })
 	for _, e := range c.notifications("codex/event") {
 		var p struct {
 			AgentID string `json:"agent_id"`
@@ -383,7 +383,7 @@ func TestShutdownWritesSummariesAndResume(t *testing.T) {
 	c.close()
 	summary := filepath.Join(home, ".config", "atm", "agent-sessions", "dev", "arch", res["threadId"].(string), "summary.md")
 	b, err := os.ReadFile(summary)
-	if err != nil || !strings.Contains(string(b), "MOCK_REPLY") {
+	if err != nil || !strings.Contains(string(b), "echo: ") {
 		t.Fatalf("summary %s: %v %q", summary, err, b)
 	}
 	target := "arch"
@@ -395,7 +395,7 @@ func TestShutdownWritesSummariesAndResume(t *testing.T) {
 		t.Fatalf("resumed session = %v", first)
 	}
 	reply := c2.structured(c2.tool("codex-reply", map[string]any{"prompt": "go on", "agent_id": res["agent_id"]}))
-	turns := c2.fb.turns()
+	turns := c2.fb.Requests()
 	last := turns[len(turns)-1]
 	// The thread is resumed; its summary is only what a new thread in its
 	// place would be given.
@@ -415,14 +415,12 @@ func TestShutdownJoinsNotify(t *testing.T) {
 	c := startProxy(t, harnessOpts{})
 	entered := make(chan struct{})
 	var ended atomic.Bool
-	c.fb.mu.Lock()
-	c.fb.onNotify = func(ctx context.Context, m *jsonrpcframe.Message) error {
+	c.fb.OnNotify(func(ctx context.Context, m *jsonrpcframe.Message) error {
 		close(entered)
 		<-ctx.Done() // the write waits for room until it is given up
 		ended.Store(true)
 		return ctx.Err()
-	}
-	c.fb.mu.Unlock()
+	})
 	c.initialize(false)
 	n, _ := jsonrpcframe.NewNotification("notifications/roots/list_changed", nil)
 	if err := c.w.Write(n); err != nil {
@@ -442,9 +440,7 @@ func TestShutdownJoinsNotify(t *testing.T) {
 func TestChildDeathReported(t *testing.T) {
 	c := startProxy(t, harnessOpts{})
 	c.initialize(false)
-	c.fb.mu.Lock()
-	c.fb.exit = &backend.ExitStatus{Code: -1, Signal: "killed"}
-	c.fb.mu.Unlock()
+	c.fb.Die()
 	code, data := c.rpcErr(c.tool("codex", map[string]any{"prompt": "x", "identity": "arch"}))
 	if code != proxyerr.CodeChildProcessDead || data["signal"] != "killed" {
 		t.Errorf("code %d data %v", code, data)
@@ -500,14 +496,14 @@ func TestEventsDroppedWhenClientGone(t *testing.T) {
 	sess := c.srv.sessions.Get(res["agent_id"].(string))
 	c.hangUp()
 	c.send("ping", nil) // its answer finds the pipe closed
-	waitFor(t, "the proxy to see the client gone", func() bool {
+	poll.Until(t, "the proxy to see the client gone", func() bool {
 		return !c.srv.conn.Event(func() *jsonrpcframe.Message { return nil }, false)
 	})
 	before := sess.Counts().Dropped
 	if !sess.TryMail("EVENTS=25", func(bool) {}) {
 		t.Fatal("the mail turn did not start")
 	}
-	waitFor(t, "the turn to end", func() bool { return sess.Detail(0).Turns == 2 && sess.Detail(0).Status == "idle" })
+	poll.Until(t, "the turn to end", func() bool { return sess.Detail(0).Turns == 2 && sess.Detail(0).Status == "idle" })
 	if got := sess.Counts().Dropped - before; got < 25 {
 		t.Errorf("dropped %d events, want at least 25", got)
 	}
@@ -532,7 +528,7 @@ func TestEventsNeverWaitForAStalledClient(t *testing.T) {
 	if !sess.TryMail("EVENTS=3000", func(bool) {}) {
 		t.Fatal("the mail turn did not start")
 	}
-	waitFor(t, "the turn to end while the client does not read", func() bool {
+	poll.Until(t, "the turn to end while the client does not read", func() bool {
 		return sess.Detail(0).Turns == 2 && sess.Detail(0).Status == "idle"
 	})
 	counts := sess.Counts()
@@ -587,34 +583,30 @@ func TestRepliesAnswerTheRecordedState(t *testing.T) {
 			c.initialize(false)
 			res := c.structured(c.tool("codex", map[string]any{"prompt": "start", "identity": "arch"}))
 			agent := res["agent_id"].(string)
-			c.fb.mu.Lock()
-			c.fb.watchAnswered = true
-			c.fb.mu.Unlock()
+			c.fb.WatchAnswered(true)
 			for i := range 5 {
 				prompt := fmt.Sprintf("turn %d", i)
 				got := c.structured(c.tool("codex-reply", map[string]any{"agent_id": agent, "prompt": prompt}))
-				if got["content"] != "MOCK_REPLY: "+prompt || got["agent_id"] != agent || got["threadId"] != res["threadId"] || got["status"] != "completed" {
+				if got["content"] != "echo: "+prompt || got["agent_id"] != agent || got["threadId"] != res["threadId"] || got["status"] != "completed" {
 					t.Errorf("reply %d = %v", i, got)
 				}
 				st := c.structured(c.tool("agent_status", map[string]any{"agent_id": agent}))
 				last, _ := st["last_result"].(map[string]any)
-				if st["status"] != "idle" || st["turns"] != float64(i+2) || last["content"] != "MOCK_REPLY: "+prompt {
+				if st["status"] != "idle" || st["turns"] != float64(i+2) || last["content"] != "echo: "+prompt {
 					t.Errorf("agent_status right after reply %d: status %v turns %v last %v", i, st["status"], st["turns"], last)
 				}
 			}
-			c.fb.mu.Lock()
-			c.fb.watchAnswered = false
-			if n := c.fb.cancelledAfterAnswer; n != 0 {
+			c.fb.WatchAnswered(false)
+			if n := c.fb.CancelledAfterAnswer(); n != 0 {
 				t.Errorf("%d turns cancelled after their answer (the request's end reached the turn)", n)
 			}
-			c.fb.mu.Unlock()
 			// Two replies sent at once are answered in order.
 			_, a := c.send("tools/call", map[string]any{"name": "codex-reply", "arguments": map[string]any{"agent_id": agent, "prompt": "A"}})
 			_, b := c.send("tools/call", map[string]any{"name": "codex-reply", "arguments": map[string]any{"agent_id": agent, "prompt": "B"}})
 			for _, q := range []struct {
 				ch   chan *jsonrpcframe.Message
 				want string
-			}{{a, "MOCK_REPLY: A"}, {b, "MOCK_REPLY: B"}} {
+			}{{a, "echo: A"}, {b, "echo: B"}} {
 				if got := c.structured(c.wait(q.ch))["content"]; got != q.want {
 					t.Errorf("queued reply = %v, want %s", got, q.want)
 				}
@@ -625,9 +617,9 @@ func TestRepliesAnswerTheRecordedState(t *testing.T) {
 			sess := c.srv.sessions.Get(agent)
 			c.stalled.Store(true)
 			_, flood := c.send("tools/call", map[string]any{"name": "codex-reply", "arguments": map[string]any{"agent_id": agent, "prompt": "EVENTS=3000"}})
-			waitFor(t, "the flooding turn's end", func() bool { return sess.Detail(0).Turns == 9 })
+			poll.Until(t, "the flooding turn's end", func() bool { return sess.Detail(0).Turns == 9 })
 			c.stalled.Store(false)
-			if got := c.structured(c.wait(flood))["content"]; got != "MOCK_REPLY: EVENTS=3000" {
+			if got := c.structured(c.wait(flood))["content"]; got != "echo: EVENTS=3000" {
 				t.Errorf("reply after the stall = %v", got)
 			}
 		})

@@ -9,85 +9,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/fakebackend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/tools"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/poll"
 	"github.com/google/go-cmp/cmp"
 )
 
-// stubChild is a backend.Backend whose start and close wait for the
-// test (gates), to hold a restart in its slow parts.
-type stubChild struct {
-	pid       int
-	startGate chan struct{} // Start waits for it to close (nil: no wait)
-	closeGate chan struct{} // Close waits for it to close (nil: no wait)
-
-	mu      sync.Mutex
-	started bool
-	running bool
-	exit    *backend.ExitStatus
-	closes  int
-}
-
-func (c *stubChild) Turn(context.Context, backend.TurnRequest) (*backend.Result, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.exit != nil {
-		return nil, &backend.ExitError{Status: *c.exit}
-	}
-	return &backend.Result{Text: "ok"}, nil
-}
-
-func (c *stubChild) Interrupt(context.Context, string) error { return nil }
-
-func (c *stubChild) Status() backend.Status {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	st := backend.Status{Protocol: string(codexchild.KindAppServer), Started: c.started, Running: c.running, Exit: c.exit}
-	if c.started {
-		st.PID = c.pid
-	}
-	return st
-}
-
-func (c *stubChild) Start(ctx context.Context) error {
-	if c.startGate != nil {
-		<-c.startGate
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.exit != nil {
-		return &backend.ExitError{Status: *c.exit} // closed before it started
-	}
-	c.started, c.running = true, true
-	return nil
-}
-
-func (c *stubChild) Close(context.Context) error {
-	if c.closeGate != nil {
-		<-c.closeGate
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.closes++
-	if c.exit == nil {
-		c.exit = &backend.ExitStatus{Code: 0}
-		c.running = false
-	}
-	return nil
-}
-
-// die makes the child crash (SIGKILL).
-func (c *stubChild) die() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.exit, c.running = &backend.ExitStatus{Code: -1, Signal: "killed"}, false
+// child is the fake backend as a supervised app-server child with pid,
+// running at once unless unstarted, whose Start waits for startGate and
+// Close for closeGate when they are set.
+func child(pid int, unstarted bool, startGate, closeGate chan struct{}) *fakebackend.Backend {
+	return fakebackend.New(fakebackend.Config{Protocol: codexchild.KindAppServer, PID: pid, Unstarted: unstarted, StartGate: startGate, CloseGate: closeGate})
 }
 
 // stubCodex returns a codex over first whose restarts make children from
 // next, counting them.
-func stubCodex(first *stubChild, next func(n int) *stubChild) (*codex, *atomic.Int64) {
+func stubCodex(first *fakebackend.Backend, next func(n int) *fakebackend.Backend) (*codex, *atomic.Int64) {
 	var made atomic.Int64
 	c := newCodex(first, Options{NewBackend: func() (backend.Backend, error) {
 		return next(int(made.Add(1))), nil
@@ -112,18 +52,18 @@ func TestRestartsCoalesce(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			first := &stubChild{pid: 100, started: true, running: true}
+			first := child(100, false, nil, nil)
 			if tt.dead {
-				first.die()
+				first.Die()
 			}
 			gate := make(chan struct{})
-			c, made := stubCodex(first, func(n int) *stubChild { return &stubChild{pid: 100 + n, startGate: gate} })
+			c, made := stubCodex(first, func(n int) *fakebackend.Backend { return child(100+n, true, gate, nil) })
 			reps := make([]tools.RestartReport, len(tt.force))
 			errs := make([]error, len(tt.force))
 			var wg sync.WaitGroup
 			for i, force := range tt.force {
 				if i == 1 {
-					waitFor(t, "the first restart to begin", func() bool { return c.Restarts().Restarting })
+					poll.Until(t, "the first restart to begin", func() bool { return c.Restarts().Restarting })
 				}
 				wg.Add(1)
 				go func() {
@@ -131,7 +71,7 @@ func TestRestartsCoalesce(t *testing.T) {
 					reps[i], errs[i] = c.Restart(context.Background(), force)
 				}()
 			}
-			waitFor(t, "every call to wait for the restart", func() bool { return c.callers() == len(tt.force) })
+			poll.Until(t, "every call to wait for the restart", func() bool { return c.callers() == len(tt.force) })
 			close(gate)
 			wg.Wait()
 			for i := range tt.force {
@@ -169,14 +109,14 @@ func (c *codex) callers() int {
 // and then run on the new child.
 func TestSlowCloseHoldsNothing(t *testing.T) {
 	closeGate := make(chan struct{})
-	first := &stubChild{pid: 100, started: true, running: true, closeGate: closeGate}
-	c, _ := stubCodex(first, func(n int) *stubChild { return &stubChild{pid: 100 + n} })
+	first := child(100, false, nil, closeGate)
+	c, _ := stubCodex(first, func(n int) *fakebackend.Backend { return child(100+n, true, nil, nil) })
 	restarted := make(chan error, 1)
 	go func() {
 		_, err := c.Restart(context.Background(), true)
 		restarted <- err
 	}()
-	waitFor(t, "the restart to begin", func() bool { return c.Restarts().Restarting })
+	poll.Until(t, "the restart to begin", func() bool { return c.Restarts().Restarting })
 	if !c.MailPaused() {
 		t.Error("MailPaused() = false during a restart, want true")
 	}
@@ -208,20 +148,20 @@ func TestSlowCloseHoldsNothing(t *testing.T) {
 // TestCloseWaitsForRestart: shutdown during a restart stops the child the
 // restart started; nothing counts as a crash and the restart fails.
 func TestCloseWaitsForRestart(t *testing.T) {
-	first := &stubChild{pid: 100, started: true}
-	first.die()
+	first := child(100, false, nil, nil)
+	first.Die()
 	gate := make(chan struct{})
-	var second *stubChild
-	c, _ := stubCodex(first, func(n int) *stubChild { second = &stubChild{pid: 100 + n, startGate: gate}; return second })
+	var second *fakebackend.Backend
+	c, _ := stubCodex(first, func(n int) *fakebackend.Backend { second = child(100+n, true, gate, nil); return second })
 	restarted := make(chan error, 1)
 	go func() {
 		_, err := c.Restart(context.Background(), false)
 		restarted <- err
 	}()
-	waitFor(t, "the new child to be in place", func() bool { return c.Status().PID == 0 && c.Restarts().Restarting })
+	poll.Until(t, "the new child to be in place", func() bool { return c.Status().PID == 0 && c.Restarts().Restarting })
 	closed := make(chan error, 1)
 	go func() { closed <- c.Close(context.Background()) }()
-	waitFor(t, "Close to stop the new child", func() bool { second.mu.Lock(); defer second.mu.Unlock(); return second.closes > 0 })
+	poll.Until(t, "Close to stop the new child", func() bool { return second.Closes() > 0 })
 	close(gate)
 	if err := <-closed; err != nil {
 		t.Errorf("Close: %v", err)
@@ -238,11 +178,11 @@ func TestCloseWaitsForRestart(t *testing.T) {
 // refused with the crashes and the time they are allowed again, and no
 // error advises a restart.
 func TestRefusalSaysWhen(t *testing.T) {
-	first := &stubChild{pid: 100, started: true, running: true}
-	c, _ := stubCodex(first, func(n int) *stubChild { return &stubChild{pid: 100 + n} })
+	first := child(100, false, nil, nil)
+	c, _ := stubCodex(first, func(n int) *fakebackend.Backend { return child(100+n, true, nil, nil) })
 	for i := range 3 {
 		box := c.get()
-		box.b.(*stubChild).die()
+		box.b.(*fakebackend.Backend).Die()
 		_, err := c.Turn(context.Background(), backend.TurnRequest{})
 		if i < 2 {
 			if _, err := c.Restart(context.Background(), false); err != nil {

@@ -38,10 +38,13 @@ import (
 // agentConfigHint says how an agent kind is configured, for errors.
 const agentConfigHint = "configure it under [plugins.atm-agent-mcp.agents.<name>] (or use a built-in preset) and restart serve"
 
-// Catalogue answers what the agent kinds of a Manager are and take: the
-// kinds there are, their settings and the checks of a new session's, from
-// the kinds' backends and the configuration. It reads configuration only;
-// its methods are safe for concurrent use.
+// Catalogue answers what the agent kinds of a Manager are and take, and
+// where a new session may run: the kinds there are, their settings and
+// the checks of a new session's, from the kinds' backends and the
+// configuration; the hosts, a new session's directory (ResolveCwd) and
+// its git facts (hosts.go). It reads configuration only (and git, and the
+// hosts, through the configured Git and Hosts); its methods are safe for
+// concurrent use.
 type Catalogue struct {
 	cfg *Config
 }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/fakebackend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
@@ -18,7 +19,7 @@ import (
 // seam's capabilities (no sandbox, no settings of its own, one process per
 // thread, no name). Its MailPaused says paused.
 type plainBackend struct {
-	f      *fakeBackend
+	f      *fakebackend.Backend
 	paused atomic.Bool
 }
 
@@ -34,7 +35,7 @@ func (p *plainBackend) MailPaused() bool       { return p.paused.Load() }
 // kindsHarness is a harness whose Manager has the fake Codex under the
 // default kind and a plainBackend under "plain".
 func kindsHarness(t *testing.T, modify func(*Config)) (*harness, *plainBackend) {
-	plain := &plainBackend{f: newFakeBackend()}
+	plain := &plainBackend{f: fakebackend.New(fakebackend.Config{})}
 	h := newHarness(t, func(c *Config) {
 		c.Backends["plain"] = plain
 		if modify != nil {
@@ -49,7 +50,7 @@ func kindsHarness(t *testing.T, modify func(*Config)) (*harness, *plainBackend) 
 // starts with, all from its backend and the configuration.
 func TestCatalogue(t *testing.T) {
 	h, _ := kindsHarness(t, func(c *Config) {
-		c.Backends["alpha"] = &plainBackend{f: newFakeBackend()}
+		c.Backends["alpha"] = &plainBackend{f: fakebackend.New(fakebackend.Config{})}
 		c.Defaults = ThreadDefaults{Model: "gpt-5", Sandbox: "workspace-write"}
 		c.Roles = map[string]ThreadDefaults{"ro": {Sandbox: ReadOnly}}
 	})
@@ -144,14 +145,14 @@ func TestKindTurns(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := len(h.fb.requests()); n != 1 {
+	if n := len(h.fb.Requests()); n != 1 {
 		t.Errorf("the default kind's backend ran %d turns, want 1", n)
 	}
-	pr := plain.f.requests()
+	pr := plain.f.Requests()
 	if len(pr) != 1 || pr[0].Params.Options != nil {
 		t.Fatalf("the plain backend's turns: %+v, want one without options", pr)
 	}
-	if o := codexOptions(h.fb.requests()[0].Params); o.Sandbox != ReadOnly {
+	if o := codexOptions(h.fb.Requests()[0].Params); o.Sandbox != ReadOnly {
 		t.Errorf("the Codex session's options: %+v, want the read-only sandbox the policy holds", o)
 	}
 

@@ -44,9 +44,10 @@ func (p *pending) offer(a Answer) bool {
 // asked) it is listed in Detail and Session.Respond answers it. No answer
 // within the elicitation timeout, a client that cannot be asked (fallback
 // "deny"), a gone client or a closing session all become a denial — never
-// a JSON-RPC error, which would hang the agent's turn. s is nil for a turn
-// without a session.
-func (m *Manager) bridgeApproval(s *Session, call CallRef, asker Asker, a *backend.Approval) {
+// a JSON-RPC error, which would hang the agent's turn. h.s is nil for a
+// turn without a session.
+func (h *turnHandler) bridgeApproval(a *backend.Approval) {
+	m, s, call, asker := h.m, h.s, h.call, h.asker
 	var rec registry.Session
 	if s != nil {
 		rec = s.Record()

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/fakebackend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
@@ -61,9 +62,9 @@ func BenchmarkShutdownRecords(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		fb := newFakeBackend()
+		fb := fakebackend.New(fakebackend.Config{})
 		gate := make(chan struct{})
-		fb.summaryGate = gate
+		fb.Gate(summaryPrompt, gate)
 		fr := &finishRegistry{Registry: RegistryOf(reg), want: 5, done: make(chan struct{})}
 		m, err := NewManager(Config{Home: home, Team: "dev", Backends: map[string]Backend{registry.DefaultKind: fb}, Registry: fr, Cwd: home, PersistThreads: true,
 			ElicitationTimeout: 5 * time.Second, SummaryTimeout: 2 * time.Second})

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
@@ -16,7 +15,7 @@ import (
 // (Session.SetBudget, codex-reply's budget_tokens: kept in its record, so
 // that it holds over a resume); the team has one when the configuration
 // gives one (team_budget_tokens) or it was set at run time
-// (Manager.SetTeamBudget: kept in the team's registry directory, for every
+// (TeamBudgets.Set: kept in the team's registry directory, for every
 // serve of the team). A budget counts total tokens as the agents report
 // them (backend.Usage.TotalTokens): a session's over its life, the
 // team's over every session of the team, closed ones and other serves'
@@ -31,8 +30,9 @@ import (
 // waiting mail at once; a budget raised is told once more at its own 80 %.
 //
 // The budget watcher is one goroutine of the Manager: woken by each report
-// of usage (from the backend's reader, without waiting), and every
-// budgetTick for what other serves spent, it compares and tells. The check
+// of usage that can cross a budget (from the backend's reader, without
+// waiting; none while there is no budget: Session.budgetWatched), and
+// every budgetTick for what other serves spent, it compares and tells. The check
 // at a turn's start is the caller's own, synchronous: a turn never starts
 // on a budget the watcher has not looked at yet.
 
@@ -122,6 +122,27 @@ func newBudgetWatch(m *Manager) *budgetWatch {
 	return &budgetWatch{m: m, wakeCh: make(chan struct{}, 1), told80: map[string]int64{}, told100: map[string]int64{}}
 }
 
+// budgetWatched reports whether a usage report of s can cross a budget:
+// s has one of its own (or its role's), or the team has one (configured,
+// or set at run time as last read). Only then does the report wake the
+// watcher: with no budget anywhere there is nothing to look at, and a
+// wake-up of its goroutine with every turn's token count cost the turn
+// about 20 µs on its way back to the client on a 2-core machine (the
+// out-hop of BenchmarkToolsCallOverhead). A team budget that another serve
+// sets is seen at the next tick (budgetTick), and from then on watched.
+func (s *Session) budgetWatched() bool {
+	s.mu.Lock()
+	own := s.rec.BudgetTokens > 0 || s.m.cfg.Budgets.forRole(s.rec.Role) > 0
+	s.mu.Unlock()
+	if own || s.m.cfg.Budgets.Team > 0 {
+		return true
+	}
+	w := s.m.budgets
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.team > 0
+}
+
 // wake asks the watcher to look; it never blocks.
 func (w *budgetWatch) wake() {
 	select {
@@ -173,7 +194,7 @@ func (w *budgetWatch) check() {
 		}
 		w.tell(n)
 	}
-	st := m.TeamBudget()
+	st := m.TeamBudgets().State()
 	if st == nil {
 		return
 	}
@@ -317,108 +338,6 @@ func (s *Session) budgetRaised(identity string) {
 	}
 }
 
-// TeamBudget returns the team's budget and how much of it is used (every
-// session of the team in every serve, closed ones included); nil when it
-// has none.
-func (m *Manager) TeamBudget() *BudgetState {
-	budget, raised := m.budgets.teamBudget()
-	if budget <= 0 {
-		return nil
-	}
-	return budgetState(budget, m.TeamUsage().TotalTokens, raised)
-}
-
-// teamBudget is the team's budget: one set at run time (in the team's
-// registry directory, read at most every teamBudgetFresh), else the
-// configured one.
-func (w *budgetWatch) teamBudget() (int64, bool) {
-	m := w.m
-	now := m.now()
-	w.mu.Lock()
-	if !w.teamRead.IsZero() && now.Sub(w.teamRead) < teamBudgetFresh {
-		defer w.mu.Unlock()
-		return w.team, w.teamRaised
-	}
-	w.mu.Unlock()
-	budget, raised := m.cfg.Budgets.Team, false
-	if tr, ok := m.cfg.Registry.(teamRegistry); ok {
-		b, ok, err := tr.Dir().ReadTeamBudget()
-		if err != nil {
-			m.log.Warn("cannot read the team's budget; the configured one holds", "err", err)
-		}
-		if ok && b.Tokens > 0 {
-			budget, raised = b.Tokens, true
-		}
-	}
-	w.mu.Lock()
-	w.team, w.teamRaised, w.teamRead = budget, raised, now
-	w.mu.Unlock()
-	return budget, raised
-}
-
-// SetTeamBudget sets the team's token budget for every serve of the team
-// (codex-reply's team_budget_tokens; tokens > 0). Turns start again when
-// it is above what the team used, and the mail that waited is offered.
-func (m *Manager) SetTeamBudget(tokens int64) (*BudgetState, error) {
-	tr, ok := m.cfg.Registry.(teamRegistry)
-	if !ok {
-		return nil, proxyerr.New(proxyerr.ErrInternal, nil, "this serve's registry keeps no team budget")
-	}
-	if err := tr.Dir().WriteTeamBudget(registry.TeamBudget{Tokens: tokens, By: tr.Identity(), At: m.now().UTC()}); err != nil {
-		return nil, proxyerr.Wrap(proxyerr.ErrInternal, err, nil, "cannot set the team's budget: %v", err)
-	}
-	m.budgets.mu.Lock()
-	m.budgets.team, m.budgets.teamRaised, m.budgets.teamRead = tokens, true, m.now()
-	m.budgets.mu.Unlock()
-	st := m.TeamBudget()
-	m.cfg.Audit.Append(registry.Entry{Event: "budget_set", Identity: tr.Identity(), Summary: "team " + m.cfg.Team + ": " + budgetLine(*st)})
-	for identity, s := range m.Live() {
-		s.budgetRaised(identity)
-	}
-	return st, nil
-}
-
-// TeamUsage is the team's token usage: every session of this Manager
-// (closed ones included) as it counts them, and every other serve's
-// session of the team as its record says (priced where its model has a
-// price; a session in two records counts once).
-func (m *Manager) TeamUsage() backend.Usage {
-	var total backend.Usage
-	for _, s := range m.all() {
-		if u := s.Usage(); u != nil && s.Record().Team == m.cfg.Team {
-			total = total.Add(*u)
-		}
-	}
-	tr, ok := m.cfg.Registry.(teamRegistry)
-	if !ok {
-		return total
-	}
-	insts, err := tr.Dir().Scan()
-	if err != nil {
-		m.log.Warn("cannot read the other serves' registries for the team's usage", "err", err)
-		return total
-	}
-	others := map[string]backend.Usage{}
-	for _, in := range insts {
-		if in.Identity == tr.Identity() || in.Err != nil {
-			continue
-		}
-		for _, rec := range in.Sessions {
-			if rec.Usage == nil || rec.Team != m.cfg.Team || m.Get(rec.AgentID) != nil {
-				continue
-			}
-			u := m.cfg.Prices.Priced(rec.Model, ptr(usageOf(rec.Usage.Tokens)))
-			if prev, seen := others[rec.AgentID]; !seen || u.TotalTokens > prev.TotalTokens {
-				others[rec.AgentID] = *u
-			}
-		}
-	}
-	for _, u := range others {
-		total = total.Add(u)
-	}
-	return total
-}
-
 // overBudget returns BUDGET_EXCEEDED when a turn from src may not start on
 // s: its own budget, or the team's, is used up. A summary is never held
 // back. No lock of s is held.
@@ -439,7 +358,7 @@ func (s *Session) overBudget(src Source) error {
 	if budget, _ := s.m.budgets.teamBudget(); budget <= 0 {
 		return nil
 	}
-	if ts := s.m.TeamBudget(); ts != nil && ts.Exceeded {
+	if ts := s.m.TeamBudgets().State(); ts != nil && ts.Exceeded {
 		return proxyerr.New(proxyerr.ErrBudgetExceeded, map[string]any{"agent_id": rec.AgentID, "identity": rec.Identity, "scope": "team",
 			"team": s.m.cfg.Team, "used_tokens": ts.Used, "budget_tokens": ts.Tokens},
 			"the team %s has used %d of its %d-token budget: no new turn starts for its agents and their mail waits unread; "+

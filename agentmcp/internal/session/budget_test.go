@@ -79,7 +79,7 @@ func TestSessionBudget(t *testing.T) {
 		t.Errorf("the 100 %% notice (-want +got):\n%s", diff)
 	}
 
-	before := len(h.fb.requests())
+	before := len(h.fb.Requests())
 	err = turn(s, "hello")
 	var pe *proxyerr.Error
 	if !errors.Is(err, proxyerr.ErrBudgetExceeded) || !errors.As(err, &pe) {
@@ -96,7 +96,7 @@ func TestSessionBudget(t *testing.T) {
 	if _, err := s.RunBackground(Turn{Prompt: "later", Source: SourceClaude}); !errors.Is(err, proxyerr.ErrBudgetExceeded) {
 		t.Errorf("a background turn over the budget = %v, want BUDGET_EXCEEDED", err)
 	}
-	if n := len(h.fb.requests()) - before; n != 0 {
+	if n := len(h.fb.Requests()) - before; n != 0 {
 		t.Errorf("%d turns reached the agent over the budget", n)
 	}
 	if d := s.Detail(0); d.Budget == nil || !d.Budget.Exceeded || d.Budget.Tokens != 1000 {
@@ -173,7 +173,7 @@ func TestTeamBudget(t *testing.T) {
 	if !errors.As(err, &pe) || !errors.Is(err, proxyerr.ErrBudgetExceeded) || pe.Data["scope"] != "team" {
 		t.Fatalf("a turn over the team's budget = %v, want BUDGET_EXCEEDED of scope team", err)
 	}
-	st, err := h.m.SetTeamBudget(5000)
+	st, err := h.m.TeamBudgets().Set(5000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,5 +185,50 @@ func TestTeamBudget(t *testing.T) {
 	}
 	if got, ok, err := h.reg.Registry.(registryAdapter).Dir().ReadTeamBudget(); err != nil || !ok || got.Tokens != 5000 {
 		t.Errorf("the team's budget in the registry = %+v, %v, %v; want 5000", got, ok, err)
+	}
+}
+
+// TestBudgetWatched: a usage report wakes the budget watcher only when a
+// budget can be crossed — the session's own (set at run time or its
+// role's), or the team's (configured, or set at run time, seen for every
+// session) — and not when there is none anywhere, where the wake-up
+// would only cost the turn.
+func TestBudgetWatched(t *testing.T) {
+	tests := []struct {
+		name    string
+		budgets Budgets
+		role    string
+		set     func(h *harness, s *Session)
+		want    bool
+	}{
+		{"no budget anywhere", Budgets{}, "", nil, false},
+		{"a session budget configured", Budgets{Session: 500}, "", nil, true},
+		{"its role's", Budgets{Roles: map[string]int64{"small": 500}}, "small", nil, true},
+		{"another role's", Budgets{Roles: map[string]int64{"small": 500}}, "", nil, false},
+		{"set on the session at run time", Budgets{}, "", func(_ *harness, s *Session) { s.SetBudget(700) }, true},
+		{"the team's configured", Budgets{Team: 1000}, "", nil, true},
+		{"the team's set at run time", Budgets{}, "", func(h *harness, _ *Session) {
+			if _, err := h.m.TeamBudgets().Set(900); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, func(c *Config) {
+				c.Budgets = tt.budgets
+				c.Registry = c.Registry.(*countingRegistry).Registry // with its team directory, for the team's budget
+			})
+			s, err := h.m.Create(context.Background(), CreateRequest{Identity: "arch", Cwd: h.dir, Role: tt.role})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.set != nil {
+				tt.set(h, s)
+			}
+			if got := s.budgetWatched(); got != tt.want {
+				t.Errorf("budgetWatched() = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

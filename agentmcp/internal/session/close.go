@@ -73,7 +73,7 @@ func (m *Manager) Close(ctx context.Context, s *Session, summarize bool) CloseOu
 
 	before, unused := m.resumed.take(s)
 	unused = unused && !busy
-	rec := m.closeRecord(s, busy, unused, before)
+	rec := s.closeRecord(busy, unused, before)
 	closedErr := proxyerr.New(proxyerr.ErrSessionClosed, map[string]any{"agent_id": agentID}, "session %s was closed", agentID)
 	for _, j := range queued {
 		j.discard(closedErr)
@@ -126,7 +126,8 @@ func (m *Manager) Close(ctx context.Context, s *Session, summarize bool) CloseOu
 // session that ran no turn; interrupted for a busy one; else closed) with
 // the facts the session has, and releases its identity here and for the
 // mail layer. It returns the record.
-func (m *Manager) closeRecord(s *Session, busy, unused bool, before registry.Session) registry.Session {
+func (s *Session) closeRecord(busy, unused bool, before registry.Session) registry.Session {
+	m := s.m
 	s.mu.Lock()
 	facts, final := s.rec, s.final
 	s.final = nil
@@ -254,11 +255,12 @@ func closeUnused(reg Registry, agentID string, before registry.Session) (registr
 	})
 }
 
-// Discard undoes a session whose first turn failed before Codex gave it a
-// thread (Codex missing, a setting Codex refused): it releases the
+// Discard undoes a session whose first turn failed before its backend gave
+// it a thread (the agent missing, a setting it refused): it releases the
 // identity and drops the session from the registry and this Manager, so
 // that nothing is left holding what it took; why goes to the audit, and is
-// remembered for DiscardedError. It reports false, doing nothing, for a
+// remembered for Absent.Discarded (before the session is dropped, so that
+// a lookup meanwhile finds one or the other). It reports false, doing nothing, for a
 // session that has a thread.
 func (m *Manager) Discard(ctx context.Context, s *Session, why error) bool {
 	if s.Record().BackendID != "" {
@@ -272,13 +274,13 @@ func (m *Manager) Discard(ctx context.Context, s *Session, why error) bool {
 	if err := m.cfg.Registry.Remove(rec.AgentID); err != nil && !errors.Is(err, registry.ErrClosed) {
 		m.log.Warn("cannot drop the failed session from the registry", "agent_id", rec.AgentID, "err", err)
 	}
+	m.absent.discard(discardedSession{agentID: rec.AgentID, identity: rec.Identity, reason: why.Error(), at: m.now().UTC()})
 	m.mu.Lock()
 	if m.byID[rec.AgentID] == s {
 		delete(m.byID, rec.AgentID)
 	}
-	m.discarded.add(discardedSession{agentID: rec.AgentID, identity: rec.Identity, reason: why.Error(), at: m.now().UTC()})
 	m.mu.Unlock()
-	m.changed()
+	m.cfg.changed()
 	m.cfg.Audit.Session("session_discarded", rec, "its first turn failed: "+why.Error())
 	m.log.Info("session discarded: its first turn failed", "agent_id", rec.AgentID, "identity", rec.Identity, "err", why)
 	return true

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/poll"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
@@ -37,11 +38,11 @@ func TestClose(t *testing.T) {
 			var first, queued chan string
 			if tt.busy {
 				first = runAsync(s, Turn{Prompt: "BLOCK", Source: SourceClaude})
-				waitFor(t, "the turn to run", func() bool { return s.Detail(0).Busy })
+				poll.Until(t, "the turn to run", func() bool { return s.Detail(0).Busy })
 				queued = runAsync(s, Turn{Prompt: "later", Source: SourceClaude})
-				waitFor(t, "a turn to be queued", func() bool { return s.Detail(0).Queued == 1 })
+				poll.Until(t, "a turn to be queued", func() bool { return s.Detail(0).Queued == 1 })
 			}
-			before := len(h.fb.requests())
+			before := len(h.fb.Requests())
 			out := h.m.Close(context.Background(), s, tt.summarize)
 			if tt.busy {
 				if got := <-queued; !strings.Contains(got, "was closed") {
@@ -53,7 +54,7 @@ func TestClose(t *testing.T) {
 				t.Errorf("Close = %+v, want status %s, summary saved %v", out, tt.wantStatus, tt.summarize)
 			}
 			var summaries int
-			for _, r := range h.fb.requests()[before:] {
+			for _, r := range h.fb.Requests()[before:] {
 				if r.Prompt == summaryPrompt {
 					summaries++
 					if !r.SameThread || r.ThreadID != "thread-1" {
@@ -91,9 +92,7 @@ func TestClose(t *testing.T) {
 func TestShutdownRecordsFirst(t *testing.T) {
 	h := newHarness(t, nil)
 	gate := make(chan struct{})
-	h.fb.mu.Lock()
-	h.fb.summaryGate = gate
-	h.fb.mu.Unlock()
+	h.fb.Gate(summaryPrompt, gate)
 	idle, busy := h.create("arch"), h.create("dev-1")
 	for _, s := range []*Session{idle, busy} {
 		if _, err := s.Run(context.Background(), Turn{Prompt: "work " + s.Record().Identity, Source: SourceClaude}); err != nil {
@@ -101,7 +100,7 @@ func TestShutdownRecordsFirst(t *testing.T) {
 		}
 	}
 	running := runAsync(busy, Turn{Prompt: "BLOCK", Source: SourceClaude})
-	waitFor(t, "the turn to run", func() bool { return busy.Detail(0).Busy })
+	poll.Until(t, "the turn to run", func() bool { return busy.Detail(0).Busy })
 	done := make(chan struct{})
 	go func() { h.m.Shutdown(); close(done) }()
 	type fact struct {
@@ -127,7 +126,7 @@ func TestShutdownRecordsFirst(t *testing.T) {
 		}
 		return out
 	})
-	waitFor(t, "both records closed while the summaries wait", func() bool { return cmp.Diff(want, facts(), sortFacts) == "" })
+	poll.Until(t, "both records closed while the summaries wait", func() bool { return cmp.Diff(want, facts(), sortFacts) == "" })
 	if h.reg.HasSummary("arch", "thread-1") {
 		t.Error("a summary was saved before the model gave it")
 	}

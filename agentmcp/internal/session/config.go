@@ -305,3 +305,10 @@ func (c *Config) setDefaults() {
 		c.Now = time.Now
 	}
 }
+
+// changed tells Changed, if any.
+func (c *Config) changed() {
+	if c.Changed != nil {
+		c.Changed()
+	}
+}

@@ -2,9 +2,10 @@ package session
 
 import (
 	"context"
-	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 	"testing"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/poll"
+	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -45,9 +46,9 @@ func TestResumeContinuity(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			h.fb.mu.Lock()
-			h.fb.lost = map[string]bool{"thread-1": tt.lost}
-			h.fb.mu.Unlock()
+			if tt.lost {
+				h.fb.Lose("thread-1")
+			}
 			if err := h.m.Rebind(s, SourceClaude); err != nil {
 				t.Fatal(err)
 			}
@@ -58,7 +59,7 @@ func TestResumeContinuity(t *testing.T) {
 			if diff := cmp.Diff(tt.want, res.Thread); diff != "" {
 				t.Errorf("Thread (-want +got):\n%s", diff)
 			}
-			reqs := h.fb.requests()
+			reqs := h.fb.Requests()
 			if got := reqs[len(reqs)-1]; got.ThreadID != "thread-1" || got.Seed != tt.wantSeed {
 				t.Errorf("turn asked for thread %q with seed %q, want thread-1 with %q", got.ThreadID, got.Seed, tt.wantSeed)
 			}
@@ -72,7 +73,7 @@ func TestResumeContinuity(t *testing.T) {
 			if err != nil || next.Thread != nil {
 				t.Errorf("the next turn = %+v, %v; want no thread note", next, err)
 			}
-			if reqs := h.fb.requests(); reqs[len(reqs)-1].Seed != "" {
+			if reqs := h.fb.Requests(); reqs[len(reqs)-1].Seed != "" {
 				t.Errorf("the next turn carried a seed %q", reqs[len(reqs)-1].Seed)
 			}
 		})
@@ -88,9 +89,7 @@ func TestReplacedThreadSaysSo(t *testing.T) {
 	if _, err := s.Run(context.Background(), Turn{Prompt: "hello", Source: SourceClaude}); err != nil {
 		t.Fatal(err)
 	}
-	h.fb.mu.Lock()
-	h.fb.lost = map[string]bool{"thread-1": true}
-	h.fb.mu.Unlock()
+	h.fb.Lose("thread-1")
 	res, err := s.Run(context.Background(), Turn{Prompt: "again", Source: SourceClaude})
 	if err != nil {
 		t.Fatal(err)
@@ -111,13 +110,13 @@ func TestThreadIDRecordedAtOnce(t *testing.T) {
 	h := newHarness(t, nil)
 	s := h.create("arch")
 	first := runAsync(s, Turn{Prompt: "BLOCK", Source: SourceClaude})
-	waitFor(t, "the thread in the registry while the turn runs", func() bool {
+	poll.Until(t, "the thread in the registry while the turn runs", func() bool {
 		recs := h.reg.List(registry.Filter{})
 		return len(recs) == 1 && recs[0].BackendID == "thread-1"
 	})
 	if !s.Detail(0).Busy {
 		t.Error("the turn ended before the check")
 	}
-	h.fb.release <- "ok"
+	h.fb.Answer("ok")
 	<-first
 }

@@ -22,7 +22,7 @@ type discardedSession struct {
 // discardLog remembers the last discardedLimit discarded sessions, so that
 // agent_wait, agent_status and codex-reply on one of their agent_ids say
 // what became of it instead of a bare "not found": a background call
-// hands out the agent_id before its first turn is refused. Manager.mu
+// hands out the agent_id before its first turn is refused. Absent.mu
 // guards it.
 type discardLog struct {
 	ring []discardedSession // oldest first
@@ -46,15 +46,22 @@ func (l *discardLog) find(agentID string) (discardedSession, bool) {
 	return discardedSession{}, false
 }
 
-// DiscardedError returns the SESSION_NOT_FOUND error for an agent_id whose
-// session this Manager discarded (its first turn failed or Codex refused
-// it, see Discard), saying so and why, in the message and in the data
-// (discarded, reason, identity, discarded_at); nil for any other agent_id.
-// Only the last 100 discarded sessions are remembered.
-func (m *Manager) DiscardedError(agentID string) error {
-	m.mu.Lock()
-	d, ok := m.discarded.find(agentID)
-	m.mu.Unlock()
+// discard remembers d for Discarded.
+func (a *Absent) discard(d discardedSession) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.discarded.add(d)
+}
+
+// Discarded returns the SESSION_NOT_FOUND error for an agent_id whose
+// session the Manager discarded (its first turn failed or its agent
+// refused it, see Manager.Discard), saying so and why, in the message and
+// in the data (discarded, reason, identity, discarded_at); nil for any
+// other agent_id. Only the last 100 discarded sessions are remembered.
+func (a *Absent) Discarded(agentID string) error {
+	a.mu.Lock()
+	d, ok := a.discarded.find(agentID)
+	a.mu.Unlock()
 	if !ok {
 		return nil
 	}

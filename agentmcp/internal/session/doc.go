@@ -58,7 +58,7 @@
 // down is that backend's availability (backend.Availability,
 // MailPauser), asked as for any kind: its turns and new sessions are
 // refused at once and its mail waits, while the same kind here runs on.
-// The session's cwd is a path there (ResolveCwdOn: relative to the
+// The session's cwd is a path there (Catalogue.ResolveCwd: relative to the
 // host's root), its git facts are asked of the host (its own git), and
 // the context block names the host. An isolated session's place is made
 // on its host (PlaceRequest.Host, Place.Host): the Places implementation
@@ -121,9 +121,8 @@
 // The order is Manager.mu → Session.mu → persister.mu; nothing calls out
 // (I/O, the backend, the sink, the asker, the mail layer) while holding one.
 //
-//   - Manager.mu guards the session maps, the identities being claimed,
-//     the discarded sessions remembered (discarded.go) and the
-//     shutting-down flag.
+//   - Manager.mu guards the session maps, the identities being claimed
+//     and the shutting-down flag.
 //     Create and Rebind reserve the identity under it, drop it for the
 //     registry write and the git walk, then take it again to commit or
 //     undo.
@@ -136,6 +135,8 @@
 //     with no other lock held.
 //   - resumedSet.mu guards the resumed sessions that have run no turn yet
 //     (Manager.resumed); a leaf.
+//   - Absent.mu guards the discarded sessions remembered (discarded.go);
+//     a leaf.
 //
 // # When an agent is down
 //

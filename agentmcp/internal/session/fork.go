@@ -119,7 +119,7 @@ func (m *Manager) Fork(ctx context.Context, r ForkRequest) (*Session, error) {
 	s.mu.Unlock()
 	m.persist.now(s)
 	s.changed()
-	m.changed()
+	m.cfg.changed()
 	m.cfg.Audit.Session("session_forked", rec, "from "+src.AgentID+" (thread "+src.BackendID+", "+fork.How+")")
 	m.log.Info("session forked", "agent_id", rec.AgentID, "identity", rec.Identity, "from", src.AgentID, "how", fork.How)
 	return s, nil

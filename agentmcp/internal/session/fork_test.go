@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/fakebackend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
@@ -16,7 +17,7 @@ import (
 // forkingBackend is the fake backend with a Forker: it forks into
 // fork-of-<thread>, or refuses with refuse.
 type forkingBackend struct {
-	*fakeBackend
+	*fakebackend.Backend
 	refuse error
 	asked  []backend.ForkRequest
 }
@@ -37,7 +38,7 @@ func (b *forkingBackend) Fork(_ context.Context, req backend.ForkRequest) (*back
 func TestFork(t *testing.T) {
 	var fb *forkingBackend
 	h := newHarness(t, func(c *Config) {
-		fb = &forkingBackend{fakeBackend: c.Backends[registry.DefaultKind].(*fakeBackend)}
+		fb = &forkingBackend{Backend: c.Backends[registry.DefaultKind].(*fakebackend.Backend)}
 		c.Backends = map[string]Backend{registry.DefaultKind: fb}
 	})
 	src := h.create("arch")
@@ -87,7 +88,7 @@ func TestFork(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	reqs := h.fb.requests()
+	reqs := h.fb.Requests()
 	if got := []string{reqs[len(reqs)-2].Prompt, reqs[len(reqs)-1].Prompt}; got[0] != "TOLD\n\nfirst" || got[1] != "second" {
 		t.Errorf("the told fork's prompts = %q, want the source told in the first only", got)
 	}

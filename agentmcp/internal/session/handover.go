@@ -113,6 +113,6 @@ func (m *Manager) Take(rec registry.Session) *Session {
 	s := m.newSession(rec)
 	m.byID[rec.AgentID] = s
 	m.mu.Unlock()
-	m.changed()
+	m.cfg.changed()
 	return s
 }

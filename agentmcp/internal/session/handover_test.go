@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/poll"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 	"github.com/google/go-cmp/cmp"
 )
@@ -25,9 +26,9 @@ func TestHandOverAndTakeUp(t *testing.T) {
 	}
 	dev := h.create("dev-1")
 	running := runAsync(dev, Turn{Prompt: "BLOCK", Source: SourceClaude})
-	waitFor(t, "dev-1's turn to run", func() bool { return dev.Detail(0).Busy })
+	poll.Until(t, "dev-1's turn to run", func() bool { return dev.Detail(0).Busy })
 	queued := runAsync(dev, Turn{Prompt: "later", Source: SourceClaude})
-	waitFor(t, "a turn to be queued", func() bool { return dev.Detail(0).Queued == 1 })
+	poll.Until(t, "a turn to be queued", func() bool { return dev.Detail(0).Queued == 1 })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
@@ -54,7 +55,7 @@ func TestHandOverAndTakeUp(t *testing.T) {
 	if msg := <-running; msg != "interrupted" {
 		t.Errorf("the running turn: %q, want interrupted", msg)
 	}
-	for _, r := range h.fb.requests() {
+	for _, r := range h.fb.Requests() {
 		if r.Prompt == summaryPrompt {
 			t.Error("a summary was asked for: the thread goes on elsewhere")
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/poll"
 )
 
 // TestHoldRefused: a hold is refused, fn not called, while a turn runs or
@@ -18,13 +19,13 @@ func TestHoldRefused(t *testing.T) {
 	h := newHarness(t, nil)
 	s := h.create("arch")
 	first := runAsync(s, Turn{Prompt: "BLOCK", Source: SourceClaude})
-	waitFor(t, "the turn to run", func() bool { return s.Detail(0).Busy })
+	poll.Until(t, "the turn to run", func() bool { return s.Detail(0).Busy })
 	called := false
 	err := s.Hold(context.Background(), func(context.Context) error { called = true; return nil })
 	if called || !errors.Is(err, ErrBusy) || !errors.Is(err, proxyerr.ErrInvalidSessionParams) {
 		t.Errorf("Hold during a turn: called %v, err %v; want refused with ErrBusy", called, err)
 	}
-	h.fb.release <- "done"
+	h.fb.Answer("done")
 	<-first
 
 	inside := make(chan struct{})
@@ -38,7 +39,7 @@ func TestHoldRefused(t *testing.T) {
 		t.Errorf("a second Hold: called %v, err %v; want refused with ErrHeld", called, err)
 	}
 	close(out)
-	waitFor(t, "the hold to end", func() bool {
+	poll.Until(t, "the hold to end", func() bool {
 		return s.Hold(context.Background(), func(context.Context) error { return nil }) == nil
 	})
 }
@@ -59,8 +60,8 @@ func TestHoldKeepsTurnsOut(t *testing.T) {
 	want := errors.New("merge failed")
 	err := s.Hold(context.Background(), func(context.Context) error {
 		queued = runAsync(s, Turn{Prompt: "during the hold", Source: SourceClaude, Call: call})
-		waitFor(t, "the turn to be queued", func() bool { return s.Detail(0).Queued == 1 })
-		turnsInside = len(h.fb.requests())
+		poll.Until(t, "the turn to be queued", func() bool { return s.Detail(0).Queued == 1 })
+		turnsInside = len(h.fb.Requests())
 		mailInside = s.TryMail("<team-mail>hi</team-mail>", func(bool) { t.Error("report called for a refused delivery") })
 		return want
 	})
@@ -105,7 +106,7 @@ func TestHoldDelaysCloseRelease(t *testing.T) {
 	<-inside
 	closed := make(chan CloseOutcome, 1)
 	go func() { closed <- h.m.Close(context.Background(), s, false) }()
-	waitFor(t, "the close to start", func() bool { return s.Detail(0).Status == "closed" })
+	poll.Until(t, "the close to start", func() bool { return s.Detail(0).Status == "closed" })
 	close(out)
 	if err := <-held; err != nil {
 		t.Fatal(err)

@@ -3,6 +3,8 @@ package session
 import (
 	"context"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -18,7 +20,7 @@ import (
 // it here as a Host (Config.Hosts, by name). This package knows a host by
 // its name only: it is where a session's backend is looked up besides its
 // kind (Catalogue.of: the kind's entry of the host), where its directory
-// is resolved and checked (Manager.ResolveCwdOn) and where the git facts
+// is resolved and checked (Catalogue.ResolveCwd) and where the git facts
 // of its context come from (the host's Facts, not this machine's files);
 // the context block names it. Neither kind nor host is branched on: a
 // backend is picked by the pair (kind, host) the record holds, so a
@@ -83,17 +85,40 @@ func (c *Catalogue) checkHost(kind, host string) error {
 	return nil
 }
 
-// ResolveCwdOn resolves a new session's directory on host: as ResolveCwd
-// for this machine (host ""), else by the host (Host.Dir: relative to its
-// root). An unknown host is INVALID_PARAMS (checkHost); a directory the
-// host does not have is INVALID_PARAMS naming the host.
-func (m *Manager) ResolveCwdOn(ctx context.Context, host, arg string) (string, error) {
-	if host == "" {
-		return m.ResolveCwd(ctx, arg)
+// ResolveCwd resolves a new session's directory on host. On this machine
+// (host "") it applies FR-2.4: the caller's cwd (relative to the proxy's
+// directory), else the repository root of the proxy's directory, else the
+// proxy's directory; a given cwd must be an existing directory. On a host
+// the host resolves it (Host.Dir: relative to its root). An unknown host
+// is INVALID_PARAMS (checkHost); a directory the host does not have is
+// INVALID_PARAMS naming the host.
+func (c *Catalogue) ResolveCwd(ctx context.Context, host, arg string) (string, error) {
+	if host != "" {
+		return c.resolveCwdOn(ctx, host, arg)
 	}
-	h := m.cfg.Hosts[host]
+	if arg == "" {
+		if f := c.cfg.Git.Facts(ctx, c.cfg.Cwd); f.Root != nil {
+			return *f.Root, nil
+		}
+		return c.cfg.Cwd, nil
+	}
+	p := arg
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(c.cfg.Cwd, p)
+	}
+	p = filepath.Clean(p)
+	st, err := os.Stat(p)
+	if err != nil || !st.IsDir() {
+		return "", proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "cwd", "cwd": arg}, "cwd %q is not an existing directory", arg)
+	}
+	return p, nil
+}
+
+// resolveCwdOn is ResolveCwd on a host.
+func (c *Catalogue) resolveCwdOn(ctx context.Context, host, arg string) (string, error) {
+	h := c.cfg.Hosts[host]
 	if h == nil {
-		return "", m.cat.checkHost("", host)
+		return "", c.checkHost("", host)
 	}
 	dir, err := h.Dir(ctx, arg)
 	if err != nil {
@@ -102,20 +127,20 @@ func (m *Manager) ResolveCwdOn(ctx context.Context, host, arg string) (string, e
 	return dir, nil
 }
 
-// factsOn are the git facts of dir on host ("" is this machine, whose
+// facts are the git facts of dir on host ("" is this machine, whose
 // watcher reads its files); known, when the host cannot tell now (it is
 // down), are kept.
-func (m *Manager) factsOn(ctx context.Context, host, dir string, known gitctx.Facts) gitctx.Facts {
+func (c *Catalogue) facts(ctx context.Context, host, dir string, known gitctx.Facts) gitctx.Facts {
 	if host == "" {
-		return m.cfg.Git.Facts(ctx, dir)
+		return c.cfg.Git.Facts(ctx, dir)
 	}
-	h := m.cfg.Hosts[host]
+	h := c.cfg.Hosts[host]
 	if h == nil {
 		return known
 	}
 	f, err := h.Facts(ctx, dir)
 	if err != nil {
-		m.log.Debug("no git facts from the host; keeping what was known", "host", host, "dir", dir, "err", err)
+		c.cfg.Logger.Debug("no git facts from the host; keeping what was known", "host", host, "dir", dir, "err", err)
 		return known
 	}
 	return f
@@ -127,14 +152,15 @@ func (m *Manager) factsOn(ctx context.Context, host, dir string, known gitctx.Fa
 // (the session's start reads them first). A turn that starts at once
 // after another (queued, or mail the turn's end let in) may see the
 // facts of before the other; the one after sees its changes.
-func (m *Manager) refreshHostFacts(s *Session) {
+func (s *Session) refreshHostFacts() {
+	m := s.m
 	rec := s.Record()
 	if rec.Host == "" || !rec.Status.Live() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(m.ctx, 30*time.Second)
 	defer cancel()
-	f := m.factsOn(ctx, rec.Host, rec.Cwd, recordFacts(rec))
+	f := m.cat.facts(ctx, rec.Host, rec.Cwd, recordFacts(rec))
 	s.mu.Lock()
 	changed := deref(f.Root) != s.rec.RepoRoot || deref(f.Name) != s.rec.RepoName || deref(f.Branch) != s.rec.Branch
 	if changed && s.rec.Cwd == rec.Cwd {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/fakebackend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/gitctx"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
@@ -57,7 +58,7 @@ func strp(s string) *string { return &s }
 // its resume asks for it there again. An unknown host and a kind the host
 // does not run are refused before anything is recorded.
 func TestHosts(t *testing.T) {
-	remote := newFakeBackend()
+	remote := fakebackend.New(fakebackend.Config{})
 	box := &fakeHost{root: "/srv", dirs: map[string]bool{"/srv": true, "/srv/repo": true},
 		facts:    gitctx.Facts{Root: strp("/srv/repo"), Name: strp("widgets"), Branch: strp("trunk")},
 		backends: map[string]Backend{registry.DefaultKind: remote}}
@@ -65,20 +66,20 @@ func TestHosts(t *testing.T) {
 	h := newHarness(t, func(c *Config) {
 		c.Hosts = map[string]Host{"box": box}
 		c.Places = fp
-		c.Backends["plain"] = &plainBackend{f: newFakeBackend()} // here, not on the host
+		c.Backends["plain"] = &plainBackend{f: fakebackend.New(fakebackend.Config{})} // here, not on the host
 	})
 	ctx := context.Background()
 
-	cwd, err := h.m.ResolveCwdOn(ctx, "box", "repo")
+	cwd, err := h.m.Catalogue().ResolveCwd(ctx, "box", "repo")
 	if err != nil || cwd != "/srv/repo" {
-		t.Fatalf("ResolveCwdOn(box, repo) = %q, %v", cwd, err)
+		t.Fatalf("Catalogue().ResolveCwd(box, repo) = %q, %v", cwd, err)
 	}
 	for _, tt := range []struct{ host, dir, want string }{
 		{"box", "nowhere", `cwd "nowhere" on host box: /srv/nowhere is not an existing directory there`},
 		{"far", "repo", `host "far" is not configured (hosts: box)`},
 	} {
-		if _, err := h.m.ResolveCwdOn(ctx, tt.host, tt.dir); !errors.Is(err, proxyerr.ErrInvalidParams) || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("ResolveCwdOn(%s, %s) = %v, want INVALID_PARAMS saying %q", tt.host, tt.dir, err, tt.want)
+		if _, err := h.m.Catalogue().ResolveCwd(ctx, tt.host, tt.dir); !errors.Is(err, proxyerr.ErrInvalidParams) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Catalogue().ResolveCwd(%s, %s) = %v, want INVALID_PARAMS saying %q", tt.host, tt.dir, err, tt.want)
 		}
 	}
 
@@ -93,10 +94,10 @@ func TestHosts(t *testing.T) {
 	if _, err := s.Run(ctx, Turn{Prompt: "hello", Source: SourceClaude}); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(h.fb.requests()); n != 0 {
+	if n := len(h.fb.Requests()); n != 0 {
 		t.Errorf("the local backend ran %d turns of a session on a host", n)
 	}
-	reqs := remote.requests()
+	reqs := remote.Requests()
 	if len(reqs) != 1 {
 		t.Fatalf("the host's backend ran %d turns, want 1", len(reqs))
 	}
@@ -120,7 +121,7 @@ func TestHosts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	reqs = remote.requests()
+	reqs = remote.Requests()
 	if got := reqs[len(reqs)-1].Preamble; !strings.Contains(got, "Branch:    feature") {
 		t.Errorf("the third turn's context:\n%s\nwant the branch read there after the second", got)
 	}

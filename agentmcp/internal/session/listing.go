@@ -31,20 +31,20 @@ func (s *Session) resumable(rec registry.Session) bool {
 
 // Elsewhere returns the sessions of the team's other proxy instances, as
 // agent_sessions lists them with all (Dir.Scan: no lock, nothing written),
-// leaving out the agent_ids this Manager holds. Their instance is named;
+// leaving out the agent_ids the Manager holds. Their instance is named;
 // a live one has the pid of the serve that runs it, and the live sessions
 // of an instance whose serve is gone read stale. A session found in two
 // registries is listed once. None is resumable from
 // here: their registry is another instance's. Nil when the registry has no
 // team directory to read.
-func (m *Manager) Elsewhere() []View {
-	tr, ok := m.cfg.Registry.(teamRegistry)
+func (a *Absent) Elsewhere() []View {
+	tr, ok := a.cfg.Registry.(teamRegistry)
 	if !ok {
 		return nil
 	}
 	insts, err := tr.Dir().Scan()
 	if err != nil {
-		m.log.Warn("cannot read the other instances' registries", "err", err)
+		a.log.Warn("cannot read the other instances' registries", "err", err)
 		return nil
 	}
 	var out []View
@@ -54,13 +54,13 @@ func (m *Manager) Elsewhere() []View {
 			continue
 		}
 		for _, rec := range in.Sessions {
-			if m.Get(rec.AgentID) != nil {
+			if a.held(rec.AgentID) {
 				continue
 			}
 			v := recordView(rec, rec.BackendID != "" && tr.Dir().HasSummary(rec.Identity, rec.BackendID))
 			v.Instance = in.Identity
 			if rec.Usage != nil {
-				v.TokenUsage = m.cfg.Prices.Priced(rec.Model, ptr(usageOf(rec.Usage.Tokens))) // as its serve last wrote it
+				v.TokenUsage = a.cfg.Prices.Priced(rec.Model, ptr(usageOf(rec.Usage.Tokens))) // as its serve last wrote it
 			}
 			v.Model = rec.Model
 			if in.Running && rec.Status.Live() {

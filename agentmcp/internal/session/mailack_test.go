@@ -5,9 +5,11 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/poll"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 	"github.com/google/go-cmp/cmp"
 )
@@ -51,7 +53,7 @@ func TestTryMailReportsAcceptance(t *testing.T) {
 			if !ok {
 				t.Fatal("TryMailThen on an idle session = false")
 			}
-			waitFor(t, "the mail turn to run", func() bool { return len(h.fb.requests()) == 2 })
+			poll.Until(t, "the mail turn to run", func() bool { return len(h.fb.Requests()) == 2 })
 			tt.finish(h, s)
 			<-ended
 			mu.Lock()
@@ -85,62 +87,60 @@ func (a *auditRecorder) count() int {
 // TestTurnsRefusedWhileCodexDown: while the backend says Codex is down
 // (Unavailable), every turn a client asks for fails at once with the
 // backend's error, before anything is queued, sent, written to the
-// registry or audited; once Codex is back, turns run again.
+// registry or audited; once Codex is back, turns run again. The
+// persister's debounced writes settle on testing/synctest's clock.
 func TestTurnsRefusedWhileCodexDown(t *testing.T) {
-	audit := &auditRecorder{}
-	h := newHarness(t, func(c *Config) { c.Audit = NewAuditor(audit, nil) })
-	s := h.create("arch")
-	if _, err := s.Run(context.Background(), Turn{Prompt: "first", Source: SourceClaude}); err != nil {
-		t.Fatal(err)
-	}
-	thread := s.Record().BackendID
-	settled := func() { // the debounced registry writes of what came before
-		for n := -1; n != h.reg.count(); time.Sleep(3 * persistDebounce) {
-			n = h.reg.count()
+	synctest.Test(t, func(t *testing.T) {
+		audit := &auditRecorder{}
+		h := newHarness(t, func(c *Config) { c.Audit = NewAuditor(audit, nil) })
+		s := h.create("arch")
+		if _, err := s.Run(context.Background(), Turn{Prompt: "first", Source: SourceClaude}); err != nil {
+			t.Fatal(err)
 		}
-	}
-	settled()
-	down := proxyerr.New(proxyerr.ErrChildProcessDead, nil, "codex child process is not running: killed by signal killed (call agent_restart_codex to start a new one)")
-	h.fb.mu.Lock()
-	h.fb.down = down
-	h.fb.mu.Unlock()
-
-	type state struct{ Requests, RegistryWrites, Audit int }
-	now := func() state { return state{len(h.fb.requests()), h.reg.count(), audit.count()} }
-	before := now()
-	call := &fakeCall{}
-	turns := []struct {
-		name string
-		run  func() error
-	}{
-		{"Run", func() error {
-			_, err := s.Run(context.Background(), Turn{Prompt: "x", Call: call, Source: SourceClaude})
-			return err
-		}},
-		{"RunBackground", func() error { _, err := s.RunBackground(Turn{Prompt: "x", Source: SourceClaude}); return err }},
-		{"Start", func() error { _, err := s.Start(Turn{Prompt: "x", Source: SourceClaude}); return err }},
-		{"AnonymousReply", func() error {
-			_, err := h.m.AnonymousReply(context.Background(), call, "019a0000-0000-7000-8000-000000000000", "x")
-			return err
-		}},
-	}
-	for _, tt := range turns {
-		if err := tt.run(); !errors.Is(err, down) {
-			t.Errorf("%s while Codex is down = %v, want the backend's %v", tt.name, err, down)
+		thread := s.Record().BackendID
+		settled := func() { // the debounced registry writes of what came before
+			time.Sleep(persistDebounce)
+			synctest.Wait()
 		}
-	}
-	settled()
-	if diff := cmp.Diff(before, now()); diff != "" {
-		t.Errorf("turns while Codex is down changed something (-before +after):\n%s", diff)
-	}
-	if d := s.Detail(0); d.Busy || s.Record().BackendID != thread {
-		t.Errorf("session after the refused turns: busy %v, thread %q; want idle on %q", d.Busy, s.Record().BackendID, thread)
-	}
+		settled()
+		down := proxyerr.New(proxyerr.ErrChildProcessDead, nil, "codex child process is not running: killed by signal killed (call agent_restart_codex to start a new one)")
+		h.fb.SetDown(down)
 
-	h.fb.mu.Lock()
-	h.fb.down = nil
-	h.fb.mu.Unlock()
-	if r, err := s.Run(context.Background(), Turn{Prompt: "back", Source: SourceClaude}); err != nil || r.Text != "echo: back" {
-		t.Errorf("Run once Codex is back = %+v, %v", r, err)
-	}
+		type state struct{ Requests, RegistryWrites, Audit int }
+		now := func() state { return state{len(h.fb.Requests()), h.reg.count(), audit.count()} }
+		before := now()
+		call := &fakeCall{}
+		turns := []struct {
+			name string
+			run  func() error
+		}{
+			{"Run", func() error {
+				_, err := s.Run(context.Background(), Turn{Prompt: "x", Call: call, Source: SourceClaude})
+				return err
+			}},
+			{"RunBackground", func() error { _, err := s.RunBackground(Turn{Prompt: "x", Source: SourceClaude}); return err }},
+			{"Start", func() error { _, err := s.Start(Turn{Prompt: "x", Source: SourceClaude}); return err }},
+			{"AnonymousReply", func() error {
+				_, err := h.m.AnonymousReply(context.Background(), call, "019a0000-0000-7000-8000-000000000000", "x")
+				return err
+			}},
+		}
+		for _, tt := range turns {
+			if err := tt.run(); !errors.Is(err, down) {
+				t.Errorf("%s while Codex is down = %v, want the backend's %v", tt.name, err, down)
+			}
+		}
+		settled()
+		if diff := cmp.Diff(before, now()); diff != "" {
+			t.Errorf("turns while Codex is down changed something (-before +after):\n%s", diff)
+		}
+		if d := s.Detail(0); d.Busy || s.Record().BackendID != thread {
+			t.Errorf("session after the refused turns: busy %v, thread %q; want idle on %q", d.Busy, s.Record().BackendID, thread)
+		}
+
+		h.fb.SetDown(nil)
+		if r, err := s.Run(context.Background(), Turn{Prompt: "back", Source: SourceClaude}); err != nil || r.Text != "echo: back" {
+			t.Errorf("Run once Codex is back = %+v, %v", r, err)
+		}
+	})
 }

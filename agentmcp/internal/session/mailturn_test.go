@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/poll"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -24,7 +25,7 @@ func TestTryMailThenReportsTheEnd(t *testing.T) {
 	}{
 		{"completed", "<team-mail>hi</team-mail>\nhello", func(*harness, *Session) {},
 			end{Status: "completed", Text: "echo: hello", Idle: true}},
-		{"released", "BLOCK", func(h *harness, _ *Session) { h.fb.release <- "done it" },
+		{"released", "BLOCK", func(h *harness, _ *Session) { h.fb.Answer("done it") },
 			end{Status: "completed", Text: "done it", Idle: true}},
 		{"interrupted", "BLOCK", func(_ *harness, s *Session) {
 			if ok, err := s.Interrupt(context.Background()); !ok || err != nil {
@@ -51,7 +52,7 @@ func TestTryMailThenReportsTheEnd(t *testing.T) {
 			if !ok {
 				t.Fatal("TryMailThen on an idle session = false")
 			}
-			waitFor(t, "the mail turn to run", func() bool { return len(h.fb.requests()) == 2 })
+			poll.Until(t, "the mail turn to run", func() bool { return len(h.fb.Requests()) == 2 })
 			tt.finish(h, s)
 			if diff := cmp.Diff(tt.want, <-ended); diff != "" {
 				t.Errorf("ended (-want +got):\n%s", diff)

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sort"
 	"sync"
 	"time"
@@ -23,6 +21,7 @@ import (
 type Manager struct {
 	cfg     Config
 	cat     *Catalogue
+	absent  *Absent // what became of the agent_ids it does not hold
 	log     *slog.Logger
 	now     func() time.Time
 	persist *persister
@@ -36,8 +35,6 @@ type Manager struct {
 	byIdentity map[string]*Session // live sessions by identity
 	claiming   map[string]bool     // identities reserved by a Create or Rebind in progress
 	closing    bool                // Shutdown has begun: no new sessions
-	// discarded are the last sessions Discard dropped (discarded.go).
-	discarded discardLog
 
 	// resumed are the sessions Rebind made live that have run no turn
 	// since, with their record from before: closing one gives it back its
@@ -102,6 +99,7 @@ func NewManager(cfg Config) (*Manager, error) {
 		m.cfg.Git, m.ownGit = gitctx.New(gitctx.Config{Logger: cfg.Logger}), true
 	}
 	m.cat = &Catalogue{cfg: &m.cfg}
+	m.absent = &Absent{cfg: &m.cfg, log: cfg.Logger, held: func(id string) bool { return m.Get(id) != nil }}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.persist = newPersister(cfg.Registry, cfg.Logger)
 	m.budgets = newBudgetWatch(m)
@@ -122,7 +120,7 @@ func NewManager(cfg Config) (*Manager, error) {
 // CreateRequest describes a new session.
 type CreateRequest struct {
 	Identity  string
-	Cwd       string // an existing directory (ResolveCwd)
+	Cwd       string // an existing directory (Catalogue.ResolveCwd)
 	Tag       string
 	Role      string
 	AgentFile string
@@ -148,7 +146,7 @@ type CreateRequest struct {
 	// change is read against it. optional.
 	StartHead string
 	// Host is the host the session's agent runs on, one of Config.Hosts
-	// (hosts.go): Cwd is a directory there (ResolveCwdOn). optional: ""
+	// (hosts.go): Cwd is a directory there (Catalogue.ResolveCwd). optional: ""
 	// means this machine.
 	Host string
 }
@@ -195,7 +193,7 @@ func (m *Manager) Create(ctx context.Context, r CreateRequest) (*Session, error)
 	if place != nil {
 		cwd, wt = place.Cwd, place.record()
 	}
-	facts := m.factsOn(ctx, r.Host, cwd, gitctx.Facts{})
+	facts := m.cat.facts(ctx, r.Host, cwd, gitctx.Facts{})
 	rec, err := m.cfg.Registry.Add(registry.Session{
 		AgentID: agentID, Backend: kind, Identity: r.Identity, Cwd: cwd, RepoRoot: deref(facts.Root), RepoName: deref(facts.Name), Branch: deref(facts.Branch),
 		Status: registry.StatusBusy, ThreadState: registry.ThreadBusy, Tag: r.Tag, Role: r.Role, AgentSource: r.AgentFile, Worktree: wt,
@@ -225,7 +223,7 @@ func (m *Manager) Create(ctx context.Context, r CreateRequest) (*Session, error)
 	s.bindMail()
 	m.log.Info("session started", "agent_id", rec.AgentID, "identity", r.Identity, "agent", kind, "cwd", cwd, "host", r.Host)
 	s.changed()
-	m.changed()
+	m.cfg.changed()
 	return s, nil
 }
 
@@ -379,28 +377,6 @@ func autoMailFor(cfg *Config, identity string) bool {
 	return cfg.AutoMail
 }
 
-// ResolveCwd applies FR-2.4: the caller's cwd (relative to the proxy's
-// directory), else the repository root of the proxy's directory, else the
-// proxy's directory. A given cwd must be an existing directory.
-func (m *Manager) ResolveCwd(ctx context.Context, arg string) (string, error) {
-	if arg == "" {
-		if f := m.cfg.Git.Facts(ctx, m.cfg.Cwd); f.Root != nil {
-			return *f.Root, nil
-		}
-		return m.cfg.Cwd, nil
-	}
-	p := arg
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(m.cfg.Cwd, p)
-	}
-	p = filepath.Clean(p)
-	st, err := os.Stat(p)
-	if err != nil || !st.IsDir() {
-		return "", proxyerr.New(proxyerr.ErrInvalidParams, map[string]any{"argument": "cwd", "cwd": arg}, "cwd %q is not an existing directory", arg)
-	}
-	return p, nil
-}
-
 // Get returns the session of agentID, or nil.
 func (m *Manager) Get(agentID string) *Session {
 	m.mu.Lock()
@@ -468,13 +444,6 @@ func (m *Manager) Live() map[string]*Session {
 		live[id] = s
 	}
 	return live
-}
-
-// changed tells Config.Changed, if any.
-func (m *Manager) changed() {
-	if m.cfg.Changed != nil {
-		m.cfg.Changed()
-	}
 }
 
 // Closing reports whether Shutdown has begun.

@@ -5,12 +5,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/fakebackend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend/outputschema"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
 // constrainingBackend is the fake backend as a StructuredOutputter.
-type constrainingBackend struct{ *fakeBackend }
+type constrainingBackend struct{ *fakebackend.Backend }
 
 func (constrainingBackend) StructuredOutput(context.Context) error { return nil }
 
@@ -37,16 +38,16 @@ func TestOutputSchema(t *testing.T) {
 		t.Run(tt.how+" "+tt.answer, func(t *testing.T) {
 			h := newHarness(t, func(c *Config) {
 				if tt.how == OutputConstrained {
-					c.Backends = map[string]Backend{registry.DefaultKind: constrainingBackend{c.Backends[registry.DefaultKind].(*fakeBackend)}}
+					c.Backends = map[string]Backend{registry.DefaultKind: constrainingBackend{c.Backends[registry.DefaultKind].(*fakebackend.Backend)}}
 				}
 			})
 			s := h.create("arch")
-			go func() { h.fb.release <- tt.answer }()
+			go func() { h.fb.Answer(tt.answer) }()
 			r, err := s.Run(context.Background(), Turn{Prompt: "BLOCK", Source: SourceClaude, Output: schema})
 			if err != nil {
 				t.Fatal(err)
 			}
-			req := h.fb.requests()[0]
+			req := h.fb.Requests()[0]
 			if constrained := string(req.OutputSchema) == string(schema.Raw()); constrained != (tt.how == OutputConstrained) ||
 				strings.Contains(req.Prompt, "<output-schema>") == constrained {
 				t.Errorf("the turn sent schema %s and prompt %q; want it %s", req.OutputSchema, req.Prompt, tt.how)

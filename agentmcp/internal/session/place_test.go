@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/poll"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 	"github.com/google/go-cmp/cmp"
 )
@@ -96,7 +97,7 @@ func TestPlaceLifecycle(t *testing.T) {
 		if _, err := s.Run(context.Background(), Turn{Prompt: prompt, Source: SourceClaude}); err != nil {
 			t.Fatal(err)
 		}
-		req := h.fb.requests()[i]
+		req := h.fb.Requests()[i]
 		if req.Params.Cwd != rec.Cwd || req.Params.Env["ATM_BRANCH"] != "atm/alice" || len(req.Params.WritableRoots) != 2 {
 			t.Errorf("turn %d params: cwd %q env %v roots %v", i, req.Params.Cwd, req.Params.Env, req.Params.WritableRoots)
 		}
@@ -107,7 +108,7 @@ func TestPlaceLifecycle(t *testing.T) {
 			}
 		}
 	}
-	waitFor(t, "two ended turns told", func() bool { _, _, e := fp.snapshot(); return len(e) == 2 })
+	poll.Until(t, "two ended turns told", func() bool { _, _, e := fp.snapshot(); return len(e) == 2 })
 
 	out := h.m.Close(context.Background(), s, false)
 	want := &Released{Path: "/repo/.atm/worktrees/alice", Branch: "atm/alice", Dirty: 1, Stat: "1 files changed, 1 insertions(+), 0 deletions(-)"}
@@ -208,7 +209,7 @@ func TestPlaceReadOnly(t *testing.T) {
 	if _, err := s.Run(context.Background(), Turn{Prompt: "look", Source: SourceClaude}); err != nil {
 		t.Fatal(err)
 	}
-	p := h.fb.requests()[0].Params
+	p := h.fb.Requests()[0].Params
 	if sb := codexOptions(p).Sandbox; sb != ReadOnly || len(p.WritableRoots) != 0 || p.Env["ATM_BRANCH"] != "atm/ro" {
 		t.Errorf("read-only params: sandbox %q roots %v env %v", sb, p.WritableRoots, p.Env)
 	}

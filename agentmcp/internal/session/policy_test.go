@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/fakebackend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 	"github.com/google/go-cmp/cmp"
 )
@@ -39,7 +40,7 @@ func TestHoldPolicy(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var log bytes.Buffer
 			tt.cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
-			p := codexOptions(threadParams(&tt.cfg, sessionContext{Identity: "arch", Team: "dev"}, tt.st, registry.DefaultKind, newFakeBackend()))
+			p := codexOptions(threadParams(&tt.cfg, sessionContext{Identity: "arch", Team: "dev"}, tt.st, registry.DefaultKind, fakebackend.New(fakebackend.Config{})))
 			if p.Sandbox != tt.sandbox || p.Profile != tt.profile || p.ApprovalPolicy != tt.st.ApprovalPolicy {
 				t.Errorf("sandbox %q profile %q approval %q, want %q %q %q", p.Sandbox, p.Profile, p.ApprovalPolicy, tt.sandbox, tt.profile, tt.st.ApprovalPolicy)
 			}

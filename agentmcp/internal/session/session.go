@@ -230,7 +230,7 @@ func (s *Session) Record() registry.Session {
 }
 
 // SetCwd changes the directory the session's next turns run in (an
-// existing directory, see Manager.ResolveCwd).
+// existing directory, see Catalogue.ResolveCwd).
 func (s *Session) SetCwd(cwd string) {
 	s.mu.Lock()
 	s.rec.Cwd = cwd
@@ -506,7 +506,7 @@ func (s *Session) startLocked(j *job) (run func()) {
 		if p := s.Place(); p != nil && s.m.cfg.Places != nil {
 			s.m.cfg.Places.TurnEnded(p) // the conflict radar, off this goroutine
 		}
-		s.m.refreshHostFacts(s) // on a host: for the next turn (hosts.go)
+		s.refreshHostFacts() // on a host: for the next turn (hosts.go)
 	}
 }
 
@@ -581,7 +581,7 @@ func (s *Session) recordOutcome(o *outcome, full string) {
 	s.mu.Unlock()
 	close(done)
 	s.changed()
-	s.m.changed()
+	s.m.cfg.changed()
 }
 
 // Interrupt interrupts the session's running turn (agent_interrupt): its
@@ -686,7 +686,7 @@ func (s *Session) recordEvent(typ, thread string, act backend.Activity) IDs {
 	ids := s.ids
 	s.mu.Unlock()
 	if first {
-		s.m.changed() // its first message: a transcript to show
+		s.m.cfg.changed() // its first message: a transcript to show
 	}
 	return ids
 }

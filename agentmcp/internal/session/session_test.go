@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/poll"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -32,12 +35,12 @@ func TestRunQueuesInOrderAndReleasesQueuedCalls(t *testing.T) {
 	h := newHarness(t, nil)
 	s := h.create("arch")
 	first := runAsync(s, Turn{Prompt: "BLOCK", Source: SourceClaude})
-	waitFor(t, "the first turn to run", func() bool { return s.Detail(0).Busy })
+	poll.Until(t, "the first turn to run", func() bool { return s.Detail(0).Busy })
 	calls := []*fakeCall{{}, {}}
 	a := runAsync(s, Turn{Prompt: "a", Source: SourceClaude, Call: calls[0]})
-	waitFor(t, "a to be queued", func() bool { return s.Detail(0).Queued == 1 })
+	poll.Until(t, "a to be queued", func() bool { return s.Detail(0).Queued == 1 })
 	b := runAsync(s, Turn{Prompt: "b", Source: SourceClaude, Call: calls[1]})
-	waitFor(t, "b to be queued", func() bool { return s.Detail(0).Queued == 2 })
+	poll.Until(t, "b to be queued", func() bool { return s.Detail(0).Queued == 2 })
 	for i, c := range calls {
 		c.mu.Lock()
 		if c.releases == 0 {
@@ -45,14 +48,14 @@ func TestRunQueuesInOrderAndReleasesQueuedCalls(t *testing.T) {
 		}
 		c.mu.Unlock()
 	}
-	h.fb.release <- "first done"
+	h.fb.Answer("first done")
 	got := []string{<-first, <-a, <-b}
 	want := []string{"first done", "echo: a", "echo: b"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("results (-want +got):\n%s", diff)
 	}
 	var prompts []string
-	for _, r := range h.fb.requests() {
+	for _, r := range h.fb.Requests() {
 		prompts = append(prompts, r.Prompt[strings.LastIndex(r.Prompt, "\n")+1:])
 	}
 	if diff := cmp.Diff([]string{"BLOCK", "a", "b"}, prompts); diff != "" {
@@ -67,7 +70,7 @@ func TestQueuePutsClaudeBeforeMail(t *testing.T) {
 	h := newHarness(t, nil)
 	s := h.create("arch")
 	first := runAsync(s, Turn{Prompt: "BLOCK", Source: SourceClaude})
-	waitFor(t, "the first turn to run", func() bool { return s.Detail(0).Busy })
+	poll.Until(t, "the first turn to run", func() bool { return s.Detail(0).Busy })
 	var order []string
 	done := make(chan struct{}, 3)
 	queue := func(name string, src Source) {
@@ -82,7 +85,7 @@ func TestQueuePutsClaudeBeforeMail(t *testing.T) {
 	queue("mail-1", SourceMail)
 	queue("claude-1", SourceClaude)
 	queue("claude-2", SourceClaude)
-	h.fb.release <- "ok"
+	h.fb.Answer("ok")
 	<-first
 	for range 3 {
 		<-done
@@ -96,11 +99,11 @@ func TestTryMailOnlyWhenIdle(t *testing.T) {
 	h := newHarness(t, nil)
 	s := h.create("arch")
 	first := runAsync(s, Turn{Prompt: "BLOCK", Source: SourceClaude})
-	waitFor(t, "the first turn to run", func() bool { return s.Detail(0).Busy })
+	poll.Until(t, "the first turn to run", func() bool { return s.Detail(0).Busy })
 	if s.TryMail("mail while busy", func(bool) { t.Error("report called for a refused delivery") }) {
 		t.Error("TryMail on a busy session = true, want false")
 	}
-	h.fb.release <- "ok"
+	h.fb.Answer("ok")
 	<-first
 	sent := make(chan bool, 1)
 	if !s.TryMail("<team-mail>hi</team-mail>", func(ok bool) { sent <- ok }) {
@@ -109,14 +112,14 @@ func TestTryMailOnlyWhenIdle(t *testing.T) {
 	if !<-sent {
 		t.Error("report(false), want report(true) once the turn was sent")
 	}
-	waitFor(t, "the mail turn to end", func() bool { return s.Detail(0).Status == "idle" && s.Detail(0).Turns == 2 })
+	poll.Until(t, "the mail turn to end", func() bool { return s.Detail(0).Status == "idle" && s.Detail(0).Turns == 2 })
 }
 
 func TestApprovalsFirstAnswerWins(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.ApprovalFallback = "queue" })
 	s := h.create("arch")
 	res := runAsync(s, Turn{Prompt: "APPROVE", Source: SourceClaude})
-	waitFor(t, "the approval to be pending", func() bool { return s.Detail(0).Status == "awaiting_approval" })
+	poll.Until(t, "the approval to be pending", func() bool { return s.Detail(0).Status == "awaiting_approval" })
 	d := s.Detail(0)
 	if len(d.PendingApprovals) != 1 || d.PendingApprovals[0].Command != "touch x" || d.PendingApprovals[0].Question != "[arch] Allow Codex to run `touch x` in `"+h.dir+"`?" {
 		t.Fatalf("pending approvals = %+v", d.PendingApprovals)
@@ -147,8 +150,6 @@ func TestApprovalDecisions(t *testing.T) {
 			"decision: approve_for_session "},
 		{"client cannot be reached", func(c *Config) { c.Asker = &fakeAsker{err: errors.New("client gone")} },
 			"decision: deny the approval could not be asked: client gone"},
-		{"nobody answers in time", func(c *Config) { c.Asker = &fakeAsker{block: true}; c.ElicitationTimeout = 20 * time.Millisecond },
-			"decision: deny no answer from the user within 20ms"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -162,17 +163,50 @@ func TestApprovalDecisions(t *testing.T) {
 	}
 }
 
-// fakeAsker answers every question the same way, or blocks until ctx ends.
+// TestApprovalTimeout: an approval nobody answers is denied when the
+// elicitation timeout passes, not before, saying after how long; the
+// asker's question ends with it. Time is the point here, so it runs on
+// testing/synctest's clock: the default five minutes pass at once.
+func TestApprovalTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		asker := &fakeAsker{block: true}
+		h := newHarness(t, func(c *Config) { c.Asker = asker; c.ElicitationTimeout = 5 * time.Minute })
+		s := h.create("arch")
+		start := time.Now()
+		res := runAsync(s, Turn{Prompt: "APPROVE", Source: SourceClaude})
+		time.Sleep(5*time.Minute - time.Second)
+		synctest.Wait()
+		if st := s.Detail(0).Status; st != "awaiting_approval" {
+			t.Errorf("a second before the timeout the session is %q, want awaiting_approval", st)
+		}
+		got := <-res
+		if want := "decision: deny no answer from the user within 5m0s"; !strings.HasPrefix(got, want) {
+			t.Errorf("turn result = %q, want it to start with %q", got, want)
+		}
+		if d := time.Since(start); d != 5*time.Minute {
+			t.Errorf("denied after %v, want exactly the timeout (5m0s)", d)
+		}
+		synctest.Wait()
+		if n := asker.ended.Load(); n != 1 {
+			t.Errorf("%d questions ended, want the one asked", n)
+		}
+	})
+}
+
+// fakeAsker answers every question the same way, or blocks until ctx ends
+// (counting the questions so ended).
 type fakeAsker struct {
 	answer Answer
 	err    error
 	block  bool
+	ended  atomic.Int64
 }
 
 func (a *fakeAsker) CanAsk() bool { return true }
 func (a *fakeAsker) Ask(ctx context.Context, q Question) (Answer, error) {
 	if a.block {
 		<-ctx.Done()
+		a.ended.Add(1)
 		return Answer{}, ctx.Err()
 	}
 	return a.answer, a.err
@@ -182,7 +216,7 @@ func TestCloseDeniesPendingApprovals(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.ApprovalFallback = "queue" })
 	s := h.create("arch")
 	res := runAsync(s, Turn{Prompt: "APPROVE", Source: SourceClaude})
-	waitFor(t, "the approval to be pending", func() bool { return s.Detail(0).Status == "awaiting_approval" })
+	poll.Until(t, "the approval to be pending", func() bool { return s.Detail(0).Status == "awaiting_approval" })
 	h.m.Close(context.Background(), s, false)
 	if got, want := <-res, "decision: deny the session is being closed"; got != want {
 		t.Errorf("turn result = %q, want %q", got, want)
@@ -230,18 +264,44 @@ func TestCreateHoldsNoLockWhileTheRegistryWrites(t *testing.T) {
 	}
 }
 
-func TestPersisterCoalesces(t *testing.T) {
-	h := newHarness(t, nil)
-	s := h.create("arch")
-	before := h.reg.count()
-	p := newPersister(h.reg, h.m.log)
-	for range 5 {
+// TestPersisterDebounce: writes queued within the debounce window cost one
+// registry write, made when the window ends and not before; a write that
+// must not wait (soon: a new thread's id) is made at once, one a caller
+// waits for (now) before it returns, and close flushes what is queued.
+// Time is the point, so it runs on testing/synctest's clock.
+func TestPersisterDebounce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil)
+		s := h.create("arch")
+		synctest.Wait()
+		before := h.reg.count()
+		p := newPersister(h.reg, h.m.log)
+		writes := func() int { synctest.Wait(); return h.reg.count() - before }
+		for range 5 {
+			p.async(s)
+		}
+		time.Sleep(persistDebounce - time.Millisecond)
+		if n := writes(); n != 0 {
+			t.Errorf("%d writes before the debounce window ended, want none", n)
+		}
+		time.Sleep(time.Millisecond)
+		if n := writes(); n != 1 {
+			t.Errorf("%d writes for 5 queued within the window, want 1", n)
+		}
+		p.soon(s)
+		if n := writes(); n != 2 {
+			t.Errorf("%d writes after soon, want 2 (at once, no debounce)", n)
+		}
+		p.now(s)
+		if n := h.reg.count() - before; n != 3 {
+			t.Errorf("%d writes when now returned, want 3", n)
+		}
 		p.async(s)
-	}
-	p.close()
-	if got := h.reg.count() - before; got != 1 {
-		t.Errorf("registry updates for 5 queued writes of one session = %d, want 1", got)
-	}
+		p.close()
+		if n := h.reg.count() - before; n != 4 {
+			t.Errorf("%d writes after close, want 4 (the queued one flushed)", n)
+		}
+	})
 }
 
 func TestReplyFromReaderRecordsTheTurnFirst(t *testing.T) {
@@ -250,9 +310,7 @@ func TestReplyFromReaderRecordsTheTurnFirst(t *testing.T) {
 	if r, err := s.Run(context.Background(), Turn{Prompt: "start", Source: SourceClaude}); err != nil || r.ThreadID == "" {
 		t.Fatalf("first turn: %+v, %v", r, err)
 	}
-	h.fb.mu.Lock()
-	h.fb.onResult = true
-	h.fb.mu.Unlock()
+	h.fb.AnswerFromReader(true)
 	call := &fakeCall{replyNow: true, detailFor: s}
 	_, err := s.Run(context.Background(), Turn{Prompt: "again", Source: SourceClaude, Call: call})
 	if !errors.Is(err, ErrAnswered) {
@@ -277,7 +335,7 @@ func TestTurnContext(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	reqs := h.fb.requests()
+	reqs := h.fb.Requests()
 	first, second := reqs[0], reqs[1]
 	if first.ThreadID != "" || second.ThreadID != "thread-1" {
 		t.Errorf("thread ids = %q, %q; want a new thread, then thread-1", first.ThreadID, second.ThreadID)
@@ -297,20 +355,21 @@ func TestTurnContext(t *testing.T) {
 
 // TestDetailFitsTheResultCap: agent_status's detail (what Claude Code shows
 // the model, whole) stays within max_result_chars however long the result
-// and the activity, and paging on with offset + len(result_text) reads the
-// whole result.
+// and the activity (the latest agent message long too: clipped once, then
+// the result's page shrinks), and paging on with offset + len(result_text)
+// reads the whole result.
 func TestDetailFitsTheResultCap(t *testing.T) {
 	const limit = 3000
 	h := newHarness(t, func(c *Config) { c.MaxResultChars = limit })
 	s := h.create("arch")
 	ctx := context.Background()
 	for i := range 8 {
-		if _, err := s.Run(ctx, Turn{Prompt: strings.Repeat("m", 1800) + fmt.Sprint(i), Source: SourceClaude}); err != nil {
+		if _, err := s.Run(ctx, Turn{Prompt: "SAY " + strings.Repeat("m", 1800) + fmt.Sprint(i), Source: SourceClaude}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	long := strings.Repeat("0123456789", 1000) + "THE-END"
-	go func() { h.fb.release <- long }()
+	go func() { h.fb.Answer(long) }()
 	if _, err := s.Run(ctx, Turn{Prompt: "BLOCK", Source: SourceClaude}); err != nil {
 		t.Fatal(err)
 	}

@@ -9,14 +9,16 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/fakebackend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/poll"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
 
 // steeringBackend is the fake backend with a Steerer: it records what it
 // was given and answers with refuse (nil: taken).
 type steeringBackend struct {
-	*fakeBackend
+	*fakebackend.Backend
 	mu     sync.Mutex
 	texts  []string
 	refuse error
@@ -40,7 +42,7 @@ func (b *steeringBackend) steered() []string {
 func steeringHarness(t *testing.T, refuse error) (*harness, *steeringBackend, *Session) {
 	var sb *steeringBackend
 	h := newHarness(t, func(c *Config) {
-		sb = &steeringBackend{fakeBackend: c.Backends[registry.DefaultKind].(*fakeBackend), refuse: refuse}
+		sb = &steeringBackend{Backend: c.Backends[registry.DefaultKind].(*fakebackend.Backend), refuse: refuse}
 		c.Backends = map[string]Backend{registry.DefaultKind: sb}
 	})
 	s := h.create("arch")
@@ -50,7 +52,7 @@ func steeringHarness(t *testing.T, refuse error) (*harness, *steeringBackend, *S
 	if _, err := s.RunBackground(Turn{Prompt: "BLOCK", Source: SourceClaude}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the BLOCK turn to run", func() bool { return len(h.fb.requests()) == 2 })
+	poll.Until(t, "the BLOCK turn to run", func() bool { return len(h.fb.Requests()) == 2 })
 	return h, sb, s
 }
 
@@ -77,11 +79,11 @@ func TestTrySteerMail(t *testing.T) {
 			t.Fatalf("ended before the turn did: %q", e)
 		case <-time.After(50 * time.Millisecond):
 		}
-		h.fb.release <- "answered both"
+		h.fb.Answer("answered both")
 		if got := <-ended; got != "answered both" {
 			t.Errorf("ended with %q, want the running turn's result", got)
 		}
-		if n := len(h.fb.requests()); n != 2 {
+		if n := len(h.fb.Requests()); n != 2 {
 			t.Errorf("%d turns ran, want 2: the mail was no turn of its own", n)
 		}
 		if s.TrySteerMail("late", func(bool) {}, nil) {
@@ -103,7 +105,7 @@ func TestTrySteerMail(t *testing.T) {
 		if n := len(sb.steered()); n != 1 {
 			t.Errorf("%d steers asked, want 1", n)
 		}
-		h.fb.release <- "done"
+		h.fb.Answer("done")
 	})
 	t.Run("no Steerer", func(t *testing.T) {
 		h := newHarness(t, nil)
@@ -114,11 +116,11 @@ func TestTrySteerMail(t *testing.T) {
 		if _, err := s.RunBackground(Turn{Prompt: "BLOCK", Source: SourceClaude}); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the BLOCK turn to run", func() bool { return len(h.fb.requests()) == 2 })
+		poll.Until(t, "the BLOCK turn to run", func() bool { return len(h.fb.Requests()) == 2 })
 		if s.TrySteerMail("mail", func(bool) { t.Error("report called") }, nil) {
 			t.Error("TrySteerMail on a backend without Steerer = true")
 		}
-		h.fb.release <- "done"
+		h.fb.Answer("done")
 	})
 }
 
@@ -133,7 +135,7 @@ func TestSteerTurn(t *testing.T) {
 		if err != nil || wait == nil {
 			t.Fatalf("SteerTurn = %v, %v", wait != nil, err)
 		}
-		go func() { h.fb.release <- "answered" }()
+		go func() { h.fb.Answer("answered") }()
 		r, err := wait(context.Background())
 		if err != nil || r.Text != "answered" || !r.Steered {
 			t.Errorf("wait = %+v, %v; want the running turn's result, steered", r, err)
@@ -144,13 +146,13 @@ func TestSteerTurn(t *testing.T) {
 		if wait, err := s.SteerTurn(Turn{Prompt: "x", Source: SourceClaude}); wait != nil || err != nil {
 			t.Errorf("SteerTurn refused = %v, %v; want nothing steered, no error", wait != nil, err)
 		}
-		h.fb.release <- "done"
+		h.fb.Answer("done")
 	})
 	t.Run("unknown", func(t *testing.T) {
 		h, _, s := steeringHarness(t, errors.New("the answer was lost"))
 		if wait, err := s.SteerTurn(Turn{Prompt: "x", Source: SourceClaude}); wait != nil || err == nil {
 			t.Errorf("SteerTurn with a lost answer = %v, %v; want an error", wait != nil, err)
 		}
-		h.fb.release <- "done"
+		h.fb.Answer("done")
 	})
 }

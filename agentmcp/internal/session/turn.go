@@ -519,7 +519,7 @@ func (h *turnHandler) Approval(a *backend.Approval) {
 	h.m.wg.Add(1)
 	go func() {
 		defer h.m.wg.Done()
-		h.m.bridgeApproval(h.s, h.call, h.asker, a)
+		h.bridgeApproval(a)
 	}()
 }
 

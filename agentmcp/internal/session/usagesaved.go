@@ -84,15 +84,18 @@ func minus(a, b backend.Usage) backend.Usage {
 }
 
 // usageChanged keeps a new report of s's usage (or its model) in its
-// record and has it written; it wakes the budget watcher. It runs on the
-// backend's reader with no lock held and does not wait.
+// record and has it written; it wakes the budget watcher when a budget can
+// be crossed (budgetWatched). It runs on the backend's reader with
+// no lock held and does not wait.
 func (s *Session) usageChanged() {
 	s.mu.Lock()
 	s.rec.Usage = s.act.usage.saved()
 	s.rec.Model = firstNonEmpty(s.modelLocked(), s.rec.Model)
 	s.mu.Unlock()
 	s.m.persist.async(s)
-	s.m.budgets.wake()
+	if s.budgetWatched() {
+		s.m.budgets.wake()
+	}
 }
 
 // keepUsageLocked puts what s counted into rec, a record of s read back

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/fakebackend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 	"github.com/google/go-cmp/cmp"
@@ -56,7 +57,7 @@ func TestUsageSeed(t *testing.T) {
 func TestUsageOverResume(t *testing.T) {
 	checkNoLeaks(t)
 	home := t.TempDir()
-	fb := newFakeBackend()
+	fb := fakebackend.New(fakebackend.Config{})
 	serve := func() (*Manager, func()) {
 		reg, err := registry.Open(registry.Config{Home: home, Team: "dev", Identity: "proxy"})
 		if err != nil {
@@ -141,7 +142,7 @@ func TestTeamUsage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got := h.m.TeamUsage()
+	got := h.m.TeamBudgets().Usage()
 	want := backend.Usage{InputTokens: 900 + 180 + 2000, CachedInputTokens: 1000, OutputTokens: 100 + 20 + 500, TotalTokens: 3700,
 		Cost: &backend.Cost{Amount: (1000*1 + 1000*0.5 + 500*4) / 1e6, Currency: "USD"}}
 	if diff := cmp.Diff(want, got); diff != "" {

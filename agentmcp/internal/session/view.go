@@ -296,7 +296,9 @@ func (d *Detail) fit(limit int) {
 			d.RecentEvents = d.RecentEvents[1:]
 		case len(d.CurrentTurnItems) > 3:
 			d.CurrentTurnItems = d.CurrentTurnItems[1:]
-		case len(d.AgentMessages) == 1 && len(d.AgentMessages[0]) > 200:
+		case len(d.AgentMessages) == 1 && Clip(d.AgentMessages[0], 200) != d.AgentMessages[0]:
+			// Once clipped it stays so (its "…" makes it more than 200
+			// bytes): the next step shrinks the result.
 			d.AgentMessages[0] = Clip(d.AgentMessages[0], 200)
 		case d.ResultText != nil && len([]rune(*d.ResultText)) > 200:
 			r := []rune(*d.ResultText)

@@ -40,7 +40,7 @@ func (e *Env) agentSessions(_ context.Context, c *mcpconn.ToolCall) (*mcpconn.To
 		worktrees[v.AgentID] = worktreeOf(s)
 	}
 	if all {
-		rows = append(rows, e.m.Elsewhere()...)
+		rows = append(rows, e.m.Absent().Elsewhere()...)
 	}
 	for _, sv := range rows {
 		v := SessionRow{View: sv, Tasks: e.tasks.sessionTasks(sv.AgentID, now), Worktree: worktrees[sv.AgentID]}
@@ -184,7 +184,7 @@ func (e *Env) agentStatus(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.To
 	if agentID != "" {
 		s := e.m.Get(agentID)
 		if s == nil {
-			if err := e.m.DiscardedError(agentID); err != nil {
+			if err := e.m.Absent().Discarded(agentID); err != nil {
 				return nil, err // its first turn failed: say so and why
 			}
 			return nil, proxyerr.New(proxyerr.ErrSessionNotFound, map[string]any{"agent_id": agentID}, "no session with agent_id %q", agentID)
@@ -233,11 +233,11 @@ func (e *Env) agentStatus(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.To
 	if e.cfg.Hosts != nil {
 		v.Hosts = e.cfg.Hosts()
 	}
-	if team := e.m.TeamUsage(); !team.IsZero() {
+	if team := e.m.TeamBudgets().Usage(); !team.IsZero() {
 		team.ContextTokens, team.ContextWindow = 0, 0 // a context is one session's
 		v.TeamTokenUsage = &team
 	}
-	v.TeamBudget = e.m.TeamBudget()
+	v.TeamBudget = e.m.TeamBudgets().State()
 	live := e.m.Live()
 	v.ActiveSessions = len(live)
 	for id, s := range live {

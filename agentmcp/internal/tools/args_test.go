@@ -10,7 +10,7 @@ import (
 func TestBadArguments(t *testing.T) {
 	h := newHarness(t)
 	arch := h.ok("codex", `{"prompt":"hi","identity":"arch"}`)["agent_id"].(string)
-	before := len(h.fb.prompts)
+	before := len(h.fb.Prompts())
 	tests := []struct {
 		tool, args string
 		want       string // "code message"
@@ -90,7 +90,7 @@ func TestBadArguments(t *testing.T) {
 			t.Errorf("%s %s:\n got  %s\n want %s", tt.tool, tt.args, got, tt.want)
 		}
 	}
-	if n := len(h.fb.prompts) - before; n != 0 {
-		t.Errorf("%d turns reached Codex: %s", n, strings.Join(h.fb.prompts[before:], " | "))
+	if n := len(h.fb.Prompts()) - before; n != 0 {
+		t.Errorf("%d turns reached Codex: %s", n, strings.Join(h.fb.Prompts()[before:], " | "))
 	}
 }

@@ -44,7 +44,7 @@ func (e *Env) setBudgets(ctx context.Context, s *session.Session, sessionTokens,
 		s.SetBudget(sessionTokens)
 	}
 	if teamTokens > 0 {
-		if _, err := e.m.SetTeamBudget(teamTokens); err != nil {
+		if _, err := e.m.TeamBudgets().Set(teamTokens); err != nil {
 			return err
 		}
 	}

@@ -113,7 +113,7 @@ func (e *Env) start(ctx context.Context, c *mcpconn.ToolCall, kind string) (*mcp
 	if err != nil {
 		return nil, err
 	}
-	cwd, err := e.m.ResolveCwdOn(ctx, host, str["cwd"])
+	cwd, err := e.m.Catalogue().ResolveCwd(ctx, host, str["cwd"])
 	if err != nil {
 		return nil, err
 	}
@@ -329,7 +329,7 @@ func (e *Env) reply(ctx context.Context, c *mcpconn.ToolCall, tool string) (*mcp
 	switch {
 	case agentID != "":
 		if s = e.m.Get(agentID); s == nil {
-			return nil, e.m.SessionNotFound(agentID)
+			return nil, e.m.Absent().NotFound(agentID)
 		}
 	case threadID != "":
 		if s = e.m.ByThread(threadID); s == nil {
@@ -361,7 +361,7 @@ func (e *Env) reply(ctx context.Context, c *mcpconn.ToolCall, tool string) (*mcp
 	}
 	if cwdArg != "" {
 		mcpconn.Release(ctx) // a directory to look at
-		cwd, err := e.m.ResolveCwdOn(ctx, rec.Host, cwdArg)
+		cwd, err := e.m.Catalogue().ResolveCwd(ctx, rec.Host, cwdArg)
 		if err != nil {
 			return nil, err
 		}
@@ -424,7 +424,7 @@ func (e *Env) steer(ctx context.Context, c *mcpconn.ToolCall, s *session.Session
 func (e *Env) resume(ctx context.Context, c *mcpconn.ToolCall, agentID, kind, identity, prompt, cwdArg, isolation, base string, asked session.ThreadSettings, background bool, schema *outputschema.Schema) (*mcpconn.ToolResult, error) {
 	s := e.m.Get(agentID)
 	if s == nil {
-		return nil, e.m.SessionNotFound(agentID) // names the instance that has it, if one does
+		return nil, e.m.Absent().NotFound(agentID) // names the instance that has it, if one does
 	}
 	if err := sameIdentity(agentID, s.Record().Identity, identity); err != nil {
 		return nil, err
@@ -445,7 +445,7 @@ func (e *Env) resume(ctx context.Context, c *mcpconn.ToolCall, agentID, kind, id
 		return nil, err
 	}
 	if cwdArg != "" {
-		cwd, err := e.m.ResolveCwdOn(ctx, s.Record().Host, cwdArg)
+		cwd, err := e.m.Catalogue().ResolveCwd(ctx, s.Record().Host, cwdArg)
 		if err != nil {
 			return nil, err
 		}

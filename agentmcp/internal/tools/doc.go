@@ -4,8 +4,8 @@
 // agent_interrupt, agent_respond, agent_list_codex_sessions,
 // agent_restart_codex), the tools of other agent kinds (agent_start,
 // agent_reply), the review tools (agent_diff, agent_merge) and agent_fork
-// (a new session from another's history: fork.go) — and the tools-only server that Codex starts for each
-// thread (ServeTools).
+// (a new session from another's history: fork.go) — and the tools-only server that each agent's
+// thread starts, of every kind (ServeTools).
 //
 // Env is the MCP connection's Handler: it reads a call's arguments, turns
 // them into the session domain's requests, and the domain's answers into

@@ -80,8 +80,8 @@ func TestEveryEnumChecked(t *testing.T) {
 			t.Errorf("%s %s:\n got  %s\n want %s", c.tool, c.args, got, c.want)
 		}
 	}
-	if len(h.fb.prompts) != 0 {
-		t.Errorf("%d turns reached Codex", len(h.fb.prompts))
+	if len(h.fb.Prompts()) != 0 {
+		t.Errorf("%d turns reached Codex", len(h.fb.Prompts()))
 	}
 	// Values inside the enums pass.
 	h.ok("codex", `{"prompt":"x","sandbox":"workspace-write","approval-policy":"never","config":{"sandbox_mode":"read-only"}}`)

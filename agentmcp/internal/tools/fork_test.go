@@ -23,7 +23,7 @@ func TestStructuredOutput(t *testing.T) {
 	if diff := cmp.Diff(map[string]any{"n": 7.0}, got["output"]); diff != "" || got["output_how"] != "prompted" {
 		t.Errorf("output = %v (how %v), want {n: 7} prompted (-want +got):\n%s", got["output"], got["output_how"], diff)
 	}
-	if p := h.fb.prompts[len(h.fb.prompts)-1]; !strings.Contains(p, "<output-schema>") || !strings.Contains(p, `"required":["n"]`) {
+	if p := h.fb.Prompts()[len(h.fb.Prompts())-1]; !strings.Contains(p, "<output-schema>") || !strings.Contains(p, `"required":["n"]`) {
 		t.Errorf("prompt %q does not ask for the schema", p)
 	}
 	arch := got["agent_id"].(string)
@@ -59,16 +59,16 @@ func TestFork(t *testing.T) {
 	if diff := cmp.Diff(want, asJSON(t, idle["forked_from"])); diff != "" || fork == arch || idle["status"] != "idle" || idle["identity"] != "dev-1" {
 		t.Errorf("agent_fork without a prompt = %v (-want +got forked_from):\n%s", idle, diff)
 	}
-	n := len(h.fb.prompts)
+	n := len(h.fb.Prompts())
 	got := h.ok("agent_reply", `{"agent_id":"`+fork+`","prompt":"go on"}`)
-	if len(h.fb.prompts) != n+1 || got["threadId"] == "thread-1" {
+	if len(h.fb.Prompts()) != n+1 || got["threadId"] == "thread-1" {
 		t.Fatalf("the fork's first turn = %v", got)
 	}
-	p := h.fb.prompts[n]
+	p := h.fb.Prompts()[n]
 	if !strings.Contains(p, "You are a fork of session "+arch) || !strings.Contains(p, "the plan is ready") || !strings.HasSuffix(p, "go on") {
 		t.Errorf("the fork's first prompt %q is not told the source's result", p)
 	}
-	if p := h.ok("codex-reply", `{"agent_id":"`+fork+`","prompt":"again"}`); strings.Contains(h.fb.prompts[len(h.fb.prompts)-1], "You are a fork") {
+	if p := h.ok("codex-reply", `{"agent_id":"`+fork+`","prompt":"again"}`); strings.Contains(h.fb.Prompts()[len(h.fb.Prompts())-1], "You are a fork") {
 		t.Errorf("the fork's second turn is told again: %v", p)
 	}
 	st := h.ok("agent_status", `{"agent_id":"`+fork+`"}`)
@@ -77,7 +77,7 @@ func TestFork(t *testing.T) {
 	}
 	// With a prompt, the fork's first turn runs at once.
 	got = h.ok("agent_fork", `{"agent_id":"`+arch+`","identity":"team-lead","prompt":"ANSWER=forked and done"}`)
-	if got["content"] != "forked and done" || !strings.Contains(h.fb.prompts[len(h.fb.prompts)-1], "You are a fork") {
+	if got["content"] != "forked and done" || !strings.Contains(h.fb.Prompts()[len(h.fb.Prompts())-1], "You are a fork") {
 		t.Errorf("agent_fork with a prompt = %v", got)
 	}
 }

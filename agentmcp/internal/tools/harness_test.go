@@ -7,85 +7,18 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/fakebackend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/leakcheck"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/mcpconn"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
 	"github.com/atm-agent-mcp/atm-agent-mcp/atmclient"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 )
-
-// fakeBackend answers every turn at once with "echo: <prompt's last
-// line>", on a new thread unless the turn names one.
-type fakeBackend struct {
-	codexchild.Codex // a Codex backend, as the seam asks it
-
-	mu        sync.Mutex
-	threads   int
-	approvals int
-	prompts   []string
-	params    []backend.ThreadParams // what each turn sent Codex
-}
-
-// A prompt whose last line is "ASK n" asks n approvals of the command
-// "make n", one after the other, and answers with the decisions it got;
-// one with a line "ANSWER=<text>" answers with text.
-func (f *fakeBackend) Turn(ctx context.Context, req backend.TurnRequest) (*backend.Result, error) {
-	f.mu.Lock()
-	f.prompts = append(f.prompts, req.Prompt)
-	f.params = append(f.params, req.Params)
-	thread := req.ThreadID
-	if thread == "" {
-		f.threads++
-		thread = fmt.Sprintf("thread-%d", f.threads)
-	}
-	f.mu.Unlock()
-	lines := strings.Split(strings.TrimSpace(req.Prompt), "\n")
-	last := lines[len(lines)-1]
-	if last == "FAIL_START" && req.ThreadID == "" {
-		return nil, errors.New(`start codex: exec: "codex": executable file not found in $PATH`)
-	}
-	for _, l := range lines {
-		if text, ok := strings.CutPrefix(l, "ANSWER="); ok {
-			return &backend.Result{ThreadID: thread, Text: text, Status: "completed"}, nil
-		}
-	}
-	var asks int
-	if _, err := fmt.Sscanf(last, "ASK %d", &asks); err != nil || req.Handler == nil {
-		return &backend.Result{ThreadID: thread, Text: "echo: " + last, Status: "completed"}, nil
-	}
-	var got []string
-	for i := 1; i <= asks; i++ {
-		f.mu.Lock()
-		f.approvals++
-		id := fmt.Sprintf("approval-%d", f.approvals)
-		f.mu.Unlock()
-		decided := make(chan backend.Decision, 1)
-		req.Handler.Approval(backend.NewApproval(backend.Approval{ID: id, Kind: backend.ApprovalExec, ThreadID: thread,
-			Command: fmt.Sprintf("make %d", i), Cwd: "/src"}, func(d backend.Decision) error { decided <- d; return nil }))
-		select {
-		case d := <-decided:
-			got = append(got, strings.TrimSuffix(string(d.Kind)+": "+d.Reason, ": "))
-		case <-ctx.Done():
-			return &backend.Result{ThreadID: thread, Text: "interrupted", Status: "interrupted"}, ctx.Err()
-		}
-	}
-	return &backend.Result{ThreadID: thread, Text: "decisions: " + strings.Join(got, "; "), Status: "completed"}, nil
-}
-
-func (f *fakeBackend) Interrupt(context.Context, string) error { return nil }
-
-func (f *fakeBackend) Status() backend.Status {
-	return backend.Status{Protocol: string(codexchild.KindMCPServer), Started: true, Running: true, Version: "0.153.4"}
-}
 
 // fakeClient is the MCP connection as the tools see it.
 type fakeClient struct{}
@@ -94,13 +27,14 @@ func (fakeClient) Elicitation() bool    { return false }
 func (fakeClient) Stats() mcpconn.Stats { return mcpconn.Stats{} }
 
 // harness is an Env over real registry and inbox files in a temporary ATM
-// home, with team "dev" (members team-lead, arch, dev-1) and a fake Codex.
+// home, with team "dev" (members team-lead, arch, dev-1) and the fake backend
+// (package fakebackend) under the default kind.
 type harness struct {
 	t    testing.TB
 	env  *Env
 	home string
 	atm  *atmclient.Client
-	fb   *fakeBackend
+	fb   *fakebackend.Backend
 	next int64
 }
 
@@ -128,7 +62,7 @@ func newHarness(t testing.TB, opts ...func(*session.Config)) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fb := &fakeBackend{}
+	fb := fakebackend.New(fakebackend.Config{})
 	cfg := session.Config{Home: home, Team: "dev", Backends: map[string]session.Backend{registry.DefaultKind: fb}, Registry: session.RegistryOf(reg), Cwd: home}
 	for _, o := range opts {
 		o(&cfg)

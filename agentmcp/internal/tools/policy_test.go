@@ -50,14 +50,14 @@ func TestReadOnlyPolicy(t *testing.T) {
 	h.ok("codex", `{"prompt":"build","identity":"team-lead","role":"builder","sandbox":"danger-full-access"}`)
 
 	var got []string
-	for _, p := range h.fb.params {
-		o, _ := p.Options.(codexchild.Options)
+	for _, r := range h.fb.Requests() {
+		o, _ := r.Params.Options.(codexchild.Options)
 		got = append(got, o.Sandbox)
 	}
 	if diff := cmp.Diff([]string{"read-only", "read-only", "danger-full-access"}, got); diff != "" {
 		t.Errorf("sandboxes that reached Codex (-want +got):\n%s", diff)
 	}
-	if o, _ := h.fb.params[0].Options.(codexchild.Options); o.Config["model_reasoning_effort"] != "low" || o.Config["sandbox_mode"] != nil {
+	if o, _ := h.fb.Requests()[0].Params.Options.(codexchild.Options); o.Config["model_reasoning_effort"] != "low" || o.Config["sandbox_mode"] != nil {
 		t.Errorf("config of the first thread: %v", o.Config)
 	}
 }

@@ -9,24 +9,8 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/mcpconn"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/proxyerr"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
-	"github.com/atm-agent-mcp/atm-agent-mcp/registry"
 	"github.com/google/go-cmp/cmp"
 )
-
-// sayer is the fake Codex whose agent also says each prompt line "SAY
-// text" as a message of the turn, before the fake's own answer.
-type sayer struct{ *fakeBackend }
-
-func (s sayer) Turn(ctx context.Context, req backend.TurnRequest) (*backend.Result, error) {
-	for _, l := range strings.Split(req.Prompt, "\n") {
-		if text, ok := strings.CutPrefix(l, "SAY "); ok && req.Handler != nil {
-			req.Handler.Event(backend.Event{ThreadID: req.ThreadID, Type: "agent_message",
-				Neutral: &backend.Activity{Kind: backend.ActivityMessage, Text: text}})
-		}
-	}
-	return s.fakeBackend.Turn(ctx, req)
-}
 
 // TestSessionResources: a session's summary, last result and agent
 // messages are resources under atm://dev/<agent_id>/…, listed once they
@@ -35,7 +19,6 @@ func (s sayer) Turn(ctx context.Context, req backend.TurnRequest) (*backend.Resu
 // are RESOURCE_NOT_FOUND.
 func TestSessionResources(t *testing.T) {
 	h := newHarness(t, func(c *session.Config) {
-		c.Backends[registry.DefaultKind] = sayer{c.Backends[registry.DefaultKind].(*fakeBackend)}
 		c.PersistThreads = true
 	})
 	ctx := context.Background()

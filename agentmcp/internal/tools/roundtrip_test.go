@@ -9,6 +9,7 @@ import (
 
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/mcpconn"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/session"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/poll"
 )
 
 // asked returns the requestState and the single input request of an
@@ -109,8 +110,8 @@ func TestRoundTripApprovals(t *testing.T) {
 	if got, want := r.Text, "decisions: approve; deny: "+session.Dismissed; got != want || r.Input != nil {
 		t.Errorf("turn result:\n got  %s\n want %s", got, want)
 	}
-	if n := len(h.ok("agent_sessions", "")["sessions"].([]any)); n != 1 || len(h.fb.prompts) != 1 {
-		t.Errorf("%d sessions and %d turns after the round trips, want 1 and 1", n, len(h.fb.prompts))
+	if n := len(h.ok("agent_sessions", "")["sessions"].([]any)); n != 1 || len(h.fb.Prompts()) != 1 {
+		t.Errorf("%d sessions and %d turns after the round trips, want 1 and 1", n, len(h.fb.Prompts()))
 	}
 
 	// No retry within the elicitation timeout: a denial; the state is spent.
@@ -135,7 +136,7 @@ func TestModernAskers(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pending []any
-	waitUntil(t, "the approval is listed", func() bool {
+	poll.Until(t, "the approval is listed", func() bool {
 		pending, _ = h.ok("agent_status", `{"agent_id":"`+arch+`"}`)["pending_approvals"].([]any)
 		return len(pending) == 1
 	})
@@ -154,17 +155,5 @@ func TestModernAskers(t *testing.T) {
 	}
 	if diff := cmp.Diff(1, len(h.ok("agent_sessions", "")["sessions"].([]any))); diff != "" {
 		t.Errorf("sessions (-want +got):\n%s", diff)
-	}
-}
-
-// waitUntil polls cond for up to 10 s.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -123,8 +122,8 @@ func TestTaskApproval(t *testing.T) {
 	if got := done.Result.Text; got != "decisions: approve" {
 		t.Errorf("the turn's result is %q, want the approval's decision", got)
 	}
-	if h.fb.approvals != 1 {
-		t.Errorf("%d approvals asked, want 1", h.fb.approvals)
+	if h.fb.Approvals() != 1 {
+		t.Errorf("%d approvals asked, want 1", h.fb.Approvals())
 	}
 	// An answer after the fact changes nothing.
 	if err := h.env.UpdateTask(context.Background(), tk.ID, json.RawMessage(`{"approval-1":{"action":"decline"}}`)); err != nil {
@@ -167,9 +166,7 @@ func TestTaskCancel(t *testing.T) {
 			t.Fatalf("the session is %v after the cancel, want interrupted", st)
 		}
 	}
-	h.fb.mu.Lock()
-	prompts := slices.Clone(h.fb.prompts)
-	h.fb.mu.Unlock()
+	prompts := h.fb.Prompts()
 	for _, p := range prompts {
 		if strings.Contains(p, "never runs") {
 			t.Errorf("the cancelled queued turn reached Codex: %q", p)

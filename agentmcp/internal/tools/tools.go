@@ -345,7 +345,7 @@ func (e *Env) lookup(a mcpconn.Args) (*session.Session, error) {
 	}
 	s := e.m.Get(agentID)
 	if s == nil {
-		if err := e.m.DiscardedError(agentID); err != nil {
+		if err := e.m.Absent().Discarded(agentID); err != nil {
 			return nil, err // its first turn failed: say so and why
 		}
 		return nil, proxyerr.New(proxyerr.ErrSessionNotFound, map[string]any{"agent_id": agentID}, "no session with agent_id %q", agentID)

@@ -40,8 +40,10 @@ type ToolsOptions struct {
 	Logger *slog.Logger
 }
 
-// ServeTools runs the tools-only MCP server that Codex starts for each
-// thread (FR-20.4, FR-20.5): atm_send, atm_read, atm_broadcast and
+// ServeTools runs the tools-only MCP server that each agent's thread
+// starts, of every kind (FR-20.4, FR-20.5; an ACP agent that takes no
+// stdio server, or one on a host, reaches it over HTTP through its
+// backend): atm_send, atm_read, atm_broadcast and
 // atm_pending_count, always acting as the identity on its command line, so
 // an agent and its sub-agents can only speak as the thread's identity. It
 // returns when r reaches EOF.

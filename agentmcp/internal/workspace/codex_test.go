@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/modelmock"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/realcodex"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/mockmodel"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/realcodex"
 )
 
 // TestCodexCommitsInWorktree runs each pinned real Codex CLI (codex exec
@@ -35,7 +35,7 @@ func TestCodexCommitsInWorktree(t *testing.T) {
 }
 
 func codexCommits(t *testing.T, bin string) {
-	mock, err := modelmock.Start(modelmock.Config{})
+	mock, err := mockmodel.Start(mockmodel.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/internal/toolhttp"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/sshhost"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/sshtest"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/sshtest"
 )
 
 // The test binary is also a small stdio MCP server ("pongserver"): it
