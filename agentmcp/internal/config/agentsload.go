@@ -25,43 +25,26 @@ var envVarName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // agentPrefix is the key prefix of agent values in Config.Sources.
 const agentPrefix = "agents."
 
+// agentTable is [plugins.atm-agent-mcp.agents].
+var agentTable = namedTable{table: "agents", keys: agentKeys, refuse: func(name string) string {
+	switch {
+	case name == CodexAgent:
+		return `a name other than codex: "codex" is the built-in Codex backend, set up by codex_bin, backend, model … in [plugins.atm-agent-mcp]`
+	case !agentName.MatchString(name):
+		return "an agent named in lower case: a letter, then letters, digits, - or _ (at most 32)" + suggest(name, presetNames())
+	}
+	return ""
+}}
+
 // agents resolves the agent kinds: every preset, and every section of
 // [plugins.atm-agent-mcp.agents], each field taking the highest file that
 // sets it and the env and config_options tables merging entry by entry.
 func (r *resolver) agents() map[string]AgentConfig {
-	names := map[string]bool{}
+	files := r.sections(agentTable)
+	names := maps.Clone(files)
 	for _, p := range presets {
-		names[p.Name] = true
-	}
-	files := map[string][]string{}
-	for _, f := range r.files {
-		v, ok := f.get(pluginL("agents"))
-		if !ok {
-			continue
-		}
-		src := Source{Kind: SourceFile, Detail: f.path, Key: pluginKeyPrefix + "agents"}
-		t, ok := v.(map[string]any)
-		if !ok {
-			r.errs = append(r.errs, &Error{Key: "agents", Source: src, Value: tomlText(v), Expected: "a table of agents ([plugins.atm-agent-mcp.agents.<name>])"})
-			continue
-		}
-		for _, name := range slices.Sorted(maps.Keys(t)) {
-			s := src
-			s.Key += "." + name
-			fail := func(expected string) {
-				r.errs = append(r.errs, &Error{Key: agentPrefix + name, Source: s, Value: tomlText(t[name]), Expected: expected})
-			}
-			switch _, isTable := t[name].(map[string]any); {
-			case name == CodexAgent:
-				fail(`a name other than codex: "codex" is the built-in Codex backend, set up by codex_bin, backend, model … in [plugins.atm-agent-mcp]`)
-			case !agentName.MatchString(name):
-				fail("an agent named in lower case: a letter, then letters, digits, - or _ (at most 32)" + suggest(name, presetNames()))
-			case !isTable:
-				fail("a table of " + strings.Join(agentKeys, ", "))
-			default:
-				names[name] = true
-				files[name] = append(files[name], f.path)
-			}
+		if _, ok := names[p.Name]; !ok {
+			names[p.Name] = nil
 		}
 	}
 	out := make(map[string]AgentConfig, len(names))
@@ -88,26 +71,8 @@ func (r *resolver) agent(name string, files []string) AgentConfig {
 		a.Preset, a.ModelWire, a.Install = p.Name, p.ModelWire, p.Install()
 	}
 	presetSrc := Source{Kind: SourcePreset, Detail: name}
-	at := func(path ...string) []lookup {
-		return []lookup{pluginL(append([]string{"agents", name}, path...)...)}
-	}
-	set := func(k string, src Source) {
-		a.Sources[k] = src
-		r.sources[agentPrefix+name+"."+k] = src
-	}
-	// get finds and decodes one key; a bad value is an error and unset.
-	get := func(d decoder, path ...string) (any, Source, bool) {
-		raw, src, ok := r.find(at(path...))
-		if !ok {
-			return nil, Source{}, false
-		}
-		v, ok := d.decode(raw, src)
-		if !ok {
-			r.errs = append(r.errs, &Error{Key: agentPrefix + name + "." + strings.Join(path, "."), Source: src, Value: rawText(raw, src), Expected: d.expected})
-			return nil, Source{}, false
-		}
-		return v, src, true
-	}
+	sec := section{r: r, t: agentTable, name: name, sources: a.Sources}
+	set, get := sec.set, sec.get
 	// pick sets a string field from the files, else from the preset (when
 	// it has a value), else the default.
 	pick := func(dst *string, k string, d decoder, presetValue, def string) {
@@ -149,11 +114,8 @@ func (r *resolver) agent(name string, files []string) AgentConfig {
 	} else if isPreset {
 		a.Command = p.Command
 		set("command", presetSrc)
-	} else if _, _, found := r.find(at("command")); !found && a.Enabled {
-		r.errs = append(r.errs, &Error{Key: agentPrefix + name + ".command",
-			Source:   Source{Kind: SourceFile, Detail: files[0], Key: pluginKeyPrefix + agentPrefix + name + ".command"},
-			Value:    "(missing)",
-			Expected: "the agent's program: a name or path, or an array of the program and its first arguments (an agent that is not a preset needs one)"})
+	} else if _, _, found := r.find(sec.at("command")); !found && a.Enabled {
+		sec.missing(files, "command", "the agent's program: a name or path, or an array of the program and its first arguments (an agent that is not a preset needs one)")
 	}
 	args := p.Args
 	set("args", presetSrc)
@@ -170,8 +132,8 @@ func (r *resolver) agent(name string, files []string) AgentConfig {
 	}
 	a.launchArgs = len(tail)
 
-	r.agentEnv(&a, p, presetSrc, at)
-	a.ConfigOptions = r.agentOptions(name, at, set)
+	r.agentEnv(&a, p, presetSrc, sec)
+	a.ConfigOptions = r.agentOptions(sec)
 	return a
 }
 
@@ -179,39 +141,22 @@ func (r *resolver) agent(name string, files []string) AgentConfig {
 // across files, entry by entry), then the preset's variables that neither
 // the table nor serve's environment sets, then, with approval ask, the
 // preset's ask variables (a JSON one merged under the user's value).
-func (r *resolver) agentEnv(a *AgentConfig, p AgentPreset, presetSrc Source, at func(...string) []lookup) {
+func (r *resolver) agentEnv(a *AgentConfig, p AgentPreset, presetSrc Source, sec section) {
 	set := func(k string, v string, src Source) {
 		a.Env[k] = v
-		a.Sources["env."+k] = src
-		r.sources[agentPrefix+a.Name+".env."+k] = src
+		sec.set("env."+k, src)
 	}
-	vars := map[string]bool{}
-	for _, f := range r.files {
-		v, ok := f.get(at("env")[0])
-		if !ok {
-			continue
+	vars := sec.subkeys("env", "a table of VARIABLE = \"value\"", func(k string) string {
+		if !envVarName.MatchString(k) {
+			return "a variable name (letters, digits and _)"
 		}
-		src := Source{Kind: SourceFile, Detail: f.path, Key: pluginKeyPrefix + agentPrefix + a.Name + ".env"}
-		t, ok := v.(map[string]any)
-		if !ok {
-			r.errs = append(r.errs, &Error{Key: agentPrefix + a.Name + ".env", Source: src, Value: tomlText(v), Expected: "a table of VARIABLE = \"value\""})
-			continue
-		}
-		for k := range t {
-			if !envVarName.MatchString(k) {
-				s := src
-				s.Key += "." + k
-				r.errs = append(r.errs, &Error{Key: agentPrefix + a.Name + ".env." + k, Source: s, Value: tomlText(t[k]), Expected: "a variable name (letters, digits and _)"})
-				continue
-			}
-			vars[k] = true
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(vars)) {
-		raw, src, _ := r.find(at("env", k))
+		return ""
+	})
+	for _, k := range vars {
+		raw, src, _ := r.find(sec.at("env", k))
 		s, ok := raw.(string)
 		if !ok {
-			r.errs = append(r.errs, &Error{Key: agentPrefix + a.Name + ".env." + k, Source: src, Value: tomlText(raw), Expected: "a string"})
+			r.errs = append(r.errs, &Error{Key: sec.key("env", k), Source: src, Value: tomlText(raw), Expected: "a string"})
 			continue
 		}
 		set(k, s, src)
@@ -263,32 +208,17 @@ func (r *resolver) agentEnv(a *AgentConfig, p AgentPreset, presetSrc Source, at 
 
 // agentOptions resolves the config_options table, merged across files
 // entry by entry, in order of id.
-func (r *resolver) agentOptions(name string, at func(...string) []lookup, set func(string, Source)) []AgentOption {
-	ids := map[string]bool{}
-	for _, f := range r.files {
-		v, ok := f.get(at("config_options")[0])
-		if !ok {
-			continue
-		}
-		t, ok := v.(map[string]any)
-		if !ok {
-			src := Source{Kind: SourceFile, Detail: f.path, Key: pluginKeyPrefix + agentPrefix + name + ".config_options"}
-			r.errs = append(r.errs, &Error{Key: agentPrefix + name + ".config_options", Source: src, Value: tomlText(v), Expected: "a table of option = value"})
-			continue
-		}
-		for id := range t {
-			ids[id] = true
-		}
-	}
+func (r *resolver) agentOptions(sec section) []AgentOption {
+	ids := sec.subkeys("config_options", "a table of option = value", anyKey)
 	out := []AgentOption{}
-	for _, id := range slices.Sorted(maps.Keys(ids)) {
-		raw, src, _ := r.find(at("config_options", id))
+	for _, id := range ids {
+		raw, src, _ := r.find(sec.at("config_options", id))
 		switch raw.(type) {
 		case string, bool, int64, float64:
 			out = append(out, AgentOption{ID: id, Value: raw})
-			set("config_options."+id, src)
+			sec.set("config_options."+id, src)
 		default:
-			r.errs = append(r.errs, &Error{Key: agentPrefix + name + ".config_options." + id, Source: src, Value: tomlText(raw), Expected: "a string, boolean or number"})
+			r.errs = append(r.errs, &Error{Key: sec.key("config_options", id), Source: src, Value: tomlText(raw), Expected: "a string, boolean or number"})
 		}
 	}
 	return out
@@ -322,20 +252,8 @@ func (r *resolver) commandDec() decoder {
 	return decoder{
 		expected: `the agent's program: a name or path, or an array of the program and its first arguments (["npx", "-y", "package"])`,
 		decode: func(v any, src Source) (any, bool) {
-			var cmd []string
-			switch v := v.(type) {
-			case string:
-				cmd = []string{v}
-			case []any:
-				s, ok := stringsDec.decode(v, src)
-				if !ok {
-					return nil, false
-				}
-				cmd = s.([]string)
-			default:
-				return nil, false
-			}
-			if len(cmd) == 0 || strings.TrimSpace(cmd[0]) == "" {
+			cmd, ok := programLine(v, src)
+			if !ok {
 				return nil, false
 			}
 			prog := cmd[0]
@@ -381,20 +299,4 @@ func mergeObjects(base, user map[string]any) map[string]any {
 		out[k] = uv
 	}
 	return out
-}
-
-// agentWarnings warns about the keys of an agent section that nothing
-// reads.
-func agentWarnings(f *fileLayer) []Warning {
-	var ws []Warning
-	agents, _ := f.plugin["agents"].(map[string]any)
-	for _, name := range slices.Sorted(maps.Keys(agents)) {
-		t, _ := agents[name].(map[string]any)
-		for _, k := range slices.Sorted(maps.Keys(t)) {
-			if !slices.Contains(agentKeys, k) {
-				ws = append(ws, Warning{File: f.path, Key: pluginKeyPrefix + agentPrefix + name + "." + k, Message: "unknown agent key, ignored" + suggest(k, agentKeys)})
-			}
-		}
-	}
-	return ws
 }

@@ -106,40 +106,22 @@ func (c *Config) HostFor(kind, role string) (string, Source) {
 	return name, src
 }
 
+// hostTable is [plugins.atm-agent-mcp.hosts].
+var hostTable = namedTable{table: "hosts", keys: hostKeys, refuse: func(name string) string {
+	switch {
+	case name == LocalHost:
+		return `a name other than local: "local" is this machine`
+	case !hostName.MatchString(name):
+		return "a host named with letters, digits, '.', '_' or '-' (at most 32, not starting with '.' or '-')"
+	}
+	return ""
+}}
+
 // hosts resolves every section of [plugins.atm-agent-mcp.hosts], each
 // field taking the highest file that sets it and the agents table merging
 // entry by entry. It needs the agent kinds and codex_bin resolved.
 func (r *resolver) hosts(cfg *Config) map[string]HostConfig {
-	files := map[string][]string{}
-	for _, f := range r.files {
-		v, ok := f.get(pluginL("hosts"))
-		if !ok {
-			continue
-		}
-		src := Source{Kind: SourceFile, Detail: f.path, Key: pluginKeyPrefix + "hosts"}
-		t, ok := v.(map[string]any)
-		if !ok {
-			r.errs = append(r.errs, &Error{Key: "hosts", Source: src, Value: tomlText(v), Expected: "a table of hosts ([plugins.atm-agent-mcp.hosts.<name>])"})
-			continue
-		}
-		for _, name := range slices.Sorted(maps.Keys(t)) {
-			s := src
-			s.Key += "." + name
-			fail := func(expected string) {
-				r.errs = append(r.errs, &Error{Key: hostPrefix + name, Source: s, Value: tomlText(t[name]), Expected: expected})
-			}
-			switch _, isTable := t[name].(map[string]any); {
-			case name == LocalHost:
-				fail(`a name other than local: "local" is this machine`)
-			case !hostName.MatchString(name):
-				fail("a host named with letters, digits, '.', '_' or '-' (at most 32, not starting with '.' or '-')")
-			case !isTable:
-				fail("a table of " + strings.Join(hostKeys, ", "))
-			default:
-				files[name] = append(files[name], f.path)
-			}
-		}
-	}
+	files := r.sections(hostTable)
 	out := make(map[string]HostConfig, len(files))
 	for _, name := range slices.Sorted(maps.Keys(files)) {
 		out[name] = r.host(cfg, name, files[name])
@@ -150,33 +132,13 @@ func (r *resolver) hosts(cfg *Config) map[string]HostConfig {
 // host resolves one host.
 func (r *resolver) host(cfg *Config, name string, files []string) HostConfig {
 	h := HostConfig{Name: name, Files: files, SSHArgs: []string{}, Agents: map[string]HostCommand{}, Sources: map[string]Source{}}
-	at := func(path ...string) []lookup {
-		return []lookup{pluginL(append([]string{"hosts", name}, path...)...)}
-	}
-	set := func(k string, src Source) {
-		h.Sources[k] = src
-		r.sources[hostPrefix+name+"."+k] = src
-	}
-	get := func(d decoder, path ...string) (any, Source, bool) {
-		raw, src, ok := r.find(at(path...))
-		if !ok {
-			return nil, Source{}, false
-		}
-		v, ok := d.decode(raw, src)
-		if !ok {
-			r.errs = append(r.errs, &Error{Key: hostPrefix + name + "." + strings.Join(path, "."), Source: src, Value: rawText(raw, src), Expected: d.expected})
-			return nil, Source{}, false
-		}
-		return v, src, true
-	}
+	sec := section{r: r, t: hostTable, name: name, sources: h.Sources}
+	set, get := sec.set, sec.get
 	if v, src, ok := get(destDec, "ssh"); ok {
 		h.SSH = v.(string)
 		set("ssh", src)
-	} else if _, _, found := r.find(at("ssh")); !found {
-		r.errs = append(r.errs, &Error{Key: hostPrefix + name + ".ssh",
-			Source:   Source{Kind: SourceFile, Detail: files[0], Key: pluginKeyPrefix + hostPrefix + name + ".ssh"},
-			Value:    "(missing)",
-			Expected: `the host's ssh destination: an alias of ~/.ssh/config ("box"), user@host or ssh://host:port`})
+	} else if _, _, found := r.find(sec.at("ssh")); !found {
+		sec.missing(files, "ssh", `the host's ssh destination: an alias of ~/.ssh/config ("box"), user@host or ssh://host:port`)
 	}
 	set("ssh_args", Source{Kind: SourceDefault})
 	if v, src, ok := get(stringsDec, "ssh_args"); ok {
@@ -194,47 +156,29 @@ func (r *resolver) host(cfg *Config, name string, files []string) HostConfig {
 		h.CodexBin = v.([]string)[0]
 		set("codex_bin", src)
 	}
-	r.hostAgents(cfg, &h, at, get, set)
+	hostAgents(cfg, &h, sec)
 	return h
 }
 
 // hostAgents resolves the host's agents table: the kinds it names, then
 // every other kind by its own command.
-func (r *resolver) hostAgents(cfg *Config, h *HostConfig, at func(...string) []lookup,
-	get func(decoder, ...string) (any, Source, bool), set func(string, Source)) {
-	named := map[string]bool{}
-	for _, f := range r.files {
-		v, ok := f.get(at("agents")[0])
-		if !ok {
-			continue
+func hostAgents(cfg *Config, h *HostConfig, sec section) {
+	kinds := slices.Sorted(maps.Keys(cfg.Agents))
+	named := sec.subkeys("agents", `a table of agent kind = "command on the host"`, func(kind string) string {
+		switch _, known := cfg.Agents[kind]; {
+		case kind == CodexAgent:
+			return "an ACP agent kind: Codex's program on the host is the host's codex_bin"
+		case !known:
+			return "an agent kind: one of " + strings.Join(kinds, ", ") + suggest(kind, kinds)
 		}
-		src := Source{Kind: SourceFile, Detail: f.path, Key: pluginKeyPrefix + hostPrefix + h.Name + ".agents"}
-		t, ok := v.(map[string]any)
-		if !ok {
-			r.errs = append(r.errs, &Error{Key: hostPrefix + h.Name + ".agents", Source: src, Value: tomlText(v), Expected: `a table of agent kind = "command on the host"`})
-			continue
-		}
-		for _, kind := range slices.Sorted(maps.Keys(t)) {
-			s := src
-			s.Key += "." + kind
-			switch _, known := cfg.Agents[kind]; {
-			case kind == CodexAgent:
-				r.errs = append(r.errs, &Error{Key: hostPrefix + h.Name + ".agents." + kind, Source: s, Value: tomlText(t[kind]),
-					Expected: "an ACP agent kind: Codex's program on the host is the host's codex_bin"})
-			case !known:
-				r.errs = append(r.errs, &Error{Key: hostPrefix + h.Name + ".agents." + kind, Source: s, Value: tomlText(t[kind]),
-					Expected: "an agent kind: one of " + strings.Join(slices.Sorted(maps.Keys(cfg.Agents)), ", ") + suggest(kind, slices.Collect(maps.Keys(cfg.Agents)))})
-			default:
-				named[kind] = true
-			}
-		}
-	}
-	for _, kind := range slices.Sorted(maps.Keys(cfg.Agents)) {
-		if named[kind] {
-			if v, src, ok := get(remoteProgramDec, "agents", kind); ok {
+		return ""
+	})
+	for _, kind := range kinds {
+		if slices.Contains(named, kind) {
+			if v, src, ok := sec.get(remoteProgramDec, "agents", kind); ok {
 				cmd := v.([]string)
 				h.Agents[kind] = HostCommand{Command: cmd[0], Args: cmd[1:]}
-				set("agents."+kind, src)
+				sec.set("agents."+kind, src)
 			}
 			continue
 		}
@@ -243,7 +187,7 @@ func (r *resolver) hostAgents(cfg *Config, h *HostConfig, at func(...string) []l
 			continue // a misconfigured kind: its error is reported
 		}
 		h.Agents[kind] = HostCommand{Command: remoteName(a.Command), Args: slices.Clone(a.Args[:a.launchArgs])}
-		set("agents."+kind, Source{Kind: SourceDefault, Detail: "the agent's command, by name, on the host's PATH"})
+		sec.set("agents."+kind, Source{Kind: SourceDefault, Detail: "the agent's command, by name, on the host's PATH"})
 	}
 }
 
@@ -280,20 +224,8 @@ var remotePathDec = decoder{
 var remoteProgramDec = decoder{
 	expected: `a program on the host: a name or path there, or an array of the program and its first arguments (["npx", "-y", "package"])`,
 	decode: func(v any, src Source) (any, bool) {
-		var cmd []string
-		switch v := v.(type) {
-		case string:
-			cmd = []string{v}
-		case []any:
-			s, ok := stringsDec.decode(v, src)
-			if !ok {
-				return nil, false
-			}
-			cmd = s.([]string)
-		default:
-			return nil, false
-		}
-		if len(cmd) == 0 || strings.TrimSpace(cmd[0]) == "" || strings.ContainsAny(cmd[0], " \t=\x00") {
+		cmd, ok := programLine(v, src)
+		if !ok || strings.ContainsAny(cmd[0], " \t=\x00") {
 			return nil, false
 		}
 		return cmd, true
@@ -354,19 +286,4 @@ func (c *Config) hostEntries() []Entry {
 		}
 	}
 	return es
-}
-
-// hostWarnings warns about the keys of a host section that nothing reads.
-func hostWarnings(f *fileLayer) []Warning {
-	var ws []Warning
-	hosts, _ := f.plugin["hosts"].(map[string]any)
-	for _, name := range slices.Sorted(maps.Keys(hosts)) {
-		t, _ := hosts[name].(map[string]any)
-		for _, k := range slices.Sorted(maps.Keys(t)) {
-			if !slices.Contains(hostKeys, k) {
-				ws = append(ws, Warning{File: f.path, Key: pluginKeyPrefix + hostPrefix + name + "." + k, Message: "unknown host key, ignored" + suggest(k, hostKeys)})
-			}
-		}
-	}
-	return ws
 }

@@ -160,8 +160,8 @@ func Load(opts LoadOptions) (*Config, error) {
 		cfg.Files = append(cfg.Files, p)
 		cfg.Warnings = append(cfg.Warnings, f.misspelt...)
 		cfg.Warnings = append(cfg.Warnings, unknownKeys(f)...)
-		cfg.Warnings = append(cfg.Warnings, agentWarnings(f)...)
-		cfg.Warnings = append(cfg.Warnings, hostWarnings(f)...)
+		cfg.Warnings = append(cfg.Warnings, agentTable.unknownKeys(f, "agent")...)
+		cfg.Warnings = append(cfg.Warnings, hostTable.unknownKeys(f, "host")...)
 	}
 	if err := errors.Join(ferrs...); err != nil {
 		return nil, err
