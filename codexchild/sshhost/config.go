@@ -1,6 +1,7 @@
 package sshhost
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -100,46 +101,17 @@ func (c *Config) check() error {
 
 const tagRule = "want letters, digits, '_', '@', '.', '+' or '-', at most 128, not starting with '.', '+' or '-'"
 
-func (c *Config) ssh() string {
-	if c.SSH == "" {
-		return DefaultSSH
-	}
-	return c.SSH
-}
+func (c *Config) ssh() string { return cmp.Or(c.SSH, DefaultSSH) }
 
 func (c *Config) connectTimeout() time.Duration {
-	if c.ConnectTimeout <= 0 {
-		return DefaultConnectTimeout
-	}
-	return c.ConnectTimeout
+	return positive(c.ConnectTimeout, DefaultConnectTimeout)
 }
-
-func (c *Config) keepAlive() time.Duration {
-	if c.KeepAlive <= 0 {
-		return DefaultKeepAlive
-	}
-	return c.KeepAlive
-}
-
-func (c *Config) minBackoff() time.Duration {
-	if c.MinBackoff <= 0 {
-		return DefaultMinBackoff
-	}
-	return c.MinBackoff
-}
+func (c *Config) keepAlive() time.Duration  { return positive(c.KeepAlive, DefaultKeepAlive) }
+func (c *Config) minBackoff() time.Duration { return positive(c.MinBackoff, DefaultMinBackoff) }
+func (c *Config) reapGrace() time.Duration  { return positive(c.ReapGrace, DefaultReapGrace) }
 
 func (c *Config) maxBackoff() time.Duration {
-	if c.MaxBackoff <= 0 {
-		return DefaultMaxBackoff
-	}
-	return max(c.MaxBackoff, c.minBackoff())
-}
-
-func (c *Config) reapGrace() time.Duration {
-	if c.ReapGrace <= 0 {
-		return DefaultReapGrace
-	}
-	return c.ReapGrace
+	return max(positive(c.MaxBackoff, DefaultMaxBackoff), c.minBackoff())
 }
 
 func (c *Config) logger() *slog.Logger {
@@ -147,6 +119,14 @@ func (c *Config) logger() *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return c.Logger
+}
+
+// positive is d, or def when d is not positive (unset).
+func positive(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
 }
 
 // seconds renders d as ssh's whole seconds, at least 1.

@@ -1,6 +1,7 @@
 package childproc
 
 import (
+	"cmp"
 	"log/slog"
 	"time"
 )
@@ -100,25 +101,16 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-func (c *Config) name() string {
-	if c.Name == "" {
-		return "child"
-	}
-	return c.Name
-}
+func (c *Config) name() string                { return cmp.Or(c.Name, "child") }
+func (c *Config) grace() time.Duration        { return positive(c.Grace, DefaultGrace) }
+func (c *Config) writeTimeout() time.Duration { return positive(c.WriteTimeout, DefaultWriteTimeout) }
 
-func (c *Config) grace() time.Duration {
-	if c.Grace <= 0 {
-		return DefaultGrace
+// positive is d, or def when d is not positive (unset).
+func positive(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
 	}
-	return c.Grace
-}
-
-func (c *Config) writeTimeout() time.Duration {
-	if c.WriteTimeout <= 0 {
-		return DefaultWriteTimeout
-	}
-	return c.WriteTimeout
+	return d
 }
 
 func (c *Config) logger() *slog.Logger {
