@@ -1,10 +1,7 @@
 package proxy
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +13,6 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/acpbackend"
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/backend"
-	"github.com/atm-agent-mcp/atm-agent-mcp/jsonrpcframe"
 )
 
 // mockacpBin builds codexchild/testing/cmd/mockacp once.
@@ -29,15 +25,7 @@ func mockacpBin(tb testing.TB) string {
 func startDirectACP(tb testing.TB, bin, dir string) (*rawClient, string) {
 	cmd := exec.Command(bin)
 	cmd.Dir = dir
-	in, _ := cmd.StdinPipe()
-	out, _ := cmd.StdoutPipe()
-	stderr, _ := cmd.StderrPipe()
-	go func() { _, _ = io.Copy(io.Discard, stderr) }()
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { in.Close(); _ = cmd.Wait() })
-	c := &rawClient{w: jsonrpcframe.NewLineWriter(in), r: jsonrpcframe.NewLineReader(bufio.NewReaderSize(out, 1<<20), nil), pid: cmd.Process.Pid}
+	c := startRaw(tb, cmd)
 	c.call(tb, "initialize", map[string]any{"protocolVersion": 1, "clientInfo": map[string]any{"name": "bench", "version": "1"},
 		"clientCapabilities": map[string]any{"fs": map[string]any{"readTextFile": false, "writeTextFile": false}, "terminal": false}})
 	resp := c.call(tb, "session/new", map[string]any{"cwd": dir, "mcpServers": []any{}})
@@ -62,28 +50,7 @@ func startProxiedACP(tb testing.TB, acpBin, codexBin, home string) *rawClient {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		_ = srv.Run(context.Background(), inR, outW)
-		outW.Close()
-		close(done)
-	}()
-	tb.Cleanup(func() {
-		go func() { _, _ = io.Copy(io.Discard, outR) }() // let the proxy finish writing
-		inW.Close()
-		<-done
-	})
-	c := &rawClient{w: jsonrpcframe.NewLineWriter(inW), r: jsonrpcframe.NewLineReader(bufio.NewReaderSize(outR, 1<<20), nil)}
-	c.call(tb, "initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}})
-	return c
+	return runOnPipes(tb, srv)
 }
 
 // proxiedPrompt returns what the proxy sends the agent for prompt in a
@@ -111,33 +78,9 @@ func BenchmarkACPTurnOverhead(b *testing.B) {
 	acpBin, codexBin := mockacpBin(b), mockcodexBin(b)
 	home := b.TempDir()
 	proxied := startProxiedACP(b, acpBin, codexBin, home)
-	agent := structuredOf(b, proxied.call(b, "tools/call", map[string]any{"name": "agent_start",
-		"arguments": map[string]any{"agent": "mock", "prompt": "say ready", "identity": "arch"}}))["agent_id"].(string)
-	prompt := proxiedPrompt(b, proxied, agent, "say pong")
-	reply := map[string]any{"name": "agent_reply", "arguments": map[string]any{"agent_id": agent, "prompt": "say pong"}}
-	if got := structuredOf(b, proxied.call(b, "tools/call", reply))["content"]; got != "pong" {
-		b.Fatalf("agent_reply said %v, want pong", got)
-	}
-	direct, sid := startDirectACP(b, acpBin, home)
-	turn := map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": prompt}}}
-	var same, prox []time.Duration
-	for b.Loop() {
-		t0 := time.Now()
-		if m := direct.call(b, "session/prompt", turn); m.Error != nil {
-			b.Fatalf("session/prompt: %s", m.Error)
-		}
-		t1 := time.Now()
-		if m := proxied.call(b, "tools/call", reply); m.Error != nil {
-			b.Fatalf("agent_reply: %s", m.Error)
-		}
-		t2 := time.Now()
-		same, prox = append(same, t1.Sub(t0)), append(prox, t2.Sub(t1))
-	}
-	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
-	b.ReportMetric(us(quantile(same, 0.5)), "p50-direct-µs")
-	b.ReportMetric(us(quantile(prox, 0.5)), "p50-proxy-µs")
-	b.ReportMetric(us(quantile(prox, 0.5)-quantile(same, 0.5)), "p50-overhead-µs")
-	b.ReportMetric(us(quantile(prox, 0.99)-quantile(same, 0.99)), "p99-overhead-µs")
+	_, turns := acpPaths(b, proxied, acpBin, home)
+	same, prox := turns(b)
+	reportOverhead(b, same, prox)
 }
 
 // BenchmarkACPTurnOverheadProcess is BenchmarkACPTurnOverhead with the
@@ -161,19 +104,19 @@ func BenchmarkACPTurnOverheadProcess(b *testing.B) {
 	if err := os.WriteFile(filepath.Join(cfgDir, "config.toml"), []byte(toml), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	cmd := exec.Command(proxyBin(b), "serve", "--team", "dev", "--identity", "proxy", "--codex-bin", codexBin)
-	cmd.Dir = home
-	cmd.Env = append(os.Environ(), "ATM_HOME="+home, "HOME="+home, "CODEX_HOME="+filepath.Join(home, ".codex"))
-	in, _ := cmd.StdinPipe()
-	out, _ := cmd.StdoutPipe()
-	stderr, _ := cmd.StderrPipe()
-	go func() { _, _ = io.Copy(io.Discard, stderr) }()
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { in.Close(); _ = cmd.Wait() })
-	proxied := &rawClient{w: jsonrpcframe.NewLineWriter(in), r: jsonrpcframe.NewLineReader(bufio.NewReaderSize(out, 1<<20), nil)}
-	proxied.call(b, "initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}})
+	proxied, cmd := startServe(b, home, codexBin)
+	direct, turns := acpPaths(b, proxied, acpBin, home)
+	serveCPU, childCPU := cpuTime(cmd.Process.Pid), cpuTime(direct.pid)
+	same, prox := turns(b)
+	reportOverhead(b, same, prox)
+	reportCPU(b, cpuTime(cmd.Process.Pid)-serveCPU, cpuTime(direct.pid)-childCPU, len(prox))
+}
+
+// acpPaths starts an agent of kind mock through proxied and a mockacp of
+// its own on the direct path, and returns the direct client and the timed
+// loop: the same turn straight over ACP, then through agent_reply,
+// interleaved, until b.Loop ends; it returns the two paths' latencies.
+func acpPaths(b *testing.B, proxied *rawClient, acpBin, home string) (*rawClient, func(*testing.B) (same, prox []time.Duration)) {
 	agent := structuredOf(b, proxied.call(b, "tools/call", map[string]any{"name": "agent_start",
 		"arguments": map[string]any{"agent": "mock", "prompt": "say ready", "identity": "arch"}}))["agent_id"].(string)
 	prompt := proxiedPrompt(b, proxied, agent, "say pong")
@@ -183,28 +126,19 @@ func BenchmarkACPTurnOverheadProcess(b *testing.B) {
 	}
 	direct, sid := startDirectACP(b, acpBin, home)
 	turn := map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": prompt}}}
-	var same, prox []time.Duration
-	serveCPU, childCPU := cpuTime(cmd.Process.Pid), cpuTime(direct.pid)
-	for b.Loop() {
-		t0 := time.Now()
-		if m := direct.call(b, "session/prompt", turn); m.Error != nil {
-			b.Fatalf("session/prompt: %s", m.Error)
+	return direct, func(b *testing.B) (same, prox []time.Duration) {
+		for b.Loop() {
+			t0 := time.Now()
+			if m := direct.call(b, "session/prompt", turn); m.Error != nil {
+				b.Fatalf("session/prompt: %s", m.Error)
+			}
+			t1 := time.Now()
+			if m := proxied.call(b, "tools/call", reply); m.Error != nil {
+				b.Fatalf("agent_reply: %s", m.Error)
+			}
+			t2 := time.Now()
+			same, prox = append(same, t1.Sub(t0)), append(prox, t2.Sub(t1))
 		}
-		t1 := time.Now()
-		if m := proxied.call(b, "tools/call", reply); m.Error != nil {
-			b.Fatalf("agent_reply: %s", m.Error)
-		}
-		t2 := time.Now()
-		same, prox = append(same, t1.Sub(t0)), append(prox, t2.Sub(t1))
-	}
-	serveCPU, childCPU = cpuTime(cmd.Process.Pid)-serveCPU, cpuTime(direct.pid)-childCPU
-	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
-	b.ReportMetric(us(quantile(same, 0.5)), "p50-direct-µs")
-	b.ReportMetric(us(quantile(prox, 0.5)), "p50-proxy-µs")
-	b.ReportMetric(us(quantile(prox, 0.5)-quantile(same, 0.5)), "p50-overhead-µs")
-	b.ReportMetric(us(quantile(prox, 0.99)-quantile(same, 0.99)), "p99-overhead-µs")
-	if serveCPU > 0 && childCPU > 0 {
-		b.ReportMetric(us(serveCPU)/float64(len(prox)), "serve-cpu-µs/turn")
-		b.ReportMetric(us(childCPU)/float64(len(same)), "child-cpu-µs/turn")
+		return same, prox
 	}
 }

@@ -122,17 +122,36 @@ func startDirect(tb testing.TB, bin, dir string, env ...string) *rawClient {
 	cmd := exec.Command(bin, "mcp-server")
 	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), "CODEX_HOME="+filepath.Join(dir, ".codex")), env...)
+	c := startRaw(tb, cmd)
+	c.call(tb, "initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "bench", "version": "1"}})
+	return c
+}
+
+// startRaw starts cmd with a raw client on its stdio, its stderr read and
+// dropped (as the proxy and MCP clients read it); closing its stdin at
+// the end of the test stops it.
+func startRaw(tb testing.TB, cmd *exec.Cmd) *rawClient {
 	in, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
-	stderr, _ := cmd.StderrPipe() // read, as the proxy and MCP clients do
+	stderr, _ := cmd.StderrPipe()
 	go func() { _, _ = io.Copy(io.Discard, stderr) }()
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { in.Close(); _ = cmd.Wait() })
-	c := &rawClient{w: jsonrpcframe.NewLineWriter(in), r: jsonrpcframe.NewLineReader(bufio.NewReaderSize(out, 1<<20), nil), pid: cmd.Process.Pid}
-	c.call(tb, "initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "bench", "version": "1"}})
-	return c
+	return &rawClient{w: jsonrpcframe.NewLineWriter(in), r: jsonrpcframe.NewLineReader(bufio.NewReaderSize(out, 1<<20), nil), pid: cmd.Process.Pid}
+}
+
+// startServe runs the atm-agent-mcp binary's serve in home (team dev,
+// identity proxy, Codex codexBin; env added to its environment) with an
+// initialized raw client, as Claude runs it.
+func startServe(tb testing.TB, home, codexBin string, env ...string) (*rawClient, *exec.Cmd) {
+	cmd := exec.Command(proxyBin(tb), "serve", "--team", "dev", "--identity", "proxy", "--codex-bin", codexBin)
+	cmd.Dir = home
+	cmd.Env = append(append(os.Environ(), "ATM_HOME="+home, "HOME="+home, "CODEX_HOME="+filepath.Join(home, ".codex")), env...)
+	c := startRaw(tb, cmd)
+	c.call(tb, "initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}})
+	return c, cmd
 }
 
 // startProxied runs a proxy in this process in front of mockcodex, with a
@@ -144,8 +163,13 @@ func startProxied(tb testing.TB, bin, home string, env ...string) (*rawClient, *
 	if err != nil {
 		tb.Fatal(err)
 	}
-	// OS pipes, as between Claude and the proxy (an io.Pipe would make
-	// every write wait for the reader).
+	return runOnPipes(tb, srv), srv
+}
+
+// runOnPipes runs srv with an initialized raw client on OS pipes, as
+// between Claude and the proxy (an io.Pipe would make every write wait
+// for the reader).
+func runOnPipes(tb testing.TB, srv *Server) *rawClient {
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		tb.Fatal(err)
@@ -167,8 +191,30 @@ func startProxied(tb testing.TB, bin, home string, env ...string) (*rawClient, *
 	})
 	c := &rawClient{w: jsonrpcframe.NewLineWriter(inW), r: jsonrpcframe.NewLineReader(bufio.NewReaderSize(outR, 1<<20), nil)}
 	c.call(tb, "initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}})
-	return c, srv
+	return c
 }
+
+// reportOverhead reports the latencies of the direct path (same) and the
+// proxied one (prox), turn by turn: their medians and the proxy's
+// overhead at the median and the 99th percentile.
+func reportOverhead(b *testing.B, same, prox []time.Duration) {
+	b.ReportMetric(us(quantile(same, 0.5)), "p50-direct-µs")
+	b.ReportMetric(us(quantile(prox, 0.5)), "p50-proxy-µs")
+	b.ReportMetric(us(quantile(prox, 0.5)-quantile(same, 0.5)), "p50-overhead-µs")
+	b.ReportMetric(us(quantile(prox, 0.99)-quantile(same, 0.99)), "p99-overhead-µs")
+}
+
+// reportCPU reports the CPU time serve used per proxied turn next to what
+// the direct path's child used per turn (when both could be read).
+func reportCPU(b *testing.B, serveCPU, childCPU time.Duration, turns int) {
+	if serveCPU > 0 && childCPU > 0 && turns > 0 {
+		b.ReportMetric(us(serveCPU)/float64(turns), "serve-cpu-µs/turn")
+		b.ReportMetric(us(childCPU)/float64(turns), "child-cpu-µs/turn")
+	}
+}
+
+// us is d in microseconds.
+func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 
 func structuredOf(tb testing.TB, m *jsonrpcframe.Message) map[string]any {
 	var r struct {
@@ -296,11 +342,7 @@ func BenchmarkToolsCallOverhead(b *testing.B) {
 		sameHops.add(b, directTimes, t0, t1)
 		proxHops.add(b, proxiedTimes, t1, t2)
 	}
-	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
-	b.ReportMetric(us(quantile(same, 0.5)), "p50-direct-µs")
-	b.ReportMetric(us(quantile(prox, 0.5)), "p50-proxy-µs")
-	b.ReportMetric(us(quantile(prox, 0.5)-quantile(same, 0.5)), "p50-overhead-µs")
-	b.ReportMetric(us(quantile(prox, 0.99)-quantile(same, 0.99)), "p99-overhead-µs")
+	reportOverhead(b, same, prox)
 	b.ReportMetric(us(quantile(prox, 0.5)-quantile(bare, 0.5)), "p50-overhead-with-context-µs")
 	b.ReportMetric(us(quantile(proxFirst, 0.5)-quantile(sameFirst, 0.5)), "p50-first-event-overhead-µs")
 	reportHops(b, sameHops, proxHops)
@@ -374,10 +416,7 @@ func BenchmarkRelayFloor(b *testing.B) {
 		t2 := time.Now()
 		same, prox = append(same, t1.Sub(t0)), append(prox, t2.Sub(t1))
 	}
-	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
-	b.ReportMetric(us(quantile(same, 0.5)), "p50-direct-µs")
-	b.ReportMetric(us(quantile(prox, 0.5)-quantile(same, 0.5)), "p50-overhead-µs")
-	b.ReportMetric(us(quantile(prox, 0.99)-quantile(same, 0.99)), "p99-overhead-µs")
+	reportOverhead(b, same, prox)
 }
 
 // BenchmarkToolsCallOverheadProcess is BenchmarkToolsCallOverhead with the
@@ -397,19 +436,7 @@ func BenchmarkToolsCallOverheadProcess(b *testing.B) {
 	writeTeam(b, home, "dev", "arch")
 	directTimes, proxiedTimes := childTimes(filepath.Join(home, "direct.timing")), childTimes(filepath.Join(home, "proxied.timing"))
 	direct := startDirect(b, bin, home, directTimes.env())
-	cmd := exec.Command(proxyBin(b), "serve", "--team", "dev", "--identity", "proxy", "--codex-bin", bin)
-	cmd.Dir = home
-	cmd.Env = append(os.Environ(), "ATM_HOME="+home, "HOME="+home, "CODEX_HOME="+filepath.Join(home, ".codex"), proxiedTimes.env())
-	in, _ := cmd.StdinPipe()
-	out, _ := cmd.StdoutPipe()
-	stderr, _ := cmd.StderrPipe()
-	go func() { _, _ = io.Copy(io.Discard, stderr) }()
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { in.Close(); _ = cmd.Wait() })
-	proxied := &rawClient{w: jsonrpcframe.NewLineWriter(in), r: jsonrpcframe.NewLineReader(bufio.NewReaderSize(out, 1<<20), nil)}
-	proxied.call(b, "initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}})
+	proxied, cmd := startServe(b, home, bin, proxiedTimes.env())
 
 	thread := structuredOf(b, direct.call(b, "tools/call", map[string]any{"name": "codex", "arguments": map[string]any{"prompt": "start", "cwd": home}}))["threadId"]
 	agent := structuredOf(b, proxied.call(b, "tools/call", map[string]any{"name": "codex", "arguments": map[string]any{"prompt": "start", "identity": "arch"}}))["agent_id"].(string)
@@ -431,16 +458,8 @@ func BenchmarkToolsCallOverheadProcess(b *testing.B) {
 		sameHops.add(b, directTimes, t0, t1)
 		proxHops.add(b, proxiedTimes, t1, t2)
 	}
-	serveCPU, childCPU = cpuTime(cmd.Process.Pid)-serveCPU, cpuTime(direct.pid)-childCPU
-	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
-	b.ReportMetric(us(quantile(same, 0.5)), "p50-direct-µs")
-	b.ReportMetric(us(quantile(prox, 0.5)), "p50-proxy-µs")
-	b.ReportMetric(us(quantile(prox, 0.5)-quantile(same, 0.5)), "p50-overhead-µs")
-	b.ReportMetric(us(quantile(prox, 0.99)-quantile(same, 0.99)), "p99-overhead-µs")
-	if serveCPU > 0 && childCPU > 0 {
-		b.ReportMetric(us(serveCPU)/float64(len(prox)), "serve-cpu-µs/turn")
-		b.ReportMetric(us(childCPU)/float64(len(same)), "child-cpu-µs/turn")
-	}
+	reportOverhead(b, same, prox)
+	reportCPU(b, cpuTime(cmd.Process.Pid)-serveCPU, cpuTime(direct.pid)-childCPU, len(prox))
 	reportHops(b, sameHops, proxHops)
 }
 
