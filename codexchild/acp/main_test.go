@@ -5,12 +5,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/testlog"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -92,34 +92,8 @@ func prompt(t *testing.T, s *acp.Session, script ...string) *acp.TurnResult {
 }
 
 // testLogger keeps the log in memory and shows it when the test fails
-// (t.Log after the test ended would panic; the agent's stderr may come
-// late).
-func testLogger(t *testing.T) *slog.Logger {
-	b := &lockedBuffer{}
-	t.Cleanup(func() {
-		if t.Failed() || os.Getenv("ACPLOG") != "" {
-			t.Logf("log:\n%s", b.String())
-		}
-	})
-	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+// (or with ACPLOG set).
+func testLogger(t *testing.T) *slog.Logger { return testlog.Logger(t, "ACPLOG") }
 
 // processesWithMark returns the pids of live processes (zombies excluded)
 // whose environment holds FAKEACP_MARK=mark.

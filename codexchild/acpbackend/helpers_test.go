@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/testlog"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -205,32 +206,7 @@ func acpTurnOK(t *testing.T, b *Backend, req backend.TurnRequest) *backend.Resul
 
 // acpLogger keeps the log in memory and shows it when the test fails (or
 // with ACPLOG set).
-func acpLogger(t *testing.T) *slog.Logger {
-	b := &syncBuffer{}
-	t.Cleanup(func() {
-		if t.Failed() || os.Getenv("ACPLOG") != "" {
-			t.Logf("log:\n%s", b.String())
-		}
-	})
-	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+func acpLogger(t *testing.T) *slog.Logger { return testlog.Logger(t, "ACPLOG") }
 
 // noMarkedProcessLeft fails the test when a live process (not a zombie)
 // has ACPTEST_MARK=mark in its environment a moment after the test.

@@ -4,6 +4,7 @@ package realcodex_test
 
 import (
 	"fmt"
+	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/testlog"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -13,30 +14,9 @@ import (
 	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/testing/realcodex"
 )
 
-// cleanupTB collects cleanups and errors so a test can run a helper's
-// cleanup itself and look at what it reported.
-type cleanupTB struct {
-	testing.TB
-	cleanups []func()
-	errors   []string
-}
-
-func (c *cleanupTB) Helper()          {}
-func (c *cleanupTB) Cleanup(f func()) { c.cleanups = append(c.cleanups, f) }
-func (c *cleanupTB) Errorf(format string, args ...any) {
-	c.errors = append(c.errors, fmt.Sprintf(format, args...))
-}
-func (c *cleanupTB) Failed() bool                    { return len(c.errors) > 0 }
-func (c *cleanupTB) Logf(format string, args ...any) {}
-func (c *cleanupTB) runCleanups() {
-	for i := len(c.cleanups) - 1; i >= 0; i-- {
-		c.cleanups[i]()
-	}
-}
-
 func TestLeakCheck(t *testing.T) {
 	defer realcodex.SetLeakGrace(300 * time.Millisecond)()
-	fake := &cleanupTB{TB: t}
+	fake := testlog.NewRecorder(t)
 	h := realcodex.NewHome(fake, "http://127.0.0.1:1/v1", nil)
 
 	// A process carrying the home's environment that nobody stops.
@@ -62,9 +42,9 @@ func TestLeakCheck(t *testing.T) {
 	if len(procs) != 1 || !strings.HasPrefix(procs[0], want) {
 		t.Errorf("Processes = %q", procs)
 	}
-	fake.runCleanups()
-	if len(fake.errors) != 1 || !strings.Contains(fake.errors[0], "still alive") {
-		t.Errorf("leak check reported %q", fake.errors)
+	fake.RunCleanups()
+	if len(fake.Errors()) != 1 || !strings.Contains(fake.Errors()[0], "still alive") {
+		t.Errorf("leak check reported %q", fake.Errors())
 	}
 	select {
 	case <-exited: // the leak check killed it
