@@ -51,32 +51,9 @@ func TestClaudeCodeAgents(t *testing.T) {
 func claudeAgentLoadsPlugin(t *testing.T, claude string) {
 	acpBin := realacp.Install(t, "claude-agent-acp", "node_modules/.bin/claude-agent-acp")
 	agentAPI := realacp.StartAnthropic(t)
-	repo, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	home := filepath.Join(dir, "home") // the user's, the lead's and the agent's
-	work := filepath.Join(dir, "work")
+	dir, home, work := pluginHome(t, claude) // the user's, the lead's and the agent's
 	atmHome := filepath.Join(dir, "atm")
-	for _, d := range []string{home, work} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
 	makeTeam(t, atmHome, "team-lead", "rev-1")
-
-	// The plugin, installed as a user installs it.
-	for _, args := range [][]string{
-		{"plugin", "marketplace", "add", repo},
-		{"plugin", "install", "atm-agent-mcp@atm-agent-mcp"},
-	} {
-		cmd := exec.Command(claude, args...)
-		cmd.Dir, cmd.Env = work, claudeEnv(home, "http://127.0.0.1:9")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("claude %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
 
 	// serve's configuration: the Claude agent's model is its own mock; its
 	// Claude Code reads the same HOME as the lead's.

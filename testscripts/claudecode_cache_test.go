@@ -24,30 +24,9 @@ import (
 // server connected (issue 37).
 func TestClaudeCodeCachedFailure(t *testing.T) {
 	claude := claudeCLI(t, "2.1.332")
-	repo, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	home := filepath.Join(dir, "home")
-	work := filepath.Join(dir, "work")
+	dir, home, work := pluginHome(t, claude)
 	atmHome := filepath.Join(dir, "atm")
-	for _, d := range []string{home, work} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
 	makeTeam(t, atmHome, "team-lead")
-	for _, args := range [][]string{
-		{"plugin", "marketplace", "add", repo},
-		{"plugin", "install", "atm-agent-mcp@atm-agent-mcp"},
-	} {
-		cmd := exec.Command(claude, args...)
-		cmd.Dir, cmd.Env = work, claudeEnv(home, "http://127.0.0.1:9")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("claude %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
 	broken := filepath.Join(dir, "broken.toml")
 	if err := os.WriteFile(broken, []byte("this is [not toml\n"), 0o644); err != nil {
 		t.Fatal(err)

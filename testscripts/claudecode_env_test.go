@@ -58,6 +58,36 @@ func claudeEnv(home, apiURL string, extra ...string) []string {
 	return append(env, extra...)
 }
 
+// pluginHome makes a test's folder with a user's HOME and a working
+// folder in it, and installs our plugin in that HOME with the real
+// Claude Code as a user does (the repository as a directory
+// marketplace). It returns the folder, the HOME and the working folder.
+func pluginHome(t *testing.T, claude string) (dir, home, work string) {
+	t.Helper()
+	repo, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir = t.TempDir()
+	home, work = filepath.Join(dir, "home"), filepath.Join(dir, "work")
+	for _, d := range []string{home, work} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{
+		{"plugin", "marketplace", "add", repo},
+		{"plugin", "install", "atm-agent-mcp@atm-agent-mcp"},
+	} {
+		cmd := exec.Command(claude, args...)
+		cmd.Dir, cmd.Env = work, claudeEnv(home, "http://127.0.0.1:9")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("claude %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	return dir, home, work
+}
+
 // streamResult returns the result of Claude Code's stream-json output.
 func streamResult(t *testing.T, out []byte) string {
 	t.Helper()

@@ -57,30 +57,9 @@ func TestClaudeCodeWindows(t *testing.T) {
 
 // secondWindow is one case of TestClaudeCodeWindows.
 func secondWindow(t *testing.T, claude, held string, first, second []string, screen, result *regexp.Regexp, isError bool, claimed string) {
-	repo, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	home := filepath.Join(dir, "home")
-	work := filepath.Join(dir, "work")
+	dir, home, work := pluginHome(t, claude)
 	atmHome := filepath.Join(dir, "atm")
-	for _, d := range []string{home, work} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
 	makeTeam(t, atmHome, "team-lead", "arch")
-	for _, args := range [][]string{
-		{"plugin", "marketplace", "add", repo},
-		{"plugin", "install", "atm-agent-mcp@atm-agent-mcp"},
-	} {
-		cmd := exec.Command(claude, args...)
-		cmd.Dir, cmd.Env = work, claudeEnv(home, "http://127.0.0.1:9")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("claude %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
 	seedClaudeJSON(t, home, work)
 	serveEnv := []string{"ATM_HOME=" + atmHome, "ATM_TEAM=dev", "ATM_AGENT_MCP_CODEX_BIN=mockcodex", "GIT_CEILING_DIRECTORIES=" + dir}
 
