@@ -1,11 +1,9 @@
 package sshhost_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -136,31 +134,13 @@ func TestExecDown(t *testing.T) {
 // is there is left alone.
 func TestCheckForwards(t *testing.T) {
 	h, _ := newHost(t, nil, sshhost.Config{})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			line, _ := bufio.NewReader(c).ReadString('\n')
-			fmt.Fprintf(c, "here: %s", line)
-			c.Close()
-		}
-	}()
-	f, err := h.Forward(t.Context(), l.Addr().String())
+	addr := echoServer(t)
+	f, err := h.Forward(t.Context(), addr)
 	if err != nil {
 		t.Fatalf("Forward: %v", err)
 	}
 	port := f.Port()
-	dial := func() (string, error) {
-		out, err := h.Run(t.Context(), "", []string{"bash", "-c", `exec 3<>/dev/tcp/127.0.0.1/$0 && echo hello >&3 && cat <&3`, fmt.Sprint(port)})
-		return string(out), err
-	}
+	dial := func() (string, error) { return dialOnHost(t, h, port) }
 	if remade, err := h.CheckForwards(t.Context()); err != nil || len(remade) != 0 {
 		t.Fatalf("CheckForwards of a live forward = %v, %v; want nothing made again", remade, err)
 	}
@@ -168,7 +148,7 @@ func TestCheckForwards(t *testing.T) {
 	// as it was asked for (port 0: the master's choice), then, made again
 	// on its port, as that port.
 	ctl := sshhost.ControlSocket(h)
-	for _, spec := range []string{fmt.Sprintf("127.0.0.1:0:%s", l.Addr()), fmt.Sprintf("127.0.0.1:%d:%s", port, l.Addr())} {
+	for _, spec := range []string{fmt.Sprintf("127.0.0.1:0:%s", addr), fmt.Sprintf("127.0.0.1:%d:%s", port, addr)} {
 		if out, err := exec.Command("ssh", "-F", "/dev/null", "-S", ctl, "-O", "cancel", "-R", spec, "box").CombinedOutput(); err != nil || len(out) > 0 {
 			t.Fatalf("ssh -O cancel -R %s: %v\n%s", spec, err, out)
 		}

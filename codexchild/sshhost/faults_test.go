@@ -1,11 +1,8 @@
 package sshhost_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"fmt"
-	"net"
 	"os"
 	"strings"
 	"testing"
@@ -120,23 +117,8 @@ func TestUnreachable(t *testing.T) {
 // connection drops; Close ends it.
 func TestForward(t *testing.T) {
 	h, srv := newHost(t, nil, sshhost.Config{})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			line, _ := bufio.NewReader(c).ReadString('\n')
-			fmt.Fprintf(c, "here: %s", line)
-			c.Close()
-		}
-	}()
-	f, err := h.Forward(t.Context(), l.Addr().String())
+	addr := echoServer(t)
+	f, err := h.Forward(t.Context(), addr)
 	if err != nil {
 		t.Fatalf("Forward: %v", err)
 	}
@@ -145,10 +127,7 @@ func TestForward(t *testing.T) {
 		t.Fatalf("Port = %d", port)
 	}
 	// bash's /dev/tcp: a client on the host.
-	dial := func() (string, error) {
-		out, err := h.Run(t.Context(), "", []string{"bash", "-c", `exec 3<>/dev/tcp/127.0.0.1/$0 && echo hello >&3 && cat <&3`, fmt.Sprint(f.Port())})
-		return string(out), err
-	}
+	dial := func() (string, error) { return dialOnHost(t, h, f.Port()) }
 	if got, err := dial(); err != nil || got != "here: hello\n" {
 		t.Fatalf("through the forward: %q, %v", got, err)
 	}

@@ -1,8 +1,11 @@
 package sshhost_test
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"testing"
 	"time"
@@ -77,4 +80,34 @@ func hostFor(t *testing.T, srv *sshtest.Server, cfg sshhost.Config) *sshhost.Hos
 func startServer(t *testing.T) *sshtest.Server {
 	t.Helper()
 	return sshtest.Start(t, nil)
+}
+
+// echoServer listens on this machine's loopback until the test ends and
+// answers each connection's first line with "here: " and the line; it
+// returns its address.
+func echoServer(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			line, _ := bufio.NewReader(c).ReadString('\n')
+			fmt.Fprintf(c, "here: %s", line)
+			c.Close()
+		}
+	}()
+	return l.Addr().String()
+}
+
+// dialOnHost connects to port on the host's loopback from the host (bash's
+// /dev/tcp), says hello and returns what came back.
+func dialOnHost(t *testing.T, h *sshhost.Host, port int) (string, error) {
+	out, err := h.Run(t.Context(), "", []string{"bash", "-c", `exec 3<>/dev/tcp/127.0.0.1/$0 && echo hello >&3 && cat <&3`, fmt.Sprint(port)})
+	return string(out), err
 }
