@@ -2,8 +2,10 @@ package testscripts
 
 import (
 	"bytes"
+	"iter"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -13,20 +15,7 @@ import (
 // descends from the process root, and returns their pids.
 func killMaster(root int) []int {
 	var killed []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		argv := strings.Split(string(bytes.TrimRight(cmdline, "\x00")), "\x00")
-		if len(argv) < 2 || filepath.Base(argv[0]) != "ssh" || argv[1] != "-M" || !descends(pid, root) {
-			continue
-		}
+	for pid := range masters(root) {
 		if syscall.Kill(pid, syscall.SIGKILL) == nil {
 			killed = append(killed, pid)
 		}
@@ -38,28 +27,37 @@ func killMaster(root int) []int {
 // connections that descend from the process root.
 func masterSockets(root int) []string {
 	var socks []string
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		argv := strings.Split(string(bytes.TrimRight(cmdline, "\x00")), "\x00")
-		if len(argv) < 2 || filepath.Base(argv[0]) != "ssh" || argv[1] != "-M" || !descends(pid, root) {
-			continue
-		}
-		for i, a := range argv[:len(argv)-1] {
-			if a == "-S" {
-				socks = append(socks, argv[i+1])
-				break
-			}
+	for _, argv := range masters(root) {
+		if i := slices.Index(argv[:len(argv)-1], "-S"); i >= 0 {
+			socks = append(socks, argv[i+1])
 		}
 	}
 	return socks
+}
+
+// masters yields the pid and the arguments of every ssh master connection
+// (ssh -M) that descends from the process root.
+func masters(root int) iter.Seq2[int, []string] {
+	return func(yield func(int, []string) bool) {
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+			if err != nil {
+				continue
+			}
+			argv := strings.Split(string(bytes.TrimRight(cmdline, "\x00")), "\x00")
+			if len(argv) < 2 || filepath.Base(argv[0]) != "ssh" || argv[1] != "-M" || !descends(pid, root) {
+				continue
+			}
+			if !yield(pid, argv) {
+				return
+			}
+		}
+	}
 }
 
 // descends reports whether pid is root or one of its descendants.
