@@ -244,21 +244,8 @@ func TestClaudeCodeLeadPushBurst(t *testing.T) {
 	if n := last.pushed(same); n != 3 {
 		t.Errorf("the mail sent three times reached the model %d times, want 3", n)
 	}
-	if drops := grepLines(debug, "[peer-guard]"); len(drops) > 0 {
-		t.Errorf("Claude Code dropped peer messages:\n%s", strings.Join(drops, "\n"))
-	}
-	var inbox []struct {
-		Read bool `json:"read"`
-	}
-	b, _ := os.ReadFile(filepath.Join(teamDir, "inboxes", "team-lead.json"))
-	if err := json.Unmarshal(b, &inbox); err != nil || len(inbox) != len(texts) {
-		t.Errorf("team-lead's inbox holds %d messages (%v), want %d", len(inbox), err, len(texts))
-	}
-	for i, m := range inbox {
-		if !m.Read {
-			t.Errorf("mail %d is unread", i)
-		}
-	}
+	noPeerDrops(t, debug)
+	allRead(t, teamDir, "team-lead", len(texts))
 	if t.Failed() {
 		api.dump()
 		logTail(t, "serve's log", serveLog, 8000, "lead", "push", "paced")
@@ -362,21 +349,8 @@ func TestClaudeCodeLeadPushDuringCall(t *testing.T) {
 			t.Errorf("mail %d reached the model %d times, want once", i, n)
 		}
 	}
-	if drops := grepLines(debug, "[peer-guard]"); len(drops) > 0 {
-		t.Errorf("Claude Code dropped peer messages:\n%s", strings.Join(drops, "\n"))
-	}
-	var inbox []struct {
-		Read bool `json:"read"`
-	}
-	b, _ := os.ReadFile(filepath.Join(teamDir, "inboxes", "team-lead.json"))
-	if err := json.Unmarshal(b, &inbox); err != nil || len(inbox) != len(mails) {
-		t.Errorf("team-lead's inbox holds %d messages (%v), want %d", len(inbox), err, len(mails))
-	}
-	for i, m := range inbox {
-		if !m.Read {
-			t.Errorf("mail %d is unread", i)
-		}
-	}
+	noPeerDrops(t, debug)
+	allRead(t, teamDir, "team-lead", len(mails))
 	if t.Failed() {
 		api.dump()
 		logTail(t, "serve's log", serveLog, 8000, "lead", "push", "paced", "gate")
@@ -439,4 +413,31 @@ func dialMessaging(envFile string) (net.Conn, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// noPeerDrops fails the test when Claude Code's debug log says its peer
+// guard dropped a message.
+func noPeerDrops(t *testing.T, debug string) {
+	t.Helper()
+	if drops := grepLines(debug, "[peer-guard]"); len(drops) > 0 {
+		t.Errorf("Claude Code dropped peer messages:\n%s", strings.Join(drops, "\n"))
+	}
+}
+
+// allRead fails the test unless identity's inbox in teamDir holds want
+// messages, every one read.
+func allRead(t *testing.T, teamDir, identity string, want int) {
+	t.Helper()
+	var inbox []struct {
+		Read bool `json:"read"`
+	}
+	b, _ := os.ReadFile(filepath.Join(teamDir, "inboxes", identity+".json"))
+	if err := json.Unmarshal(b, &inbox); err != nil || len(inbox) != want {
+		t.Errorf("%s's inbox holds %d messages (%v), want %d", identity, len(inbox), err, want)
+	}
+	for i, m := range inbox {
+		if !m.Read {
+			t.Errorf("mail %d is unread", i)
+		}
+	}
 }
