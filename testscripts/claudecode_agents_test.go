@@ -228,18 +228,11 @@ func claudeLeadsAgent(t *testing.T, claude, protocol string) {
 	}
 	proxyLog := filepath.Join(dir, "proxy.log")
 	tag := realacp.Tag(t) // nothing of the agent may be left
-	mcpConfig := map[string]any{"mcpServers": map[string]any{"codex": map[string]any{
-		"command": proxy,
-		"args": []string{"serve", "--team", "dev", "--identity", "proxy", "--codex-bin", "mockcodex",
+	mcpFile := writeMCPFile(t, dir, proxy,
+		[]string{"serve", "--team", "dev", "--identity", "proxy", "--codex-bin", "mockcodex",
 			"--config", config, "--log-level", "debug", "--log-file", proxyLog},
-		"env": map[string]string{"ATM_HOME": atmHome, "HOME": atmHome, "PATH": os.Getenv("PATH"),
-			"GIT_CEILING_DIRECTORIES": dir, realacp.TagEnv: tag},
-	}}}
-	mcpFile := filepath.Join(dir, "mcp.json")
-	b, _ := json.Marshal(mcpConfig)
-	if err := os.WriteFile(mcpFile, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+		map[string]string{"ATM_HOME": atmHome, "HOME": atmHome, "PATH": os.Getenv("PATH"),
+			"GIT_CEILING_DIRECTORIES": dir, realacp.TagEnv: tag})
 
 	var agentID string
 	script := []mockStep{

@@ -39,7 +39,14 @@ func writeServeMCPConfig(t *testing.T, dir, atmHome string, run claudeRun, serve
 	}
 	args := append([]string{"serve", "--codex-bin", run.codexBin, "--backend", run.backend,
 		"--log-level", "debug", "--log-file", serveLog}, extra...)
-	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"codex": map[string]any{"command": proxy, "args": args, "env": env}}})
+	return writeMCPFile(t, dir, proxy, args, env)
+}
+
+// writeMCPFile writes dir/mcp.json, Claude Code's --mcp-config with one
+// stdio server "codex" (command, its args and env), and returns its path.
+func writeMCPFile(t *testing.T, dir, command string, args []string, env map[string]string) string {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"codex": map[string]any{"command": command, "args": args, "env": env}}})
 	file := filepath.Join(dir, "mcp.json")
 	if err := os.WriteFile(file, b, 0o644); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package testscripts
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,17 +56,10 @@ func TestClaudeCodeMerge(t *testing.T) {
 	}
 	proxyLog := filepath.Join(dir, "proxy.log")
 	tag := realacp.Tag(t)
-	mcpConfig := map[string]any{"mcpServers": map[string]any{"codex": map[string]any{
-		"command": proxy,
-		"args":    []string{"serve", "--team", "dev", "--identity", "team-lead", "--codex-bin", "mockcodex", "--log-level", "debug", "--log-file", proxyLog},
-		"env": map[string]string{"ATM_HOME": atmHome, "HOME": atmHome, "PATH": os.Getenv("PATH"),
-			"GIT_CEILING_DIRECTORIES": dir, realacp.TagEnv: tag},
-	}}}
-	mcpFile := filepath.Join(dir, "mcp.json")
-	b, _ := json.Marshal(mcpConfig)
-	if err := os.WriteFile(mcpFile, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	mcpFile := writeMCPFile(t, dir, proxy,
+		[]string{"serve", "--team", "dev", "--identity", "team-lead", "--codex-bin", "mockcodex", "--log-level", "debug", "--log-file", proxyLog},
+		map[string]string{"ATM_HOME": atmHome, "HOME": atmHome, "PATH": os.Getenv("PATH"),
+			"GIT_CEILING_DIRECTORIES": dir, realacp.TagEnv: tag})
 
 	var agentID string
 	api := startAnthropicMock(t, []mockStep{

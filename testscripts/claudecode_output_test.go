@@ -3,7 +3,6 @@
 package testscripts
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,17 +41,10 @@ func TestClaudeCodeStructuredOutput(t *testing.T) {
 	proxyLog := filepath.Join(dir, "proxy.log")
 	childLog := filepath.Join(dir, "child.jsonl")
 	tag := realacp.Tag(t)
-	mcpConfig := map[string]any{"mcpServers": map[string]any{"codex": map[string]any{
-		"command": proxy,
-		"args":    []string{"serve", "--team", "dev", "--identity", "team-lead", "--codex-bin", "mockcodex", "--log-level", "debug", "--log-file", proxyLog},
-		"env": map[string]string{"ATM_HOME": atmHome, "HOME": atmHome, "PATH": os.Getenv("PATH"), "GIT_CEILING_DIRECTORIES": dir,
-			"MOCKCODEX_VERSION": testedAppVersion, "MOCKCODEX_LOG": childLog, realacp.TagEnv: tag},
-	}}}
-	mcpFile := filepath.Join(dir, "mcp.json")
-	b, _ := json.Marshal(mcpConfig)
-	if err := os.WriteFile(mcpFile, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	mcpFile := writeMCPFile(t, dir, proxy,
+		[]string{"serve", "--team", "dev", "--identity", "team-lead", "--codex-bin", "mockcodex", "--log-level", "debug", "--log-file", proxyLog},
+		map[string]string{"ATM_HOME": atmHome, "HOME": atmHome, "PATH": os.Getenv("PATH"), "GIT_CEILING_DIRECTORIES": dir,
+			"MOCKCODEX_VERSION": testedAppVersion, "MOCKCODEX_LOG": childLog, realacp.TagEnv: tag})
 	schema := map[string]any{"type": "object", "properties": map[string]any{
 		"verdict": map[string]any{"type": "string", "enum": []any{"pass", "fail"}}, "count": map[string]any{"type": "integer"}},
 		"required": []any{"verdict", "count"}, "additionalProperties": false}

@@ -42,15 +42,9 @@ func TestClaudeCodePeerGate(t *testing.T) {
 	// A serve without the push, behind a wrapper that saves the
 	// environment Claude Code gives it: the socket and its token.
 	envFile := filepath.Join(dir, "serve.env")
-	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"codex": map[string]any{
-		"command": "sh",
-		"args": []string{"-c", `env > "$0"; exec atm-agent-mcp serve --team dev --no-lead-push --log-file "$1"`,
-			envFile, filepath.Join(dir, "serve.log")},
-		"env": map[string]string{"ATM_HOME": atmHome, "HOME": atmHome, "PATH": os.Getenv("PATH")}}}})
-	mcpFile := filepath.Join(dir, "mcp.json")
-	if err := os.WriteFile(mcpFile, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	mcpFile := writeMCPFile(t, dir, "sh",
+		[]string{"-c", `env > "$0"; exec atm-agent-mcp serve --team dev --no-lead-push --log-file "$1"`, envFile, filepath.Join(dir, "serve.log")},
+		map[string]string{"ATM_HOME": atmHome, "HOME": atmHome, "PATH": os.Getenv("PATH")})
 
 	nonce := "GATE-" + randomHex(t, 4)
 	type line struct {

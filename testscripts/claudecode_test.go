@@ -139,17 +139,10 @@ func claudeConversation(t *testing.T, claude string, run claudeRun) {
 	for k, v := range run.env {
 		serverEnv[k] = v
 	}
-	mcpConfig := map[string]any{"mcpServers": map[string]any{"codex": map[string]any{
-		"command": proxy,
-		"args": []string{"serve", "--team", "dev", "--identity", "proxy", "--codex-bin", run.codexBin, "--backend", run.backend,
+	mcpFile := writeMCPFile(t, dir, proxy,
+		[]string{"serve", "--team", "dev", "--identity", "proxy", "--codex-bin", run.codexBin, "--backend", run.backend,
 			"--approval-policy", "on-request", "--config", config, "--log-level", "debug", "--log-file", proxyLog},
-		"env": serverEnv,
-	}}}
-	mcpFile := filepath.Join(dir, "mcp.json")
-	b, _ := json.Marshal(mcpConfig)
-	if err := os.WriteFile(mcpFile, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+		serverEnv)
 
 	// The model's script. The agent_id comes from the codex result.
 	var agentID string
