@@ -56,6 +56,20 @@ func (a Args) Str(name string) (string, error) {
 	return s, nil
 }
 
+// Strs returns the string arguments names by name ("" for each absent),
+// or the first one that is not a string.
+func (a Args) Strs(names ...string) (map[string]string, error) {
+	out := make(map[string]string, len(names))
+	for _, n := range names {
+		v, err := a.Str(n)
+		if err != nil {
+			return nil, err
+		}
+		out[n] = v
+	}
+	return out, nil
+}
+
 // Bool returns a boolean argument and whether it was given.
 func (a Args) Bool(name string) (v, set bool, err error) {
 	if !a.Has(name) {

@@ -39,14 +39,10 @@ func (e *Env) codex(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.ToolResu
 // arguments have been checked against the tool's names.
 func (e *Env) start(ctx context.Context, c *mcpconn.ToolCall, kind string) (*mcpconn.ToolResult, error) {
 	a := c.Args
-	str := map[string]string{}
-	for _, n := range []string{"prompt", "agent_file", "agent_id", "identity", "role", "tag", "cwd", "model",
-		"approval-policy", "sandbox", "base-instructions", "developer-instructions", "compact-prompt", "profile", "thread_id", "isolation", "base"} {
-		v, err := a.Str(n)
-		if err != nil {
-			return nil, err
-		}
-		str[n] = v
+	str, err := a.Strs("prompt", "agent_file", "agent_id", "identity", "role", "tag", "cwd", "model",
+		"approval-policy", "sandbox", "base-instructions", "developer-instructions", "compact-prompt", "profile", "thread_id", "isolation", "base")
+	if err != nil {
+		return nil, err
 	}
 	config, err := a.Object("config")
 	if err != nil {

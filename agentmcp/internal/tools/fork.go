@@ -31,11 +31,9 @@ func (e *Env) agentFork(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.Tool
 	if err != nil {
 		return nil, err
 	}
-	str := map[string]string{}
-	for _, n := range []string{"identity", "prompt", "isolation", "base"} {
-		if str[n], err = a.Str(n); err != nil {
-			return nil, err
-		}
+	str, err := a.Strs("identity", "prompt", "isolation", "base")
+	if err != nil {
+		return nil, err
 	}
 	background, _, err := a.Bool("background")
 	if err != nil {

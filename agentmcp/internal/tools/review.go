@@ -94,11 +94,9 @@ func (e *Env) agentMerge(ctx context.Context, c *mcpconn.ToolCall) (*mcpconn.Too
 	if err != nil {
 		return nil, err
 	}
-	str := map[string]string{}
-	for _, name := range []string{"strategy", "message", "check", "on_conflict", "to"} {
-		if str[name], err = c.Args.Str(name); err != nil {
-			return nil, err
-		}
+	str, err := c.Args.Strs("strategy", "message", "check", "on_conflict", "to")
+	if err != nil {
+		return nil, err
 	}
 	if e.cfg.Places == nil {
 		return nil, errNoGit
