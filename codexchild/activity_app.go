@@ -54,13 +54,7 @@ func appItem(e backend.Event) backend.Activity {
 			Tool    string          `json:"tool"`
 			Text    string          `json:"text"`
 			// collabAgentToolCall (Codex's own sub-agents; its tool in Tool)
-			Sender       string   `json:"senderThreadId"`
-			Prompt       string   `json:"prompt"`
-			Receivers    []string `json:"receiverThreadIds"`
-			AgentsStates map[string]struct {
-				Status  string `json:"status"`
-				Message string `json:"message"`
-			} `json:"agentsStates"`
+			collabFields
 		} `json:"item"`
 	}
 	if json.Unmarshal(e.Params, &p) != nil {

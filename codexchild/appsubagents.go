@@ -89,16 +89,23 @@ func (s *subAgent) setStatus(status, message string, own bool) bool {
 // collabItem is the part of a collabAgentToolCall item the tracking reads.
 type collabItem struct {
 	Item struct {
-		Type         string   `json:"type"`
-		Tool         string   `json:"tool"`
-		Sender       string   `json:"senderThreadId"`
-		Prompt       string   `json:"prompt"`
-		Receivers    []string `json:"receiverThreadIds"`
-		AgentsStates map[string]struct {
-			Status  string `json:"status"`
-			Message string `json:"message"`
-		} `json:"agentsStates"`
+		Type string `json:"type"`
+		Tool string `json:"tool"`
+		collabFields
 	} `json:"item"`
+}
+
+// collabFields are the members of a collabAgentToolCall item (Codex's own
+// sub-agents) that the tracking and the activity read: who sent it, the
+// prompt, the sub-agents it reaches and their states.
+type collabFields struct {
+	Sender       string   `json:"senderThreadId"`
+	Prompt       string   `json:"prompt"`
+	Receivers    []string `json:"receiverThreadIds"`
+	AgentsStates map[string]struct {
+		Status  string `json:"status"`
+		Message string `json:"message"`
+	} `json:"agentsStates"`
 }
 
 // collabLocked notes what a collab item of root's turn (or of one of its
