@@ -48,27 +48,8 @@ func (r *resolver) roleBudget(name string) int {
 // input and output; cached_input is input's and currency USD when not
 // given.
 func (r *resolver) prices() map[string]Price {
-	names := map[string]bool{}
-	for _, f := range r.files {
-		v, ok := f.get(pluginL("prices"))
-		if !ok {
-			continue
-		}
-		src := Source{Kind: SourceFile, Detail: f.path, Key: pluginKeyPrefix + "prices"}
-		t, ok := v.(map[string]any)
-		if !ok {
-			r.errs = append(r.errs, &Error{Key: "prices", Source: src, Value: tomlText(v), Expected: "a table of model prices ([plugins.atm-agent-mcp.prices.<model>])"})
-			continue
-		}
-		for name, pv := range t {
-			if _, ok := pv.(map[string]any); !ok {
-				src.Key = pluginKeyPrefix + "prices." + strconv.Quote(name)
-				r.errs = append(r.errs, &Error{Key: "prices." + name, Source: src, Value: tomlText(pv), Expected: "a table of input, cached_input, output (per million tokens) and currency"})
-				continue
-			}
-			names[name] = true
-		}
-	}
+	names := r.sections(namedTable{table: "prices", holds: "model prices", entry: "model", quote: true,
+		section: "a table of input, cached_input, output (per million tokens) and currency"})
 	if len(names) == 0 {
 		return nil
 	}

@@ -322,27 +322,7 @@ func (r *resolver) crossCheck(cfg *Config) {
 
 // roles resolves the role presets, merging each field across files.
 func (r *resolver) roles() map[string]Role {
-	names := map[string]bool{}
-	for _, f := range r.files {
-		v, ok := f.get(pluginL("roles"))
-		if !ok {
-			continue
-		}
-		src := Source{Kind: SourceFile, Detail: f.path, Key: pluginKeyPrefix + "roles"}
-		t, ok := v.(map[string]any)
-		if !ok {
-			r.errs = append(r.errs, &Error{Key: "roles", Source: src, Value: tomlText(v), Expected: "a table of role presets ([plugins.atm-agent-mcp.roles.<name>])"})
-			continue
-		}
-		for name, rv := range t {
-			if _, ok := rv.(map[string]any); !ok {
-				src.Key = pluginKeyPrefix + "roles." + name
-				r.errs = append(r.errs, &Error{Key: "roles." + name, Source: src, Value: tomlText(rv), Expected: "a table of " + strings.Join(roleKeys, ", ")})
-				continue
-			}
-			names[name] = true
-		}
-	}
+	names := r.sections(namedTable{table: "roles", keys: roleKeys, holds: "role presets"})
 	roles := make(map[string]Role, len(names))
 	for _, name := range slices.Sorted(maps.Keys(names)) {
 		key := func(k string) string { return "roles." + name + "." + k }

@@ -658,6 +658,13 @@ func TestBadValues(t *testing.T) {
 		{"price without output", "[plugins.atm-agent-mcp.prices.m]\ninput = 1\n", nil, []string{"plugins.atm-agent-mcp.prices.m.output = nothing: expected the price of output tokens per million (a number): a price is never guessed"}},
 		{"negative price", "[plugins.atm-agent-mcp.prices.m]\ninput = -1\noutput = 2\n", nil, []string{"prices.m.input = -1: expected a number of 0 or more (per million tokens)"}},
 		{"price not a table", "[plugins.atm-agent-mcp.prices]\nm = 2\n", nil, []string{"expected a table of input, cached_input, output (per million tokens) and currency"}},
+		{"dotted model's price not a table", "[plugins.atm-agent-mcp.prices]\n\"gpt-5.1\" = 2\n", nil, []string{`plugins.atm-agent-mcp.prices."gpt-5.1" = 2: expected a table of input`}},
+		{"prices not a table", "[plugins.atm-agent-mcp]\nprices = 1\n", nil, []string{"plugins.atm-agent-mcp.prices = 1: expected a table of model prices ([plugins.atm-agent-mcp.prices.<model>])"}},
+		{"roles not a table", "[plugins.atm-agent-mcp]\nroles = 1\n", nil, []string{"plugins.atm-agent-mcp.roles = 1: expected a table of role presets ([plugins.atm-agent-mcp.roles.<name>])"}},
+		{"hosts not a table", "[plugins.atm-agent-mcp]\nhosts = 1\n", nil, []string{"plugins.atm-agent-mcp.hosts = 1: expected a table of hosts ([plugins.atm-agent-mcp.hosts.<name>])"}},
+		{"host named local", "[plugins.atm-agent-mcp.hosts.local]\nssh = \"box\"\n", nil, []string{`plugins.atm-agent-mcp.hosts.local = a table: expected a name other than local: "local" is this machine`}},
+		{"host not a table", "[plugins.atm-agent-mcp.hosts]\nbox = 1\n", nil, []string{"plugins.atm-agent-mcp.hosts.box = 1: expected a table of ssh, ssh_args, root, codex_bin, agents"}},
+		{"host without ssh", "[plugins.atm-agent-mcp.hosts.box]\nroot = \"/srv\"\n", nil, []string{"plugins.atm-agent-mcp.hosts.box.ssh = (missing): expected the host's ssh destination"}},
 		{"budget", "[plugins.atm-agent-mcp]\nbudget_tokens = -5\n", nil, []string{"budget_tokens = -5: expected an integer of 0 or more"}},
 	}
 	for _, tt := range tests {

@@ -1,8 +1,10 @@
 package config
 
 import (
+	"cmp"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -17,8 +19,20 @@ type namedTable struct {
 	// keys are the keys a section may have, named in the error for a
 	// section that is not a table.
 	keys []string
+	// holds names what the table holds in the error for a table that is
+	// not a table of tables ("role presets"). optional: table's name.
+	holds string
+	// section is the error's Expected for a section that is not a table.
+	// optional: "a table of " and keys.
+	section string
+	// entry names a section's name in that error ("model"). optional:
+	// "name".
+	entry string
+	// quote quotes a section's name in the key of its Source (prices:
+	// model names have dots).
+	quote bool
 	// refuse says why a section cannot take name ("" when it can): the
-	// text is the error's Expected.
+	// text is the error's Expected. optional: every name is taken.
 	refuse func(name string) string
 }
 
@@ -38,15 +52,23 @@ func (r *resolver) sections(t namedTable) map[string][]string {
 		src := Source{Kind: SourceFile, Detail: f.path, Key: pluginKeyPrefix + t.table}
 		tab, ok := v.(map[string]any)
 		if !ok {
-			r.errs = append(r.errs, &Error{Key: t.table, Source: src, Value: tomlText(v), Expected: "a table of " + t.table + " ([" + pluginKeyPrefix + t.table + ".<name>])"})
+			holds := cmp.Or(t.holds, t.table)
+			r.errs = append(r.errs, &Error{Key: t.table, Source: src, Value: tomlText(v), Expected: "a table of " + holds + " ([" + pluginKeyPrefix + t.table + ".<" + cmp.Or(t.entry, "name") + ">])"})
 			continue
 		}
 		for _, name := range slices.Sorted(maps.Keys(tab)) {
 			s := src
-			s.Key += "." + name
-			expected := t.refuse(name)
+			if t.quote {
+				s.Key += "." + strconv.Quote(name)
+			} else {
+				s.Key += "." + name
+			}
+			expected := ""
+			if t.refuse != nil {
+				expected = t.refuse(name)
+			}
 			if _, isTable := tab[name].(map[string]any); expected == "" && !isTable {
-				expected = "a table of " + strings.Join(t.keys, ", ")
+				expected = cmp.Or(t.section, "a table of "+strings.Join(t.keys, ", "))
 			}
 			if expected != "" {
 				r.errs = append(r.errs, &Error{Key: t.prefix() + name, Source: s, Value: tomlText(tab[name]), Expected: expected})
