@@ -3,7 +3,6 @@ package mockcodex
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,22 +61,7 @@ func newAppServer(p *process) *appServer {
 	return &appServer{p: p, threads: map[string]*appThread{}, pending: map[int64]chan *jsonrpcframe.Message{}}
 }
 
-func (s *appServer) serve(in jsonrpcframe.Reader) {
-	for {
-		m, err := in.Read()
-		if err != nil {
-			var me *jsonrpcframe.MessageError
-			if errors.As(err, &me) {
-				logReceived(s.p, nil, me.Raw)
-				s.p.logf("ERROR", "codex_app_server", "Failed to deserialize JSON-RPC message: %s", serdeReadError(me))
-				continue
-			}
-			return
-		}
-		logReceived(s.p, m, nil)
-		s.dispatch(m)
-	}
-}
+func (s *appServer) serve(in jsonrpcframe.Reader) { readLoop(s.p, in, "codex_app_server", s.dispatch) }
 
 func (s *appServer) notify(method string, params any) {
 	s.p.out.send(&jsonrpcframe.Message{Method: method, Params: mustMarshal(params),

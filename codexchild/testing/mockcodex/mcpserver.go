@@ -62,20 +62,25 @@ func newMCPServer(p *process) *mcpServer {
 	return &mcpServer{p: p, threads: map[string]*mcpThread{}, calls: map[string]*mcpCall{}, pending: map[int64]*pendingElicitation{}}
 }
 
-func (s *mcpServer) serve(in jsonrpcframe.Reader) {
+func (s *mcpServer) serve(in jsonrpcframe.Reader) { readLoop(s.p, in, "codex_mcp_server", s.dispatch) }
+
+// readLoop reads messages from in until it ends, logs each as received
+// and dispatches it; a line that is no message is logged as Codex's module
+// (target) logs it and skipped.
+func readLoop(p *process, in jsonrpcframe.Reader, target string, dispatch func(*jsonrpcframe.Message)) {
 	for {
 		m, err := in.Read()
 		if err != nil {
 			var me *jsonrpcframe.MessageError
 			if errors.As(err, &me) {
-				logReceived(s.p, nil, me.Raw)
-				s.p.logf("ERROR", "codex_mcp_server", "Failed to deserialize JSON-RPC message: %s", serdeReadError(me))
+				logReceived(p, nil, me.Raw)
+				p.logf("ERROR", target, "Failed to deserialize JSON-RPC message: %s", serdeReadError(me))
 				continue
 			}
 			return
 		}
-		logReceived(s.p, m, nil)
-		s.dispatch(m)
+		logReceived(p, m, nil)
+		dispatch(m)
 	}
 }
 
