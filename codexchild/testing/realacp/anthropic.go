@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -24,8 +23,7 @@ import (
 //
 // Side requests (titles, checks) get a short text.
 type Anthropic struct {
-	srv  *httptest.Server
-	hung chan struct{}
+	loopback
 
 	mu   sync.Mutex
 	main int // main requests so far
@@ -37,18 +35,10 @@ const HangFor = 5 * time.Second
 
 // StartAnthropic starts the mock; it is closed at the end of the test.
 func StartAnthropic(t testing.TB) *Anthropic {
-	m := &Anthropic{hung: make(chan struct{}, 4)}
-	m.srv = httptest.NewServer(http.HandlerFunc(m.serve))
-	t.Cleanup(m.srv.Close)
+	m := &Anthropic{}
+	m.loopback = startLoopback(t, m.serve)
 	return m
 }
-
-// URL returns the mock's base URL (ANTHROPIC_BASE_URL).
-func (m *Anthropic) URL() string { return m.srv.URL }
-
-// Hung receives a value when a request for a prompt containing HANG
-// arrived and stalls.
-func (m *Anthropic) Hung() <-chan struct{} { return m.hung }
 
 // MainRequests returns the number of main requests so far.
 func (m *Anthropic) MainRequests() int {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -22,8 +21,7 @@ import (
 // [TitleText]. A hanging answer sends the role chunk and then nothing
 // until the client goes away (or [HangFor]).
 type OpenAIChat struct {
-	srv  *httptest.Server
-	hung chan struct{}
+	loopback
 
 	mu    sync.Mutex
 	main  int        // main requests so far
@@ -38,18 +36,10 @@ const TitleText = "Mock session title"
 // StartOpenAIChat starts the mock; it is closed at the end of the test.
 // Its base URL for an OpenAI-compatible provider is URL()+"/v1".
 func StartOpenAIChat(t testing.TB) *OpenAIChat {
-	m := &OpenAIChat{hung: make(chan struct{}, 4)}
-	m.srv = httptest.NewServer(http.HandlerFunc(m.serve))
-	t.Cleanup(m.srv.Close)
+	m := &OpenAIChat{}
+	m.loopback = startLoopback(t, m.serve)
 	return m
 }
-
-// URL returns the mock's base URL, without /v1.
-func (m *OpenAIChat) URL() string { return m.srv.URL }
-
-// Hung receives a value when a request for a prompt containing HANG
-// arrived and stalls.
-func (m *OpenAIChat) Hung() <-chan struct{} { return m.hung }
 
 // Requests returns the number of main requests (with tools) and of side
 // requests (without) so far.
