@@ -165,8 +165,11 @@
 // tells what changed (treewatch_linux.go), reads only that: no git when
 // nothing changed, one `git diff <base>` over the change's paths through
 // a small index of its own when files of the change were edited, one
-// `update-index` more when a file was added (asked first of a long-lived
-// `git check-ignore`, ignore.go). A moved ref has git tell the base again
+// `update-index` more when a file was first touched (asked first of a
+// long-lived `git check-ignore`, ignore.go). New files alone are read by
+// the tracker itself where git would say the same of them (no deletion or
+// rename in play, no attributes: track_new.go), so a turn that only adds
+// files costs no git. A moved ref has git tell the base again
 // (usually one merge-base); anything it cannot tell (lost events, a
 // folder moved away, a .gitignore changed, a new base) is a whole look,
 // and so is every look on a host.

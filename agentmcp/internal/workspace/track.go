@@ -34,9 +34,11 @@ import (
 // paths it did not hold (`update-index --add --remove`; a new path is
 // first asked of a long-lived `git check-ignore`, so that git-ignored
 // files count as `git add -A` counts them). A turn that only edits files
-// of its change costs one git process; one that adds or first touches a
-// file, two. git does all hashing and diffing; the tracker only tells it
-// which paths to look at.
+// of its change costs one git process; one that first touches a file of
+// the base, two; one that only adds files, none: a new file's change is
+// its own content, which the tracker reads itself where git would say the
+// same (track_new.go). Otherwise git does all hashing and diffing; the
+// tracker only tells it which paths to look at.
 //
 // When a ref moved (the agent committed, the lead's checkout moved, a
 // merge rewrote the record), git tells the base again (the record, HEAD,
@@ -64,9 +66,17 @@ type Tracker struct {
 	base    string          // the commit the change is against
 	inIndex map[string]bool // paths the small index holds
 	paths   map[string]bool // paths of the last change (both sides of a rename)
-	files   []FileChange
+	files   []FileChange    // the last change: gitFiles and fresh, by path
+	// gitFiles is the part of the change git told (through the small
+	// index); fresh are new files told without it, kept out of the small
+	// index until a look needs git (track_new.go).
+	gitFiles []FileChange
+	fresh    map[string]FileChange
+	plain    plainState      // may new files be told without git
+	inBase   map[string]bool // the base's paths (read with plain)
 
 	looks [3]atomic.Int64 // full, incremental, unchanged (tests, benchmarks)
+	told  atomic.Int64    // incremental looks that told new files without git
 }
 
 // trackDirs are where a worktree's refs and the small index are.
@@ -89,8 +99,8 @@ func (m *Manager) Track(p *Place) *Tracker {
 }
 
 // Looks counts the tracker's looks so far: full ones (a whole snapshot),
-// incremental ones (git over the changed paths) and unchanged ones (no
-// git).
+// incremental ones (the changed paths read again: by git, or new files
+// alone by the tracker) and unchanged ones (no git).
 func (t *Tracker) Looks() (full, incremental, unchanged int64) {
 	return t.looks[0].Load(), t.looks[1].Load(), t.looks[2].Load()
 }
@@ -144,6 +154,7 @@ func (t *Tracker) reset() {
 		os.Remove(t.indexPath())
 	}
 	t.refs, t.rec, t.base, t.inIndex, t.paths, t.files = refState{}, record{}, "", nil, nil, nil
+	t.gitFiles, t.fresh, t.plain, t.inBase = nil, nil, plainUnknown, nil
 }
 
 func (t *Tracker) indexPath() string { return filepath.Join(t.dirs.gitDir, "atm-radar.index") }
@@ -212,7 +223,7 @@ func (t *Tracker) full(ctx context.Context) ([]FileChange, error) {
 		t.reset()
 		return files, nil // this look stands; the next is a full one
 	}
-	t.refs, t.rec, t.base, t.files = rs, *rec, from, files
+	t.refs, t.rec, t.base, t.files, t.gitFiles = rs, *rec, from, files, files
 	return files, nil
 }
 
@@ -362,11 +373,36 @@ func (t *Tracker) incremental(ctx context.Context) (files []FileChange, ok bool,
 	if err != nil {
 		return nil, false, err
 	}
+	var added []string // the new paths git would add
 	for i, p := range unknown {
 		if !ig[i] {
-			update = append(update, p)
+			added = append(added, p)
 		}
 	}
+	gone := false // a path gone that git must tell (a deletion)
+	for p := range touched {
+		if present(filepath.Join(t.p.Path, filepath.FromSlash(p))) {
+			continue
+		}
+		if _, ok := t.fresh[p]; ok {
+			delete(t.fresh, p) // a new file gone again
+		} else {
+			gone = true
+		}
+	}
+	// New files, and edits of the small index's paths: the new files told
+	// without git, while nothing is deleted.
+	if len(update) == 0 && !gone && (len(added) > 0 || len(t.fresh) > 0) {
+		if told, ok := t.tellNew(ctx, added); ok {
+			return t.withNew(ctx, touched, told)
+		}
+	}
+	// git adds the new paths, and those told without it before.
+	update = append(update, added...)
+	for p := range t.fresh {
+		update = append(update, p)
+	}
+	t.fresh = nil
 	spec := map[string]bool{}
 	for p := range t.paths {
 		spec[p] = true
@@ -400,14 +436,9 @@ func (t *Tracker) incremental(ctx context.Context) (files []FileChange, ok bool,
 	if err != nil {
 		return nil, false, err
 	}
-	t.paths = map[string]bool{}
-	for _, f := range files {
-		for _, k := range keys(f) {
-			t.paths[k] = true
-		}
-	}
-	t.files = files
-	return files, true, nil
+	t.gitFiles = files
+	t.setFiles()
+	return t.files, true, nil
 }
 
 // ignored asks the tracker's check-ignore (started on first use).
