@@ -22,6 +22,8 @@ var layers = []struct {
 	{"internal/ccmsg", []string{"internal/mcpconn", "internal/session", "internal/tools", "internal/proxy", "internal/config", "codexchild", "registry", "atmclient", "mailbridge"}},
 	{"internal/mcpconn", []string{"internal/session", "internal/tools", "internal/proxy", "internal/gitctx", "codexchild", "registry", "atmclient", "mailbridge"}},
 	{"internal/session", []string{"internal/mcpconn", "internal/tools", "internal/proxy", "internal/workspace", "atmclient", "mailbridge"}},
+	// The runner of a host's worktrees: workspace over sshhost, nothing more.
+	{"internal/hostrun", []string{"internal/mcpconn", "internal/session", "internal/tools", "internal/proxy", "internal/places", "internal/config", "registry", "atmclient", "mailbridge"}},
 	{"internal/places", []string{"internal/mcpconn", "internal/tools", "internal/proxy", "codexchild", "registry", "mailbridge"}},
 	{"internal/tools", []string{"internal/proxy", "mailbridge"}},
 	// The feed reads sessions and publishes them; it knows nothing of MCP.

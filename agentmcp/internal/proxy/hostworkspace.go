@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/hostrun"
 	"github.com/atm-agent-mcp/atm-agent-mcp/agentmcp/internal/workspace"
-	"github.com/atm-agent-mcp/atm-agent-mcp/codexchild/sshhost"
 )
 
 // The worktrees of a host: a workspace.Manager whose git, setup and check
@@ -16,24 +16,6 @@ import (
 // is made when a place there is first needed (the connection must be up:
 // `git version` runs there), then kept; a failure is tried again next
 // time.
-
-// hostRunner runs workspace commands on a host.
-type hostRunner struct{ p *hostPlace }
-
-// Run implements workspace.Runner: the command's own exit status is a
-// *workspace.ExitError; ssh's failure, the connection's, a missing
-// directory are errors that it could not run, naming the host.
-func (r hostRunner) Run(ctx context.Context, c *workspace.Command) error {
-	conn := r.p.conn()
-	if conn == nil {
-		return fmt.Errorf("host %s: serve has not connected to it yet", r.p.name)
-	}
-	err := conn.Exec(ctx, sshhost.Command{Path: c.Name, Args: c.Args, Env: c.Env, Dir: c.Dir}, c.Stdin, c.Stdout, c.Stderr)
-	if code, ok := sshhost.ExitCode(err); ok {
-		return &workspace.ExitError{Code: code}
-	}
-	return err
-}
 
 // hostWorkspaceTimeout bounds the making of a host's workspace (its `git
 // version` there).
@@ -50,7 +32,7 @@ func (p *hostPlace) workspace(ctx context.Context) (*workspace.Manager, error) {
 	if err := p.ready(ctx); err != nil {
 		return nil, err
 	}
-	r := hostRunner{p}
+	r := hostrun.Runner{Name: p.name, Conn: p.conn}
 	// The host's own ports directory: $ATM_PORTS_DIR there, else the
 	// machine-wide one there.
 	ports, err := workspace.NewPorts(workspace.PortsConfig{Runner: r})
