@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -21,7 +22,6 @@ func TestTrackerMatchesChanges(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("incremental looks need inotify")
 	}
-	ctx := context.Background()
 	repo := newRepo(t, map[string]string{
 		"a.txt": lines20, "b.txt": lines20, "dir/c.txt": lines20, "dir/sub/d.txt": lines20,
 		".gitignore": "*.log\nbuild/\n", "keep/e.txt": lines20,
@@ -104,17 +104,7 @@ func TestTrackerMatchesChanges(t *testing.T) {
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {
 			st.do(t)
-			got, err := tr.Changes(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := m.Changes(ctx, p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d := cmp.Diff(want, got); d != "" {
-				t.Errorf("the tracker's change differs from a whole snapshot's (-want +got):\n%s", d)
-			}
+			sameAsSnapshot(t, tr, m, p, "")
 			f, i, u := tr.Looks()
 			now := [4]int64{f, i, u, tr.told.Load()}
 			kind := map[int]string{0: full, 1: incremental, 2: unchanged}
@@ -178,7 +168,6 @@ func TestTrackerNewFilesThroughGit(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
 			base := map[string]string{"a.txt": lines20}
 			if tc.name == "a .gitattributes in the tree" {
 				base[".gitattributes"] = "*.dat binary\n"
@@ -195,17 +184,7 @@ func TestTrackerNewFilesThroughGit(t *testing.T) {
 				{"sub/y.dat": "more\n"},
 			} {
 				write(t, p.Path, files)
-				got, err := tr.Changes(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				want, err := m.Changes(ctx, p)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if d := cmp.Diff(want, got); d != "" {
-					t.Errorf("look %d: the tracker's change differs from a whole snapshot's (-want +got):\n%s", i, d)
-				}
+				sameAsSnapshot(t, tr, m, p, fmt.Sprintf("look %d: ", i))
 			}
 			if n := tr.told.Load(); n != 0 {
 				t.Errorf("%d looks told new files without git", n)
@@ -214,5 +193,22 @@ func TestTrackerNewFilesThroughGit(t *testing.T) {
 				t.Errorf("%d incremental looks, want 2", inc)
 			}
 		})
+	}
+}
+
+// sameAsSnapshot has the tracker look, and fails the test (what names the
+// look) unless its change is a whole snapshot's.
+func sameAsSnapshot(t *testing.T, tr *Tracker, m *Manager, p *Place, what string) {
+	t.Helper()
+	got, err := tr.Changes(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := m.Changes(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("%sthe tracker's change differs from a whole snapshot's (-want +got):\n%s", what, d)
 	}
 }
