@@ -28,13 +28,17 @@
 // (Place, Release, Diff, Merge, the radar's looks) picks the manager by
 // the place's host, so a worktree, its review and its merge are made in
 // the repository there, and the lead's checkout that a merge moves is
-// the one there. A host's radar is in memory (workspace.NewRadar): it
-// compares this serve's agents on that host, whose repositories are
-// keyed by their paths there (the same path here, or on another host, is
-// another repository); its state is not shared with the serves of other
-// machines through files there, since a look would then hold a lock over
-// ssh across its compare. The mail after a merge goes to the other
-// agents in the same repository on the same host.
+// the one there. A host's radar is shared through the repository's git
+// directory there, as this machine's is here (workspace.NewSharedRadarOn:
+// the host's lock and files, over its connection), so the agents of every
+// serve working in a repository there are compared, whichever machine
+// each serve runs on; its repositories are keyed by their paths there
+// (the same path here, or on another host, is another repository). A look
+// there costs three more commands over the connection (the lock, held
+// across the compare; the read; the write when something changed), after
+// the whole read of the worktree's change there, in the radar's own
+// goroutine once the turn has ended. The mail after a merge goes to the
+// other agents in the same repository on the same host.
 //
 // # The radar
 //

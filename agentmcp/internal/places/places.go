@@ -63,7 +63,7 @@ type Places struct {
 	radar       *workspace.Radar // this machine's (shared with the other serves of a repository)
 
 	mu         sync.Mutex                    // guards the fields below; a leaf
-	hostRadars map[string]*workspace.Radar   // each host's, in memory, by the host's name
+	hostRadars map[string]*workspace.Radar   // each host's, shared there, by the host's name
 	live       map[string]agentInfo          // the live places, by agent_id
 	trackers   map[string]*workspace.Tracker // the live places' changes, by agent_id
 	pending    map[string]pendingTurn        // the radar's queue, by agent_id
@@ -134,20 +134,32 @@ func (ps *Places) managerOf(ctx context.Context, host string) (*workspace.Manage
 	return m, nil
 }
 
-// radarOf is the radar of host's repositories: this machine's is shared
-// through their git directories (radarstore); a host's is in memory,
-// comparing this serve's agents there (its files are not here, and a
-// lock held over ssh across a compare would cost a look its round
-// trips).
+// radarOf is the radar of host's repositories, shared with every other
+// serve through their git directories: this machine's (radarstore), and
+// a host's there, through the host's workspace manager (its lock and
+// files there: workspace.NewSharedRadarOn). Until the host's manager can
+// be had (its connection down since serve started: no look there can
+// run either), the radar of that call is one in memory, not kept.
 func (ps *Places) radarOf(host string) *workspace.Radar {
 	if host == "" {
 		return ps.radar
 	}
 	ps.mu.Lock()
-	defer ps.mu.Unlock()
 	r := ps.hostRadars[host]
-	if r == nil {
-		r = workspace.NewRadar()
+	ps.mu.Unlock()
+	if r != nil {
+		return r
+	}
+	ctx, cancel := context.WithTimeout(ps.ctx, ps.lookTimeout)
+	defer cancel()
+	m, err := ps.managerOf(ctx, host)
+	if err != nil {
+		return workspace.NewRadar()
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if r = ps.hostRadars[host]; r == nil {
+		r = workspace.NewSharedRadarOn(workspace.Owner{}, m)
 		ps.hostRadars[host] = r
 	}
 	return r
@@ -244,7 +256,16 @@ func (ps *Places) Release(ctx context.Context, p *session.Place, keep bool) (ses
 	if tr != nil {
 		tr.Close() // waits for a look in progress
 	}
-	ps.radarOf(p.Host).Forget(p.AgentID)
+	if p.Host == "" {
+		ps.radar.Forget(p.AgentID)
+	} else {
+		ps.mu.Lock()
+		r := ps.hostRadars[p.Host] // none yet: it knows no agent
+		ps.mu.Unlock()
+		if r != nil {
+			r.Forget(p.AgentID)
+		}
+	}
 	m, err := ps.managerOf(ctx, p.Host)
 	if err != nil {
 		return session.Released{Path: p.Path, Branch: p.Branch}, err

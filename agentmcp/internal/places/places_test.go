@@ -344,8 +344,12 @@ func TestPlacesOnAHost(t *testing.T) {
 		}}})
 	t.Cleanup(ps.Close)
 
-	// carol here; alice and bob on box, in "the same" repository: not
-	// one command of theirs runs here.
+	// carol here; alice and bob on box, in its repository (a clone at
+	// another path: the fake host's disk is this machine's, so a
+	// repository at the same path would be this one, its radar state
+	// too): not one command of theirs runs here.
+	boxRepo := filepath.Join(t.TempDir(), "box-repo")
+	git(t, filepath.Dir(boxRepo), "clone", "-q", w.repo, boxRepo)
 	carol, err := ps.Place(ctx, session.PlaceRequest{AgentID: "codex-carol", Identity: "carol", Cwd: w.repo})
 	if err != nil {
 		t.Fatal(err)
@@ -354,11 +358,11 @@ func TestPlacesOnAHost(t *testing.T) {
 	ps.TurnEnded(carol)
 	ps.pass()
 	before := here.Load()
-	alice, err := ps.Place(ctx, session.PlaceRequest{AgentID: "codex-alice", Identity: "alice", Cwd: w.repo, Host: "box"})
+	alice, err := ps.Place(ctx, session.PlaceRequest{AgentID: "codex-alice", Identity: "alice", Cwd: boxRepo, Host: "box"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	bob, err := ps.Place(ctx, session.PlaceRequest{AgentID: "codex-bob", Identity: "bob", Cwd: w.repo, Host: "box"})
+	bob, err := ps.Place(ctx, session.PlaceRequest{AgentID: "codex-bob", Identity: "bob", Cwd: boxRepo, Host: "box"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,6 +388,27 @@ func TestPlacesOnAHost(t *testing.T) {
 	if len(ov) != 1 || ov[0].Host != "box" || ov[0].File != "f.txt" {
 		t.Errorf("Overlaps = %+v, want alice and bob's on box", ov)
 	}
+	// Another serve's agent in that repository on box is compared with
+	// them: the radar's state is the repository's there.
+	ps2 := New(Config{Manager: local, ATM: w.atm, MailTeam: "t1", Lead: "lead1",
+		Hosts: map[string]func(context.Context) (*workspace.Manager, error){"box": func(context.Context) (*workspace.Manager, error) { return box, nil }}})
+	t.Cleanup(ps2.Close)
+	dave, err := ps2.Place(ctx, session.PlaceRequest{AgentID: "codex-dave", Identity: "dave", Cwd: boxRepo, Host: "box"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	setLine(t, filepath.Join(dave.Path, "f.txt"), 2, "changed by dave")
+	ps2.TurnEnded(dave)
+	ps2.pass()
+	if got := len(w.mails(t, "alice@t1")); got != 2 {
+		t.Errorf("alice has %d radar mails, want 2 (bob's, then the other serve's dave's)", got)
+	}
+	if ov := ps2.Overlaps(); len(ov) != 3 {
+		t.Errorf("the other serve's Overlaps = %+v, want dave's with alice and bob, and theirs", ov)
+	}
+	if _, err := ps2.Release(ctx, dave, false); err != nil {
+		t.Errorf("Release dave: %v", err)
+	}
 
 	// Reviewed and merged there; bob is told, carol is not.
 	n := there.Load()
@@ -391,7 +416,7 @@ func TestPlacesOnAHost(t *testing.T) {
 	if err != nil || d.Stat.Files != 1 || there.Load() == n {
 		t.Fatalf("Diff on the host = %+v, %v (%d commands there)", d, err, there.Load()-n)
 	}
-	git(t, w.repo, "checkout", "-q", "-b", "lead")
+	git(t, boxRepo, "checkout", "-q", "-b", "lead")
 	merged, err := ps.Merge(ctx, alice, workspace.MergeRequest{Strategy: workspace.Squash, Message: "alice", Author: workspace.Signature{Name: "alice", Email: "a@t1"}})
 	if err != nil {
 		t.Fatalf("Merge on the host: %v", err)
@@ -399,7 +424,7 @@ func TestPlacesOnAHost(t *testing.T) {
 	if diff := cmp.Diff([]string{"bob"}, merged.Told); diff != "" {
 		t.Errorf("told of the merge (-want +got):\n%s", diff)
 	}
-	if h := ps.Head(ctx, "box", w.repo); h != merged.New {
+	if h := ps.Head(ctx, "box", boxRepo); h != merged.New {
 		t.Errorf("Head on the host = %s, want the merged %s", h, merged.New)
 	}
 	for _, p := range []*session.Place{alice, bob, carol} {

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -82,9 +83,11 @@ type Radar struct {
 	shared bool
 
 	mu    sync.Mutex
-	mem   map[string]*radarState // in memory: the state, by repository
-	files map[string]*radarFile  // shared: the state's files, by repository
-	repos map[string]string      // the agents updated here → their repository
+	mem   map[string]*radarState    // in memory: the state, by repository
+	files map[string]*radarFile     // shared: the state's files, by repository
+	host  files                     // shared on a host: its files (nil here)
+	hostF map[string]*hostRadarFile // shared on a host: the state's files there
+	repos map[string]string         // the agents updated here → their repository
 }
 
 // radarState is one repository's agents and what was told about them.
@@ -149,6 +152,19 @@ func NewSharedRadar(owner Owner) *Radar {
 		owner = Self()
 	}
 	return &Radar{owner: owner, shared: true, files: map[string]*radarFile{}, repos: map[string]string{}}
+}
+
+// NewSharedRadarOn returns NewSharedRadar's radar for the repositories of
+// m's machine: on a host (Config.Host), the state's files are the
+// repository's there, read and written under the lock there through m's
+// runner (radarstore_host.go), so that the agents of every serve working
+// in a repository there are compared, as here.
+func NewSharedRadarOn(owner Owner, m *Manager) *Radar {
+	r := NewSharedRadar(owner)
+	if m.host != "" {
+		r.host, r.hostF = m.fs, map[string]*hostRadarFile{}
+	}
+	return r
 }
 
 // keys are the paths under which a change is compared: its base path, and
@@ -301,6 +317,15 @@ func (r *Radar) withState(repo string, fn func(st *radarState) bool) {
 			r.mem[repo] = st
 		}
 		fn(st)
+		return
+	}
+	if r.host != nil {
+		f := r.hostF[repo]
+		if f == nil {
+			f = &hostRadarFile{dir: path.Join(repo, "atm"), fs: r.host}
+			r.hostF[repo] = f
+		}
+		f.with(r.owner, fn)
 		return
 	}
 	f := r.files[repo]

@@ -250,9 +250,33 @@ func TestParseHunkOld(t *testing.T) {
 // serve introduced it; an agent whose serve is gone is dropped.
 func TestSharedRadar(t *testing.T) {
 	repo := filepath.Join(tempDir(t), "repo.git")
-	serve1 := NewSharedRadar(Owner{})
-	serve2 := NewSharedRadar(liveOwner(t))
-	gone := NewSharedRadar(deadOwner(t))
+	sharedRadarSteps(t, repo, NewSharedRadar(Owner{}), NewSharedRadar(liveOwner(t)), NewSharedRadar(deadOwner(t)))
+	if !exists(filepath.Join(repo, "atm", "radar.lock")) || !exists(filepath.Join(repo, "atm", "radar.json")) {
+		t.Error("the shared state is not in the repository's git directory")
+	}
+}
+
+// TestSharedRadarOnAHost is TestSharedRadar for a repository on a host:
+// three serves' radars (NewSharedRadarOn a host's Manager) keep the state
+// in the repository's git directory there, through the host's runner
+// only (fakeHost: this machine's paths are not the host's).
+func TestSharedRadarOnAHost(t *testing.T) {
+	h := newFakeHost(t)
+	on := func(owner Owner) *Radar { return NewSharedRadarOn(owner, newHostManager(t, h, owner)) }
+	real := filepath.Join(h.real, "repo.git")
+	sharedRadarSteps(t, h.there(real), on(Owner{}), on(liveOwner(t)), on(deadOwner(t)))
+	if !exists(filepath.Join(real, "atm", "radar.lock")) || !exists(filepath.Join(real, "atm", "radar.json")) {
+		t.Error("the shared state is not in the repository's git directory on the host")
+	}
+	if h.calls.Load() == 0 {
+		t.Error("nothing ran on the host")
+	}
+}
+
+// sharedRadarSteps drives two live serves' radars and a gone one's on
+// one repository.
+func sharedRadarSteps(t *testing.T, repo string, serve1, serve2, gone *Radar) {
+	t.Helper()
 	fc := func(path string, ranges ...LineRange) []FileChange {
 		return []FileChange{{Path: path, Status: "M", Added: 1, Removed: 1, Ranges: ranges}}
 	}
@@ -300,8 +324,5 @@ func TestSharedRadar(t *testing.T) {
 	serve2.Forget("bob")
 	if o := serve1.Overlaps(); len(o) != 0 {
 		t.Errorf("after serve 2 let bob go, serve 1 still sees %+v", o)
-	}
-	if !exists(filepath.Join(repo, "atm", "radar.lock")) || !exists(filepath.Join(repo, "atm", "radar.json")) {
-		t.Error("the shared state is not in the repository's git directory")
 	}
 }

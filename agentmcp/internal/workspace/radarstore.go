@@ -59,25 +59,7 @@ func (f *radarFile) with(self Owner, fn func(st *radarState) bool) {
 		st = f.readState()
 	}
 	f.st = nil // until written back
-	changed := false
-	alive := map[Owner]bool{}
-	for a, e := range st.Agents {
-		if e == nil {
-			delete(st.Agents, a)
-			changed = true
-			continue
-		}
-		live, ok := alive[e.Owner]
-		if !ok {
-			live = e.Owner.alive(self)
-			alive[e.Owner] = live
-		}
-		if !live {
-			delete(st.Agents, a)
-			dropTold(st, a)
-			changed = true
-		}
-	}
+	changed := dropGone(st, self)
 	if !fn(st) && !changed {
 		f.st, f.gen = st, gen
 		return
@@ -97,6 +79,43 @@ func (f *radarFile) with(self Owner, fn func(st *radarState) bool) {
 		return
 	}
 	f.st, f.gen = st, gen
+}
+
+// dropGone drops the agents of st whose owner is gone (seen from self)
+// and what was told about them; it reports whether it dropped any.
+func dropGone(st *radarState, self Owner) bool {
+	changed := false
+	alive := map[Owner]bool{}
+	for a, e := range st.Agents {
+		if e == nil {
+			delete(st.Agents, a)
+			changed = true
+			continue
+		}
+		live, ok := alive[e.Owner]
+		if !ok {
+			live = e.Owner.alive(self)
+			alive[e.Owner] = live
+		}
+		if !live {
+			delete(st.Agents, a)
+			dropTold(st, a)
+			changed = true
+		}
+	}
+	return changed
+}
+
+// parseState reads a state (empty when torn or of another version).
+func parseState(b []byte) *radarState {
+	st := &radarState{}
+	if len(b) == 0 || json.Unmarshal(b, st) != nil || st.Version != radarStateVersion {
+		return newRadarState()
+	}
+	if st.Agents == nil {
+		st.Agents = map[string]*radarEntry{}
+	}
+	return st
 }
 
 // lockFiles opens the files (again, when their paths name others now)
@@ -165,14 +184,7 @@ func (f *radarFile) readState() *radarState {
 	if _, err := f.state.ReadAt(b, 0); err != nil {
 		return newRadarState()
 	}
-	st := &radarState{}
-	if json.Unmarshal(b, st) != nil || st.Version != radarStateVersion {
-		return newRadarState()
-	}
-	if st.Agents == nil {
-		st.Agents = map[string]*radarEntry{}
-	}
-	return st
+	return parseState(b)
 }
 
 // sameFile reports whether path names the open file f.
