@@ -267,7 +267,7 @@ func (r *Radar) Overlaps() []Overlap {
 	r.mu.Unlock()
 	var all []Overlap
 	for repo := range repos {
-		r.withState(repo, func(st *radarState) bool {
+		r.viewState(repo, func(st *radarState) bool {
 			names := sortedAgents(st)
 			for i, a := range names {
 				for _, b := range names[i+1:] {
@@ -334,6 +334,24 @@ func (r *Radar) withState(repo string, fn func(st *radarState) bool) {
 		r.files[repo] = f
 	}
 	f.with(r.owner, fn)
+}
+
+// viewState runs fn on repo's state to read it: withState, except that a
+// host's state is the one this radar last read or wrote there (as of its
+// last look), so that a listing (agent_status) never waits on the host's
+// connection or lock.
+func (r *Radar) viewState(repo string, fn func(st *radarState) bool) {
+	if r.host == nil {
+		r.withState(repo, fn)
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := newRadarState()
+	if f := r.hostF[repo]; f != nil && f.last != nil {
+		st = f.last
+	}
+	fn(st)
 }
 
 // Close closes the files of a shared radar's repositories.

@@ -322,6 +322,11 @@ func sharedRadarSteps(t *testing.T, repo string, serve1, serve2, gone *Radar) {
 		}
 	}
 	serve2.Forget("bob")
+	// Serve 1's next look sees bob gone (a host's listing is as of the
+	// radar's last look there: Radar.viewState).
+	if news := serve1.UpdateAs("alice", repo, who("alice"), fc("x.go", LineRange{1, 4})); len(news) != 0 {
+		t.Errorf("alice's look after bob left told %+v", news)
+	}
 	if o := serve1.Overlaps(); len(o) != 0 {
 		t.Errorf("after serve 2 let bob go, serve 1 still sees %+v", o)
 	}

@@ -21,7 +21,9 @@ import (
 // which lasts the compare; the read; the write when something changed),
 // after a look that read the worktree's whole change there anyway (no
 // file watch reaches over ssh), and it runs after the turn has ended, in
-// the radar's own goroutine. An agent's owner is judged alive as here
+// the radar's own goroutine; a listing of the overlaps (agent_status)
+// reads the state as of this radar's last look there, never the host. An
+// agent's owner is judged alive as here
 // (Owner.alive): one on another machine than the reader's never dropped
 // by it, but by a serve of that machine.
 
@@ -30,8 +32,9 @@ const hostRadarTimeout = 30 * time.Second
 
 // hostRadarFile is one repository's shared state on a host.
 type hostRadarFile struct {
-	dir string // the state's directory there: <common>/atm
-	fs  files  // the host's
+	dir  string      // the state's directory there: <common>/atm
+	fs   files       // the host's
+	last *radarState // the state as last read or written there (Radar.viewState)
 }
 
 // with runs fn on the state under the host's lock, as radarFile.with
@@ -58,10 +61,13 @@ func (f *hostRadarFile) with(self Owner, fn func(st *radarState) bool) {
 	st := parseState(b)
 	changed := dropGone(st, self)
 	if !fn(st) && !changed {
+		f.last = st
 		return
 	}
 	if b, err = json.Marshal(st); err != nil {
 		return
 	}
-	_ = f.fs.writeFileAtomic(ctx, path.Join(f.dir, "radar.json"), b, 0o600)
+	if f.fs.writeFileAtomic(ctx, path.Join(f.dir, "radar.json"), b, 0o600) == nil {
+		f.last = st
+	}
 }
